@@ -1,0 +1,19 @@
+"""Input adapters: raw sources to the canonical tick stream."""
+
+from .base import (
+    InputAdapter,
+    adapter_from_dict,
+    get_adapter,
+    register_adapter,
+    registered_adapters,
+)
+from .timeseries import TimeseriesAdapter
+
+__all__ = [
+    "InputAdapter",
+    "TimeseriesAdapter",
+    "adapter_from_dict",
+    "get_adapter",
+    "register_adapter",
+    "registered_adapters",
+]

@@ -1,0 +1,203 @@
+"""``kur``: run jobs, inspect datasets, fetch samples.
+
+Exit codes: 0 success, 1 a kuration error (message on stderr), 2 usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import KurationError
+from ..inspect import InspectReport, inspect_dataset
+from ..job import run_job
+from ..output.dataset import DatasetWriteResult
+from ..progress import RichProgress
+
+__all__ = ["inspect_main", "main", "run_main"]
+
+
+def _hours(s: float) -> str:
+    return f"{s / 3600:.2f} h"
+
+
+def _print_run_summary(res: DatasetWriteResult, wall: float, console: Console) -> None:
+    sc = res.scoring.summary()
+    budget = res.config["results"]["budget"]
+    console.print(f"[bold]kuration[/] curated [cyan]{res.path}[/] in {wall:.1f} s")
+    console.print(
+        f"sources scored: {sc['sources_scored']}/{sc['sources_total']} "
+        f"(failed {sc['sources_failed']}, shorter than a window {sc['sources_short']}); "
+        f"segments: {sc['segments']}"
+    )
+    t = Table(title="hours budget per split")
+    for col in ("split", "requested", "pool", "admitted", "emitted", "short", "tracks", "shards"):
+        t.add_column(col, justify="right")
+    for split in ("train", "test"):
+        b = budget[split]
+        t.add_row(
+            split,
+            _hours(b["requested_s"]),
+            _hours(b["candidate_s"]),
+            _hours(b["admitted_s"]),
+            _hours(b["emitted_s"]),
+            _hours(b["underfill_s"]),
+            str(b["admitted_tracks"]),
+            str(res.manifest["splits"][split]["shards"]),
+        )
+    console.print(t)
+    console.print(
+        f"shards written: {len(res.manifest['shards'])} ({res.manifest['container']}, "
+        f"{res.manifest['shard_length']} steps each); modalities: "
+        f"{', '.join(res.manifest['modalities'])}"
+    )
+    for uri, err in sorted(sc["errors"].items()):
+        console.print(f"[yellow]skipped[/] {uri}: {err}")
+
+
+def _print_inspect(rep: InspectReport, console: Console) -> None:
+    console.print(f"[bold]{rep.path}[/]  container={rep.container} shard_length={rep.shard_length}")
+    t = Table(title="splits")
+    for col in ("split", "shards", "tracks", "sources", "hours", "requested", "admitted", "short"):
+        t.add_column(col, justify="right")
+    for split, s in rep.splits.items():
+        b = rep.budget.get(split, {})
+        t.add_row(
+            split,
+            str(s["shards"]),
+            str(s["tracks"]),
+            str(len(s["sources"])),
+            _hours(s["seconds"]),
+            _hours(b.get("requested_s", 0)),
+            _hours(b.get("admitted_s", 0)),
+            _hours(b.get("underfill_s", 0)),
+        )
+    console.print(t)
+    m = Table(title="modalities")
+    for col in ("name", "dtype", "shape"):
+        m.add_column(col)
+    for name, spec in rep.modalities.items():
+        m.add_row(name, spec["dtype"], str(tuple(spec["shape"])))
+    m.add_row("_present", "bool", "()")
+    console.print(m)
+    console.print(f"padding: {rep.padding}")
+    console.print(f"execution: {rep.execution}; kuration {rep.provenance.get('kuration_version')}")
+    if rep.errors:
+        console.print(f"[yellow]skipped sources:[/] {rep.errors}")
+    if rep.verification:
+        v = rep.verification
+        state = "[green]valid[/]" if v["valid"] else "[red]INVALID[/]"
+        console.print(f"verification: {state} ({v['checked']} shards checked)")
+        for f in v["failures"]:
+            console.print(f"  [red]{f}[/]")
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    out = args.out or str(Path("runs") / Path(args.job).stem)
+    start = time.perf_counter()
+    with RichProgress() as prog:
+        res = run_job(args.job, out, force=args.force, workers=args.workers, progress=prog)
+    wall = time.perf_counter() - start
+    if args.json:
+        print(
+            json.dumps(
+                {"path": str(res.path), "wall_s": wall, "results": res.config["results"]}, indent=2
+            )
+        )
+    else:
+        _print_run_summary(res, wall, Console())
+    return 0
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    rep = inspect_dataset(args.dataset, verify=args.verify)
+    if args.json:
+        print(json.dumps(rep.to_dict(), indent=2, sort_keys=True))
+    else:
+        _print_inspect(rep, Console())
+    return 0 if not rep.verification or rep.verification["valid"] else 1
+
+
+def _cmd_sample(args: argparse.Namespace) -> int:
+    from ..samples import SAMPLES, build_adsb_sources, fetch_wheel
+
+    if args.action == "fetch":
+        path = fetch_wheel(SAMPLES["traffic"])
+        print(path)
+    else:
+        for p in build_adsb_sources(args.out, slice_minutes=args.slice_minutes):
+            print(p)
+    return 0
+
+
+def _add_run(p: argparse.ArgumentParser) -> None:
+    p.add_argument("job", help="job JSON file")
+    p.add_argument("--out", help="output directory (default runs/<job name>)")
+    p.add_argument("--force", action="store_true", help="replace an existing dataset")
+    p.add_argument(
+        "--workers", type=int, default=None, help="scoring processes (default: the job's)"
+    )
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.set_defaults(fn=_cmd_run)
+
+
+def _add_inspect(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset", help="dataset directory or its dataset_manifest.json")
+    p.add_argument("--verify", action="store_true", help="read and check every shard")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(fn=_cmd_inspect)
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="kur", description="Curate multi-entity time series into training shards."
+    )
+    sub = ap.add_subparsers(dest="command", required=True)
+    _add_run(sub.add_parser("run", help="run a curation job"))
+    _add_inspect(sub.add_parser("inspect", help="summarize a curated dataset"))
+    sp = sub.add_parser("sample", help="fetch the pinned public ADS-B sample")
+    sp.add_argument("action", choices=["fetch", "build-sources"])
+    sp.add_argument(
+        "--out", default="runs/adsb-sources", help="where build-sources writes Parquet files"
+    )
+    sp.add_argument("--slice-minutes", type=float, default=15.0)
+    sp.set_defaults(fn=_cmd_sample)
+    return ap
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    try:
+        return int(args.fn(args))
+    except KurationError as exc:
+        print(f"kur: error: {exc}", file=sys.stderr)
+        return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return _dispatch(_parser().parse_args(argv))
+
+
+def _single(add: Any, prog: str, argv: Sequence[str] | None) -> int:
+    ap = argparse.ArgumentParser(prog=prog)
+    add(ap)
+    return _dispatch(ap.parse_args(argv))
+
+
+def run_main(argv: Sequence[str] | None = None) -> int:
+    return _single(_add_run, "kur-run", argv)
+
+
+def inspect_main(argv: Sequence[str] | None = None) -> int:
+    return _single(_add_inspect, "kur-inspect", argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""Strict JSON: duplicate keys and non-finite numbers are errors, output is canonical."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+__all__ = ["canonical_json", "dump_json_atomic", "load_json_strict", "loads_strict", "sha256_file"]
+
+
+class StrictJSONError(ValueError):
+    """Raised by :func:`loads_strict` (subclassed as needed by callers)."""
+
+
+def _no_dupes(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise StrictJSONError(f"duplicate key {k!r}")
+        out[k] = v
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise StrictJSONError(f"non-finite number {name}")
+
+
+def loads_strict(text: str | bytes, *, what: str = "JSON") -> Any:
+    """Parse JSON rejecting duplicate object keys and NaN/Infinity.
+
+    Raises
+    ------
+    ValueError
+        Naming ``what`` and the problem.
+    """
+    try:
+        return json.loads(text, object_pairs_hook=_no_dupes, parse_constant=_no_constant)
+    except StrictJSONError as exc:
+        raise ValueError(f"{what}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{what}: malformed JSON: {exc}") from None
+
+
+def load_json_strict(path: str | os.PathLike[str]) -> Any:
+    """Read and strictly parse a JSON file."""
+    p = Path(path)
+    return loads_strict(p.read_bytes(), what=str(p))
+
+
+def _check_finite(obj: Any, where: str = "$") -> None:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        raise ValueError(f"non-finite number at {where}")
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            _check_finite(v, f"{where}.{k}")
+    elif isinstance(obj, list | tuple):
+        for i, v in enumerate(obj):
+            _check_finite(v, f"{where}[{i}]")
+
+
+def canonical_json(obj: Any) -> bytes:
+    """Deterministic UTF-8 JSON bytes (sorted keys, fixed separators, trailing newline).
+
+    Raises
+    ------
+    ValueError
+        If ``obj`` holds NaN or infinity.
+    """
+    _check_finite(obj)
+    return (
+        json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    ).encode()
+
+
+def dump_json_atomic(path: str | os.PathLike[str], obj: Any) -> str:
+    """Write canonical JSON via a same-directory temp file and ``os.replace``; returns its SHA-256."""
+    data = canonical_json(obj)
+    p = Path(path)
+    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, p)
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()

@@ -1,0 +1,98 @@
+"""Track: one entity's timestep sequence, the indivisible output unit."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..schema import SchemaSpec
+from ..tick import Tick, TickTable, table_from_ticks
+
+__all__ = ["Track", "track_from_table", "tracks_from_ticks"]
+
+
+@dataclass
+class Track:
+    """One entity of one source, from its first to its last present tick.
+
+    Attributes
+    ----------
+    source_id : str
+    entity_id : hashable
+    start_idx : int
+        Index of the first step within the source's grid.
+    fields : dict of str to ndarray, shape (L, D), float64
+        The entity's field values (NaN where absent or missing).
+    present : ndarray, shape (L,), bool
+    globals : dict of str to ndarray, shape (L, D), float64
+    sample_hz : float
+    span_index : int or None
+        Set when the track is a sub-span of a longer one.
+    meta : dict
+        Aggregated segment features (read by ``segment:`` modalities) and priority.
+    """
+
+    source_id: str
+    entity_id: Hashable
+    start_idx: int
+    fields: dict[str, np.ndarray]
+    present: np.ndarray
+    sample_hz: float
+    globals: dict[str, np.ndarray] = field(default_factory=dict)
+    span_index: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_steps(self) -> int:
+        return int(self.present.shape[0])
+
+    @property
+    def duration_s(self) -> float:
+        return self.n_steps / self.sample_hz
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """Per-timestep dicts (fields merged with globals) for encoders; ``None`` where absent."""
+        for t in range(self.n_steps):
+            if not self.present[t]:
+                yield {}
+                continue
+            rec = {k: v[t] for k, v in self.fields.items()}
+            rec.update({k: v[t] for k, v in self.globals.items()})
+            yield rec
+
+
+def track_from_table(
+    table: TickTable,
+    entity_index: int,
+    first: int,
+    last: int,
+    span_index: int | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Track:
+    """Cut entity ``entity_index`` of ``table`` over ticks ``[first, last]`` (inclusive)."""
+    sl = slice(first, last + 1)
+    return Track(
+        source_id=table.source_id,
+        entity_id=table.entity_ids[entity_index],
+        start_idx=first,
+        fields={k: v[sl, entity_index].copy() for k, v in table.values.items()},
+        present=table.present[sl, entity_index].copy(),
+        sample_hz=table.sample_hz,
+        globals={k: v[sl].copy() for k, v in table.globals.items()},
+        span_index=span_index,
+        meta=dict(meta or {}),
+    )
+
+
+def tracks_from_ticks(schema: SchemaSpec, ticks: Iterable[Tick], source_id: str) -> list[Track]:
+    """One track per entity of a tick stream, each spanning its first to last present tick."""
+    table = table_from_ticks(schema, ticks, source_id)
+    out = []
+    for e in range(table.n_entities):
+        idx = np.flatnonzero(table.present[:, e])
+        if idx.size:
+            out.append(track_from_table(table, e, int(idx[0]), int(idx[-1])))
+    return out

@@ -1,0 +1,247 @@
+"""score_sources: the feature pass shared by curate and write_dataset.
+
+Each source is read into a :class:`~kuration.tick.TickTable`, cut into
+windows and scored.  A source that fails is skipped and logged
+(``on_error="skip"``) or re-raised (``"raise"``).  Segments are sorted by
+``(source_id, start_idx)`` so that the pool is the same whatever the order in
+which sources finished; an empty pool raises :class:`EmptyPoolError`.
+With ``workers > 1`` sources are scored in a spawn-based process pool; each
+worker rebuilds the adapter and the feature engine from their JSON form.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import sys
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .adapters.base import InputAdapter, adapter_from_dict
+from .errors import EmptyPoolError, KurationError
+from .features import FeatureEngine
+from .ids import tag_entity_id
+from .progress import ProgressCallback, emit
+from .schema import SchemaSpec
+from .segment import Segment, Segmenter
+from .strategy import Strategy
+
+__all__ = ["ScoringResult", "SourceInfo", "TrackExtent", "score_sources"]
+
+
+@dataclass(frozen=True)
+class TrackExtent:
+    """Where one entity lives within a source: ticks ``[first, last]`` inclusive, ``n_present`` of them present."""
+
+    entity_id: Any
+    first: int
+    last: int
+    n_present: int
+
+    @property
+    def n_steps(self) -> int:
+        return self.last - self.first + 1
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """What scoring learned of one source, enough to plan output without rereading it."""
+
+    source_id: str
+    uri: str
+    n_steps: int
+    k0: int
+    fingerprint: str
+    n_segments: int
+    tracks: tuple[TrackExtent, ...]
+
+
+@dataclass
+class ScoringResult:
+    """The scored pool.
+
+    Attributes
+    ----------
+    segments : list of Segment, sorted by (source_id, start_idx)
+    sources : dict of source id to SourceInfo
+    errors : dict of source uri to message (sources that failed and were skipped)
+    skipped : dict of source id to reason (sources that produced no window)
+    """
+
+    segments: list[Segment]
+    sources: dict[str, SourceInfo]
+    errors: dict[str, str] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "sources_total": len(self.sources) + len(self.errors),
+            "sources_scored": sum(1 for s in self.sources.values() if s.n_segments),
+            "sources_failed": len(self.errors),
+            "sources_short": len(self.skipped),
+            "segments": len(self.segments),
+            "errors": dict(sorted(self.errors.items())),
+            "skipped": dict(sorted(self.skipped.items())),
+        }
+
+
+def _track_extents(present: np.ndarray, entity_ids: Sequence[Any]) -> tuple[TrackExtent, ...]:
+    n_t = present.shape[0]
+    any_e = present.any(axis=0)
+    first = np.argmax(present, axis=0)
+    last = n_t - 1 - np.argmax(present[::-1], axis=0)
+    count = present.sum(axis=0)
+    return tuple(
+        TrackExtent(entity_ids[e], int(first[e]), int(last[e]), int(count[e]))
+        for e in np.flatnonzero(any_e)
+    )
+
+
+def _score_one(
+    adapter: InputAdapter, uri: str, segmenter: Segmenter, engine: FeatureEngine
+) -> tuple[SourceInfo, list[Segment], str | None]:
+    table = adapter.read_table(uri)
+    segs = segmenter.segments(table.source_id, table.present)
+    engine.score_segments(table, segs)
+    reason = None
+    if not segs:
+        reason = (
+            f"shorter than one window ({table.n_steps} ticks < {segmenter.window_steps})"
+            if table.n_steps < segmenter.window_steps
+            else "no window holds an entity"
+        )
+    info = SourceInfo(
+        source_id=table.source_id,
+        uri=str(uri),
+        n_steps=table.n_steps,
+        k0=table.k0,
+        fingerprint=adapter.fingerprint(uri),
+        n_segments=len(segs),
+        tracks=_track_extents(table.present, table.entity_ids),
+    )
+    return info, segs, reason
+
+
+def _worker(payload: Mapping[str, Any]) -> tuple[SourceInfo, list[Segment], str | None]:
+    for mod in payload.get("plugins", ()):
+        __import__(mod)
+    schema = SchemaSpec.from_dict(payload["schema"])
+    adapter = adapter_from_dict(payload["adapter"], schema)
+    engine = FeatureEngine(payload["define"], schema, payload["registered"])
+    seg = Segmenter(**payload["segmenter"])
+    return _score_one(adapter, payload["uri"], seg, engine)
+
+
+def score_sources(
+    schema: SchemaSpec,
+    adapter: InputAdapter,
+    sources: Sequence[str],
+    segmenter: Segmenter,
+    strategy: Strategy,
+    *,
+    workers: int = 1,
+    on_error: str = "skip",
+    progress: ProgressCallback | None = None,
+    plugins: Sequence[str] = (),
+) -> ScoringResult:
+    """Score every window of every source.
+
+    Parameters
+    ----------
+    workers : int
+        1 scores in this process; more uses a spawn-based process pool.
+        Results are identical for any worker count.
+    on_error : {"skip", "raise"}
+        ``skip`` logs a failing source to stderr and records it in ``errors``.
+
+    Raises
+    ------
+    EmptyPoolError
+        If no source yields a single segment (lists every source's reason).
+    KurationError
+        With ``on_error="raise"``, the first source error; also for duplicate source ids.
+    """
+    if on_error not in ("skip", "raise"):
+        raise ValueError(f"on_error must be 'skip' or 'raise', got {on_error!r}")
+    engine = strategy.engine(schema)
+    emit(progress, "scoring", "start", total=len(sources))
+    results: dict[str, tuple[SourceInfo, list[Segment], str | None]] = {}
+    errors: dict[str, str] = {}
+
+    def record(
+        i: int, uri: str, out: tuple[SourceInfo, list[Segment], str | None] | BaseException
+    ) -> None:
+        if isinstance(out, BaseException):
+            if on_error == "raise" or not isinstance(out, Exception):
+                raise out
+            msg = f"{type(out).__name__}: {out}"
+            print(f"kuration: skipped source {uri}: {msg}", file=sys.stderr)
+            errors[str(uri)] = msg
+            status = "error"
+        else:
+            results[str(uri)] = out
+            status = "ok"
+        emit(
+            progress,
+            "scoring",
+            "advance",
+            current=i,
+            total=len(sources),
+            source=str(uri),
+            status=status,
+        )
+
+    if workers <= 1:
+        for i, uri in enumerate(sources, 1):
+            try:
+                out: Any = _score_one(adapter, uri, segmenter, engine)
+            except Exception as exc:
+                out = exc
+            record(i, uri, out)
+    else:
+        base = {
+            "schema": schema.to_dict(),
+            "adapter": adapter.to_dict(),
+            "define": dict(strategy.define),
+            "registered": list(strategy.registered),
+            "segmenter": segmenter.to_dict(),
+            "plugins": list(plugins),
+        }
+        ctx = mp.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            futs = [pool.submit(_worker, {**base, "uri": str(u)}) for u in sources]
+            for i, (uri, fut) in enumerate(zip(sources, futs, strict=True), 1):
+                try:
+                    out = fut.result()
+                except Exception as exc:
+                    out = exc
+                record(i, uri, out)
+    emit(progress, "scoring", "complete", total=len(sources))
+
+    infos: dict[str, SourceInfo] = {}
+    segments: list[Segment] = []
+    skipped: dict[str, str] = {}
+    for uri in sorted(results):
+        info, segs, reason = results[uri]
+        if info.source_id in infos:
+            raise KurationError(
+                f"two sources share the id {info.source_id!r} ({infos[info.source_id].uri}, {uri})"
+            )
+        infos[info.source_id] = info
+        segments.extend(segs)
+        if reason:
+            skipped[info.source_id] = reason
+    segments.sort(key=lambda s: s.key)
+    if not segments:
+        raise EmptyPoolError(
+            f"no segments: all {len(sources)} sources failed or were shorter than one window",
+            errors={**errors, **skipped},
+        )
+    return ScoringResult(segments, infos, errors, skipped)
+
+
+def entity_key(entity_id: Any) -> str:
+    return tag_entity_id(entity_id)

@@ -1,0 +1,77 @@
+"""One pint registry for kuration, and the few conversions the engine needs."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import pint
+
+__all__ = ["conversion_factor", "is_angle", "is_length", "parse_unit", "ureg"]
+
+ureg = pint.UnitRegistry()
+
+
+@lru_cache(maxsize=256)
+def parse_unit(unit: str) -> pint.Unit:
+    """Parse ``unit`` with the shared registry.
+
+    Raises
+    ------
+    ValueError
+        If pint does not know the unit.
+    """
+    try:
+        return ureg.Unit(unit)
+    except (
+        pint.errors.UndefinedUnitError,
+        pint.errors.DefinitionSyntaxError,
+        AttributeError,
+        TypeError,
+        ValueError,
+        AssertionError,
+    ) as exc:
+        raise ValueError(f"unknown unit {unit!r}") from exc
+
+
+def is_length(unit: str) -> bool:
+    """Whether ``unit`` has the dimension of a length."""
+    return parse_unit(unit).dimensionality == ureg.metre.dimensionality
+
+
+def is_angle(unit: str) -> bool:
+    """Whether ``unit`` is a plane angle (pint treats angles as dimensionless radians)."""
+    u = parse_unit(unit)
+    return u.dimensionality == ureg.radian.dimensionality and str(u) in {
+        "degree",
+        "radian",
+        "arcminute",
+        "arcsecond",
+        "turn",
+        "gradian",
+    }
+
+
+@lru_cache(maxsize=256)
+def _factor(src: str, dst: str) -> float:
+    return float(ureg.Quantity(1.0, parse_unit(src)).to(parse_unit(dst)).magnitude)
+
+
+def conversion_factor(src: str, dst: str) -> float:
+    """Multiplicative factor from ``src`` to ``dst`` (non-offset units only).
+
+    Raises
+    ------
+    ValueError
+        If the units are unknown or of different dimensions.
+    """
+    try:
+        return _factor(src, dst)
+    except pint.errors.DimensionalityError as exc:
+        raise ValueError(f"cannot convert {src!r} to {dst!r}: {exc}") from exc
+
+
+def to_unit(values: np.ndarray, src: str, dst: str) -> np.ndarray:
+    """Convert an array from ``src`` to ``dst`` with pint (offset units handled by pint)."""
+    q = ureg.Quantity(np.asarray(values, dtype=np.float64), parse_unit(src))
+    return np.asarray(q.to(parse_unit(dst)).magnitude)
