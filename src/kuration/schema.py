@@ -357,7 +357,11 @@ class SchemaSpec:
         """Parse JSON text (duplicate keys and non-finite numbers rejected)."""
         from .jsonio import loads_strict
 
-        return cls.from_dict(loads_strict(text, what="schema"))
+        try:
+            data = loads_strict(text, what="schema")
+        except ValueError as exc:
+            raise SchemaError(str(exc)) from None
+        return cls.from_dict(data)
 
 
 def _as_list(v: Any, what: str) -> Iterable[Any]:
