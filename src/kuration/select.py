@@ -9,16 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from .binning import bin_segments
 from .errors import StrategyError
 from .registry import Registry
 from .segment import Segment
 
+if TYPE_CHECKING:
+    from .strategy import Strategy
+
 __all__ = [
     "Method",
+    "apply_strategy",
     "assign_splits",
     "get_method",
     "register_method",
@@ -191,3 +196,17 @@ def assign_splits(
         for i, sid in enumerate(perm):
             out[sid] = "test" if i < n_test else "train"
     return out
+
+
+def apply_strategy(
+    segments: Sequence[Segment], strategy: Strategy, seed: int
+) -> dict[str, list[float]]:
+    """Bin the pool (if the strategy has axes) and set every segment's priority; returns bin edges."""
+    edges = bin_segments(segments, strategy.bin_axes, strategy.n_bins) if strategy.bin_axes else {}
+    method_seed = int(np.random.SeedSequence([int(strategy.seed), int(seed)]).generate_state(1)[0])
+    prio = get_method(strategy.method).priorities(
+        segments, strategy.params, method_seed, strategy.nan_policy
+    )
+    for s, p in zip(segments, prio, strict=True):
+        s.priority = float(p)
+    return edges

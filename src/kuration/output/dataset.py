@@ -15,14 +15,13 @@ import numpy as np
 
 from .. import __version__
 from ..adapters.base import InputAdapter
-from ..binning import bin_segments
 from ..errors import DatasetExistsError, OutputSpecError
 from ..jsonio import dump_json_atomic
 from ..progress import ProgressCallback, emit
 from ..schema import SchemaSpec
 from ..scoring import ScoringResult, score_sources
 from ..segment import Segment, Segmenter
-from ..select import assign_splits, get_method
+from ..select import apply_strategy, assign_splits
 from ..strategy import Strategy
 from .commit import (
     CONFIG_NAME,
@@ -37,7 +36,7 @@ from .spec import OutputSpec
 from .track import track_from_table
 from .writer import ShardWriter
 
-__all__ = ["DatasetWriteResult", "apply_strategy", "write_dataset"]
+__all__ = ["DatasetWriteResult", "write_dataset"]
 
 SPLITS = ("train", "test")
 
@@ -54,20 +53,6 @@ class DatasetWriteResult:
 
     def __getitem__(self, key: str) -> Any:
         return self.config[key]
-
-
-def apply_strategy(
-    segments: Sequence[Segment], strategy: Strategy, seed: int
-) -> dict[str, list[float]]:
-    """Bin the pool (if the strategy has axes) and set every segment's priority; returns bin edges."""
-    edges = bin_segments(segments, strategy.bin_axes, strategy.n_bins) if strategy.bin_axes else {}
-    method_seed = int(np.random.SeedSequence([int(strategy.seed), int(seed)]).generate_state(1)[0])
-    prio = get_method(strategy.method).priorities(
-        segments, strategy.params, method_seed, strategy.nan_policy
-    )
-    for s, p in zip(segments, prio, strict=True):
-        s.priority = float(p)
-    return edges
 
 
 def _candidates(
