@@ -7,9 +7,13 @@ from functools import lru_cache
 import numpy as np
 import pint
 
-__all__ = ["conversion_factor", "is_angle", "is_length", "parse_unit", "ureg"]
+__all__ = ["conversion_factor", "get_registry", "is_angle", "is_length", "parse_unit"]
 
-ureg = pint.UnitRegistry()
+
+@lru_cache(maxsize=1)
+def get_registry() -> pint.UnitRegistry:
+    """The shared registry, built on first use (building it costs about a second)."""
+    return pint.UnitRegistry()
 
 
 @lru_cache(maxsize=256)
@@ -22,7 +26,7 @@ def parse_unit(unit: str) -> pint.Unit:
         If pint does not know the unit.
     """
     try:
-        return ureg.Unit(unit)
+        return get_registry().Unit(unit)
     except (
         pint.errors.UndefinedUnitError,
         pint.errors.DefinitionSyntaxError,
@@ -36,13 +40,13 @@ def parse_unit(unit: str) -> pint.Unit:
 
 def is_length(unit: str) -> bool:
     """Whether ``unit`` has the dimension of a length."""
-    return parse_unit(unit).dimensionality == ureg.metre.dimensionality
+    return parse_unit(unit).dimensionality == get_registry().metre.dimensionality
 
 
 def is_angle(unit: str) -> bool:
     """Whether ``unit`` is a plane angle (pint treats angles as dimensionless radians)."""
     u = parse_unit(unit)
-    return u.dimensionality == ureg.radian.dimensionality and str(u) in {
+    return u.dimensionality == get_registry().radian.dimensionality and str(u) in {
         "degree",
         "radian",
         "arcminute",
@@ -54,7 +58,7 @@ def is_angle(unit: str) -> bool:
 
 @lru_cache(maxsize=256)
 def _factor(src: str, dst: str) -> float:
-    return float(ureg.Quantity(1.0, parse_unit(src)).to(parse_unit(dst)).magnitude)
+    return float(get_registry().Quantity(1.0, parse_unit(src)).to(parse_unit(dst)).magnitude)
 
 
 def conversion_factor(src: str, dst: str) -> float:
@@ -73,5 +77,5 @@ def conversion_factor(src: str, dst: str) -> float:
 
 def to_unit(values: np.ndarray, src: str, dst: str) -> np.ndarray:
     """Convert an array from ``src`` to ``dst`` with pint (offset units handled by pint)."""
-    q = ureg.Quantity(np.asarray(values, dtype=np.float64), parse_unit(src))
+    q = get_registry().Quantity(np.asarray(values, dtype=np.float64), parse_unit(src))
     return np.asarray(q.to(parse_unit(dst)).magnitude)
