@@ -1,0 +1,122 @@
+"""Benchmark the TimeF layout: bulk load, open latency and single-record reads.
+
+Run on demand (not part of the test suite)::
+
+    .venv/bin/python bench/bench_timef.py            # 1,000 records x 12 signals x 5,000 float32
+    .venv/bin/python bench/bench_timef.py --small    # 100 x 12 x 1,000, for a quick check
+
+Targets: ``TimeNet.load`` at least 0.8x the throughput of
+``pyarrow.parquet.read_table`` over the same value files, ``TimeNet.open``
+under 10 ms, and a random single-record read through ``open_torch`` under 2 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+import timenet as tn
+
+
+def generate(root: Path, records: int, signals: int, samples: int) -> float:
+    rng = np.random.default_rng(0)
+    block = rng.standard_normal((signals, samples), dtype=np.float32)
+    card = {"org": "bench", "name": "timef", "version": "1.0", "license": "CC0-1.0"}
+    t0 = time.perf_counter()
+    with tn.TimeFWriter(root, card) as w:
+        for r in range(records):
+            rid = w.add_record(f"r{r:05d}")
+            for s in range(signals):
+                values = block[s] + np.float32(r)
+                spec = tn.SignalSpec("float32", "mV", rate_hz=float(100 * (1 + s % 3)))
+                w.add_signal(rid, f"sig{s:02d}", values, spec)
+    return time.perf_counter() - t0
+
+
+def best(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--small", action="store_true", help="100 records x 1,000 samples")
+    ap.add_argument("--root", type=Path, help="registry directory (default: a temp dir)")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    records, signals, samples = (100, 12, 1_000) if args.small else (1_000, 12, 5_000)
+    tmp = args.root or Path(tempfile.mkdtemp(prefix="timef-bench-"))
+    try:
+        write_s = generate(tmp, records, signals, samples)
+        vdir = tmp / "bench/timef/1.0"
+        files = sorted((vdir / "values").glob("*.parquet"))
+        nbytes = sum(f.stat().st_size for f in files)
+        mb = nbytes / 1e6
+        print(f"dataset: {records} records x {signals} signals x {samples} float32 samples")
+        print(f"  value files: {len(files)} Parquet, {mb:.1f} MB; write {write_s:.2f} s")
+
+        def baseline() -> None:
+            for f in files:
+                pq.read_table(f)
+
+        baseline()  # warm the page cache
+        base_s = best(baseline, args.repeat)
+        client = tn.TimeNet([tmp])
+        load_v = best(lambda: client.load("bench/timef@1.0"), args.repeat)
+        load_nv = best(lambda: client.load("bench/timef@1.0", verify=False), args.repeat)
+        print(f"pyarrow.parquet.read_table: {base_s * 1e3:.1f} ms ({mb / base_s:.0f} MB/s)")
+        print(
+            f"TimeNet.load verify=True:   {load_v * 1e3:.1f} ms ({mb / load_v:.0f} MB/s), "
+            f"ratio {base_s / load_v:.2f}x"
+        )
+        print(
+            f"TimeNet.load verify=False:  {load_nv * 1e3:.1f} ms ({mb / load_nv:.0f} MB/s), "
+            f"ratio {base_s / load_nv:.2f}x"
+        )
+
+        for ref in ("bench/timef@1.0", "bench/timef"):
+            client.open(ref)
+            lat = []
+            for _ in range(200):
+                t0 = time.perf_counter()
+                client.open(ref)
+                lat.append(time.perf_counter() - t0)
+            print(
+                f"TimeNet.open({ref!r}): median {statistics.median(lat) * 1e3:.2f} ms, "
+                f"p95 {np.percentile(lat, 95) * 1e3:.2f} ms"
+            )
+
+        ds = client.open_torch("bench/timef@1.0")
+        t0 = time.perf_counter()
+        ds[0]
+        first = time.perf_counter() - t0
+        rng = np.random.default_rng(1)
+        lat = []
+        for i in rng.integers(0, len(ds), 2_000):
+            t0 = time.perf_counter()
+            ds[int(i)]
+            lat.append(time.perf_counter() - t0)
+        print(
+            f"open_torch random record ({signals} signals): median "
+            f"{statistics.median(lat) * 1e3:.3f} ms, p95 {np.percentile(lat, 95) * 1e3:.3f} ms, "
+            f"mean {statistics.fmean(lat) * 1e3:.3f} ms "
+            f"(first item incl. catalog attach + hashing every file: {first * 1e3:.0f} ms)"
+        )
+    finally:
+        if args.root is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""TimeNet: the TimeF dataset format, its reader/writer, registries and client.
+
+Import from here; submodules are private except :mod:`timenet.torch` (needs
+torch) and :mod:`timenet.units` (the shared pint registry).
+"""
+
+from __future__ import annotations
+
+from timenet.client import DatasetListing, TimeNet
+from timenet.errors import (
+    DatasetNotFoundError,
+    IntegrityError,
+    InvalidRefError,
+    ManifestError,
+    NullValuesError,
+    RecordNotFoundError,
+    RegistryError,
+    SchemaError,
+    SignalNotFoundError,
+    StepRangeError,
+    TimeNetError,
+    UnitError,
+    VersionExistsError,
+)
+from timenet.models import (
+    AccessRequirements,
+    Counts,
+    DatasetCard,
+    DatasetSchema,
+    FileEntry,
+    Manifest,
+    SignalSchema,
+)
+from timenet.publish import publish
+from timenet.reader import LoadedDataset, Signal, TimeFReader
+from timenet.records import Annotation, Record, Task
+from timenet.registry import (
+    LocalRegistry,
+    Registry,
+    RemoteRegistry,
+    VersionHandle,
+    default_registries,
+)
+from timenet.specs import Label, Numeric, QuestionAnswer, SignalSpec, Text
+from timenet.units import get_unit_registry
+from timenet.versions import Ref, parse_ref, version_key
+from timenet.writer import TimeFWriter
+
+__all__ = [
+    "AccessRequirements",
+    "Annotation",
+    "Counts",
+    "DatasetCard",
+    "DatasetListing",
+    "DatasetNotFoundError",
+    "DatasetSchema",
+    "FileEntry",
+    "IntegrityError",
+    "InvalidRefError",
+    "Label",
+    "LoadedDataset",
+    "LocalRegistry",
+    "Manifest",
+    "ManifestError",
+    "NullValuesError",
+    "Numeric",
+    "QuestionAnswer",
+    "Record",
+    "RecordNotFoundError",
+    "Ref",
+    "Registry",
+    "RegistryError",
+    "RemoteRegistry",
+    "SchemaError",
+    "Signal",
+    "SignalNotFoundError",
+    "SignalSchema",
+    "SignalSpec",
+    "StepRangeError",
+    "Task",
+    "Text",
+    "TimeFReader",
+    "TimeFWriter",
+    "TimeNet",
+    "TimeNetError",
+    "UnitError",
+    "VersionExistsError",
+    "VersionHandle",
+    "default_registries",
+    "get_unit_registry",
+    "parse_ref",
+    "publish",
+    "version_key",
+]

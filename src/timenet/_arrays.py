@@ -1,0 +1,182 @@
+"""The private array-handle interface shared by Parquet, Zarr and in-memory values.
+
+A *source* holds the values of every instance of one signal name, laid end to
+end along the step axis; ``read(lo, hi)`` returns global rows ``[lo, hi)``
+without touching the rest. An :class:`ArrayHandle` is one signal instance: a
+source plus ``(offset, length)``. Scalar sources yield Arrow arrays (nulls
+kept), multidimensional ones NumPy arrays of shape ``(n, *shape)``.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+Values = pa.Array | np.ndarray
+
+
+class HasNullsError(Exception):
+    """Internal: the requested rows contain ``count`` nulls."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        super().__init__(count)
+
+
+class Source(ABC):
+    """Values of one signal name, addressable by global row."""
+
+    @abstractmethod
+    def read(self, lo: int, hi: int) -> Values:
+        """Rows ``[lo, hi)`` as a ``pa.Array`` (scalar) or ``ndarray`` (multidimensional)."""
+
+
+class ParquetSource(Source):
+    """A Parquet file with one ``values`` (or ``time_ns``) column.
+
+    ``locate()`` returns the local path (verifying it first); it is called and
+    the file opened on first read, and re-opened after a fork so worker
+    processes never share a reader object with their parent.
+    """
+
+    def __init__(self, locate: Callable[[], Path]) -> None:
+        self.locate = locate
+        self._pid = -1
+        self._reader: Any = None
+        self._starts: np.ndarray = np.zeros(1, dtype=np.int64)
+        self._type: pa.DataType = pa.null()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"locate": self.locate}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["locate"])  # type: ignore[misc]
+
+    def _open(self) -> Any:
+        if self._pid != os.getpid():
+            # pre_buffer=False: a single-record read fetches one small row
+            # group; Arrow's coalescing read-ahead only adds latency there.
+            pf = pq.ParquetFile(self.locate(), memory_map=True, pre_buffer=False)
+            md = pf.metadata
+            rows = [md.row_group(i).num_rows for i in range(md.num_row_groups)]
+            self._starts = np.concatenate([[0], np.cumsum(rows, dtype=np.int64)])
+            self._type = pf.schema_arrow.field(0).type
+            # ParquetFile.reader reads row groups by column index without
+            # re-resolving names: the fast path for single-record reads.
+            self._reader = pf.reader
+            self._pid = os.getpid()
+        return self._reader
+
+    def read(self, lo: int, hi: int) -> pa.Array:
+        reader = self._open()
+        if hi <= lo:
+            return pa.array([], type=self._type)
+        starts = self._starts
+        first = int(np.searchsorted(starts, lo, side="right")) - 1
+        last = int(np.searchsorted(starts, hi, side="left"))
+        if last - first == 1:
+            table = reader.read_row_group(first, column_indices=[0], use_threads=False)
+        else:
+            table = reader.read_row_groups(
+                list(range(first, last)), column_indices=[0], use_threads=False
+            )
+        col = table.column(0).slice(lo - int(starts[first]), hi - lo)
+        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+
+    def read_all(self) -> pa.ChunkedArray:
+        """Every row of the file."""
+        return pq.read_table(self.locate(), memory_map=True).column(0)
+
+
+class ZarrSource(Source):
+    """A Zarr v3 array of shape ``(N, *shape)``; reads slice along axis 0."""
+
+    def __init__(self, locate: Callable[[], Path]) -> None:
+        self.locate = locate
+        self._array: Any = None
+        self._pid = -1
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"locate": self.locate}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["locate"])  # type: ignore[misc]
+
+    def _open(self) -> Any:
+        if self._pid != os.getpid():
+            import zarr
+
+            self._array = zarr.open_array(str(self.locate()), mode="r")
+            self._pid = os.getpid()
+        return self._array
+
+    def read(self, lo: int, hi: int) -> np.ndarray:
+        return np.asarray(self._open()[lo:hi])
+
+    def read_all(self) -> np.ndarray:
+        """The whole array."""
+        return np.asarray(self._open()[...])
+
+
+class MemorySource(Source):
+    """Values already in memory: a chunked Arrow column or a NumPy array."""
+
+    def __init__(self, values: pa.ChunkedArray | np.ndarray) -> None:
+        self.values = values
+        if isinstance(values, pa.ChunkedArray):
+            lengths = [len(c) for c in values.chunks]
+            self._starts = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+
+    def read(self, lo: int, hi: int) -> Values:
+        vals = self.values
+        if isinstance(vals, np.ndarray):
+            return vals[lo:hi]
+        i = int(np.searchsorted(self._starts, lo, side="right")) - 1
+        if 0 <= i < vals.num_chunks and hi <= self._starts[i + 1]:
+            return vals.chunk(i).slice(lo - int(self._starts[i]), hi - lo)
+        col = vals.slice(lo, hi - lo)
+        if col.num_chunks == 0:
+            return pa.array([], type=vals.type)
+        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+
+
+def to_numpy(values: Values) -> np.ndarray:
+    """NumPy view/copy of ``values``; raises HasNullsError if Arrow nulls are present."""
+    if isinstance(values, np.ndarray):
+        return values
+    if values.null_count:
+        raise HasNullsError(values.null_count)
+    return values.to_numpy(zero_copy_only=False)
+
+
+def to_arrow(values: Values, arrow_type: pa.DataType) -> pa.Array:
+    """Arrow form of ``values``; ``(n, *shape)`` arrays become nested fixed-size lists."""
+    if isinstance(values, pa.Array):
+        return values
+    arr = np.ascontiguousarray(values)
+    out: pa.Array = pa.array(arr.reshape(-1), type=arrow_type)
+    for size in reversed(arr.shape[1:]):
+        out = pa.FixedSizeListArray.from_arrays(out, size)
+    return out
+
+
+class ArrayHandle:
+    """One signal instance: rows ``[offset, offset + length)`` of a source."""
+
+    __slots__ = ("length", "offset", "source")
+
+    def __init__(self, source: Source, offset: int, length: int) -> None:
+        self.source = source
+        self.offset = offset
+        self.length = length
+
+    def read(self, start: int, stop: int) -> Values:
+        """Steps ``[start, stop)`` of this instance (caller validated the range)."""
+        return self.source.read(self.offset + start, self.offset + stop)

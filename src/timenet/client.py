@@ -1,0 +1,235 @@
+"""TimeNet: the client that resolves references across registries and opens versions.
+
+Resolution: a reference with a version (``org/name@1.2``) is looked up in each
+registry in the order given, and the first registry holding it wins. A
+reference without a version resolves to the newest version (see
+:func:`timenet.version_key`) found in any registry; on a tie the earlier
+registry wins.
+
+``auto_build`` is the hook for building a missing dataset from an installed
+connector: when it is on and a ``builder`` callable is given, a miss calls
+``builder(ref, local_registry)`` once and retries. Without a builder a miss
+raises :class:`DatasetNotFoundError`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from timenet.errors import DatasetNotFoundError, VersionExistsError
+from timenet.models import Manifest
+from timenet.reader import LoadedDataset, TimeFReader
+from timenet.registry import (
+    LocalRegistry,
+    Registry,
+    VersionHandle,
+    as_registry,
+    default_registries,
+)
+from timenet.versions import Ref, parse_ref, version_key
+from timenet.writer import STAGING_PREFIX
+
+if TYPE_CHECKING:
+    from timenet.torch import TorchDataset
+
+__all__ = ["DatasetListing", "TimeNet"]
+
+Builder = Callable[[Ref, LocalRegistry], object]
+
+
+@dataclass(frozen=True)
+class DatasetListing:
+    """One dataset in one registry, with its committed versions (oldest first)."""
+
+    registry: str
+    org: str
+    name: str
+    versions: tuple[str, ...]
+
+
+class TimeNet:
+    """Client over an ordered list of registries.
+
+    Parameters
+    ----------
+    registries : sequence of path, URL or Registry, optional
+        Searched in order. Default: :func:`timenet.registry.default_registries`
+        (``$TIMENET_REGISTRY``, colon-separated, else ``~/.cache/timenet/registry``).
+    verify : bool
+        Check file sizes and SHA-256 checksums against the manifest.
+    cache_dir : path, optional
+        Download cache for remote registries.
+    storage_options : dict, optional
+        fsspec options for remote registry URLs.
+    auto_build : bool
+        Build missing datasets with ``builder`` (hook for connectors).
+    builder : callable, optional
+        ``builder(ref, local_registry)`` that writes the missing version.
+    """
+
+    def __init__(
+        self,
+        registries: Sequence[Registry | str | os.PathLike[str]] | None = None,
+        *,
+        verify: bool = True,
+        cache_dir: str | os.PathLike[str] | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        auto_build: bool = False,
+        builder: Builder | None = None,
+    ) -> None:
+        specs = list(registries) if registries is not None else list(default_registries())
+        opts = dict(storage_options or {})
+        self.registries: tuple[Registry, ...] = tuple(
+            as_registry(r, storage_options=opts, cache_dir=cache_dir) for r in specs
+        )
+        self.verify = verify
+        self.auto_build = auto_build
+        self.builder = builder
+
+    # -- resolution --------------------------------------------------------
+    def _find(self, ref: Ref, verify: bool) -> VersionHandle | None:
+        if ref.version is not None:
+            for reg in self.registries:
+                try:
+                    return reg.open_version(ref, verify=verify)
+                except DatasetNotFoundError:
+                    continue
+            return None
+        best: tuple[tuple[object, ...], Registry, str] | None = None
+        for reg in self.registries:
+            latest = reg.latest(ref.org, ref.name)
+            if latest is not None and (best is None or version_key(latest) > best[0]):
+                best = (version_key(latest), reg, latest)
+        if best is None:
+            return None
+        return best[1].open_version(ref.with_version(best[2]), verify=verify)
+
+    def _build_missing(self, ref: Ref) -> bool:
+        """auto_build hook: build ``ref`` into the first local registry. True if attempted."""
+        if not (self.auto_build and self.builder is not None):
+            return False
+        local = next((r for r in self.registries if isinstance(r, LocalRegistry)), None)
+        if local is None:
+            return False
+        self.builder(ref, local)
+        return True
+
+    def resolve(self, ref: str | Ref, *, verify: bool | None = None) -> VersionHandle:
+        """Find a version and return its handle.
+
+        Raises
+        ------
+        InvalidRefError
+            If ``ref`` is malformed.
+        DatasetNotFoundError
+            If no registry holds it; the ref and searched registries are named.
+        """
+        r = parse_ref(ref)
+        v = self.verify if verify is None else verify
+        handle = self._find(r, v)
+        if handle is None and self._build_missing(r):
+            handle = self._find(r, v)
+        if handle is None:
+            raise DatasetNotFoundError(str(r), [reg.url for reg in self.registries])
+        return handle
+
+    # -- access ---------------------------------------------------------------
+    def open(self, ref: str | Ref, *, verify: bool | None = None) -> TimeFReader:
+        """Open a version lazily (only the manifest is read now).
+
+        Raises
+        ------
+        DatasetNotFoundError, InvalidRefError, ManifestError, IntegrityError
+        """
+        return TimeFReader.open(self.resolve(ref, verify=verify))
+
+    def load(self, ref: str | Ref, *, verify: bool | None = None) -> LoadedDataset:
+        """Open a version and read everything into memory.
+
+        Raises
+        ------
+        DatasetNotFoundError, InvalidRefError, ManifestError, IntegrityError
+        """
+        with self.open(ref, verify=verify) as reader:
+            return reader.load()
+
+    def open_torch(
+        self,
+        ref: str | Ref,
+        *,
+        signals: Sequence[str] | None = None,
+        units: Mapping[str, str] | None = None,
+        transform: Callable[[dict[str, Any]], Any] | None = None,
+        verify: bool | None = None,
+    ) -> TorchDataset:
+        """A map-style ``torch.utils.data.Dataset`` with one item per record.
+
+        Requires torch (imported only here). See :class:`timenet.torch.TorchDataset`.
+        """
+        from timenet.torch import TorchDataset
+
+        return TorchDataset(
+            self.open(ref, verify=verify), signals=signals, units=units, transform=transform
+        )
+
+    def info(self, ref: str | Ref) -> Manifest:
+        """The manifest of a version (card, schema, counts, files)."""
+        return self.resolve(ref).manifest
+
+    def list(self) -> list[DatasetListing]:
+        """Every dataset of every registry, in registry order."""
+        out = []
+        for reg in self.registries:
+            for org, name in reg.datasets():
+                out.append(DatasetListing(reg.url, org, name, tuple(reg.versions(org, name))))
+        return out
+
+    def download(self, ref: str | Ref, dest: str | os.PathLike[str]) -> Path:
+        """Copy a verified version into the local registry ``dest``, atomically.
+
+        The copy lands in ``<dest>/<org>/<name>/<version>/`` by the same
+        staging-and-rename protocol as the writer. Files are always verified.
+
+        Returns
+        -------
+        Path
+            The new version directory.
+
+        Raises
+        ------
+        VersionExistsError
+            If ``dest`` already holds the version.
+        IntegrityError
+            If a source file fails verification.
+        """
+        handle = self.resolve(ref, verify=True)
+        r = handle.ref
+        parent = Path(dest) / r.org / r.name
+        target = parent / str(r.version)
+        if os.path.lexists(target):
+            raise VersionExistsError(str(target), str(r))
+        parent.mkdir(parents=True, exist_ok=True)
+        staging = parent / f"{STAGING_PREFIX}{r.version}-{uuid.uuid4().hex[:12]}"
+        staging.mkdir()
+        try:
+            for f in handle.manifest.files:
+                dst = staging / f.path
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(handle.path(f.path), dst)
+            (staging / "manifest.json").write_text(handle.manifest.to_json(), encoding="utf-8")
+            if os.path.lexists(target):
+                raise VersionExistsError(str(target), str(r))
+            os.rename(staging, target)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return target
+
+    def __repr__(self) -> str:
+        return f"TimeNet(registries={[r.url for r in self.registries]!r})"

@@ -1,0 +1,175 @@
+"""Exceptions raised by :mod:`timenet`.
+
+Every error derives from :class:`TimeNetError`. Where callers would naturally
+catch a builtin, the error also inherits that builtin, so ``except KeyError``
+or ``except FileNotFoundError`` keeps working::
+
+    TimeNetError (Exception)
+    ├── InvalidRefError (ValueError)          ref
+    ├── DatasetNotFoundError (FileNotFoundError)  ref, registries
+    ├── VersionExistsError (FileExistsError)  path
+    ├── ManifestError (ValueError)            path
+    ├── IntegrityError (ValueError)           path, expected, actual
+    ├── SchemaError (ValueError)              signal, record
+    ├── UnitError (ValueError)                signal, unit
+    ├── NullValuesError (ValueError)          signal, record, null_count
+    ├── StepRangeError (IndexError)           signal, start, stop, length
+    ├── RecordNotFoundError (KeyError)        record
+    ├── SignalNotFoundError (KeyError)        record, signal
+    └── RegistryError (OSError)               url
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "DatasetNotFoundError",
+    "IntegrityError",
+    "InvalidRefError",
+    "ManifestError",
+    "NullValuesError",
+    "RecordNotFoundError",
+    "RegistryError",
+    "SchemaError",
+    "SignalNotFoundError",
+    "StepRangeError",
+    "TimeNetError",
+    "UnitError",
+    "VersionExistsError",
+]
+
+
+class TimeNetError(Exception):
+    """Root of every exception raised by :mod:`timenet`."""
+
+
+class InvalidRefError(TimeNetError, ValueError):
+    """A dataset reference is not of the form ``org/name`` or ``org/name@version``."""
+
+    def __init__(self, ref: str, reason: str) -> None:
+        self.ref = ref
+        super().__init__(f"invalid dataset reference {ref!r}: {reason}")
+
+
+class DatasetNotFoundError(TimeNetError, FileNotFoundError):
+    """No registry holds the requested dataset version."""
+
+    def __init__(self, ref: str, registries: Sequence[str], detail: str = "") -> None:
+        self.ref = ref
+        self.registries = tuple(registries)
+        searched = ", ".join(self.registries) or "<no registries configured>"
+        extra = f" ({detail})" if detail else ""
+        super().__init__(f"dataset {ref!r} not found; searched: {searched}{extra}")
+
+
+class VersionExistsError(TimeNetError, FileExistsError):
+    """A committed version already exists at the target; versions are immutable."""
+
+    def __init__(self, path: str, ref: str = "") -> None:
+        self.path = path
+        self.ref = ref
+        what = f"{ref} " if ref else ""
+        super().__init__(f"version {what}already exists at {path}; versions are immutable")
+
+
+class ManifestError(TimeNetError, ValueError):
+    """``manifest.json`` is missing, unreadable, a symlink, or invalid."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"bad manifest {path}: {reason}")
+
+
+class IntegrityError(TimeNetError, ValueError):
+    """A version file does not match the size or SHA-256 recorded in the manifest."""
+
+    def __init__(self, path: str, what: str, expected: object, actual: object) -> None:
+        self.path = path
+        self.what = what
+        self.expected = expected
+        self.actual = actual
+        super().__init__(f"{what} mismatch for {path}: manifest says {expected}, found {actual}")
+
+
+class SchemaError(TimeNetError, ValueError):
+    """Values, timestamps or specs do not agree with the declared schema."""
+
+    def __init__(self, message: str, *, signal: str | None = None, record: str | None = None):
+        self.signal = signal
+        self.record = record
+        where = []
+        if record is not None:
+            where.append(f"record {record!r}")
+        if signal is not None:
+            where.append(f"signal {signal!r}")
+        prefix = (", ".join(where) + ": ") if where else ""
+        super().__init__(prefix + message)
+
+
+class UnitError(TimeNetError, ValueError):
+    """A unit is unknown to the shared registry, or a conversion is impossible."""
+
+    def __init__(self, unit: str, reason: str, *, signal: str | None = None) -> None:
+        self.unit = unit
+        self.signal = signal
+        where = f"signal {signal!r}: " if signal is not None else ""
+        super().__init__(f"{where}unit {unit!r}: {reason}")
+
+
+class NullValuesError(TimeNetError, ValueError):
+    """NumPy conversion was asked for values that contain nulls."""
+
+    def __init__(self, signal: str, record: str, null_count: int) -> None:
+        self.signal = signal
+        self.record = record
+        self.null_count = null_count
+        super().__init__(
+            f"signal {signal!r} of record {record!r} has {null_count} null value(s); "
+            "NumPy arrays cannot hold them: use to_arrow() to keep nulls"
+        )
+
+
+class StepRangeError(TimeNetError, IndexError):
+    """A ``read_steps`` range falls outside the signal."""
+
+    def __init__(self, signal: str, start: int, stop: int, length: int) -> None:
+        self.signal = signal
+        self.start = start
+        self.stop = stop
+        self.length = length
+        super().__init__(
+            f"signal {signal!r}: steps [{start}, {stop}) are outside [0, {length}] or reversed"
+        )
+
+
+class RecordNotFoundError(TimeNetError, KeyError):
+    """No record with this id exists in the version."""
+
+    def __init__(self, record: str) -> None:
+        self.record = record
+        super().__init__(f"no record {record!r}")
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class SignalNotFoundError(TimeNetError, KeyError):
+    """The record has no signal of this name."""
+
+    def __init__(self, record: str, signal: str) -> None:
+        self.record = record
+        self.signal = signal
+        super().__init__(f"record {record!r} has no signal {signal!r}")
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class RegistryError(TimeNetError, OSError):
+    """A registry cannot be read or written (e.g. writing to a remote registry)."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        self.url = url
+        super().__init__(f"registry {url}: {reason}")

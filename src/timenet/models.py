@@ -1,0 +1,253 @@
+"""Wire types: immutable pydantic models for ``dataset.yaml`` and ``manifest.json``.
+
+These models describe a version to the outside world. They are frozen and
+reject unknown fields, so a manifest either validates completely or is refused.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from timenet.errors import ManifestError
+from timenet.versions import Ref, check_part
+
+__all__ = [
+    "AccessRequirements",
+    "Counts",
+    "DatasetCard",
+    "DatasetSchema",
+    "FileEntry",
+    "Manifest",
+    "SignalSchema",
+]
+
+FORMAT_NAME = "timef"
+FORMAT_VERSION = 1
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class AccessRequirements(_Frozen):
+    """Who may use the data.
+
+    Attributes
+    ----------
+    level : {"open", "registration", "credentialed", "restricted"}
+        ``open`` needs nothing; the others need the user to agree to ``terms``.
+    terms : str
+        Human-readable conditions (data use agreement, training, ...).
+    url : str or None
+        Where to obtain access.
+    """
+
+    level: Literal["open", "registration", "credentialed", "restricted"] = "open"
+    terms: str = ""
+    url: str | None = None
+
+
+class DatasetCard(_Frozen):
+    """Content of a connector's ``dataset.yaml``: who publishes what, under which terms.
+
+    ``parents`` lists exact releases (``org/name@version``) the dataset derives
+    from; their access requirements also apply to this dataset.
+    """
+
+    org: str
+    name: str
+    version: str
+    description: str = ""
+    license: str
+    citation: str = ""
+    access: AccessRequirements = AccessRequirements()
+    parents: tuple[str, ...] = ()
+
+    @field_validator("org", "name")
+    @classmethod
+    def _check_part(cls, v: str) -> str:
+        return check_part(v, "name", v)
+
+    @field_validator("version")
+    @classmethod
+    def _check_version(cls, v: str) -> str:
+        return check_part(v, "version", v)
+
+    @field_validator("parents")
+    @classmethod
+    def _check_parents(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        from timenet.versions import parse_ref
+
+        for p in v:
+            if parse_ref(p).version is None:
+                raise ValueError(f"parent {p!r} must pin a version: org/name@version")
+        return v
+
+    @property
+    def ref(self) -> Ref:
+        """The exact reference ``org/name@version`` of this card."""
+        return Ref(self.org, self.name, self.version)
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> DatasetCard:
+        """Read and validate a ``dataset.yaml`` file.
+
+        Raises
+        ------
+        pydantic.ValidationError
+            If fields are missing or invalid.
+        """
+        import yaml
+
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+        return cls.model_validate(data)
+
+    def to_yaml(self) -> str:
+        """Serialise as YAML text (the ``dataset.yaml`` form)."""
+        import yaml
+
+        return str(yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False))
+
+
+class SignalSchema(_Frozen):
+    """Derived description of every signal instance sharing one name.
+
+    Attributes
+    ----------
+    name : str
+        Signal name as used in records.
+    dtype, unit : str
+        Scalar dtype and pint unit, identical for every instance.
+    shape : tuple of int
+        Per-timestep shape, identical for every instance.
+    storage : {"parquet", "zarr"}
+        Values plane holding the values.
+    rates_hz : tuple of float
+        Distinct sampling rates seen (sorted); empty if all are irregular.
+    irregular : bool
+        True if any instance carries explicit timestamps.
+    count : int
+        Number of records holding this signal.
+    """
+
+    name: str
+    dtype: str
+    unit: str
+    shape: tuple[int, ...] = ()
+    storage: Literal["parquet", "zarr"]
+    rates_hz: tuple[float, ...] = ()
+    irregular: bool = False
+    count: int = Field(ge=0)
+
+
+class DatasetSchema(_Frozen):
+    """Schema derived from the written content."""
+
+    signals: tuple[SignalSchema, ...] = ()
+    annotation_kinds: tuple[str, ...] = ()
+    task_names: tuple[str, ...] = ()
+
+
+class Counts(_Frozen):
+    """How many objects of each kind the version holds."""
+
+    records: int = Field(ge=0)
+    signals: int = Field(ge=0)
+    samples: int = Field(ge=0)
+    annotations: int = Field(ge=0)
+    tasks: int = Field(ge=0)
+
+
+class FileEntry(_Frozen):
+    """One file of a version: POSIX path relative to the version root, byte size, SHA-256."""
+
+    path: str
+    size: int = Field(ge=0)
+    sha256: str
+
+    @field_validator("path")
+    @classmethod
+    def _relative(cls, v: str) -> str:
+        p = PurePosixPath(v)
+        if not v or p.is_absolute() or ".." in p.parts or "\\" in v or str(p) != v:
+            raise ValueError(f"file path {v!r} must be a normalised relative POSIX path")
+        if v == "manifest.json":
+            raise ValueError("manifest.json cannot list itself")
+        return v
+
+    @field_validator("sha256")
+    @classmethod
+    def _hex(cls, v: str) -> str:
+        if not _SHA256.match(v):
+            raise ValueError(f"sha256 {v!r} is not 64 lowercase hex digits")
+        return v
+
+
+class Manifest(_Frozen):
+    """``manifest.json``: the entry point and commit marker of a version."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    format: Literal["timef"] = FORMAT_NAME
+    format_version: Literal[1] = FORMAT_VERSION
+    card: DatasetCard
+    dataset_schema: DatasetSchema = Field(alias="schema")
+    counts: Counts
+    files: tuple[FileEntry, ...]
+    created: str
+
+    @field_validator("files")
+    @classmethod
+    def _unique(cls, v: tuple[FileEntry, ...]) -> tuple[FileEntry, ...]:
+        seen = {f.path for f in v}
+        if len(seen) != len(v):
+            raise ValueError("file paths must be unique")
+        if "control.duckdb" not in seen:
+            raise ValueError("a version must list control.duckdb")
+        return v
+
+    @property
+    def ref(self) -> Ref:
+        """The exact reference of this version."""
+        return self.card.ref
+
+    def file(self, path: str) -> FileEntry:
+        """Return the entry for ``path``.
+
+        Raises
+        ------
+        KeyError
+            If the manifest does not list ``path``.
+        """
+        for f in self.files:
+            if f.path == path:
+                return f
+        raise KeyError(path)
+
+    def to_json(self) -> str:
+        """Serialise to the ``manifest.json`` text."""
+        return self.model_dump_json(by_alias=True, indent=2)
+
+    @classmethod
+    def from_json(cls, text: str | bytes, *, path: str = "manifest.json") -> Manifest:
+        """Parse ``manifest.json`` text.
+
+        Raises
+        ------
+        ManifestError
+            If the text is not JSON or does not validate; ``path`` is named.
+        """
+        from pydantic import ValidationError
+
+        try:
+            return cls.model_validate_json(text)
+        except ValidationError as exc:
+            kinds = {e["type"] for e in exc.errors()}
+            reason = "not valid JSON" if "json_invalid" in kinds else f"invalid content: {exc}"
+            raise ManifestError(path, reason) from exc

@@ -1,0 +1,485 @@
+"""TimeFReader and Signal: lazy, verified access to a committed version.
+
+Opening reads only ``manifest.json`` (and, with verification, stats every
+listed file to compare sizes). The DuckDB catalog is attached on first use;
+value files are hashed on first read, so a tampered file is refused before any
+of its values are returned. :meth:`TimeFReader.load` reads everything into
+memory and returns a :class:`LoadedDataset` with the same query API.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from timenet._arrays import (
+    ArrayHandle,
+    HasNullsError,
+    MemorySource,
+    ParquetSource,
+    Source,
+    ZarrSource,
+    to_arrow,
+    to_numpy,
+)
+from timenet.catalog import Catalog, SignalRow
+from timenet.errors import (
+    NullValuesError,
+    RecordNotFoundError,
+    SignalNotFoundError,
+    StepRangeError,
+)
+from timenet.models import DatasetCard, DatasetSchema, Manifest
+from timenet.records import Annotation, Record, Task
+from timenet.registry import LocalVersionHandle, VersionHandle
+from timenet.specs import SignalSpec
+from timenet.units import convert
+from timenet.versions import Ref
+
+__all__ = ["LoadedDataset", "Signal", "TimeFReader"]
+
+
+@dataclass(frozen=True, eq=False)
+class Signal:
+    """One signal of one record; values are read only when asked for.
+
+    Attributes
+    ----------
+    record_id : str
+        Owning record.
+    name : str
+        Signal name.
+    spec : SignalSpec
+        Dtype, per-step shape, unit and time base.
+    length : int
+        Number of steps ``T``.
+    null_count : int
+        Number of null steps (always 0 for Zarr-stored signals).
+    """
+
+    record_id: str
+    name: str
+    spec: SignalSpec
+    length: int
+    null_count: int
+    _values: ArrayHandle
+    _times: ArrayHandle | None = None
+
+    def __len__(self) -> int:
+        return self.length
+
+    def _check_range(self, start: int, stop: int) -> tuple[int, int]:
+        start, stop = int(start), int(stop)
+        if not 0 <= start <= stop <= self.length:
+            raise StepRangeError(self.name, start, stop, self.length)
+        return start, stop
+
+    def to_arrow(self) -> pa.Array:
+        """All values as Arrow, nulls preserved.
+
+        Returns
+        -------
+        pyarrow.Array, length T
+            Scalar signals use ``spec.arrow_type``; multidimensional ones are
+            nested fixed-size lists following ``spec.shape``.
+        """
+        return self.read_steps_arrow(0, self.length)
+
+    def read_steps_arrow(self, start: int, stop: int) -> pa.Array:
+        """Steps ``[start, stop)`` as Arrow, nulls preserved.
+
+        Raises
+        ------
+        StepRangeError
+            If the range is reversed or outside ``[0, T]``.
+        """
+        start, stop = self._check_range(start, stop)
+        return to_arrow(self._values.read(start, stop), self.spec.arrow_type)
+
+    def to_numpy(self, unit: str | None = None) -> np.ndarray:
+        """All values as NumPy, optionally converted to ``unit``.
+
+        Parameters
+        ----------
+        unit : str, optional
+            Target pint unit; values become float64 in that unit.
+
+        Returns
+        -------
+        ndarray, shape (T, *spec.shape), dtype spec.dtype (float64 if converted)
+
+        Raises
+        ------
+        NullValuesError
+            If the signal holds nulls (use :meth:`to_arrow`).
+        UnitError
+            If ``unit`` is unknown or has other dimensions than ``spec.unit``.
+        """
+        return self.read_steps(0, self.length, unit=unit)
+
+    def read_steps(self, start: int, stop: int, *, unit: str | None = None) -> np.ndarray:
+        """Steps ``[start, stop)`` as NumPy, reading only the row groups/chunks they span.
+
+        Returns
+        -------
+        ndarray, shape (stop - start, *spec.shape)
+
+        Raises
+        ------
+        StepRangeError
+            If the range is reversed or outside ``[0, T]``.
+        NullValuesError
+            If the range contains nulls.
+        UnitError
+            If the conversion to ``unit`` is impossible.
+        """
+        start, stop = self._check_range(start, stop)
+        try:
+            values = to_numpy(self._values.read(start, stop))
+        except HasNullsError as exc:
+            raise NullValuesError(self.name, self.record_id, exc.count) from None
+        if unit is not None:
+            values = convert(values, self.spec.unit, unit, signal=self.name)
+        return values
+
+    def times(self) -> np.ndarray:
+        """Time of every step.
+
+        Returns
+        -------
+        ndarray, shape (T,), int64, nanoseconds after ``spec.time_origin``
+        """
+        return self.read_times(0, self.length)
+
+    def read_times(self, start: int, stop: int) -> np.ndarray:
+        """Times of steps ``[start, stop)`` (int64 ns).
+
+        Raises
+        ------
+        StepRangeError
+            If the range is reversed or outside ``[0, T]``.
+        """
+        start, stop = self._check_range(start, stop)
+        if self._times is not None:
+            return np.asarray(to_numpy(self._times.read(start, stop)), dtype=np.int64)
+        rate = self.spec.rate_hz
+        assert rate is not None
+        steps = np.arange(start, stop, dtype=np.int64)
+        period = 1e9 / rate
+        if period == int(period):
+            offsets = steps * np.int64(int(period))
+        else:
+            offsets = np.rint(steps * period).astype(np.int64)
+        return offsets + np.int64(self.spec.start_ns)
+
+
+class _DatasetView:
+    """Query API shared by the lazy reader and the in-memory dataset."""
+
+    _handle: VersionHandle
+    _catalog_cache: Catalog | None
+
+    @property
+    def _catalog(self) -> Catalog:
+        # The DuckDB file is verified and attached on first use, not at open.
+        if self._catalog_cache is None:
+            self._catalog_cache = Catalog(self._handle.path("control.duckdb"))
+        return self._catalog_cache
+
+    @property
+    def manifest(self) -> Manifest:
+        """The version's manifest."""
+        return self._handle.manifest
+
+    @property
+    def card(self) -> DatasetCard:
+        """The dataset card."""
+        return self.manifest.card
+
+    @property
+    def schema(self) -> DatasetSchema:
+        """The derived schema."""
+        return self.manifest.dataset_schema
+
+    @property
+    def ref(self) -> Ref:
+        """Exact reference ``org/name@version``."""
+        return self.manifest.ref
+
+    def __len__(self) -> int:
+        return self.manifest.counts.records
+
+    def __iter__(self) -> Iterator[Record]:
+        return iter(self.records())
+
+    def records(self) -> list[Record]:
+        """All records in read order."""
+        return list(self._catalog.records)
+
+    def _index(self, record_id: str) -> int:
+        idx = self._catalog.index_of(record_id)
+        if idx is None:
+            raise RecordNotFoundError(record_id)
+        return idx
+
+    def record(self, record_id: str) -> Record:
+        """The record with this id.
+
+        Raises
+        ------
+        RecordNotFoundError
+            If there is none.
+        """
+        return self._catalog.records[self._index(record_id)]
+
+    def _source(self, rel: str, storage: str) -> Source:
+        raise NotImplementedError
+
+    def _make_signal(self, record_id: str, row: SignalRow) -> Signal:
+        values = ArrayHandle(self._source(row.file, row.storage), row.row_offset, row.length)
+        times = None
+        if row.times_file is not None:
+            times = ArrayHandle(
+                self._source(row.times_file, "parquet"), row.times_offset or 0, row.length
+            )
+        return Signal(record_id, row.name, row.spec, row.length, row.null_count, values, times)
+
+    def signals(self, record_id: str) -> dict[str, Signal]:
+        """Every signal of a record, by name, in write order.
+
+        Raises
+        ------
+        RecordNotFoundError
+            If the record does not exist.
+        """
+        rows = self._catalog.signal_rows(self._index(record_id))
+        return {name: self._make_signal(record_id, row) for name, row in rows.items()}
+
+    def signal(self, record_id: str, name: str) -> Signal:
+        """One signal of a record.
+
+        Raises
+        ------
+        RecordNotFoundError, SignalNotFoundError
+            If the record or signal does not exist.
+        """
+        rows = self._catalog.signal_rows(self._index(record_id))
+        if name not in rows:
+            raise SignalNotFoundError(record_id, name)
+        return self._make_signal(record_id, rows[name])
+
+    def annotations(
+        self, record_id: str | None = None, *, signal: str | None = None
+    ) -> list[Annotation]:
+        """Annotations, optionally only those of one record and/or signal."""
+        idx = None if record_id is None else self._index(record_id)
+        return self._catalog.annotations(idx, signal)
+
+    def tasks(self, record_id: str | None = None, *, name: str | None = None) -> list[Task]:
+        """Tasks, optionally only those of one record and/or task name."""
+        idx = None if record_id is None else self._index(record_id)
+        return self._catalog.tasks(idx, name)
+
+
+class TimeFReader(_DatasetView):
+    """Lazy reader of one committed TimeF version.
+
+    Use :meth:`open`; the reader pickles (its DuckDB connection and open files
+    are dropped and re-opened on demand), so it can be shipped to DataLoader
+    workers.
+    """
+
+    def __init__(self, handle: VersionHandle) -> None:
+        self._handle = handle
+        self._catalog_cache: Catalog | None = None
+        self._sources: dict[str, Source] = {}
+
+    @classmethod
+    def open(
+        cls, source: str | os.PathLike[str] | VersionHandle, *, verify: bool = True
+    ) -> TimeFReader:
+        """Open a version directory or an already resolved handle.
+
+        Parameters
+        ----------
+        source : path or VersionHandle
+            Version directory ``<root>/<org>/<name>/<version>`` or a handle from
+            a registry.
+        verify : bool
+            Check sizes now and SHA-256 of each file before its first use.
+            ``False`` trusts the files (only for data you control).
+
+        Raises
+        ------
+        ManifestError
+            If the manifest is missing, a symlink or invalid.
+        IntegrityError
+            If a file is missing or its size differs from the manifest.
+        """
+        handle = (
+            source
+            if isinstance(source, VersionHandle)
+            else LocalVersionHandle.open(source, verify=verify)
+        )
+        return cls(handle)
+
+    @property
+    def handle(self) -> VersionHandle:
+        """The version handle (manifest plus verified file access)."""
+        return self._handle
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_sources"] = {}
+        return state
+
+    def _source(self, rel: str, storage: str) -> Source:
+        src = self._sources.get(rel)
+        if src is None:
+            # Sources locate (and verify) their file on first read, not here.
+            if storage == "zarr":
+                src = ZarrSource(functools.partial(self._handle.dir_path, rel))
+            else:
+                src = ParquetSource(functools.partial(self._handle.path, rel))
+            self._sources[rel] = src
+        return src
+
+    def close(self) -> None:
+        """Release the DuckDB connection and cached file readers."""
+        if self._catalog_cache is not None:
+            self._catalog_cache.close()
+        self._sources.clear()
+
+    def __enter__(self) -> TimeFReader:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def load(self) -> LoadedDataset:
+        """Read every value, annotation and task into memory.
+
+        Returns
+        -------
+        LoadedDataset
+
+        Raises
+        ------
+        IntegrityError
+            If any file fails verification.
+        """
+        return LoadedDataset._from_reader(self)
+
+    def __repr__(self) -> str:
+        return f"TimeFReader({self.ref}, {self._handle.location!r})"
+
+
+def _read_parquet_verified(handle: VersionHandle, rel: str, pool: ThreadPoolExecutor) -> Any:
+    """Whole Parquet column, hashing the bytes in a thread while Arrow decodes them."""
+    import pyarrow.parquet as pq
+
+    pending = handle.unverified_path(rel)
+    if pending is None:
+        return pq.read_table(handle.path(rel), memory_map=True).column(0)
+    # The buffer keeps the mapping alive; decoded columns may reference it.
+    data = pa.memory_map(str(pending)).read_buffer()
+    digest = pool.submit(lambda: hashlib.sha256(memoryview(data)).hexdigest())
+    column = pq.read_table(pa.BufferReader(data)).column(0)
+    handle.mark_verified(rel, digest.result(), data.size)
+    return column
+
+
+class LoadedDataset(_DatasetView):
+    """A version with every value, annotation and task in memory.
+
+    Offers the same queries as :class:`TimeFReader`; ``Signal`` objects are
+    backed by in-memory arrays, so reads never touch the disk.
+    """
+
+    def __init__(
+        self,
+        handle: VersionHandle,
+        catalog: Catalog,
+        sources: dict[str, Source],
+        annotations: list[Annotation],
+        tasks: list[Task],
+    ) -> None:
+        self._handle = handle
+        self._catalog_cache = catalog
+        self._sources = sources
+        self._annotations = annotations
+        self._tasks = tasks
+
+    @classmethod
+    def _from_reader(cls, reader: TimeFReader) -> LoadedDataset:
+        handle = reader.handle
+        catalog = reader._catalog
+
+        def read_catalog() -> tuple[list[Annotation], list[Task]]:
+            _ = catalog.records
+            out = catalog.annotations(), catalog.tasks()
+            catalog.close()
+            return out
+
+        # Value files come from the manifest, so the catalog (Python-heavy)
+        # is read in a thread while Arrow decodes values (GIL released).
+        files: dict[str, str] = {}
+        for f in handle.manifest.files:
+            if not f.path.startswith("values/"):
+                continue
+            if f.path.endswith(".parquet"):
+                files[f.path] = "parquet"
+            elif ".zarr/" in f.path:
+                files[f.path.split(".zarr/", 1)[0] + ".zarr"] = "zarr"
+        sources: dict[str, Source] = {}
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            meta = pool.submit(read_catalog)
+            for rel, storage in files.items():
+                if storage == "zarr":
+                    zarr_source = ZarrSource(functools.partial(handle.dir_path, rel))
+                    sources[rel] = MemorySource(zarr_source.read_all())
+                else:
+                    sources[rel] = MemorySource(_read_parquet_verified(handle, rel, pool))
+            annotations, tasks = meta.result()
+        return cls(handle, catalog, sources, annotations, tasks)
+
+    def _source(self, rel: str, storage: str) -> Source:
+        return self._sources[rel]
+
+    def annotations(
+        self, record_id: str | None = None, *, signal: str | None = None
+    ) -> list[Annotation]:
+        if record_id is not None:
+            self._index(record_id)
+        return [
+            a
+            for a in self._annotations
+            if (record_id is None or a.record_id == record_id)
+            and (signal is None or a.signal == signal)
+        ]
+
+    def tasks(self, record_id: str | None = None, *, name: str | None = None) -> list[Task]:
+        if record_id is not None:
+            self._index(record_id)
+        return [
+            t
+            for t in self._tasks
+            if (record_id is None or t.record_id == record_id) and (name is None or t.name == name)
+        ]
+
+    def __repr__(self) -> str:
+        return f"LoadedDataset({self.ref}, records={len(self)})"

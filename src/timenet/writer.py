@@ -1,0 +1,644 @@
+"""TimeFWriter: stage a version, then publish it with one atomic rename.
+
+On-disk layout of ``<root>/<org>/<name>/<version>/``::
+
+    manifest.json                 commit marker, written last
+    control.duckdb                records, signals, annotations, tasks
+    values/<k>-<slug>.parquet     scalar values of signal name k, every record
+    values/<k>-<slug>.times.parquet   explicit int64 ns timestamps (if any)
+    values/<k>-<slug>.zarr/       multidimensional values of signal name k
+
+Layout choice: one value file per *signal name* spanning all records, with
+every signal instance starting its own Parquet row group (long instances are
+split into row groups of ``row_group_rows``). A bulk load therefore reads a
+handful of large files exactly as ``pyarrow.parquet.read_table`` would, while a
+single-record read touches one row group per signal through cached file
+metadata. One file per record would make bulk loads open thousands of files;
+one file per version would force every single-record read to scan columns it
+does not need. Zarr arrays follow the same idea: instances are appended along
+axis 0 and located by row offset.
+
+Commit protocol: everything is written into ``<root>/<org>/<name>/.staging-*``
+on the same filesystem -- values first, then ``control.duckdb``, then
+``manifest.json`` (which lists every other file with size and SHA-256) -- all
+fsynced, then the staging directory is renamed to ``<version>`` with a single
+``os.rename``. A crash leaves only a dot-named staging directory, which
+registries ignore and :meth:`timenet.LocalRegistry.clean_staging` removes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from timenet._integrity import sha256_file
+from timenet.catalog import write_catalog
+from timenet.errors import (
+    RecordNotFoundError,
+    SchemaError,
+    TimeNetError,
+    VersionExistsError,
+)
+from timenet.models import (
+    Counts,
+    DatasetCard,
+    DatasetSchema,
+    FileEntry,
+    Manifest,
+    SignalSchema,
+)
+from timenet.specs import Content, SignalSpec, check_content
+from timenet.units import validate_unit
+
+__all__ = ["TimeFWriter"]
+
+STAGING_PREFIX = ".staging-"
+Storage = Literal["auto", "parquet", "zarr"]
+
+
+@dataclass
+class _NameStore:
+    """Value file(s) of one signal name while writing."""
+
+    name: str
+    stem: str
+    dtype: str
+    shape: tuple[int, ...]
+    unit: str
+    storage: str
+    rows: int = 0
+    count: int = 0
+    rates: set[float] = field(default_factory=set)
+    irregular: bool = False
+    writer: Any = None
+    array: Any = None
+    times_writer: Any = None
+    times_rows: int = 0
+
+    @property
+    def file(self) -> str:
+        ext = "parquet" if self.storage == "parquet" else "zarr"
+        return f"values/{self.stem}.{ext}"
+
+    @property
+    def times_file(self) -> str:
+        return f"values/{self.stem}.times.parquet"
+
+
+@dataclass
+class _RecordState:
+    index: int
+    signals: dict[str, SignalSpec] = field(default_factory=dict)
+    lengths: dict[str, int] = field(default_factory=dict)
+
+
+def _slug(name: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._")
+    return s[:40] or "signal"
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class TimeFWriter:
+    """Write one immutable TimeF version into a local registry.
+
+    Parameters
+    ----------
+    root : path
+        Registry root; the version lands in ``<root>/<org>/<name>/<version>/``.
+    card : DatasetCard or mapping
+        Dataset card; a mapping is validated as a :class:`DatasetCard`.
+    compression : str
+        Parquet codec (``"snappy"``, ``"zstd"``, ``"none"``, ...).
+    row_group_rows : int
+        Maximum rows per Parquet row group; each signal instance starts a new
+        row group.
+
+    Raises
+    ------
+    VersionExistsError
+        If the version is already committed.
+
+    Examples
+    --------
+    >>> with TimeFWriter(root, card) as w:  # doctest: +SKIP
+    ...     w.add_record("r0")
+    ...     w.add_signal("r0", "hr", np.array([60, 61], "int16"), SignalSpec("int16", "1/min", rate_hz=1))
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        card: DatasetCard | Mapping[str, Any],
+        *,
+        compression: str = "snappy",
+        row_group_rows: int = 1 << 17,
+    ) -> None:
+        self.card = card if isinstance(card, DatasetCard) else DatasetCard.model_validate(card)
+        self.root = Path(root)
+        parent = self.root / self.card.org / self.card.name
+        self.target = parent / self.card.version
+        if os.path.lexists(self.target):
+            raise VersionExistsError(str(self.target), str(self.card.ref))
+        parent.mkdir(parents=True, exist_ok=True)
+        self.staging = parent / f"{STAGING_PREFIX}{self.card.version}-{uuid.uuid4().hex[:12]}"
+        self.staging.mkdir()
+        (self.staging / "values").mkdir()
+        self._compression = compression
+        self._row_group_rows = int(row_group_rows)
+        self._records: dict[str, _RecordState] = {}
+        self._rows: dict[str, list[tuple[Any, ...]]] = {
+            "records": [],
+            "signals": [],
+            "annotations": [],
+            "tasks": [],
+        }
+        self._names: dict[str, _NameStore] = {}
+        self._samples = 0
+        self._state: Literal["open", "committed", "aborted"] = "open"
+
+    # -- context manager -------------------------------------------------
+    def __enter__(self) -> TimeFWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._state != "open":
+            return
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+    def _check_open(self) -> None:
+        if self._state != "open":
+            raise TimeNetError(f"writer for {self.card.ref} is already {self._state}")
+
+    # -- content ---------------------------------------------------------
+    def add_record(self, record_id: str, metadata: Mapping[str, Any] | None = None) -> str:
+        """Add a record; returns ``record_id``.
+
+        Raises
+        ------
+        SchemaError
+            If the id is empty, duplicated, or the metadata is not JSON-serialisable.
+        """
+        self._check_open()
+        if not isinstance(record_id, str) or not record_id:
+            raise SchemaError("record id must be a non-empty string", record=str(record_id))
+        if record_id in self._records:
+            raise SchemaError("duplicate record id", record=record_id)
+        try:
+            meta = json.dumps(dict(metadata or {}), allow_nan=False, sort_keys=True)
+        except (TypeError, ValueError) as exc:
+            raise SchemaError(
+                f"metadata is not JSON-serialisable: {exc}", record=record_id
+            ) from exc
+        index = len(self._records)
+        self._records[record_id] = _RecordState(index)
+        self._rows["records"].append((index, record_id, meta))
+        return record_id
+
+    def _record(self, record_id: str) -> _RecordState:
+        try:
+            return self._records[record_id]
+        except KeyError:
+            raise RecordNotFoundError(record_id) from None
+
+    def add_signal(
+        self,
+        record_id: str,
+        name: str,
+        values: Any,
+        spec: SignalSpec,
+        *,
+        times: Any = None,
+        storage: Storage = "auto",
+    ) -> None:
+        """Add one signal to a record.
+
+        Parameters
+        ----------
+        record_id : str
+            An id returned by :meth:`add_record`.
+        name : str
+            Signal name, unique within the record. Every record's signal of this
+            name must share dtype, shape, unit and storage.
+        values : ndarray, shape (T, *spec.shape), or pyarrow Array, or masked array
+            Values of exactly ``spec.dtype``. Nulls (Arrow nulls or a NumPy mask)
+            are allowed for scalar Parquet signals only.
+        spec : SignalSpec
+            Dtype, per-step shape, unit and time base.
+        times : ndarray, shape (T,), int64 ns or datetime64[ns], optional
+            Strictly increasing explicit timestamps; required exactly when
+            ``spec.rate_hz`` is None.
+        storage : {"auto", "parquet", "zarr"}
+            Values plane: ``auto`` picks Parquet for scalars and Zarr otherwise.
+
+        Raises
+        ------
+        RecordNotFoundError
+            If the record was not added.
+        SchemaError
+            On a duplicate name, dtype/shape mismatch, bad timestamps or a spec
+            conflicting with earlier signals of the same name.
+        UnitError
+            If the unit is unknown to the shared pint registry.
+        """
+        self._check_open()
+        rec = self._record(record_id)
+        if not isinstance(spec, SignalSpec):
+            raise SchemaError("spec must be a SignalSpec", signal=str(name), record=record_id)
+        if not isinstance(name, str) or not name or len(name) > 200:
+            raise SchemaError("signal name must be a 1-200 character string", record=record_id)
+        if name in rec.signals:
+            raise SchemaError("duplicate signal name in record", signal=name, record=record_id)
+        validate_unit(spec.unit, signal=name)
+        kind = storage
+        if kind == "auto":
+            kind = "parquet" if spec.shape == () else "zarr"
+        if kind not in ("parquet", "zarr"):
+            raise SchemaError(f"unknown storage {storage!r}", signal=name, record=record_id)
+        if kind == "parquet" and spec.shape != ():
+            raise SchemaError(
+                f"Parquet stores scalar signals only; shape {spec.shape} needs zarr",
+                signal=name,
+                record=record_id,
+            )
+        if kind == "parquet":
+            arr = _to_arrow_values(values, spec, name, record_id)
+            length, nulls = len(arr), arr.null_count
+        else:
+            np_values = _to_numpy_values(values, spec, name, record_id)
+            length, nulls = int(np_values.shape[0]), 0
+        ts = _check_times(times, spec, length, name, record_id)
+        store = self._store_for(name, spec, kind, record_id)
+
+        offset = store.rows
+        if kind == "parquet":
+            if length:
+                store.writer.write_table(
+                    pa.table({"values": arr}), row_group_size=self._row_group_rows
+                )
+        elif length:
+            store.array.append(np_values, axis=0)
+        store.rows += length
+        times_file, times_offset = None, None
+        if ts is not None:
+            if store.times_writer is None:
+                store.times_writer = pq.ParquetWriter(
+                    self.staging / store.times_file,
+                    pa.schema([pa.field("time_ns", pa.int64())]),
+                    compression=self._compression,
+                )
+            times_file, times_offset = store.times_file, store.times_rows
+            if length:
+                store.times_writer.write_table(
+                    pa.table({"time_ns": pa.array(ts, type=pa.int64())}),
+                    row_group_size=self._row_group_rows,
+                )
+            store.times_rows += length
+            store.irregular = True
+        else:
+            assert spec.rate_hz is not None
+            store.rates.add(spec.rate_hz)
+        store.count += 1
+        rec.signals[name] = spec
+        rec.lengths[name] = length
+        self._samples += length
+        self._rows["signals"].append(
+            (
+                rec.index,
+                len(rec.signals) - 1,
+                name,
+                json.dumps(spec.to_dict(), sort_keys=True),
+                kind,
+                store.file,
+                offset,
+                length,
+                nulls,
+                times_file,
+                times_offset,
+            )
+        )
+
+    def _store_for(self, name: str, spec: SignalSpec, kind: str, record_id: str) -> _NameStore:
+        store = self._names.get(name)
+        if store is not None:
+            want = (store.dtype, store.shape, store.unit, store.storage)
+            got = (spec.dtype, spec.shape, spec.unit, kind)
+            if want != got:
+                raise SchemaError(
+                    f"(dtype, shape, unit, storage) {got} conflicts with {want} used by "
+                    "earlier records for this signal name",
+                    signal=name,
+                    record=record_id,
+                )
+            return store
+        store = _NameStore(
+            name, f"{len(self._names):04d}-{_slug(name)}", spec.dtype, spec.shape, spec.unit, kind
+        )
+        path = self.staging / store.file
+        if kind == "parquet":
+            store.writer = pq.ParquetWriter(
+                path,
+                pa.schema([pa.field("values", spec.arrow_type, nullable=True)]),
+                compression=self._compression,
+                use_dictionary=False,
+            )
+        else:
+            import zarr
+
+            step = int(np.prod(spec.shape, dtype=np.int64)) * spec.numpy_dtype.itemsize
+            chunk = max(1, (1 << 20) // max(step, 1))
+            store.array = zarr.create_array(
+                store=str(path),
+                shape=(0, *spec.shape),
+                chunks=(chunk, *spec.shape),
+                dtype=spec.numpy_dtype,
+                fill_value=None,
+            )
+        self._names[name] = store
+        return store
+
+    def add_annotation(
+        self,
+        record_id: str,
+        content: Content,
+        *,
+        start_ns: int,
+        stop_ns: int | None = None,
+        signal: str | None = None,
+    ) -> int:
+        """Attach an interval (``stop_ns`` given) or point annotation; returns its id.
+
+        Raises
+        ------
+        RecordNotFoundError, SignalNotFoundError
+            If the record or the targeted signal does not exist (yet).
+        SchemaError
+            If the content is not a descriptor or ``stop_ns < start_ns``.
+        """
+        from timenet.errors import SignalNotFoundError
+
+        self._check_open()
+        rec = self._record(record_id)
+        check_content(content)
+        if signal is not None and signal not in rec.signals:
+            raise SignalNotFoundError(record_id, signal)
+        start = int(start_ns)
+        stop = None if stop_ns is None else int(stop_ns)
+        if stop is not None and stop < start:
+            raise SchemaError(
+                f"annotation stop_ns {stop} precedes start_ns {start}",
+                record=record_id,
+                signal=signal,
+            )
+        aid = len(self._rows["annotations"])
+        self._rows["annotations"].append(
+            (aid, rec.index, signal, start, stop, content.kind, json.dumps(content.to_dict()))
+        )
+        return aid
+
+    def add_task(self, record_id: str, name: str, content: Content) -> int:
+        """Attach a task target (label, question/answer, ...) to a record; returns its id.
+
+        Raises
+        ------
+        RecordNotFoundError
+            If the record does not exist.
+        SchemaError
+            If the name is empty or the content is not a descriptor.
+        """
+        self._check_open()
+        rec = self._record(record_id)
+        check_content(content)
+        if not isinstance(name, str) or not name:
+            raise SchemaError("task name must be a non-empty string", record=record_id)
+        tid = len(self._rows["tasks"])
+        self._rows["tasks"].append(
+            (tid, rec.index, name, content.kind, json.dumps(content.to_dict()))
+        )
+        return tid
+
+    # -- commit ------------------------------------------------------------
+    def _close_values(self) -> None:
+        for store in self._names.values():
+            if store.writer is not None:
+                store.writer.close()
+                store.writer = None
+            if store.times_writer is not None:
+                store.times_writer.close()
+                store.times_writer = None
+
+    def _derive_schema(self) -> DatasetSchema:
+        signals = tuple(
+            SignalSchema(
+                name=s.name,
+                dtype=s.dtype,
+                unit=s.unit,
+                shape=s.shape,
+                storage="parquet" if s.storage == "parquet" else "zarr",
+                rates_hz=tuple(sorted(s.rates)),
+                irregular=s.irregular,
+                count=s.count,
+            )
+            for s in self._names.values()
+        )
+        kinds = sorted({row[5] for row in self._rows["annotations"]})
+        tasks = sorted({row[2] for row in self._rows["tasks"]})
+        return DatasetSchema(
+            signals=signals, annotation_kinds=tuple(kinds), task_names=tuple(tasks)
+        )
+
+    def commit(self) -> Path:
+        """Write the catalog and manifest, then publish the version atomically.
+
+        Returns
+        -------
+        Path
+            The committed version directory.
+
+        Raises
+        ------
+        VersionExistsError
+            If another writer committed the same version meanwhile (staging is
+            removed).
+        """
+        self._check_open()
+        try:
+            self._close_values()
+            write_catalog(self.staging / "control.duckdb", self._rows)
+            entries = []
+            for path in sorted(p for p in self.staging.rglob("*") if p.is_file()):
+                _fsync(path)
+                rel = path.relative_to(self.staging).as_posix()
+                entries.append(
+                    FileEntry(path=rel, size=path.stat().st_size, sha256=sha256_file(path))
+                )
+            manifest = Manifest(
+                card=self.card,
+                dataset_schema=self._derive_schema(),
+                counts=Counts(
+                    records=len(self._rows["records"]),
+                    signals=len(self._rows["signals"]),
+                    samples=self._samples,
+                    annotations=len(self._rows["annotations"]),
+                    tasks=len(self._rows["tasks"]),
+                ),
+                files=tuple(entries),
+                created=datetime.now(UTC).isoformat(timespec="seconds"),
+            )
+            mpath = self.staging / "manifest.json"
+            mpath.write_text(manifest.to_json(), encoding="utf-8")
+            _fsync(mpath)
+            for d in [self.staging, *(p for p in self.staging.rglob("*") if p.is_dir())]:
+                _fsync(d)
+            if os.path.lexists(self.target):
+                raise VersionExistsError(str(self.target), str(self.card.ref))
+            os.rename(self.staging, self.target)
+            _fsync(self.target.parent)
+        except BaseException:
+            self.abort()
+            raise
+        self._state = "committed"
+        return self.target
+
+    def abort(self) -> None:
+        """Discard the staged version (nothing becomes visible)."""
+        if self._state != "open":
+            return
+        self._state = "aborted"
+        try:
+            self._close_values()
+        finally:
+            shutil.rmtree(self.staging, ignore_errors=True)
+
+
+def _to_arrow_values(values: Any, spec: SignalSpec, name: str, record: str) -> pa.Array:
+    want = spec.arrow_type
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if isinstance(values, pa.Array):
+        if values.type != want:
+            raise SchemaError(
+                f"values have Arrow type {values.type}, spec declares {spec.dtype}",
+                signal=name,
+                record=record,
+            )
+        return values
+    if isinstance(values, np.ma.MaskedArray):
+        data = np.ma.getdata(values)
+        mask = np.ma.getmaskarray(values)
+        _check_np(data, spec, name, record)
+        return pa.array(data, type=want, mask=mask)
+    if isinstance(values, np.ndarray):
+        _check_np(values, spec, name, record)
+        return pa.array(values, type=want)
+    if isinstance(values, Sequence) and not isinstance(values, str | bytes):
+        try:
+            return pa.array(list(values), type=want)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as exc:
+            raise SchemaError(
+                f"cannot convert values to {spec.dtype}: {exc}", signal=name, record=record
+            ) from exc
+    raise SchemaError(
+        f"values must be a NumPy array, Arrow array or sequence, got {type(values).__name__}",
+        signal=name,
+        record=record,
+    )
+
+
+def _check_np(values: np.ndarray, spec: SignalSpec, name: str, record: str) -> None:
+    if values.dtype != spec.numpy_dtype:
+        raise SchemaError(
+            f"values have dtype {values.dtype}, spec declares {spec.dtype}",
+            signal=name,
+            record=record,
+        )
+    if values.ndim != 1 + len(spec.shape) or tuple(values.shape[1:]) != spec.shape:
+        raise SchemaError(
+            f"values have shape {values.shape}, spec declares (T, {', '.join(map(str, spec.shape))})"
+            if spec.shape
+            else f"values have shape {values.shape}, spec declares a scalar signal (T,)",
+            signal=name,
+            record=record,
+        )
+
+
+def _to_numpy_values(values: Any, spec: SignalSpec, name: str, record: str) -> np.ndarray:
+    if isinstance(values, np.ma.MaskedArray) and np.ma.getmaskarray(values).any():
+        raise SchemaError("Zarr-stored signals cannot hold nulls", signal=name, record=record)
+    if isinstance(values, pa.Array | pa.ChunkedArray):
+        raise SchemaError(
+            "multidimensional values must be a NumPy array", signal=name, record=record
+        )
+    arr = np.ma.getdata(values) if isinstance(values, np.ma.MaskedArray) else values
+    if not isinstance(arr, np.ndarray):
+        raise SchemaError(
+            f"values must be a NumPy array, got {type(values).__name__}", signal=name, record=record
+        )
+    _check_np(arr, spec, name, record)
+    return np.ascontiguousarray(arr)
+
+
+def _check_times(
+    times: Any, spec: SignalSpec, length: int, name: str, record: str
+) -> np.ndarray | None:
+    if spec.rate_hz is not None:
+        if times is not None:
+            raise SchemaError(
+                "give either spec.rate_hz or explicit times, not both", signal=name, record=record
+            )
+        return None
+    if times is None:
+        raise SchemaError(
+            "spec.rate_hz is None, so explicit times are required", signal=name, record=record
+        )
+    ts = np.asarray(times)
+    if ts.dtype.kind == "M":
+        ts = ts.astype("datetime64[ns]").view(np.int64)
+    if ts.dtype != np.int64:
+        raise SchemaError(
+            f"times must be int64 nanoseconds or datetime64, got {ts.dtype}",
+            signal=name,
+            record=record,
+        )
+    if ts.shape != (length,):
+        raise SchemaError(
+            f"times have shape {ts.shape}, values have {length} steps", signal=name, record=record
+        )
+    if length > 1:
+        bad = np.flatnonzero(np.diff(ts) <= 0)
+        if bad.size:
+            i = int(bad[0])
+            raise SchemaError(
+                f"times must be strictly increasing; step {i + 1} ({ts[i + 1]}) does not "
+                f"follow step {i} ({ts[i]})",
+                signal=name,
+                record=record,
+            )
+    return ts
