@@ -5,11 +5,11 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
-from typing import Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from .errors import KurationError
 
-__all__ = ["Registry", "UnknownNameError"]
+__all__ = ["Registry", "UnknownNameError", "restore_registries", "snapshot_registries"]
 
 T = TypeVar("T")
 
@@ -30,9 +30,12 @@ class Registry(Generic[T]):
         What the registry holds, used in messages ("method", "container", ...).
     """
 
+    _ALL: ClassVar[list[Registry[Any]]] = []
+
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self._items: dict[str, T] = {}
+        Registry._ALL.append(self)
 
     def register(self, name: str, obj: T, *, clobber: bool = False) -> T:
         """Register ``obj`` under ``name``.
@@ -81,3 +84,19 @@ class Registry(Generic[T]):
     def view(self) -> Mapping[str, T]:
         """A read-only view of the current registrations."""
         return MappingProxyType(self._items)
+
+
+def snapshot_registries() -> dict[int, dict[str, Any]]:
+    """A copy of every registry's contents (for transactional plugin loading)."""
+    return {id(r): dict(r._items) for r in Registry._ALL}
+
+
+def restore_registries(snapshot: dict[int, dict[str, Any]]) -> None:
+    """Put every registry back to ``snapshot`` (registries created since are emptied)."""
+    for r in Registry._ALL:
+        r._items.clear()
+        r._items.update(snapshot.get(id(r), {}))
+
+
+def all_registries() -> tuple[Registry[Any], ...]:
+    return tuple(Registry._ALL)

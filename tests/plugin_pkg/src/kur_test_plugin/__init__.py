@@ -1,0 +1,1 @@
+"""Test plugin for kuration's entry-point discovery."""
