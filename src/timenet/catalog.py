@@ -14,6 +14,10 @@ null_count, times_file, times_offset)``
     record-level ones; ``content`` is the JSON of a content descriptor.
 ``tasks(id, record_idx, name, kind, content)``
     Supervised targets per record.
+``lineage(kind, parent, parent_id, child_id)``
+    For a dataset built on parents: the parent release (``org/name@version``)
+    and id of every imported record, annotation or task, and the id of its
+    copy here. Empty otherwise (absent from catalogs written before it).
 ``info(key, value)``
     Format name and version.
 
@@ -50,6 +54,10 @@ CREATE TABLE tasks (
     id BIGINT PRIMARY KEY, record_idx BIGINT NOT NULL, name VARCHAR NOT NULL,
     kind VARCHAR NOT NULL, content VARCHAR NOT NULL
 );
+CREATE TABLE lineage (
+    kind VARCHAR NOT NULL, parent VARCHAR NOT NULL, parent_id VARCHAR NOT NULL,
+    child_id VARCHAR NOT NULL, PRIMARY KEY (kind, parent, parent_id)
+);
 """
 
 _COLUMNS: dict[str, list[tuple[str, pa.DataType]]] = {
@@ -82,6 +90,12 @@ _COLUMNS: dict[str, list[tuple[str, pa.DataType]]] = {
         ("name", pa.string()),
         ("kind", pa.string()),
         ("content", pa.string()),
+    ],
+    "lineage": [
+        ("kind", pa.string()),
+        ("parent", pa.string()),
+        ("parent_id", pa.string()),
+        ("child_id", pa.string()),
     ],
 }
 
@@ -237,6 +251,19 @@ class Catalog:
             Annotation(aid, rid, start, stop, content_from_dict(json.loads(content)), sig)
             for aid, rid, start, stop, content, sig in rows
         ]
+
+    def child_id(self, kind: str, parent: str, parent_id: str) -> str | None:
+        """Id of the copy of a parent object (``None`` if it was not imported)."""
+        has = self.query(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'lineage'"
+        )
+        if not has[0][0]:
+            return None
+        rows = self.query(
+            "SELECT child_id FROM lineage WHERE kind = ? AND parent = ? AND parent_id = ?",
+            [kind, parent, str(parent_id)],
+        )
+        return str(rows[0][0]) if rows else None
 
     def tasks(self, record_index: int | None = None, name: str | None = None) -> list[Task]:
         """Tasks, optionally filtered by record and task name."""

@@ -6,10 +6,13 @@ reference without a version resolves to the newest version (see
 :func:`timenet.version_key`) found in any registry; on a tie the earlier
 registry wins.
 
-``auto_build`` is the hook for building a missing dataset from an installed
-connector: when it is on and a ``builder`` callable is given, a miss calls
-``builder(ref, local_registry)`` once and retries. Without a builder a miss
-raises :class:`DatasetNotFoundError`.
+``auto_build`` (on by default) builds a dataset that no registry holds from
+an installed connector into the first *local* registry, then retries: a
+miss calls ``builder(ref, local_registry)`` once (default builder:
+:func:`timenet.build.auto_build`, which does nothing when no connector is
+installed for the reference). A client whose registries are all remote never
+runs connector code. A child version's payload sources (its parents' files)
+are resolved the same way before the first read.
 """
 
 from __future__ import annotations
@@ -68,9 +71,11 @@ class TimeNet:
     storage_options : dict, optional
         fsspec options for remote registry URLs.
     auto_build : bool
-        Build missing datasets with ``builder`` (hook for connectors).
+        Build missing datasets (and missing payload sources) into the first
+        local registry with ``builder``. Never happens without a local registry.
     builder : callable, optional
-        ``builder(ref, local_registry)`` that writes the missing version.
+        ``builder(ref, local_registry)`` that writes the missing version;
+        default :func:`timenet.build.auto_build` (installed connectors).
     """
 
     def __init__(
@@ -80,7 +85,7 @@ class TimeNet:
         verify: bool = True,
         cache_dir: str | os.PathLike[str] | None = None,
         storage_options: Mapping[str, Any] | None = None,
-        auto_build: bool = False,
+        auto_build: bool = True,
         builder: Builder | None = None,
     ) -> None:
         specs = list(registries) if registries is not None else list(default_registries())
@@ -112,13 +117,17 @@ class TimeNet:
 
     def _build_missing(self, ref: Ref) -> bool:
         """auto_build hook: build ``ref`` into the first local registry. True if attempted."""
-        if not (self.auto_build and self.builder is not None):
+        if not self.auto_build:
             return False
         local = next((r for r in self.registries if isinstance(r, LocalRegistry)), None)
         if local is None:
             return False
-        self.builder(ref, local)
-        return True
+        builder = self.builder
+        if builder is None:
+            from timenet.build import auto_build
+
+            builder = auto_build
+        return builder(ref, local) is not False
 
     def resolve(self, ref: str | Ref, *, verify: bool | None = None) -> VersionHandle:
         """Find a version and return its handle.
@@ -137,6 +146,10 @@ class TimeNet:
             handle = self._find(r, v)
         if handle is None:
             raise DatasetNotFoundError(str(r), [reg.url for reg in self.registries])
+        if handle.manifest.payloads:
+            from timenet.payloads import resolve_payloads
+
+            handle = resolve_payloads(handle, self.registries, build=self._build_missing)
         return handle
 
     # -- access ---------------------------------------------------------------

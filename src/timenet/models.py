@@ -22,6 +22,8 @@ __all__ = [
     "DatasetSchema",
     "FileEntry",
     "Manifest",
+    "PayloadSource",
+    "RawInput",
     "SignalSchema",
 ]
 
@@ -64,6 +66,7 @@ class DatasetCard(_Frozen):
     version: str
     description: str = ""
     license: str
+    origin: str = ""
     citation: str = ""
     access: AccessRequirements = AccessRequirements()
     parents: tuple[str, ...] = ()
@@ -189,6 +192,59 @@ class FileEntry(_Frozen):
         return v
 
 
+class RawInput(_Frozen):
+    """One raw input a connector built the version from, pinned by SHA-256.
+
+    Attributes
+    ----------
+    package, version : str
+        Distribution the file came from (empty for a file not fetched from a
+        package registry).
+    filename : str
+        Name of the distribution file (wheel, sdist) or raw file.
+    size : int
+        Byte size of the file.
+    sha256 : str
+        SHA-256 of the whole file, checked before it was read.
+    members : tuple of str
+        Archive members that were read from it.
+    """
+
+    package: str = ""
+    version: str = ""
+    filename: str
+    size: int = Field(ge=0)
+    sha256: str
+    members: tuple[str, ...] = ()
+
+    @field_validator("sha256")
+    @classmethod
+    def _hex(cls, v: str) -> str:
+        if not _SHA256.match(v):
+            raise ValueError(f"sha256 {v!r} is not 64 lowercase hex digits")
+        return v
+
+
+class PayloadSource(_Frozen):
+    """Files of another release (a parent) whose values this version reads.
+
+    Each file is pinned by its path inside that release, size and SHA-256; a
+    read refuses a file that no longer matches.
+    """
+
+    ref: str
+    files: tuple[FileEntry, ...]
+
+    @field_validator("ref")
+    @classmethod
+    def _exact(cls, v: str) -> str:
+        from timenet.versions import parse_ref
+
+        if parse_ref(v).version is None:
+            raise ValueError(f"payload source {v!r} must pin a version: org/name@version")
+        return v
+
+
 class Manifest(_Frozen):
     """``manifest.json``: the entry point and commit marker of a version."""
 
@@ -201,6 +257,8 @@ class Manifest(_Frozen):
     counts: Counts
     files: tuple[FileEntry, ...]
     created: str
+    raw_inputs: tuple[RawInput, ...] = ()
+    payloads: tuple[PayloadSource, ...] = ()
 
     @field_validator("files")
     @classmethod

@@ -12,11 +12,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -40,7 +40,7 @@ from timenet.errors import (
 )
 from timenet.models import DatasetCard, DatasetSchema, Manifest
 from timenet.records import Annotation, Record, Task
-from timenet.registry import LocalVersionHandle, VersionHandle
+from timenet.registry import LocalRegistry, LocalVersionHandle, Registry, VersionHandle
 from timenet.specs import SignalSpec
 from timenet.units import convert
 from timenet.versions import Ref
@@ -289,6 +289,45 @@ class _DatasetView:
         idx = None if record_id is None else self._index(record_id)
         return self._catalog.tasks(idx, name)
 
+    def get(
+        self,
+        kind: Literal["record", "annotation", "task"],
+        id: str | int,
+        *,
+        parent: str | None = None,
+    ) -> Record | Annotation | Task:
+        """One record, annotation or task by id; with ``parent``, by the id it has there.
+
+        Parameters
+        ----------
+        kind : {"record", "annotation", "task"}
+        id : str or int
+            Id in this version, or in release ``parent`` when given.
+        parent : str, optional
+            A parent release ``org/name@version`` of this (child) version; the
+            object returned is the copy of that parent object.
+
+        Raises
+        ------
+        RecordNotFoundError
+            If there is no such object (or it was not imported from ``parent``).
+        """
+        if kind not in ("record", "annotation", "task"):
+            raise ValueError(f"kind must be record, annotation or task, got {kind!r}")
+        key = str(id)
+        if parent is not None:
+            child = self._catalog.child_id(kind, parent, key)
+            if child is None:
+                raise RecordNotFoundError(f"{kind} {key!r} of {parent} (not imported here)")
+            key = child
+        if kind == "record":
+            return self.record(key)
+        items: list[Any] = self.annotations() if kind == "annotation" else self.tasks()
+        for item in items:
+            if str(item.id) == key:
+                return item  # type: ignore[no-any-return]
+        raise RecordNotFoundError(f"{kind} {key!r}")
+
 
 class TimeFReader(_DatasetView):
     """Lazy reader of one committed TimeF version.
@@ -305,7 +344,11 @@ class TimeFReader(_DatasetView):
 
     @classmethod
     def open(
-        cls, source: str | os.PathLike[str] | VersionHandle, *, verify: bool = True
+        cls,
+        source: str | os.PathLike[str] | VersionHandle,
+        *,
+        verify: bool = True,
+        registries: Sequence[Registry | str | os.PathLike[str]] | None = None,
     ) -> TimeFReader:
         """Open a version directory or an already resolved handle.
 
@@ -313,10 +356,14 @@ class TimeFReader(_DatasetView):
         ----------
         source : path or VersionHandle
             Version directory ``<root>/<org>/<name>/<version>`` or a handle from
-            a registry.
+            a registry (the client resolves payload sources itself).
         verify : bool
             Check sizes now and SHA-256 of each file before its first use.
             ``False`` trusts the files (only for data you control).
+        registries : sequence, optional
+            Where to find the payload sources (parent releases) of a child
+            version opened from a directory; the directory's own registry is
+            searched first, then these (default: :func:`default_registries`).
 
         Raises
         ------
@@ -324,12 +371,21 @@ class TimeFReader(_DatasetView):
             If the manifest is missing, a symlink or invalid.
         IntegrityError
             If a file is missing or its size differs from the manifest.
+        DatasetNotFoundError
+            If a payload source of a child version cannot be found.
         """
-        handle = (
-            source
-            if isinstance(source, VersionHandle)
-            else LocalVersionHandle.open(source, verify=verify)
-        )
+        if isinstance(source, VersionHandle):
+            return cls(source)
+        handle: VersionHandle = LocalVersionHandle.open(source, verify=verify)
+        if handle.manifest.payloads:
+            from timenet.payloads import resolve_payloads
+            from timenet.registry import as_registry, default_registries
+
+            own = LocalRegistry(
+                os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(source))))
+            )
+            extra = [as_registry(r) for r in (registries or default_registries())]
+            handle = resolve_payloads(handle, [own, *extra])
         return cls(handle)
 
     @property
@@ -437,14 +493,17 @@ class LoadedDataset(_DatasetView):
 
         # Value files come from the manifest, so the catalog (Python-heavy)
         # is read in a thread while Arrow decodes values (GIL released).
+        from timenet.payloads import split_payload_path, value_paths
+
         files: dict[str, str] = {}
-        for f in handle.manifest.files:
-            if not f.path.startswith("values/"):
+        for path in value_paths(handle.manifest):
+            split = split_payload_path(path)
+            if not (split[1] if split else path).startswith("values/"):
                 continue
-            if f.path.endswith(".parquet"):
-                files[f.path] = "parquet"
-            elif ".zarr/" in f.path:
-                files[f.path.split(".zarr/", 1)[0] + ".zarr"] = "zarr"
+            if path.endswith(".parquet"):
+                files[path] = "parquet"
+            elif ".zarr/" in path:
+                files[path.split(".zarr/", 1)[0] + ".zarr"] = "zarr"
         sources: dict[str, Source] = {}
         with ThreadPoolExecutor(max_workers=2) as pool:
             meta = pool.submit(read_catalog)

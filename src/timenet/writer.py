@@ -58,6 +58,8 @@ from timenet.models import (
     DatasetSchema,
     FileEntry,
     Manifest,
+    PayloadSource,
+    RawInput,
     SignalSchema,
 )
 from timenet.specs import Content, SignalSpec, check_content
@@ -87,6 +89,7 @@ class _NameStore:
     array: Any = None
     times_writer: Any = None
     times_rows: int = 0
+    linked: bool = False
 
     @property
     def file(self) -> str:
@@ -132,6 +135,11 @@ class TimeFWriter:
     row_group_rows : int
         Maximum rows per Parquet row group; each signal instance starts a new
         row group.
+    created : str, optional
+        ISO 8601 time written as the manifest's ``created`` (default: now).
+        Reproducible builds pass a fixed value.
+    raw_inputs : sequence of RawInput
+        Pinned raw inputs the version was built from, listed in the manifest.
 
     Raises
     ------
@@ -152,6 +160,8 @@ class TimeFWriter:
         *,
         compression: str = "snappy",
         row_group_rows: int = 1 << 17,
+        created: str | None = None,
+        raw_inputs: Sequence[RawInput] = (),
     ) -> None:
         self.card = card if isinstance(card, DatasetCard) else DatasetCard.model_validate(card)
         self.root = Path(root)
@@ -165,12 +175,16 @@ class TimeFWriter:
         (self.staging / "values").mkdir()
         self._compression = compression
         self._row_group_rows = int(row_group_rows)
+        self._created = created
+        self._raw_inputs = tuple(raw_inputs)
+        self._payloads: dict[str, dict[str, FileEntry]] = {}
         self._records: dict[str, _RecordState] = {}
         self._rows: dict[str, list[tuple[Any, ...]]] = {
             "records": [],
             "signals": [],
             "annotations": [],
             "tasks": [],
+            "lineage": [],
         }
         self._names: dict[str, _NameStore] = {}
         self._samples = 0
@@ -345,8 +359,139 @@ class TimeFWriter:
             )
         )
 
+    def link_signal(
+        self,
+        record_id: str,
+        name: str,
+        spec: SignalSpec,
+        *,
+        payload: str,
+        file: str,
+        storage: Literal["parquet", "zarr"],
+        row_offset: int,
+        length: int,
+        pins: Sequence[FileEntry],
+        null_count: int = 0,
+        times_file: str | None = None,
+        times_offset: int | None = None,
+    ) -> None:
+        """Add a signal whose values stay in another release's files (a payload source).
+
+        The catalog row points at rows ``[row_offset, row_offset + length)`` of
+        ``file`` (a Parquet file or a Zarr directory) inside release
+        ``payload``; the manifest pins every file that read touches (``pins``:
+        the value file, every file of a Zarr array, the times file) by path,
+        size and SHA-256. Nothing is copied.
+
+        Raises
+        ------
+        RecordNotFoundError
+            If the record was not added.
+        SchemaError
+            On a duplicate name, a spec conflicting with earlier signals of the
+            same name (own or linked), or a file missing from ``pins``.
+        """
+        from timenet.payloads import payload_path
+
+        self._check_open()
+        rec = self._record(record_id)
+        if name in rec.signals:
+            raise SchemaError("duplicate signal name in record", signal=name, record=record_id)
+        validate_unit(spec.unit, signal=name)
+        if (spec.rate_hz is None) != (times_file is not None):
+            raise SchemaError(
+                "a linked signal has explicit times exactly when spec.rate_hz is None",
+                signal=name,
+                record=record_id,
+            )
+        paths = {e.path for e in pins}
+        needed = [times_file] if times_file is not None else []
+        if storage == "parquet":
+            needed.append(file)
+        elif not any(p.startswith(file + "/") for p in paths):
+            needed.append(file + "/")
+        missing = [f for f in needed if f not in paths]
+        if missing:
+            raise SchemaError(
+                f"linked files {missing} of {payload} are not pinned", signal=name, record=record_id
+            )
+        store = self._names.get(name)
+        if store is None:
+            store = _NameStore(name, "", spec.dtype, spec.shape, spec.unit, storage, linked=True)
+            self._names[name] = store
+        elif not store.linked or (store.dtype, store.shape, store.unit, store.storage) != (
+            spec.dtype,
+            spec.shape,
+            spec.unit,
+            storage,
+        ):
+            raise SchemaError(
+                "a linked signal conflicts with earlier signals of this name (a name is "
+                "either written here or linked, with one dtype, shape, unit and storage)",
+                signal=name,
+                record=record_id,
+            )
+        known = self._payloads.setdefault(payload, {})
+        for e in pins:
+            old = known.setdefault(e.path, e)
+            if old != e:
+                raise SchemaError(
+                    f"payload file {payload}:{e.path} pinned twice with different checksums",
+                    signal=name,
+                    record=record_id,
+                )
+        if times_file is not None:
+            store.irregular = True
+        else:
+            assert spec.rate_hz is not None
+            store.rates.add(spec.rate_hz)
+        store.count += 1
+        rec.signals[name] = spec
+        rec.lengths[name] = int(length)
+        self._samples += int(length)
+        self._rows["signals"].append(
+            (
+                rec.index,
+                len(rec.signals) - 1,
+                name,
+                json.dumps(spec.to_dict(), sort_keys=True),
+                storage,
+                payload_path(payload, file),
+                int(row_offset),
+                int(length),
+                int(null_count),
+                None if times_file is None else payload_path(payload, times_file),
+                None if times_offset is None else int(times_offset),
+            )
+        )
+
+    def add_lineage(self, kind: str, parent: str, parent_id: str, child_id: str) -> None:
+        """Record that ``child_id`` here is the copy of ``parent_id`` of release ``parent``.
+
+        ``kind`` is ``"record"``, ``"annotation"`` or ``"task"``.
+
+        Raises
+        ------
+        SchemaError
+            If ``kind`` is unknown.
+        """
+        self._check_open()
+        if kind not in ("record", "annotation", "task"):
+            raise SchemaError(f"lineage kind must be record, annotation or task, got {kind!r}")
+        self._rows["lineage"].append((kind, parent, str(parent_id), str(child_id)))
+
+    def derived_schema(self) -> DatasetSchema:
+        """The schema the manifest will carry, derived from what was added so far."""
+        return self._derive_schema()
+
     def _store_for(self, name: str, spec: SignalSpec, kind: str, record_id: str) -> _NameStore:
         store = self._names.get(name)
+        if store is not None and store.linked:
+            raise SchemaError(
+                "this signal name is linked to a payload source in other records",
+                signal=name,
+                record=record_id,
+            )
         if store is not None:
             want = (store.dtype, store.shape, store.unit, store.storage)
             got = (spec.dtype, spec.shape, spec.unit, kind)
@@ -510,7 +655,12 @@ class TimeFWriter:
                     tasks=len(self._rows["tasks"]),
                 ),
                 files=tuple(entries),
-                created=datetime.now(UTC).isoformat(timespec="seconds"),
+                created=self._created or datetime.now(UTC).isoformat(timespec="seconds"),
+                raw_inputs=self._raw_inputs,
+                payloads=tuple(
+                    PayloadSource(ref=ref, files=tuple(pins[k] for k in sorted(pins)))
+                    for ref, pins in sorted(self._payloads.items())
+                ),
             )
             mpath = self.staging / "manifest.json"
             mpath.write_text(manifest.to_json(), encoding="utf-8")

@@ -47,7 +47,7 @@ def test_auto_build_hook(tmp_path: Path) -> None:
         calls.append(str(ref))
         write_demo(registry.root, "1.0", name=ref.name)
 
-    off = tn.TimeNet([tmp_path], builder=builder)
+    off = tn.TimeNet([tmp_path], auto_build=False, builder=builder)
     with pytest.raises(tn.DatasetNotFoundError):
         off.open("acme/built")
     client = tn.TimeNet([tmp_path], auto_build=True, builder=builder)

@@ -1,0 +1,268 @@
+"""The build engine: metadata -> download -> convert -> derive_schema -> store.
+
+:func:`run_pipeline` runs one connector into a local registry (any local
+directory is one). The version is written through :class:`TimeFWriter`, so
+it appears atomically or not at all: any error in any stage removes the
+staging directory and publishes nothing.
+
+Reproducibility: the manifest's ``created`` is the connector's fixed
+``created`` instant (``$SOURCE_DATE_EPOCH`` overrides it), raw inputs are
+pinned by SHA-256, and connectors write records in a fixed order, so two
+builds produce byte-identical value files and manifests that differ only in
+the ``control.duckdb`` entry: DuckDB stamps every database file with a
+random identifier, so the catalog is compared by content instead.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from timenet.build.connector import Connector
+from timenet.build.errors import BuildError, ParentError
+from timenet.build.progress import BuildProgress
+from timenet.errors import IntegrityError, ManifestError, TimeNetError
+from timenet.models import Manifest
+from timenet.registry import LocalRegistry
+from timenet.versions import Ref, parse_ref
+from timenet.writer import TimeFWriter
+
+__all__ = ["BuildResult", "auto_build", "build", "run_pipeline"]
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """Outcome of one build.
+
+    Attributes
+    ----------
+    ref : str
+        ``org/name@version`` built.
+    path : Path
+        The committed version directory.
+    manifest : Manifest
+    built : bool
+        False when a complete copy was already there and was reused.
+    seconds : float
+        Wall time of the build.
+    stats : dict of str to int
+        The connector's counters (rows dropped, values nulled, ...).
+    """
+
+    ref: str
+    path: Path
+    manifest: Manifest
+    built: bool
+    seconds: float
+    stats: dict[str, int] = field(default_factory=dict)
+
+
+def _created(connector: Connector) -> str:
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch:
+        try:
+            return datetime.fromtimestamp(int(epoch), UTC).isoformat(timespec="seconds")
+        except ValueError as exc:
+            raise BuildError(f"SOURCE_DATE_EPOCH={epoch!r} is not an integer") from exc
+    return connector.created
+
+
+def _as_registry(registry: LocalRegistry | str | os.PathLike[str]) -> LocalRegistry:
+    if isinstance(registry, LocalRegistry):
+        return registry
+    text = os.fspath(registry)
+    if "://" in text and not text.startswith("file://"):
+        raise BuildError(f"builds write to a local registry, not {text}")
+    return LocalRegistry(text.removeprefix("file://"))
+
+
+def run_pipeline(
+    connector: Connector | type[Connector],
+    registry: LocalRegistry | str | os.PathLike[str],
+    *,
+    fetch_from: str | os.PathLike[str] | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    progress: BuildProgress | None = None,
+    _building: tuple[str, ...] = (),
+) -> BuildResult:
+    """Build one dataset version into ``registry``.
+
+    Parameters
+    ----------
+    connector : Connector or Connector subclass
+    registry : LocalRegistry or path
+        Local registry (directory) receiving ``<org>/<name>/<version>/``.
+    fetch_from : path, optional
+        The user's own copies: raw input files, and parent releases (as a
+        registry directory).
+    cache_dir : path, optional
+        Download cache for pinned files.
+    progress : BuildProgress, optional
+        Default: bars on a terminal, quiet otherwise.
+
+    Returns
+    -------
+    BuildResult
+
+    Raises
+    ------
+    BuildError
+        From any stage (FetchError, RawInputError, ParentError, ...); nothing
+        is published.
+    TimeNetError
+        From the writer (SchemaError, UnitError) on content it refuses.
+    """
+    t0 = time.perf_counter()
+    reg = _as_registry(registry)
+    conn = connector() if isinstance(connector, type) else connector
+    if fetch_from is not None:
+        conn.fetch_from = fetch_from
+    if cache_dir is not None:
+        conn.cache_dir = cache_dir
+    own_progress = progress is None and conn.progress.enabled is False
+    prog = progress or (BuildProgress() if own_progress else conn.progress)
+    conn.progress = prog
+    card = conn.metadata()
+    ref = str(card.ref)
+    if ref in _building:
+        raise BuildError(f"parents form a cycle: {' -> '.join((*_building, ref))}", ref=ref)
+    target = reg.version_dir(card.ref)
+    if os.path.lexists(target):
+        from timenet.build.inherit import verify_version
+
+        try:
+            manifest = verify_version(target)
+        except (IntegrityError, ManifestError) as exc:
+            raise BuildError(
+                f"{target} exists but does not verify ({exc}); versions are immutable: "
+                "remove it to rebuild",
+                ref=ref,
+            ) from exc
+        return BuildResult(ref, target, manifest, False, time.perf_counter() - t0)
+
+    with prog if own_progress else _nullctx():
+        try:
+            if card.parents:
+                from timenet.build.inherit import prepare_parent
+
+                for parent in card.parents:
+                    with prog.stage(f"{ref}: parent {parent}"):
+                        conn.parents[parent] = prepare_parent(
+                            parent,
+                            reg,
+                            child=ref,
+                            fetch_from=fetch_from,
+                            build=lambda p: _build_parent(
+                                p, reg, ref, fetch_from, cache_dir, prog, (*_building, ref)
+                            ),
+                        )
+            with prog.stage(f"{ref}: download"):
+                conn.download()
+            writer = TimeFWriter(
+                reg.root, card, created=_created(conn), raw_inputs=tuple(conn.raw_inputs)
+            )
+            try:
+                with prog.stage(f"{ref}: convert"):
+                    conn.convert(writer)
+                with prog.stage(f"{ref}: derive schema"):
+                    conn.derive_schema(writer.derived_schema())
+                with prog.stage(f"{ref}: store"):
+                    path = writer.commit()
+            except BaseException:
+                writer.abort()
+                raise
+        except TimeNetError:
+            raise
+        except Exception as exc:
+            raise BuildError(f"{type(exc).__name__}: {exc}", ref=ref) from exc
+    manifest = Manifest.from_json((path / "manifest.json").read_bytes())
+    return BuildResult(ref, path, manifest, True, time.perf_counter() - t0, dict(conn.stats))
+
+
+class _nullctx:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _build_parent(
+    parent: str,
+    reg: LocalRegistry,
+    child: str,
+    fetch_from: Any,
+    cache_dir: Any,
+    progress: BuildProgress,
+    building: tuple[str, ...],
+) -> Path:
+    from timenet.build.discovery import resolve
+
+    p = parse_ref(parent)
+    try:
+        cls = resolve(f"{p.org}/{p.name}")
+    except TimeNetError as exc:
+        raise ParentError(child, parent, f"not available locally and {exc}") from exc
+    conn = cls(progress=progress)
+    have = conn.metadata().version
+    if have != p.version:
+        raise ParentError(
+            child, parent, f"the installed connector builds version {have}, not {p.version}"
+        )
+    return run_pipeline(
+        conn, reg, fetch_from=fetch_from, cache_dir=cache_dir, progress=progress, _building=building
+    ).path
+
+
+def build(
+    ref: str,
+    registry: LocalRegistry | str | os.PathLike[str],
+    *,
+    fetch_from: str | os.PathLike[str] | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    progress: BuildProgress | None = None,
+) -> BuildResult:
+    """Find the connector of ``org/name[@version]`` and run it into ``registry``.
+
+    Raises
+    ------
+    ConnectorNotFoundError
+        If no connector is installed for it.
+    BuildError
+        If ``ref`` pins a version the connector does not build, or a stage fails.
+    """
+    from timenet.build.discovery import resolve
+
+    r = parse_ref(ref)
+    conn = resolve(ref)(progress=progress)
+    have = conn.metadata().version
+    if r.version is not None and r.version != have:
+        raise BuildError(f"the installed connector builds version {have}", ref=str(r))
+    return run_pipeline(
+        conn, registry, fetch_from=fetch_from, cache_dir=cache_dir, progress=progress
+    )
+
+
+def auto_build(ref: Ref, registry: LocalRegistry) -> bool:
+    """The client's default ``auto_build`` builder.
+
+    Builds ``ref`` into ``registry`` when an installed connector provides it
+    (and, if ``ref`` pins a version, builds exactly that version). Returns
+    False, doing nothing, otherwise.
+    """
+    from timenet.build.discovery import resolve
+    from timenet.build.errors import ConnectorNotFoundError
+
+    try:
+        cls = resolve(f"{ref.org}/{ref.name}")
+    except ConnectorNotFoundError:
+        return False
+    conn = cls()
+    if ref.version is not None and conn.metadata().version != ref.version:
+        return False
+    run_pipeline(conn, registry)
+    return True

@@ -1,0 +1,79 @@
+"""Small parsing helpers shared by the built-in connectors; each error names the file."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import itertools
+import json
+from typing import Any
+
+import numpy as np
+
+from timenet.build.errors import RawInputError
+
+__all__ = ["csv_table", "gunzip_json", "runs"]
+
+
+def gunzip_json(data: bytes, where: str) -> Any:
+    """Decode gzip'd JSON.
+
+    Raises
+    ------
+    RawInputError
+        On a truncated or corrupt gzip stream or invalid JSON.
+    """
+    try:
+        raw = gzip.decompress(data)
+    except (OSError, EOFError) as exc:
+        raise RawInputError(where, f"not a complete gzip stream: {exc}") from None
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise RawInputError(where, f"invalid JSON: {exc}") from None
+
+
+def csv_table(data: bytes, where: str, column_types: dict[str, Any] | None = None) -> Any:
+    """Parse CSV bytes into an Arrow table after checking the header.
+
+    Raises
+    ------
+    RawInputError
+        On an empty file, duplicated or empty column names, or a parse error.
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    first = data.split(b"\n", 1)[0].decode("utf-8", errors="replace").rstrip("\r")
+    header = next(csv.reader(io.StringIO(first)), [])
+    if not header:
+        raise RawInputError(where, "empty file (no header line)")
+    seen: set[str] = set()
+    for name in header:
+        if not name.strip():
+            raise RawInputError(where, f"empty column name in header {header}")
+        if name in seen:
+            raise RawInputError(where, f"duplicated column name {name!r} in header")
+        seen.add(name)
+    if column_types:
+        missing = [c for c in column_types if c not in seen]
+        if missing:
+            raise RawInputError(where, f"missing columns {missing} (header has {header})")
+    try:
+        return pacsv.read_csv(
+            pa.BufferReader(data),
+            convert_options=pacsv.ConvertOptions(column_types=column_types or {}),
+        )
+    except (pa.ArrowInvalid, pa.ArrowException) as exc:
+        raise RawInputError(where, f"cannot parse CSV: {exc}") from None
+
+
+def runs(labels: np.ndarray) -> list[tuple[int, int]]:
+    """``[start, stop)`` index ranges of runs of equal consecutive values."""
+    n = len(labels)
+    if n == 0:
+        return []
+    cut = np.flatnonzero(labels[1:] != labels[:-1]) + 1
+    bounds = [0, *cut.tolist(), n]
+    return list(itertools.pairwise(bounds))

@@ -1,0 +1,1 @@
+"""Connectors for data shipped with the aeon toolkit."""

@@ -1,0 +1,1 @@
+"""Connectors for the sample data shipped with kloppy (football tracking)."""

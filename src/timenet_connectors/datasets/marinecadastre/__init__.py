@@ -1,0 +1,1 @@
+"""Connectors for AIS data published by MarineCadastre.gov (BOEM/NOAA)."""

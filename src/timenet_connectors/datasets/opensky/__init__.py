@@ -1,0 +1,1 @@
+"""Connectors for OpenSky Network ADS-B data."""

@@ -1,0 +1,123 @@
+"""Dataset inheritance: a child copies the catalog entries it uses and reads the parent's files."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import pytest
+from tn_helpers import write_demo
+
+import timenet as tn
+from timenet import build as tb
+
+PARENT = "acme/demo@1.0.0"
+
+
+class ChildConnector(tb.Connector):
+    """A small child: imports two demo records (signals ecg, acc, events) and adds a label."""
+
+    created: ClassVar[str] = "2025-01-01T00:00:00+00:00"
+
+    def metadata(self) -> tn.DatasetCard:
+        return tn.DatasetCard(
+            org="acme",
+            name="child",
+            version="1.0",
+            license="CC-BY-4.0",
+            origin="test",
+            parents=(PARENT,),
+        )
+
+    def download(self) -> None:
+        pass
+
+    def convert(self, writer: tn.TimeFWriter) -> None:
+        parent = self.parents[PARENT]
+        parent.import_records(
+            writer,
+            ["rec-2", "rec-0"],
+            as_id=lambda rid: f"c-{rid}",
+            signals=["ecg", "acc", "events"],
+        )
+        writer.add_annotation("c-rec-0", tn.Label("child-label"), start_ns=0, stop_ns=10)
+
+
+@pytest.fixture
+def built(tmp_path: Path) -> Path:
+    reg = tmp_path / "reg"
+    write_demo(reg)
+    res = tb.run_pipeline(ChildConnector, reg)
+    assert res.built
+    return reg
+
+
+def test_child_reads_parent_values_without_parent_catalog(built: Path) -> None:
+    parent_dir = built / "acme" / "demo" / "1.0.0"
+    child_dir = built / "acme" / "child" / "1.0"
+    m = tn.TimeFReader.open(child_dir).manifest
+    assert m.card.parents == (PARENT,)
+    assert [p.ref for p in m.payloads] == [PARENT]
+    pinned = {f.path for f in m.payloads[0].files}
+    assert "values/0000-ecg.parquet" in pinned and "values/0003-events.times.parquet" in pinned
+    assert not any(f.path.startswith("values/") for f in m.files)  # no second copy of values
+    expected = tn.TimeFReader.open(parent_dir).signal("rec-2", "ecg").to_numpy()
+    (parent_dir / "control.duckdb").unlink()  # a read never opens the parent's catalog
+    client = tn.TimeNet([built], auto_build=False)
+    child = client.open("acme/child@1.0")
+    assert [r.id for r in child.records()] == ["c-rec-0", "c-rec-2"]  # parent storage order
+    np.testing.assert_array_equal(child.signal("c-rec-2", "ecg").to_numpy(), expected)
+    assert child.signal("c-rec-0", "acc").to_numpy().shape == (40, 3)
+    assert child.signal("c-rec-0", "events").times().tolist() == [10, 2_000, 90_000]
+    assert child.get("record", "rec-2", parent=PARENT).id == "c-rec-2"
+    task = child.get("task", 0, parent=PARENT)
+    assert isinstance(task, tn.Task) and task.record_id == "c-rec-0"
+    with pytest.raises(tn.RecordNotFoundError):
+        child.get("record", "rec-1", parent=PARENT)
+    labels = sorted(
+        a.content.value for a in child.annotations("c-rec-0") if a.content.kind == "label"
+    )
+    assert labels == ["child-label", "sinus"]
+    loaded = client.load("acme/child")
+    assert loaded.signal("c-rec-2", "acc").to_numpy().shape == (40, 3)
+    assert "temp" not in child.record("c-rec-0").signal_names
+
+
+def test_changed_parent_file_is_rejected(built: Path) -> None:
+    parent_file = built / "acme" / "demo" / "1.0.0" / "values" / "0000-ecg.parquet"
+    data = bytearray(parent_file.read_bytes())
+    data[100] ^= 0xFF
+    parent_file.write_bytes(bytes(data))
+    child = tn.TimeNet([built], auto_build=False).open("acme/child@1.0")
+    with pytest.raises(tn.IntegrityError, match="0000-ecg.parquet") as info:
+        child.signal("c-rec-0", "ecg").to_numpy()
+    assert "payload of acme/child@1.0" in str(info.value)
+    # building another child on that parent release refuses the changed copy
+    shutil.rmtree(built / "acme" / "child")
+    with pytest.raises(tb.ParentError, match="acme/demo@1.0.0"):
+        tb.run_pipeline(ChildConnector, built)
+    assert tn.LocalRegistry(built).versions("acme", "child") == []
+
+
+def test_parent_copied_from_fetch_from(tmp_path: Path) -> None:
+    src = tmp_path / "mirror"
+    write_demo(src)
+    reg = tmp_path / "reg"
+    res = tb.run_pipeline(ChildConnector, reg, fetch_from=src)
+    assert (reg / "acme" / "demo" / "1.0.0" / "manifest.json").is_file()
+    child = tn.TimeFReader.open(res.path)
+    assert child.signal("c-rec-0", "ecg").to_numpy().dtype == np.float32
+    # without any source of the parent the build stops with a clear error
+    with pytest.raises(tb.ParentError, match="no connector found"):
+        tb.run_pipeline(ChildConnector, tmp_path / "empty")
+
+
+def test_missing_payload_source_is_named(built: Path, tmp_path: Path) -> None:
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(built / "acme" / "child", moved / "acme" / "child")
+    with pytest.raises(tn.DatasetNotFoundError, match="payload source"):
+        tn.TimeFReader.open(moved / "acme" / "child" / "1.0", registries=[tmp_path / "none"])
+    reader = tn.TimeFReader.open(moved / "acme" / "child" / "1.0", registries=[built])
+    assert len(reader.signal("c-rec-0", "ecg")) == 500
