@@ -1,79 +1,140 @@
-"""Compile metric expressions against a schema into callables over a WindowBuffer."""
+"""Compile metric expressions against a schema into evaluators.
+
+Compilation types every stage before any data is read: the value flowing
+between stages has a :class:`ValueType` (kind, components, semantics, unit,
+whether it is per entity), each token accepts only the types listed in
+``docs/metrics.md``, and anything else raises :class:`MetricCompileError`
+naming the token, its position, what was expected and a close match.
+
+A :class:`CompiledMetric` evaluates on one :class:`~kuration.buffer.WindowBuffer`
+(``metric(buf) -> float``) or on every window of a source at once
+(:meth:`CompiledMetric.evaluate` on a :class:`~kuration.buffer.WindowBatch`);
+both run the same kernels, see :mod:`kuration.dsl.frame`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..buffer import WindowBuffer
-from ..errors import MetricCompileError
+from ..buffer import WindowBatch, WindowBuffer
 from ..schema import FieldSpec, SchemaSpec
-from ..units import conversion_factor
-from . import kernels
-from .grammar import Stage, parse_metric
+from .frame import Frame, Stream
+from .grammar import Stage, parse_metric, suggestion
+from .stages import compile_agg, compile_filter, compile_map, compile_reduce
+from .values import Ctx, Key, Op, Reduce, SourceFn, ValueType
 
 __all__ = ["CompiledMetric", "ValueType", "compile_metric"]
 
 
-@dataclass(frozen=True)
-class ValueType:
-    """Static type of a value flowing through a metric: ``kind`` is scalar, vector,
-    categorical or bool; ``dims`` the component count; ``unit`` a pint string or None."""
-
-    kind: str
-    dims: int
-    semantics: str | None
-    unit: str | None
-    per_entity: bool = True
+_NAN = np.nan
 
 
-Step = Callable[[np.ndarray, WindowBuffer], np.ndarray]
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class CompiledMetric:
-    """A validated metric: call it on a :class:`WindowBuffer` to get one float (NaN when the
-    window holds no valid sample).  ``unit`` is the output unit, when it has one."""
+    """A validated metric.
+
+    Call it on a :class:`~kuration.buffer.WindowBuffer` for one float (NaN
+    when the window holds no valid sample), or use :meth:`evaluate` for every
+    window of a source at once.
+
+    Attributes
+    ----------
+    name, expr : str
+    stages : tuple of Stage
+    unit : str or None
+        Unit of the result, when it has one.
+    input_type : ValueType
+        Type of the value entering the reduce.
+    deps : mapping of str to CompiledMetric
+        The features this metric reads (``feature:<name>``).
+    """
 
     name: str
     expr: str
-    field: str
-    steps: tuple[Step, ...]
-    reduce_op: str
-    reduce_arg: str | None
-    discrete: bool
+    stages: tuple[Stage, ...]
     unit: str | None
+    input_type: ValueType
+    deps: Mapping[str, CompiledMetric]
+    _source: SourceFn = field(repr=False)
+    _source_key: str = field(repr=False)
+    _ops: tuple[Op, ...] = field(repr=False)
+    _reduce: Reduce = field(repr=False)
 
-    def values(self, buf: WindowBuffer) -> np.ndarray:
-        """The mapped/aggregated values before the reduce, shape (T, E', 1) float64."""
-        x = buf.values[self.field]
-        x = np.where(buf.present[..., None], x, np.nan)
-        if x.shape[-1] > 1:
-            x = np.where(np.isnan(x).any(axis=-1, keepdims=True), np.nan, x)
-        for step in self.steps:
-            x = step(x, buf)
-        return x
+    # -- evaluation -----------------------------------------------------------------
+    def _stream(self, frame: Frame) -> tuple[Stream, Key]:
+        key: Key = (self._source_key,)
+        st = frame.lookup(key)
+        if st is None:
+            st = self._source(frame)
+            frame.memo(key, st.windowed, lambda: st)
+        for op in self._ops:
+            nxt = (*key, op.key)
+            hit = frame.lookup(nxt)
+            if hit is None:
+                inp = frame.to_windows(st, key) if op.window else st
+                hit = op.fn(inp, frame, key)
+                frame.memo(nxt, hit.windowed, lambda hit=hit: hit)
+            st, key = hit, nxt
+        return st, key
+
+    def grid(self, frame: Frame) -> np.ndarray:
+        """Results on the frame's grid of windows, shape (G,), float64 (cached in the frame)."""
+
+        def make() -> np.ndarray:
+            st, key = self._stream(frame)
+            if not st.windowed and self._reduce.ticks is not None:
+                return self._reduce.ticks(st, frame, key)
+            return self._reduce.window(frame.to_windows(st, key), frame, key)
+
+        out: np.ndarray = frame.memo(("result", self.expr), True, make)
+        return out
+
+    def evaluate(self, batch: WindowBatch) -> np.ndarray:
+        """Every window of ``batch`` at once.
+
+        Returns
+        -------
+        ndarray, shape (W,), float64
+            One value per requested start, in request order (NaN: no valid sample).
+        """
+        if batch.starts.size == 0:
+            return np.zeros(0)
+        return self.grid(Frame(batch))[batch.index]
 
     def __call__(self, buf: WindowBuffer) -> float:
-        x = self.values(buf)
-        v = x[~np.isnan(x)]
-        return kernels.reduce_values(v, self.reduce_op, self.reduce_arg, self.discrete)
+        return float(self.grid(Frame(WindowBatch.from_buffer(buf)))[0])
+
+    def values(self, buf: WindowBuffer) -> np.ndarray:
+        """The values entering the reduce for one window, shape (T, E', D), float64.
+
+        Ticks a step map cannot define (the first tick for ``speed``) are NaN.
+        """
+        frame = Frame(WindowBatch.from_buffer(buf))
+        st, _ = self._stream(frame)
+        if not st.windowed:
+            x = np.array(st.x, dtype=np.float64)
+            x[: min(st.lag, x.shape[0])] = _NAN
+            return x
+        x = st.x[0]
+        if st.lag:
+            pad = np.full((min(st.lag, buf.n_steps), *x.shape[1:]), _NAN)
+            x = np.concatenate([pad, x], axis=0)
+        return np.array(x, dtype=np.float64)
 
 
-def _position_to_metres(f: FieldSpec) -> Callable[[np.ndarray], np.ndarray]:
-    units = f.units
-    if f.frame == "geodetic":
-        alt = conversion_factor(units[2], "m") if f.dims == 3 else None
-        return lambda x: kernels.geodetic_to_ecef(x, alt)
-    factors = np.array(
-        [conversion_factor(u, "m") for u in (units * f.dims if len(units) == 1 else units)]
-    )
-    return lambda x: x * factors
+# -- compilation ----------------------------------------------------------------------
 
 
-def compile_metric(expr: str, schema: SchemaSpec, *, name: str | None = None) -> CompiledMetric:
+def compile_metric(
+    expr: str,
+    schema: SchemaSpec,
+    *,
+    name: str | None = None,
+    features: Mapping[str, CompiledMetric | None] | None = None,
+) -> CompiledMetric:
     """Validate ``expr`` against ``schema`` and build its evaluator.
 
     Parameters
@@ -84,6 +145,10 @@ def compile_metric(expr: str, schema: SchemaSpec, *, name: str | None = None) ->
     schema : SchemaSpec
     name : str, optional
         The metric's name, used in error messages.
+    features : mapping of str to CompiledMetric or None, optional
+        Metrics ``feature:<name>`` may read: those defined earlier in the same
+        ``define`` block.  A name mapped to None is known but not readable
+        (defined later, or the metric itself).
 
     Returns
     -------
@@ -92,128 +157,120 @@ def compile_metric(expr: str, schema: SchemaSpec, *, name: str | None = None) ->
     Raises
     ------
     MetricCompileError
-        For an unknown token, a field missing from the schema, a map applied to
-        a field of the wrong semantics or kind, or a vector fed to a scalar
-        reduce; the error names the token and its position.
+        For an unknown token, a name missing from the schema, a stage applied
+        to a value of the wrong kind or semantics (a vector into a scalar
+        reduce, ``speed`` of a non-position, ...), an unknown or incompatible
+        unit, or a ``feature:`` that is unknown or not defined earlier.
     """
     stages = parse_metric(expr, metric=name)
+    cx = Ctx(expr, schema, name)
     src = stages[0]
-
-    def fail(msg: str, st: Stage) -> MetricCompileError:
-        return MetricCompileError(msg, expr=expr, token=st.text, position=st.pos, metric=name)
-
-    try:
-        f = schema.field(str(src.arg))
-    except KeyError:
-        import difflib
-
-        hint = difflib.get_close_matches(str(src.arg), schema.field_names, n=2)
-        extra = f"; did you mean {', '.join(map(repr, hint))}?" if hint else ""
-        raise fail(
-            f"schema {schema.name!r} has no field {src.arg!r}{extra} "
-            f"(fields: {', '.join(schema.field_names)})",
-            src,
-        ) from None
-    if f not in schema.fields:
-        raise fail(f"{f.name!r} is a global; per-entity metrics read per-entity fields", src)
-    unit = f.units[0] if f.kind == "scalar" and f.units else None
-    vt = ValueType(f.kind, f.dims, f.semantics, unit)
-    hz = float(schema.sample_hz)
-    steps: list[Step] = []
+    source, vt, deps = _compile_source(src, cx, features or {})
+    ops: list[Op] = []
     for st in stages[1:-1]:
         if st.role == "map":
-            step, vt = _compile_map(st, vt, f, hz, fail)
+            new_ops, vt = compile_map(st, vt, cx)
+            ops.extend(new_ops)
+        elif st.role == "filter":
+            op, vt = compile_filter(st, vt, cx)
+            ops.append(op)
         else:
-            if vt.kind not in ("scalar", "bool"):
-                raise fail(f"entities:{st.op} aggregates scalars, got a {vt.kind}", st)
-            if not vt.per_entity:
-                raise fail("values are already aggregated over entities", st)
-            how = st.op
-            steps.append(lambda x, _b, how=how: kernels.agg_entities(x, how))
-            vt = ValueType("scalar", 1, None, None if how == "count" else vt.unit, per_entity=False)
-            continue
-        steps.append(step)
+            op, vt = compile_agg(st, vt, cx)
+            ops.append(op)
     red = stages[-1]
-    if vt.kind == "vector":
-        raise fail(
-            f"{red.text} reduces scalars, but the value is a {vt.dims}-component vector "
-            "(add a map such as norm or speed)",
-            red,
-        )
-    discrete = vt.kind in ("categorical", "bool")
-    if vt.kind == "categorical" and red.op not in ("entropy",):
-        raise fail(
-            f"{red.text} is numeric; a categorical field supports entropy (or is:<label> maps)", red
-        )
-    if red.op == "entropy" and not discrete and red.arg is None:
-        raise fail("entropy of a continuous value needs a binning, e.g. entropy:16", red)
-    out_unit = None if red.op == "entropy" else vt.unit
+    pre, reduce_fn, unit, in_vt = compile_reduce(red, vt, cx)
+    ops.extend(pre)
     return CompiledMetric(
         name=name or expr,
         expr=expr,
-        field=f.name,
-        steps=tuple(steps),
-        reduce_op=red.op,
-        reduce_arg=red.arg,
-        discrete=discrete,
-        unit=out_unit,
+        stages=tuple(stages),
+        unit=unit,
+        input_type=in_vt,
+        deps=deps,
+        _source=source,
+        _source_key=src.text,
+        _ops=tuple(ops),
+        _reduce=reduce_fn,
     )
 
 
-def _compile_map(
-    st: Stage,
-    vt: ValueType,
-    f: FieldSpec,
-    hz: float,
-    fail: Callable[[str, Stage], MetricCompileError],
-) -> tuple[Step, ValueType]:
-    op = st.op
-    if op == "speed":
-        if vt.semantics != "position":
-            raise fail(
-                f"speed needs a position field; {f.name!r} has semantics {vt.semantics!r}", st
-            )
-        to_m = _position_to_metres(f)
-        max_rate = f.max_rate
-        return (
-            lambda x, _b: kernels.speed(to_m(x), hz, max_rate),
-            ValueType("scalar", 1, None, "m/s"),
+# -- sources --------------------------------------------------------------------------
+
+
+def _field_type(f: FieldSpec, per_entity: bool) -> ValueType:
+    kind = f.kind
+    units = f.units
+    unit = units[0] if units and len(set(units)) == 1 else None
+    if f.semantics == "position":
+        return ValueType(
+            "vector", f.dims, "position", unit, per_entity, spec=f, max_rate=f.max_rate
         )
-    if op == "angle_delta":
-        if vt.semantics != "angular":
-            raise fail(
-                f"angle_delta needs an angular field; {f.name!r} has semantics {vt.semantics!r}", st
-            )
-        turn = 360.0 * conversion_factor("degree", str(vt.unit))
-        max_rate = f.max_rate
-        return (
-            lambda x, _b: kernels.angle_delta(x, turn, max_rate, hz),
-            ValueType("scalar", 1, None, vt.unit),
-        )
-    if op == "diff":
-        if vt.kind not in ("scalar", "vector"):
-            raise fail(f"diff needs a numeric value, got a {vt.kind}", st)
-        if vt.semantics == "angular":
-            raise fail("diff of an angle does not wrap; use angle_delta", st)
-        return (lambda x, _b: kernels.diff_map(x), ValueType(vt.kind, vt.dims, None, vt.unit))
-    if op == "abs":
-        if vt.kind != "scalar":
-            raise fail(f"abs needs a scalar, got a {vt.kind} (use norm for vectors)", st)
-        return (lambda x, _b: kernels.abs_map(x), ValueType("scalar", 1, None, vt.unit))
-    if op == "norm":
-        if vt.kind != "vector":
-            raise fail(f"norm needs a vector, got a {vt.kind}", st)
-        if vt.semantics == "position" and f.frame == "geodetic":
-            raise fail("norm of geodetic coordinates is meaningless", st)
-        return (lambda x, _b: kernels.norm_map(x), ValueType("scalar", 1, None, vt.unit))
-    if op == "bit":
-        if vt.semantics != "bitmask":
-            raise fail(f"bit: needs a bitmask field; {f.name!r} has semantics {vt.semantics!r}", st)
-        if st.arg not in f.bits:
-            raise fail(
-                f"bit {st.arg!r} is not declared on {f.name!r} (bits: {', '.join(sorted(f.bits))})",
+    if f.semantics == "bitmask":
+        return ValueType("scalar", 1, "bitmask", None, per_entity, spec=f)
+    if kind == "categorical":
+        return ValueType("categorical", 1, None, None, per_entity, spec=f)
+    return ValueType(kind, f.dims, f.semantics, unit, per_entity, spec=f, max_rate=f.max_rate)
+
+
+def _compile_source(
+    st: Stage, cx: Ctx, features: Mapping[str, CompiledMetric | None]
+) -> tuple[SourceFn, ValueType, dict[str, CompiledMetric]]:
+    schema = cx.schema
+    arg = str(st.arg)
+    fields = {f.name: f for f in schema.fields}
+    globs = {f.name: f for f in schema.globals}
+    if st.op == "field":
+        if arg not in fields:
+            if arg in globs:
+                raise cx.fail(f"{arg!r} is a global; read it with global:{arg}", st)
+            raise cx.fail(
+                f"schema {schema.name!r} has no field {arg!r}"
+                + suggestion(arg, [*fields, *globs])
+                + f" (fields: {', '.join(fields)})",
                 st,
             )
-        idx = int(f.bits[str(st.arg)])
-        return (lambda x, _b: kernels.bit_map(x, idx), ValueType("bool", 1, None, None))
-    raise fail("unknown map", st)  # pragma: no cover - guarded by the grammar
+        return (lambda fr: fr.field(arg)), _field_type(fields[arg], True), {}
+    if st.op == "global":
+        if arg not in globs:
+            if arg in fields:
+                raise cx.fail(f"{arg!r} is a per-entity field; read it with field:{arg}", st)
+            raise cx.fail(
+                f"schema {schema.name!r} has no global {arg!r}"
+                + suggestion(arg, list(globs))
+                + f" (globals: {', '.join(globs) or 'none'})",
+                st,
+            )
+        return (lambda fr: fr.global_(arg)), _field_type(globs[arg], False), {}
+    if st.op == "event":
+        if arg not in schema.events:
+            raise cx.fail(
+                f"schema {schema.name!r} declares no event {arg!r}"
+                + suggestion(arg, list(schema.events))
+                + f" (events: {', '.join(schema.events) or 'none'})",
+                st,
+            )
+        return (lambda fr: fr.event(arg)), ValueType("bool", 1, None, None, per_entity=False), {}
+    # feature:
+    if arg not in features:
+        known = [k for k, v in features.items() if v is not None]
+        raise cx.fail(
+            f"no feature {arg!r} is defined before this metric"
+            + suggestion(arg, known)
+            + (f" (readable: {', '.join(known)})" if known else ""),
+            st,
+        )
+    dep = features[arg]
+    if dep is None:
+        what = "itself" if arg == cx.name else f"{arg!r}, which is defined later"
+        raise cx.fail(
+            f"a metric may only read features defined before it; this one reads {what}", st
+        )
+
+    def source(fr: Frame) -> Stream:
+        if arg not in fr.features:
+            fr.features[arg] = dep.grid(fr)
+        vals = fr.features[arg]
+        return Stream(vals.reshape(-1, 1, 1, 1), windowed=True)
+
+    vt = ValueType("scalar", 1, None, dep.unit, per_entity=False, per_window=True)
+    return source, vt, {arg: dep}

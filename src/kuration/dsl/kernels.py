@@ -1,16 +1,18 @@
-"""Numeric kernels of the metric grammar (pure numpy/scipy, NaN = missing).
+"""Numeric kernels of the metric grammar's maps, filters and entity aggregations.
 
-Every array is float64 ``(T, E, D)`` with NaN marking an invalid sample; a
-vector sample with any NaN component is invalid as a whole.  Step maps pair
-tick ``t`` with tick ``t - 1`` of the *same* entity and are invalid unless both
-are valid, so an entity's gap is never bridged and two entities never mix.
+Every array is float64 ``(..., T, E, D)`` -- time on axis -3, entities on
+axis -2, components last, any leading axes (the window axis) carried along --
+with NaN marking a missing sample; a vector sample with any NaN component is
+missing as a whole.  Step maps pair tick ``t`` with tick ``t - 1`` of the
+*same* entity and are missing unless both are present, so an entity's gap is
+never bridged and two entities never mix.  Kernels never write into their
+inputs (which are often read-only strided views).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pymap3d
-from scipy import stats
 
 __all__ = [
     "abs_map",
@@ -18,48 +20,157 @@ __all__ = [
     "angle_delta",
     "bit_map",
     "diff_map",
+    "dist_to",
+    "formation_area",
+    "formation_speed",
+    "formation_spread",
     "geodetic_to_ecef",
+    "heading",
+    "lag",
+    "nn_dist",
     "norm_map",
-    "reduce_values",
+    "planar",
     "speed",
+    "step_diff",
+    "velocity",
 ]
 
+_NAN = np.nan
 
-def _lag(x: np.ndarray) -> np.ndarray:
-    """``x[t-1]`` aligned to ``t`` (NaN at t=0), shape preserved."""
-    out = np.full_like(x, np.nan)
-    out[1:] = x[:-1]
+
+def lag(x: np.ndarray, k: int = 1, axis: int = -3) -> np.ndarray:
+    """``x[t - k]`` aligned to ``t`` along ``axis`` (NaN for the first ``k`` ticks)."""
+    out = np.full(x.shape, _NAN)
+    n = x.shape[axis]
+    if k < n:
+        dst = [slice(None)] * x.ndim
+        src = [slice(None)] * x.ndim
+        dst[axis] = slice(k, None)
+        src[axis] = slice(None, n - k)
+        out[tuple(dst)] = x[tuple(src)]
     return out
 
 
-def geodetic_to_ecef(pos: np.ndarray, alt_factor: float | None) -> np.ndarray:
-    """WGS84 latitude/longitude(/altitude) in degrees (and ``alt_factor`` * unit to metres)
-    to Earth-centred Earth-fixed metres, via ``pymap3d.geodetic2ecef``.
+def step_diff(x: np.ndarray) -> np.ndarray:
+    """``x[t] - x[t-1]`` along the time axis (-3), NaN at the first tick."""
+    out = np.full(x.shape, _NAN)
+    if x.shape[-3] > 1:
+        np.subtract(x[..., 1:, :, :], x[..., :-1, :, :], out=out[..., 1:, :, :])
+    return out
 
-    pos : ndarray, shape (T, E, 2 or 3), degrees (altitude in its own unit)
-    returns : ndarray, shape (T, E, 3), float64, metres
+
+def _norm(x: np.ndarray) -> np.ndarray:
+    """Euclidean norm over the last axis, keepdims."""
+    acc = x[..., 0:1] * x[..., 0:1]
+    for d in range(1, x.shape[-1]):
+        acc = acc + x[..., d : d + 1] * x[..., d : d + 1]
+    return np.sqrt(acc)
+
+
+# WGS84 (NIMA TR8350.2): semi-major axis and first eccentricity squared
+_WGS84_A = 6378137.0
+_WGS84_F = 1.0 / 298.257223563
+_WGS84_E2 = _WGS84_F * (2.0 - _WGS84_F)
+
+
+def geodetic_to_ecef(pos: np.ndarray, alt_factor: float | None) -> np.ndarray:
+    """WGS84 latitude/longitude(/altitude) to Earth-centred Earth-fixed metres.
+
+    The closed form of ``pymap3d.geodetic2ecef``, with each sine and cosine
+    taken once: ``N = a / sqrt(1 - e^2 sin^2(lat))``, ``x = (N + h) cos(lat)
+    cos(lon)``, ``y = (N + h) cos(lat) sin(lon)``, ``z = (N (1 - e^2) + h) sin(lat)``.
+
+    Parameters
+    ----------
+    pos : ndarray, shape (..., 2 or 3)
+        Latitude and longitude in degrees, then the altitude in its own unit.
+    alt_factor : float or None
+        Altitude unit to metres (None: the surface).
+
+    Returns
+    -------
+    ndarray, shape (..., 3), float64, metres
     """
-    lat, lon = pos[..., 0], pos[..., 1]
-    alt = (
-        pos[..., 2] * alt_factor
-        if pos.shape[-1] == 3 and alt_factor is not None
-        else np.zeros_like(lat)
-    )
-    x, y, z = pymap3d.geodetic2ecef(lat, lon, alt, deg=True)
-    return np.stack([np.asarray(x), np.asarray(y), np.asarray(z)], axis=-1)
+    lat = np.radians(pos[..., 0])
+    lon = np.radians(pos[..., 1])
+    slat, clat = np.sin(lat), np.cos(lat)
+    n = _WGS84_A / np.sqrt(1.0 - _WGS84_E2 * slat * slat)
+    out = np.empty((*pos.shape[:-1], 3))
+    if pos.shape[-1] == 3 and alt_factor is not None:
+        h = pos[..., 2] * alt_factor
+        r = (n + h) * clat
+        np.multiply(n * (1.0 - _WGS84_E2) + h, slat, out=out[..., 2])
+    else:
+        r = n * clat
+        np.multiply(n * (1.0 - _WGS84_E2), slat, out=out[..., 2])
+    np.multiply(r, np.cos(lon), out=out[..., 0])
+    np.multiply(r, np.sin(lon), out=out[..., 1])
+    return out
+
+
+def velocity(
+    pos_m: np.ndarray, sample_hz: float, max_rate: float | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Velocity vectors and speeds between consecutive ticks.
+
+    The velocity is ``(p[t] - p[t-1]) * sample_hz``; a velocity faster than
+    ``max_rate`` is scaled down to it (the outlier clamp), so accelerations
+    taken from it are clamped too.
+
+    Parameters
+    ----------
+    pos_m : ndarray, shape (..., T, E, D), metres
+
+    Returns
+    -------
+    vel : ndarray, shape (..., T, E, D), float64, m/s (clamped)
+    speed : ndarray, shape (..., T, E, 1), float64, m/s, ``min(|v|, max_rate)``
+    """
+    v = step_diff(pos_m) * sample_hz
+    mag = _norm(v)
+    if max_rate is None:
+        return v, mag
+    scale = np.ones(mag.shape)
+    np.divide(max_rate, mag, out=scale, where=mag > max_rate)
+    return v * scale, np.minimum(mag, max_rate)
 
 
 def speed(pos_m: np.ndarray, sample_hz: float, max_rate: float | None) -> np.ndarray:
-    """Speed of each entity between consecutive ticks: ``|p[t] - p[t-1]| * sample_hz``.
+    """``min(|p[t] - p[t-1]| * sample_hz, max_rate)``: (..., T, E, D) metres -> (..., T, E, 1) m/s."""
+    return velocity(pos_m, sample_hz, max_rate)[1]
 
-    pos_m : ndarray, shape (T, E, D), metres
-    returns : ndarray, shape (T, E, 1), float64, m/s (clipped to ``max_rate``)
+
+def heading(pos_m: np.ndarray, latlon: np.ndarray | None) -> np.ndarray:
+    """Direction of motion between consecutive ticks, degrees in ``[0, 360)``.
+
+    Geodetic positions (``latlon`` given, degrees): the bearing clockwise from
+    true north of the displacement, projected on the local east/north plane of
+    the earlier position (``pymap3d.ecef2enuv``).  Cartesian positions: the
+    angle of the ``(x, y)`` displacement counter-clockwise from the +x axis.
+    No displacement gives NaN.
+
+    Parameters
+    ----------
+    pos_m : ndarray, shape (..., T, E, D), metres (ECEF for geodetic)
+    latlon : ndarray, shape (..., T, E, >=2), degrees, or None
+
+    Returns
+    -------
+    ndarray, shape (..., T, E, 1), float64, degrees
     """
-    d = pos_m - _lag(pos_m)
-    v = np.sqrt(np.sum(d * d, axis=-1, keepdims=True)) * sample_hz
-    if max_rate is not None:
-        v = np.minimum(v, max_rate)  # NaN stays NaN
-    return v
+    d = step_diff(pos_m)
+    if latlon is not None:
+        lat0 = lag(latlon[..., 0:1], axis=-3)[..., 0]
+        lon0 = lag(latlon[..., 1:2], axis=-3)[..., 0]
+        east, north, _ = pymap3d.ecef2enuv(d[..., 0], d[..., 1], d[..., 2], lat0, lon0, deg=True)
+        ang = np.degrees(np.arctan2(east, north))
+        moving = (east != 0) | (north != 0)
+    else:
+        ang = np.degrees(np.arctan2(d[..., 1], d[..., 0]))
+        moving = (d[..., 0] != 0) | (d[..., 1] != 0)
+    ang = np.mod(ang, 360.0)
+    ang = np.where(ang >= 360.0, 0.0, ang)
+    return np.where(moving, ang, _NAN)[..., None]
 
 
 def angle_delta(
@@ -67,13 +178,15 @@ def angle_delta(
 ) -> np.ndarray:
     """Wrapped change of an angle between consecutive ticks, in ``(-turn/2, turn/2]``.
 
-    ``350 -> 5`` degrees is ``+15``, not ``-345``.
-    a : ndarray, shape (T, E, 1), in a unit whose full turn is ``full_turn``
-    returns : ndarray, shape (T, E, 1), same unit per step
+    ``350 -> 5`` degrees is ``+15``, not ``-345``; a change of exactly half a
+    turn is ``+turn/2``.  Clipped to ``max_rate / sample_hz`` per step.
+
+    a : ndarray, shape (..., T, E, 1), in a unit whose full turn is ``full_turn``
+    returns : ndarray, shape (..., T, E, 1), same unit per step
     """
-    d = a - _lag(a)
+    d = step_diff(a)
     half = full_turn / 2.0
-    w = half - np.mod(half - d, full_turn)  # maps +half to +half, -half to +half
+    w = half - np.mod(half - d, full_turn)
     if max_rate is not None:
         lim = max_rate / sample_hz
         w = np.clip(w, -lim, lim)
@@ -82,7 +195,7 @@ def angle_delta(
 
 def diff_map(x: np.ndarray) -> np.ndarray:
     """``x[t] - x[t-1]`` per entity and component."""
-    return x - _lag(x)
+    return step_diff(x)
 
 
 def abs_map(x: np.ndarray) -> np.ndarray:
@@ -90,76 +203,190 @@ def abs_map(x: np.ndarray) -> np.ndarray:
 
 
 def norm_map(x: np.ndarray) -> np.ndarray:
-    """Euclidean norm over components: (T, E, D) -> (T, E, 1)."""
-    return np.sqrt(np.sum(x * x, axis=-1, keepdims=True))
+    """Euclidean norm over components: (..., D) -> (..., 1)."""
+    return _norm(x)
 
 
 def bit_map(x: np.ndarray, index: int) -> np.ndarray:
     """Bit ``index`` of an integer-valued field as 0.0/1.0 (NaN stays NaN)."""
-    out = np.full_like(x, np.nan)
     ok = ~np.isnan(x)
-    out[ok] = (x[ok].astype(np.int64) >> index) & 1
-    return out
+    ints = np.where(ok, x, 0.0).astype(np.int64)
+    return np.where(ok, ((ints >> index) & 1).astype(np.float64), _NAN)
 
 
-def agg_entities(x: np.ndarray, how: str) -> np.ndarray:
-    """Aggregate over valid entities per tick: (T, E, 1) -> (T, 1, 1); NaN where none is valid.
+# -- distances and formations ---------------------------------------------------------
 
-    ``count`` is the number of valid entities (0, never NaN).
+
+def _pairwise_sq(p: np.ndarray) -> np.ndarray:
+    """Squared distances ``(B, E, E)`` of ``p`` (B, E, D); NaN where either is missing."""
+    acc = np.zeros((p.shape[0], p.shape[1], p.shape[1]))
+    for d in range(p.shape[-1]):
+        c = p[..., d]
+        diff = c[:, :, None] - c[:, None, :]
+        acc += diff * diff
+    return acc
+
+
+def nn_dist(pos_m: np.ndarray, chunk: int = 1 << 18) -> np.ndarray:
+    """Distance of every entity to its nearest other present entity at the same tick.
+
+    pos_m : ndarray, shape (..., T, E, D), metres
+    returns : ndarray, shape (..., T, E, 1), float64, metres (NaN alone or missing)
     """
-    ok = ~np.isnan(x)
-    n = ok.sum(axis=1, keepdims=True)
+    lead = pos_m.shape[:-2]
+    e, dims = pos_m.shape[-2], pos_m.shape[-1]
+    if e < 2 or pos_m.size == 0:
+        return np.full((*lead, e, 1), _NAN)
+    flat = np.ascontiguousarray(pos_m).reshape(-1, e, dims)
+    out = np.full(flat.shape[:2], _NAN)
+    step = max(1, chunk // (e * e))
+    eye = np.eye(e, dtype=bool)
+    for s in range(0, flat.shape[0], step):  # bounded chunks of ticks, not one per tick
+        d2 = _pairwise_sq(flat[s : s + step])
+        d2 = np.where(np.isnan(d2) | eye, np.inf, d2)
+        m = d2.min(axis=-1)
+        out[s : s + step] = np.sqrt(np.where(np.isinf(m), _NAN, m))
+    return out.reshape(*lead, e, 1)
+
+
+def dist_to(pos_m: np.ndarray, target: int | None) -> np.ndarray:
+    """Distance of every entity to entity column ``target`` at the same tick (NaN for the
+    target itself, where either is missing, or when the target is not in the source).
+
+    returns : ndarray, shape (..., T, E, 1), float64, metres
+    """
+    if target is None:
+        return np.full((*pos_m.shape[:-1], 1), _NAN)
+    d = _norm(pos_m - pos_m[..., target : target + 1, :])
+    d[..., target, :] = _NAN
+    return d
+
+
+def _masked_mean(x: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """Mean over entities (axis -2) of ``x`` (..., E, D) where ``ok`` (..., E); NaN if none."""
+    n = ok.sum(axis=-1)[..., None]
+    s = np.where(ok[..., None], x, 0.0).sum(axis=-2)
+    return np.divide(s, n, out=np.full(s.shape, _NAN), where=n > 0)
+
+
+def formation_spread(pos_m: np.ndarray) -> np.ndarray:
+    """Root-mean-square distance of the present entities from their centroid, per tick.
+
+    pos_m : ndarray, shape (..., T, E, D), metres
+    returns : ndarray, shape (..., T, 1, 1), float64, metres (0 for one entity)
+    """
+    ok = ~np.isnan(pos_m[..., 0])
+    c = _masked_mean(pos_m, ok)
+    dev = pos_m - c[..., None, :]
+    sq = np.sum(dev * dev, axis=-1, keepdims=True)
+    return np.sqrt(_masked_mean(sq, ok))[..., None, :]
+
+
+def formation_speed(vel: np.ndarray) -> np.ndarray:
+    """Speed of the formation's centroid: the norm of the mean velocity of the entities
+    present at both ``t - 1`` and ``t``.
+
+    vel : ndarray, shape (..., T, E, D), m/s
+    returns : ndarray, shape (..., T, 1, 1), float64, m/s
+    """
+    ok = ~np.isnan(vel[..., 0])
+    return _norm(_masked_mean(vel, ok))[..., None, :]
+
+
+def planar(
+    pos: np.ndarray,
+    ecef: np.ndarray | None,
+    factors: np.ndarray | None,
+    axis: int | tuple[int, ...],
+) -> np.ndarray:
+    """Horizontal coordinates in metres, for convex-hull areas.
+
+    Geodetic positions (``ecef`` given) are projected on the local east/north
+    plane at the centroid of the present points over ``axis`` of the sample
+    grid ``(..., T, E)`` (-1: the entities of a tick; (1, 2): every sample of a
+    window); cartesian positions keep their first
+    two components, scaled to metres by ``factors``.
+
+    pos : ndarray, shape (..., D), raw field values
+    returns : ndarray, shape (..., 2), float64, metres
+    """
+    if ecef is None:
+        scale = np.ones(2) if factors is None else factors[:2]
+        return pos[..., :2] * scale
+    ok = ~np.isnan(ecef[..., 0])
+    axes = tuple(int(a) % ok.ndim for a in np.atleast_1d(axis))  # axes of the mask (..., T, E)
+    cnt = ok.sum(axis=axes, keepdims=True)
+    ref = np.divide(
+        np.where(ok[..., None], ecef, 0.0).sum(axis=axes, keepdims=True),
+        cnt[..., None],
+        out=np.full((*cnt.shape, 3), _NAN),
+        where=cnt[..., None] > 0,
+    )
+    lat0, lon0, _ = pymap3d.ecef2geodetic(ref[..., 0], ref[..., 1], ref[..., 2], deg=True)
+    d = ecef - ref
+    east, north, _ = pymap3d.ecef2enuv(d[..., 0], d[..., 1], d[..., 2], lat0, lon0, deg=True)
+    return np.stack([east, north], axis=-1)
+
+
+def formation_area(xy: np.ndarray) -> np.ndarray:
+    """Convex-hull area of the present entities' horizontal positions, per tick.
+
+    xy : ndarray, shape (..., T, E, 2), metres
+    returns : ndarray, shape (..., T, 1, 1), float64, square metres (0 for < 3 or collinear)
+    """
+    from .hull import hull_area
+
+    lead = xy.shape[:-2]
+    if xy.shape[-2] == 0 or xy.size == 0:
+        return np.full((*lead, 1, 1), _NAN)
+    area = hull_area(xy.reshape(-1, xy.shape[-2], 2))
+    return area.reshape(*lead, 1, 1)
+
+
+# -- entity aggregation ---------------------------------------------------------------
+
+
+def agg_entities(x: np.ndarray, how: str, support: np.ndarray, boolean: bool) -> np.ndarray:
+    """Aggregate over entities per tick: (..., T, E, 1) -> (..., T, 1, 1).
+
+    Missing samples are ignored; a tick with none is NaN.  ``count`` is the
+    number of valid samples (true samples for a boolean), NaN only where
+    ``support`` (..., T, E) -- the samples before the latest filters -- is
+    empty.  ``any``/``all`` are 1.0/0.0 over the valid samples.
+    """
+    v = x[..., 0]
+    ok = ~np.isnan(v)
+    n = ok.sum(axis=-1)
+    none = n == 0
     if how == "count":
-        return n.astype(np.float64)
-    if how == "sum":
-        out = np.where(n > 0, np.where(ok, x, 0.0).sum(axis=1, keepdims=True), np.nan)
-    elif how == "mean":
-        s = np.where(ok, x, 0.0).sum(axis=1, keepdims=True)
-        out = np.divide(s, n, out=np.full(s.shape, np.nan), where=n > 0)
-    elif how == "max":
-        out = np.fmax.reduce(x, axis=1, keepdims=True)
-    elif how == "min":
-        out = np.fmin.reduce(x, axis=1, keepdims=True)
-    elif how in ("median", "std"):
-        out = np.full((x.shape[0], 1, x.shape[2]), np.nan)
-        rows = np.flatnonzero(n[:, 0, 0] > 0)
-        for t in rows:  # bounded by T; only used for these two order statistics
-            v = x[t, ok[t, :, 0], 0]
-            out[t, 0, 0] = np.median(v) if how == "median" else np.std(v)
+        hits = (ok & (v != 0)) if boolean else ok
+        out = np.where(support.any(axis=-1), hits.sum(axis=-1).astype(np.float64), _NAN)
+    elif how in ("sum", "mean", "std"):
+        s = np.where(ok, v, 0.0).sum(axis=-1)
+        if how == "sum":
+            out = np.where(none, _NAN, s)
+        else:
+            m = np.divide(s, n, out=np.full(s.shape, _NAN), where=~none)
+            if how == "mean":
+                out = m
+            else:
+                dev = np.where(ok, v - m[..., None], 0.0)
+                out = np.sqrt(
+                    np.divide((dev * dev).sum(axis=-1), n, out=np.full(s.shape, _NAN), where=~none)
+                )
+    elif how in ("max", "any"):
+        out = np.fmax.reduce(v, axis=-1) if v.shape[-1] else np.full(n.shape, _NAN)
+    elif how in ("min", "all"):
+        out = np.fmin.reduce(v, axis=-1) if v.shape[-1] else np.full(n.shape, _NAN)
+    elif how == "median":
+        if v.shape[-1] == 0:
+            out = np.full(n.shape, _NAN)
+        else:
+            srt = np.sort(v, axis=-1)  # missing samples sort last
+            top = v.shape[-1] - 1
+            a = np.take_along_axis(srt, np.clip((n - 1) // 2, 0, top)[..., None], axis=-1)
+            b = np.take_along_axis(srt, np.clip(n // 2, 0, top)[..., None], axis=-1)
+            out = np.where(none, _NAN, (a[..., 0] + b[..., 0]) / 2.0)
     else:  # pragma: no cover - guarded by the grammar
         raise ValueError(how)
-    return out
-
-
-def reduce_values(v: np.ndarray, op: str, arg: str | None, discrete: bool) -> float:
-    """Reduce the valid samples ``v`` (1-D, no NaN) to one number; NaN when empty.
-
-    ``entropy`` is Shannon entropy in bits (``scipy.stats.entropy`` base 2) of the
-    value counts (discrete inputs) or of an ``arg``-bin equal-width histogram
-    over ``[min, max]`` of the window (continuous inputs; a constant window is 0).
-    Percentiles use numpy's default linear interpolation.
-    """
-    if v.size == 0:
-        return float("nan")
-    if op == "mean":
-        return float(np.mean(v))
-    if op == "std":
-        return float(np.std(v))
-    if op == "min":
-        return float(np.min(v))
-    if op == "max":
-        return float(np.max(v))
-    if op == "median":
-        return float(np.median(v))
-    if op == "percentile":
-        return float(np.percentile(v, float(arg or 0)))
-    if op == "entropy":
-        if discrete:
-            _, counts = np.unique(v, return_counts=True)
-        else:
-            lo, hi = float(v.min()), float(v.max())
-            if hi <= lo:
-                return 0.0
-            counts, _ = np.histogram(v, bins=int(arg or 0), range=(lo, hi))
-        return float(stats.entropy(counts, base=2))
-    raise ValueError(op)  # pragma: no cover - guarded by the grammar
+    return out[..., None, None]
