@@ -6,7 +6,13 @@ windows and scored.  A source that fails is skipped and logged
 ``(source_id, start_idx)`` so that the pool is the same whatever the order in
 which sources finished; an empty pool raises :class:`EmptyPoolError`.
 With ``workers > 1`` sources are scored in a spawn-based process pool; each
-worker rebuilds the adapter and the feature engine from their JSON form.
+worker rebuilds the adapter and the feature engine from their JSON form
+(compiled metrics are closures and do not pickle), after importing the
+``plugins`` modules, so a registered metric must live in an importable
+module.  Results are gathered per source and merged in sorted order, so the
+pool is identical for any worker count and completion order.  A worker
+process that dies (not an exception in a source) breaks the pool; that
+cannot be pinned on one source, so it always raises.
 """
 
 from __future__ import annotations
@@ -14,7 +20,8 @@ from __future__ import annotations
 import multiprocessing as mp
 import sys
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -151,56 +158,75 @@ def score_sources(
 
     Parameters
     ----------
+    schema, adapter, sources, segmenter, strategy
+        What to read, how to window it and which features to compute
+        (``strategy.define`` and ``strategy.registered``).
     workers : int
-        1 scores in this process; more uses a spawn-based process pool.
-        Results are identical for any worker count.
+        1 scores in this process; more uses a spawn-based process pool of
+        ``min(workers, len(sources))`` processes.  Results are identical for
+        any worker count.
     on_error : {"skip", "raise"}
-        ``skip`` logs a failing source to stderr and records it in ``errors``.
+        ``skip`` logs a failing source to stderr and records it in ``errors``
+        (and the summary); ``raise`` re-raises the first failure.
+    progress : callable, optional
+        ``scoring`` start/advance/complete events; an advance carries
+        ``current`` (sources done), ``total``, ``source`` and ``status``
+        (``ok`` or ``error``), in completion order.
+    plugins : sequence of str
+        Modules every worker imports first (registered metrics, adapters).
 
     Raises
     ------
     EmptyPoolError
         If no source yields a single segment (lists every source's reason).
     KurationError
-        With ``on_error="raise"``, the first source error; also for duplicate source ids.
+        With ``on_error="raise"``, the first source error; also for duplicate
+        source ids and for a process pool that broke (a worker died).
+    ValueError
+        For a bad ``workers`` or ``on_error``, or a source listed twice.
     """
     if on_error not in ("skip", "raise"):
         raise ValueError(f"on_error must be 'skip' or 'raise', got {on_error!r}")
-    engine = strategy.engine(schema)
-    emit(progress, "scoring", "start", total=len(sources))
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+    uris = [str(u) for u in sources]
+    if len(set(uris)) != len(uris):
+        dup = sorted({u for u in uris if uris.count(u) > 1})
+        raise ValueError(f"sources listed more than once: {dup}")
+    engine = strategy.engine(schema)  # compile here first: a bad metric fails before any spawn
+    total = len(uris)
+    emit(progress, "scoring", "start", total=total)
     results: dict[str, tuple[SourceInfo, list[Segment], str | None]] = {}
     errors: dict[str, str] = {}
 
-    def record(
-        i: int, uri: str, out: tuple[SourceInfo, list[Segment], str | None] | BaseException
-    ) -> None:
+    def record(uri: str, out: tuple[SourceInfo, list[Segment], str | None] | BaseException) -> None:
         if isinstance(out, BaseException):
             if on_error == "raise" or not isinstance(out, Exception):
                 raise out
             msg = f"{type(out).__name__}: {out}"
             print(f"kuration: skipped source {uri}: {msg}", file=sys.stderr)
-            errors[str(uri)] = msg
+            errors[uri] = msg
             status = "error"
         else:
-            results[str(uri)] = out
+            results[uri] = out
             status = "ok"
         emit(
             progress,
             "scoring",
             "advance",
-            current=i,
-            total=len(sources),
-            source=str(uri),
+            current=len(results) + len(errors),
+            total=total,
+            source=uri,
             status=status,
         )
 
-    if workers <= 1:
-        for i, uri in enumerate(sources, 1):
+    if workers <= 1 or total <= 1:
+        for uri in uris:
             try:
                 out: Any = _score_one(adapter, uri, segmenter, engine)
             except Exception as exc:
                 out = exc
-            record(i, uri, out)
+            record(uri, out)
     else:
         base = {
             "schema": schema.to_dict(),
@@ -211,15 +237,25 @@ def score_sources(
             "plugins": list(plugins),
         }
         ctx = mp.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            futs = [pool.submit(_worker, {**base, "uri": str(u)}) for u in sources]
-            for i, (uri, fut) in enumerate(zip(sources, futs, strict=True), 1):
+        pool = ProcessPoolExecutor(max_workers=min(workers, total), mp_context=ctx)
+        try:
+            futs: dict[Future[Any], str] = {
+                pool.submit(_worker, {**base, "uri": u}): u for u in uris
+            }
+            for fut in as_completed(futs):
                 try:
                     out = fut.result()
+                except BrokenProcessPool as exc:
+                    raise KurationError(
+                        f"the scoring process pool broke while scoring {futs[fut]} "
+                        f"(a worker process died: {exc}); rerun with workers=1 to find the source"
+                    ) from exc
                 except Exception as exc:
                     out = exc
-                record(i, uri, out)
-    emit(progress, "scoring", "complete", total=len(sources))
+                record(futs[fut], out)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    emit(progress, "scoring", "complete", total=total)
 
     infos: dict[str, SourceInfo] = {}
     segments: list[Segment] = []
@@ -237,7 +273,8 @@ def score_sources(
     segments.sort(key=lambda s: s.key)
     if not segments:
         raise EmptyPoolError(
-            f"no segments: all {len(sources)} sources failed or were shorter than one window",
+            f"no segments: all {total} sources failed, were shorter than one window "
+            "or had no entity in any window",
             errors={**errors, **skipped},
         )
     return ScoringResult(segments, infos, errors, skipped)

@@ -52,7 +52,21 @@ class Segment:
         """Canonical sort key ``(source_id, start_idx)``."""
         return (self.source_id, self.start_idx)
 
+    def copy(self) -> Segment:
+        """A copy whose features and tags can change without touching this one."""
+        return Segment(
+            self.source_id,
+            self.start_idx,
+            self.end_idx,
+            dict(self.features),
+            self.bin,
+            dict(self.tags),
+            self.group,
+            self.priority,
+        )
+
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (non-finite numbers become None)."""
         return {
             "source_id": self.source_id,
             "start_idx": self.start_idx,

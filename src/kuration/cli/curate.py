@@ -1,0 +1,195 @@
+"""``kur curate`` and ``kur experiment``: the count path from the command line.
+
+::
+
+    kur curate JOB.json [--strategy S.json] --n N [--seed S] [--workers W] [--json]
+    kur experiment JOB.json --strategy A.json --strategy B.json ... --n N [--json]
+
+Both read the job's schema, adapter, sources and segmenter; ``--strategy``
+replaces the job's strategy.  ``--json`` prints the full result (with the
+per-segment audit for ``curate``) instead of tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ..curate import CurationResult, ExperimentResult, curate_job, experiment_job
+from ..progress import RichProgress
+
+__all__ = ["add_curate", "add_experiment"]
+
+
+def _f(v: Any, nd: int = 3) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.{nd}f}"
+    return str(v)
+
+
+def print_curation(res: CurationResult, wall: float, console: Console) -> None:
+    """Render a :class:`CurationResult` as text tables."""
+    t = res.timing
+    console.print(
+        f"[bold]kuration[/] selected {res.n_selected}/{res.n_requested} segments with "
+        f"[cyan]{res.strategy.name}[/] ({res.strategy.method}) in {wall:.2f} s "
+        f"(scoring {t.get('scoring_s', 0.0):.2f} s, selection {t['selection_s'] * 1000:.1f} ms)"
+    )
+    sc = res.scoring or {}
+    if sc:
+        console.print(
+            f"sources scored: {sc['sources_scored']}/{sc['sources_total']} "
+            f"(failed {sc['sources_failed']}, no window {sc['sources_short']}); "
+            f"pool: {len(res.pool)} segments, eligible: {res.n_eligible}"
+        )
+    if res.shortfall:
+        console.print(f"[yellow]shortfall[/] {res.shortfall}: {res.shortfall_reason}")
+    d = Table(title="selected vs pool, per feature")
+    for col in ("feature", "pool mean", "selected mean", "KS", "W1/std"):
+        d.add_column(col, justify="right")
+    for name, row in res.distribution.items():
+        d.add_row(
+            name,
+            _f(row["pool_mean"]),
+            _f(row["selected_mean"]),
+            _f(row["ks"]),
+            _f(row["wasserstein_std"]),
+        )
+    console.print(d)
+    if res.bins:
+        b = Table(title=f"per bin ({', '.join(res.strategy.bin_axes)})")
+        for col in ("bin", "pool", "eligible", "selected"):
+            b.add_column(col, justify="right")
+        for row in res.bins:
+            b.add_row(
+                ",".join(map(str, row["bin"])),
+                str(row["pool"]),
+                str(row["eligible"]),
+                str(row["selected"]),
+            )
+        console.print(b)
+    for tag, labels in res.tags.items():
+        tt = Table(title=f"tag {tag}")
+        for col in ("label", "pool", "eligible", "selected", "floor", "met"):
+            tt.add_column(col, justify="right")
+        for lab, row in labels.items():
+            tt.add_row(
+                lab,
+                str(row["pool"]),
+                str(row["eligible"]),
+                str(row["selected"]),
+                _f(row.get("floor")),
+                {True: "yes", False: f"[red]no[/] ({row.get('why')})"}.get(row.get("met"), "-"),
+            )
+        console.print(tt)
+    if res.groups:
+        g = Table(title="groups" + (f" (cap {res.groups['cap']})" if "cap" in res.groups else ""))
+        for col in ("group", "pool", "eligible", "selected"):
+            g.add_column(col, justify="right")
+        for name, row in res.groups["per_group"].items():
+            g.add_row(name, str(row["pool"]), str(row["eligible"]), str(row["selected"]))
+        console.print(g)
+    for uri, err in sorted(sc.get("errors", {}).items()):
+        console.print(f"[yellow]skipped[/] {uri}: {err}")
+
+
+def print_experiment(res: ExperimentResult, wall: float, console: Console) -> None:
+    """Render an :class:`ExperimentResult` comparison table."""
+    console.print(
+        f"[bold]kuration[/] experiment: {len(res.results)} strategies, n = {res.n_requested}, "
+        f"{wall:.2f} s (scoring {res.timing.get('scoring_s', 0.0):.2f} s)"
+    )
+    c = Table(title="coverage of the pool (z-scored axes)")
+    for col in ("strategy", "method", "selected", "select ms", "radius", "mean NN", "cells hit"):
+        c.add_column(col, justify="right")
+    for row in res.comparison:
+        c.add_row(
+            row["strategy"],
+            row["method"],
+            str(row["n_selected"]),
+            f"{row['selection_s'] * 1000:.1f}",
+            _f(row["radius"], 2),
+            _f(row["mean_nn"], 2),
+            _f(row["cells_covered"], 2),
+        )
+    console.print(c)
+    d = Table(title="selected vs pool per axis: KS statistic / Wasserstein-1 over pool std")
+    d.add_column("strategy", justify="right")
+    for ax in res.axes:
+        d.add_column(ax, justify="right")
+    for row in res.comparison:
+        d.add_row(
+            row["strategy"],
+            *[f"{_f(row[f'ks:{ax}'], 2)}/{_f(row[f'w1std:{ax}'], 2)}" for ax in res.axes],
+        )
+    console.print(d)
+
+
+def _cmd_curate(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    with RichProgress() as prog:
+        res = curate_job(
+            args.job,
+            args.n,
+            strategy=args.strategy,
+            seed=args.seed,
+            workers=args.workers,
+            progress=prog,
+        )
+    wall = time.perf_counter() - start
+    if args.json:
+        print(json.dumps({"wall_s": wall, **res.to_dict()}, indent=2))
+    else:
+        print_curation(res, wall, Console())
+    return 0
+
+
+def _cmd_experiment(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    with RichProgress() as prog:
+        res = experiment_job(
+            args.job, args.strategy, args.n, seed=args.seed, workers=args.workers, progress=prog
+        )
+    wall = time.perf_counter() - start
+    if args.json:
+        print(json.dumps({"wall_s": wall, **res.to_dict()}, indent=2))
+    else:
+        # a wide table: never squeeze it below 132 columns (pipes default to 80)
+        print_experiment(res, wall, Console(width=max(Console().width, 132)))
+    return 0
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("job", help="job JSON file (schema, adapter, sources, segmenter)")
+    p.add_argument("--n", type=int, required=True, help="segments to select")
+    p.add_argument("--seed", type=int, default=None, help="selection seed (default: the job's)")
+    p.add_argument(
+        "--workers", type=int, default=None, help="scoring processes (default: the job's)"
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def add_curate(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``kur curate``."""
+    _common(p)
+    p.add_argument("--strategy", help="strategy JSON file (default: the job's strategy)")
+    p.set_defaults(fn=_cmd_curate)
+
+
+def add_experiment(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``kur experiment``."""
+    _common(p)
+    p.add_argument(
+        "--strategy",
+        action="append",
+        required=True,
+        help="a strategy JSON file; repeat for each strategy to compare",
+    )
+    p.set_defaults(fn=_cmd_experiment)
