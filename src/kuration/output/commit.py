@@ -1,28 +1,75 @@
-"""The commit record and the writer lease.
+"""The commit protocol: writer lease, commit record, run-fingerprint marker, staging.
 
-``dataset.commit.json`` moves to ``state="writing"`` before any shard is
-touched and is replaced last by ``state="committed"`` with the SHA-256 of the
-manifest and config; readers accept only a committed dataset whose metadata
-matches those checksums.  ``.kuration-writer.lock`` holds an exclusive
-``flock`` for the whole run, released by the OS if the process dies.
+A dataset directory holds, besides its shards::
+
+    dataset_manifest.json        shards + budget accounting
+    config.json                  resolved run, results, provenance
+    .kuration_output_spec.json   the run fingerprint (resolved run + sources + SDK version)
+    dataset.commit.json          {"state": "committed" | "writing", checksums...}
+    .kuration-writer.lock        the writer lease (flock)
+    .kuration_staging/<fp>/      while a run is unfinished: its shards and journal
+
+Protocol of one run (``write_dataset``):
+
+1. the lease is taken before anything else and held to the final commit;
+   a second writer is refused;
+2. scoring, selection and the fill run without touching the artifact;
+3. every shard that is not already in place is encoded into the run's
+   staging namespace ``.kuration_staging/<fingerprint>/`` (temp file +
+   ``os.replace``) and recorded in its journal -- the published dataset is
+   still untouched, so a data error or a kill here leaves it byte-identical;
+4. ``dataset.commit.json`` moves to ``state="writing"`` (carrying the last
+   committed record as ``previous``); from here readers refuse the dataset;
+5. staged shards are moved into place, stale files removed, shards fsynced;
+6. marker, manifest and config are replaced;
+7. ``dataset.commit.json`` is published last as ``state="committed"`` with the
+   SHA-256 of manifest, config and marker; the staging area is removed.
+
+A reader therefore sees either the previous committed generation (a run
+killed before step 4), a refusal (steps 4-6), or the new generation.  Resume
+reuses a shard only when its bytes match a size and SHA-256 recorded either
+by the last committed manifest or by the staging journal of a run with the
+same fingerprint (the committed marker must hash to the checksum its commit
+pins and name that fingerprint).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
+import hashlib
+import json
 import os
+import stat
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import DatasetExistsError
-from ..jsonio import dump_json_atomic
+from ..errors import DatasetExistsError, DatasetIntegrityError
+from ..jsonio import canonical_json, dump_json_atomic, loads_strict
 
 __all__ = [
     "COMMIT_NAME",
     "CONFIG_NAME",
+    "FORMAT",
+    "JOURNAL_NAME",
     "LOCK_NAME",
     "MANIFEST_NAME",
+    "MARKER_FORMAT",
+    "MARKER_NAME",
+    "METADATA_NAMES",
+    "STAGING_NAME",
+    "Journal",
     "WriterLease",
+    "fsync_paths",
+    "marker_document",
+    "read_commit",
+    "read_regular",
+    "reusable_entries",
+    "run_fingerprint",
+    "shard_matches",
+    "staging_dir",
     "write_commit",
 ]
 
@@ -30,42 +77,334 @@ COMMIT_NAME = "dataset.commit.json"
 MANIFEST_NAME = "dataset_manifest.json"
 CONFIG_NAME = "config.json"
 LOCK_NAME = ".kuration-writer.lock"
+MARKER_NAME = ".kuration_output_spec.json"
+JOURNAL_NAME = "journal.jsonl"
+STAGING_NAME = ".kuration_staging"
 FORMAT = "kuration-dataset/1"
+MARKER_FORMAT = "kuration-output-spec/1"
+JOURNAL_FORMAT = "kuration-journal/1"
+METADATA_NAMES = (COMMIT_NAME, MANIFEST_NAME, CONFIG_NAME, MARKER_NAME)
+
+
+def read_regular(path: Path) -> bytes:
+    """Read a regular file, refusing symlinks, FIFOs, devices and directories.
+
+    The file is opened with ``O_NOFOLLOW | O_NONBLOCK`` and checked with
+    ``fstat`` on the open descriptor, so a swap between check and read is
+    caught too.
+
+    Raises
+    ------
+    DatasetIntegrityError
+        Missing, a symlink, or not a regular file.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise DatasetIntegrityError("missing file", path=str(path)) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise DatasetIntegrityError("refusing a symbolic link", path=str(path)) from None
+        raise DatasetIntegrityError(f"cannot open: {exc.strerror}", path=str(path)) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise DatasetIntegrityError("not a regular file", path=str(path))
+        chunks = []
+        while block := os.read(fd, max(st.st_size + 1, 1 << 16)):
+            chunks.append(block)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _strict(data: bytes, path: Path) -> Any:
+    try:
+        return loads_strict(data, what=str(path))
+    except ValueError as exc:
+        raise DatasetIntegrityError(str(exc), path=str(path)) from None
+
+
+def read_commit(root: Path) -> tuple[dict[str, Any] | None, bytes]:
+    """The commit record of ``root`` and its exact bytes (``(None, b"")`` when there is none).
+
+    Raises
+    ------
+    DatasetIntegrityError
+        A commit record that is not a regular file, not strict JSON, or not a
+        ``kuration-dataset/1`` object.
+    """
+    path = root / COMMIT_NAME
+    if not os.path.lexists(path):
+        return None, b""
+    data = read_regular(path)
+    rec = _strict(data, path)
+    if not isinstance(rec, dict) or rec.get("format") != FORMAT:
+        raise DatasetIntegrityError(f"not a {FORMAT} commit record", path=str(path))
+    return rec, data
+
+
+def write_commit(root: Path, state: str, **fields: Any) -> str:
+    """Atomically (temp file, fsync, replace) write the commit record; returns its SHA-256."""
+    sha = dump_json_atomic(root / COMMIT_NAME, {"format": FORMAT, "state": state, **fields})
+    _fsync_dir(root)
+    return sha
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def run_fingerprint(run: Mapping[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of the resolved run description."""
+    return hashlib.sha256(canonical_json(run)).hexdigest()
+
+
+def marker_document(run: Mapping[str, Any]) -> dict[str, Any]:
+    """The content of ``.kuration_output_spec.json``."""
+    return {"format": MARKER_FORMAT, "run_fingerprint": run_fingerprint(run), "run": dict(run)}
 
 
 class WriterLease:
-    """Exclusive lease on a destination directory (``fcntl.flock`` on the lock file).
+    """Exclusive lease on a destination directory (``flock`` on ``.kuration-writer.lock``).
+
+    The lease is released when the process exits, however it exits.  With
+    ``cleanup=True``, a run that fails before writing anything removes the
+    directory it created.
 
     Raises
     ------
     DatasetExistsError
-        If another writer holds the lease.
+        If another writer holds the lease, or ``root`` is not a directory.
     """
 
     def __init__(self, root: Path) -> None:
-        self.root = root
+        self.root = Path(root)
         self._fd: int | None = None
+        self._created = False
 
-    def __enter__(self) -> WriterLease:
-        self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    def acquire(self) -> WriterLease:
+        root = self.root
+        if root.exists() and not root.is_dir():
+            raise DatasetExistsError(f"{root} exists and is not a directory")
+        self._created = not root.exists()
+        for _ in range(8):
+            root.mkdir(parents=True, exist_ok=True)
+            lock = root / LOCK_NAME
+            try:
+                fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            except OSError as exc:
+                raise DatasetExistsError(f"{lock}: cannot open the writer lock ({exc})") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise DatasetExistsError(
+                    f"{root}: another writer holds {LOCK_NAME}; wait for it to finish"
+                ) from None
+            try:
+                same = os.stat(lock, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:  # the lock file was removed while we waited: retry on the new one
+                os.close(fd)
+                continue
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+            self._fd = fd
+            return self
+        raise DatasetExistsError(f"{root}: could not acquire {LOCK_NAME}")
+
+    @property
+    def created(self) -> bool:
+        """Whether acquiring the lease created the destination directory."""
+        return self._created
+
+    def release(self, *, cleanup: bool = False) -> None:
+        if self._fd is None:
+            return
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise DatasetExistsError(f"{self.root}: another writer holds {LOCK_NAME}") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        self._fd = fd
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._fd is not None:
+            if cleanup and self._created:
+                with contextlib.suppress(OSError):
+                    if [p.name for p in self.root.iterdir()] == [LOCK_NAME]:
+                        (self.root / LOCK_NAME).unlink()
+                        self.root.rmdir()
+        finally:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
 
+    def __enter__(self) -> WriterLease:
+        return self.acquire()
 
-def write_commit(root: Path, state: str, **fields: Any) -> str:
-    """Atomically write the commit record; returns its SHA-256."""
-    return dump_json_atomic(root / COMMIT_NAME, {"format": FORMAT, "state": state, **fields})
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        self.release(cleanup=exc_type is not None)
+
+
+def staging_dir(root: Path, fingerprint: str) -> Path:
+    """The staging namespace of the run with ``fingerprint`` under ``root``."""
+    return root / STAGING_NAME / fingerprint[:32]
+
+
+class Journal:
+    """Append-only record of the shards a run has staged (one JSON line each).
+
+    Lives in the run's staging namespace; the first line names the run
+    fingerprint, and an existing journal of the same fingerprint is appended
+    to (``keep=True``) rather than truncated.  A torn last line (a kill
+    mid-append) is ignored on reading.  The journal only ever *proposes*
+    reuse: a shard is reused only if its bytes still match the recorded size
+    and SHA-256.
+    """
+
+    def __init__(self, directory: Path, fingerprint: str, *, keep: bool) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.path = directory / JOURNAL_NAME
+        self.fingerprint = fingerprint
+        header = {"format": JOURNAL_FORMAT, "run_fingerprint": fingerprint}
+        existing = keep and _journal_header(self.path) == fingerprint
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_APPEND if existing else os.O_TRUNC)
+        self._fd: int | None = os.open(self.path, flags, 0o644)
+        if not existing:
+            self._append(header)
+
+    def _append(self, obj: Mapping[str, Any]) -> None:
+        if self._fd is not None:
+            line = json.dumps(obj, sort_keys=True, separators=(",", ":")) + "\n"
+            os.write(self._fd, line.encode())
+
+    def record(self, entry: Mapping[str, Any]) -> None:
+        self._append(entry)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _journal_lines(path: Path) -> list[Any]:
+    try:
+        data = read_regular(path)
+    except DatasetIntegrityError:
+        return []
+    out = []
+    for line in data.splitlines():
+        try:
+            out.append(loads_strict(line, what="journal"))
+        except ValueError:
+            continue
+    return out
+
+
+def _journal_header(path: Path) -> str | None:
+    lines = _journal_lines(path)
+    if lines and isinstance(lines[0], dict) and lines[0].get("format") == JOURNAL_FORMAT:
+        fp = lines[0].get("run_fingerprint")
+        return fp if isinstance(fp, str) else None
+    return None
+
+
+def _committed_entries(
+    root: Path, rec: Mapping[str, Any], fingerprint: str
+) -> tuple[list[Any], str]:
+    if rec.get("run_fingerprint") != fingerprint:
+        return [], "the committed run has a different fingerprint"
+    pinned = rec.get("output_spec_sha256")
+    if not isinstance(pinned, str):
+        return [], "the committed run does not pin its fingerprint marker"
+    try:
+        marker_bytes = read_regular(root / MARKER_NAME)
+        man_bytes = read_regular(root / MANIFEST_NAME)
+    except DatasetIntegrityError as exc:
+        return [], str(exc)
+    if hashlib.sha256(marker_bytes).hexdigest() != pinned:
+        return [], "the fingerprint marker does not match the commit"
+    if hashlib.sha256(man_bytes).hexdigest() != rec.get("manifest_sha256"):
+        return [], "the manifest does not match the commit"
+    try:
+        marker = loads_strict(marker_bytes, what=MARKER_NAME)
+        manifest = loads_strict(man_bytes, what=MANIFEST_NAME)
+    except ValueError as exc:
+        return [], str(exc)
+    if not isinstance(marker, dict) or marker.get("run_fingerprint") != fingerprint:
+        return [], "the fingerprint marker names a different run"
+    shards = manifest.get("shards") if isinstance(manifest, dict) else None
+    return (shards if isinstance(shards, list) else []), ""
+
+
+def reusable_entries(
+    root: Path, fingerprint: str
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], list[str]]:
+    """Shard records a resumed run with ``fingerprint`` may reuse, by relative path.
+
+    Returns
+    -------
+    committed : dict
+        Entries of the last committed manifest (the current commit, or the
+        ``previous`` record of an interrupted publication) when its pinned
+        marker names the same fingerprint.
+    staged : dict
+        Records of the staging journal of a run with the same fingerprint
+        (the shard may still be staged or already moved into place).
+    notes : list of str
+        Why other metadata was not trusted.
+    """
+    notes: list[str] = []
+    committed: dict[str, dict[str, Any]] = {}
+    try:
+        commit, _ = read_commit(root)
+    except DatasetIntegrityError as exc:
+        commit = None
+        notes.append(str(exc))
+    if commit is None:
+        notes.append("no previous commit")
+    else:
+        last = commit if commit.get("state") == "committed" else commit.get("previous")
+        if isinstance(last, dict):
+            entries, why = _committed_entries(root, last, fingerprint)
+            if why:
+                notes.append(why)
+            for e in entries:
+                if isinstance(e, dict) and isinstance(e.get("path"), str):
+                    committed[e["path"]] = e
+    staged: dict[str, dict[str, Any]] = {}
+    path = staging_dir(root, fingerprint) / JOURNAL_NAME
+    if _journal_header(path) == fingerprint:
+        for e in _journal_lines(path)[1:]:
+            if isinstance(e, dict) and isinstance(e.get("path"), str):
+                staged[e["path"]] = e
+    return committed, staged, notes
+
+
+def shard_matches(root: Path, entry: Mapping[str, Any]) -> bool:
+    """Whether the file at ``entry["path"]`` is a regular file of the recorded size and SHA-256."""
+    path = root / entry["path"]
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode) or st.st_size != entry.get("size"):
+        return False
+    try:
+        data = read_regular(path)
+    except DatasetIntegrityError:
+        return False
+    return len(data) == entry.get("size") and hashlib.sha256(data).hexdigest() == entry.get(
+        "sha256"
+    )
+
+
+def fsync_paths(paths: list[Path]) -> None:
+    """``fsync`` files and directories (best effort on filesystems that refuse it)."""
+    for p in paths:
+        with contextlib.suppress(OSError):
+            fd = os.open(p, os.O_RDONLY | (os.O_DIRECTORY if p.is_dir() else 0))
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)

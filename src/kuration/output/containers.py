@@ -1,16 +1,33 @@
 """Shard containers: how a dict of arrays becomes bytes on disk, and back.
 
-Every container writes ``(L, *shape)`` arrays plus the real length
-``_n_steps`` in band, and must be byte-deterministic: the same arrays give the
-same bytes on every run.
+Every container writes the modality arrays as shaped, ``(L, *shape)``, plus
+the real (pre-pad) length ``_n_steps`` in band, restores each array's dtype
+on read, and is byte-deterministic: the same arrays give the same bytes on
+every run and machine (no timestamps, fixed member order, pinned format
+versions).  Built in:
+
+========  ==========================================  =================
+name      format                                      needs
+========  ==========================================  =================
+npz       NumPy zip of ``.npy`` members (no pickles)  numpy
+json      UTF-8 JSON, nested lists (human-readable)   nothing
+hdf5      HDF5 file, one dataset per array            h5py (``[array]``)
+parquet   one row per timestep; tensors flattened to  pyarrow
+          fixed-size list columns                     (``[parquet]``)
+========  ==========================================  =================
+
+Register another with :func:`register_container`.
 """
 
 from __future__ import annotations
 
+import importlib
 import io
+import json
 import zipfile
 from collections.abc import Mapping
-from typing import Protocol
+from types import ModuleType
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -18,15 +35,26 @@ from ..registry import Registry
 
 __all__ = [
     "Container",
+    "Hdf5Container",
+    "JsonContainer",
     "NpzContainer",
+    "ParquetContainer",
     "get_container",
     "register_container",
     "registered_containers",
 ]
 
 
+@runtime_checkable
 class Container(Protocol):
-    """``suffix`` (with the dot), ``dumps(arrays) -> bytes`` and ``loads(data) -> arrays``."""
+    """A shard format.
+
+    ``suffix`` is the file extension (with the dot); ``dumps(arrays)`` turns a
+    mapping of arrays into bytes and ``loads(data)`` turns them back, each
+    array with its shape and dtype.  ``dumps`` must be deterministic.
+    Containers may also define ``require()``, raising ``ImportError`` with an
+    install hint when an optional dependency is missing.
+    """
 
     suffix: str
 
@@ -35,26 +63,55 @@ class Container(Protocol):
     def loads(self, data: bytes) -> dict[str, np.ndarray]: ...
 
 
+def _import(module: str, extra: str, container: str) -> ModuleType:
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ImportError(
+            f"the {container} container needs {module}: pip install 'kuration-sdk[{extra}]'"
+        ) from None
+
+
+def _contiguous(a: np.ndarray) -> np.ndarray:
+    a = np.asarray(a)
+    if a.dtype.kind not in "biuf":
+        raise ValueError(f"containers hold bool, integer or float arrays, got {a.dtype}")
+    a = a.astype(a.dtype.newbyteorder("<"), copy=False)
+    return a if a.flags.c_contiguous else a.copy(order="C")
+
+
 class NpzContainer:
-    """NumPy ``.npz`` written deterministically (fixed zip timestamps, sorted members,
-    no pickles); readable with ``numpy.load(allow_pickle=False)``."""
+    """NumPy ``.npz``, written deterministically (fixed zip timestamps, sorted members,
+    no pickles) and read with ``numpy.load(allow_pickle=False)``.
+
+    Parameters
+    ----------
+    compresslevel : int or None
+        Deflate level 1-9, or None (the default) to store members uncompressed
+        like :func:`numpy.savez`.
+    """
 
     suffix = ".npz"
     _EPOCH = (1980, 1, 1, 0, 0, 0)
 
+    def __init__(self, compresslevel: int | None = None) -> None:
+        self.compresslevel = compresslevel
+
     def dumps(self, arrays: Mapping[str, np.ndarray]) -> bytes:
         buf = io.BytesIO()
-        with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        method = zipfile.ZIP_STORED if self.compresslevel is None else zipfile.ZIP_DEFLATED
+        with zipfile.ZipFile(buf, "w", compression=method) as zf:
             for name in sorted(arrays):
                 info = zipfile.ZipInfo(f"{name}.npy", date_time=self._EPOCH)
-                info.compress_type = zipfile.ZIP_DEFLATED
+                info.compress_type = method
                 info.external_attr = 0o644 << 16
-                member = io.BytesIO()
-                arr = np.asarray(arrays[name])
-                np.lib.format.write_array(
-                    member, arr if arr.flags.c_contiguous else arr.copy(), allow_pickle=False
-                )
-                zf.writestr(info, member.getvalue(), compresslevel=6)
+                if self.compresslevel is not None:  # the attribute was private before 3.12
+                    slot = "compress_level" if hasattr(zipfile.ZipInfo, "compress_level") else None
+                    setattr(info, slot or "_compresslevel", self.compresslevel)
+                # streamed into the member like numpy.savez; the seekable buffer gets
+                # its sizes patched into the local header, so no data descriptor varies
+                with zf.open(info, "w", force_zip64=True) as fh:
+                    np.lib.format.write_array(fh, _contiguous(arrays[name]), allow_pickle=False)
         return buf.getvalue()
 
     def loads(self, data: bytes) -> dict[str, np.ndarray]:
@@ -62,16 +119,191 @@ class NpzContainer:
             return {k: z[k] for k in z.files}
 
 
+_NONFINITE = {"NaN": np.nan, "Infinity": np.inf, "-Infinity": -np.inf}
+
+
+class JsonContainer:
+    """Compact, canonical JSON: ``{"format", "arrays": {name: {"dtype", "shape", "data"}}}``.
+
+    ``data`` holds the values as nested lists; non-finite floats are written
+    as the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` so the
+    document stays strict JSON.
+    """
+
+    suffix = ".json"
+    FORMAT = "kuration-shard-json/1"
+
+    def dumps(self, arrays: Mapping[str, np.ndarray]) -> bytes:
+        out: dict[str, Any] = {}
+        for name in sorted(arrays):
+            a = _contiguous(arrays[name])
+            if a.dtype.kind == "f" and not np.isfinite(a).all():
+                obj = a.astype(object)
+                obj[np.isnan(a)] = "NaN"
+                obj[np.isposinf(a)] = "Infinity"
+                obj[np.isneginf(a)] = "-Infinity"
+                data: Any = obj.tolist()
+            else:
+                data = a.tolist()
+            out[name] = {"dtype": a.dtype.str.lstrip("<|"), "shape": list(a.shape), "data": data}
+        doc = {"format": self.FORMAT, "arrays": out}
+        return json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
+
+    def loads(self, data: bytes) -> dict[str, np.ndarray]:
+        from ..jsonio import loads_strict
+
+        doc = loads_strict(data, what="json shard")
+        if not isinstance(doc, dict) or doc.get("format") != self.FORMAT:
+            raise ValueError(f"not a {self.FORMAT} document")
+        out: dict[str, np.ndarray] = {}
+        for name, spec in doc["arrays"].items():
+            dt = np.dtype(spec["dtype"])
+            shape = tuple(int(s) for s in spec["shape"])
+            raw = spec["data"]
+            if dt.kind == "f":
+                arr = np.array(raw, dtype=object).reshape(shape)
+                bad = {v for v in arr.flat if isinstance(v, str)} - set(_NONFINITE)
+                if bad:
+                    raise ValueError(f"array {name!r}: bad values {sorted(bad)}")
+                out[name] = arr.astype(np.float64).astype(dt)
+            else:
+                out[name] = np.array(raw, dtype=dt).reshape(shape)
+        return out
+
+
+class Hdf5Container:
+    """HDF5 via h5py (``[array]`` extra): one contiguous dataset per array.
+
+    Determinism: object timestamps are off (``track_times=False``) and the
+    file-format versions are pinned (``libver=("earliest", "v110")``), so the
+    same arrays give the same bytes.
+    """
+
+    suffix = ".h5"
+    LIBVER = ("earliest", "v110")
+
+    def require(self) -> ModuleType:
+        return _import("h5py", "array", "hdf5")
+
+    def dumps(self, arrays: Mapping[str, np.ndarray]) -> bytes:
+        h5py = self.require()
+        buf = io.BytesIO()
+        with h5py.File(buf, "w", libver=self.LIBVER, track_order=True) as f:
+            for name in sorted(arrays):
+                f.create_dataset(name, data=_contiguous(arrays[name]), track_times=False)
+        return buf.getvalue()
+
+    def loads(self, data: bytes) -> dict[str, np.ndarray]:
+        h5py = self.require()
+        with h5py.File(io.BytesIO(data), "r") as f:
+            out = {}
+            for name in f:
+                ds = f[name]
+                if not isinstance(ds, h5py.Dataset):
+                    raise ValueError(f"{name!r} is not a dataset")
+                out[name] = np.asarray(ds[()])
+            return out
+
+
+class ParquetContainer:
+    """Parquet via pyarrow: one row per timestep.
+
+    Scalar arrays ``(L,)`` are plain columns; tensors ``(L, *shape)`` are
+    flattened to fixed-size list columns whose field metadata records the
+    shape, so they come back as shaped.  Zero-dimensional arrays (``_n_steps``)
+    travel in the schema metadata under ``kuration.scalars``.
+    """
+
+    suffix = ".parquet"
+
+    def require(self) -> ModuleType:
+        return _import("pyarrow", "parquet", "parquet")
+
+    def dumps(self, arrays: Mapping[str, np.ndarray]) -> bytes:
+        self.require()
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        scalars: dict[str, list[Any]] = {}
+        fields, cols = [], []
+        for name in sorted(arrays):
+            a = _contiguous(arrays[name])
+            if a.ndim == 0:
+                scalars[name] = [a.dtype.str.lstrip("<|"), a.item()]
+                continue
+            meta = {b"kuration.shape": json.dumps(list(a.shape[1:])).encode()}
+            if a.ndim == 1:
+                col = pa.array(a)
+            else:
+                width = int(np.prod(a.shape[1:]))
+                col = pa.FixedSizeListArray.from_arrays(pa.array(a.reshape(-1)), width)
+            fields.append(pa.field(name, col.type, nullable=False, metadata=meta))
+            cols.append(col)
+        meta = {b"kuration.scalars": json.dumps(scalars, sort_keys=True).encode()}
+        table = pa.Table.from_arrays(cols, schema=pa.schema(fields, metadata=meta))
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, compression="snappy")
+        return bytes(sink.getvalue().to_pybytes())
+
+    def loads(self, data: bytes) -> dict[str, np.ndarray]:
+        self.require()
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(pa.BufferReader(data))
+        out: dict[str, np.ndarray] = {}
+        for field in table.schema:
+            col = table.column(field.name).combine_chunks()
+            shape = json.loads((field.metadata or {}).get(b"kuration.shape", b"[]"))
+            if pa.types.is_fixed_size_list(field.type):
+                flat = col.flatten().to_numpy(zero_copy_only=False)
+                arr = flat.reshape((len(col), *shape))
+            else:
+                arr = col.to_numpy(zero_copy_only=False)
+            out[field.name] = np.asarray(arr)
+        scalars = json.loads((table.schema.metadata or {}).get(b"kuration.scalars", b"{}"))
+        for name, (dtype, value) in scalars.items():
+            out[name] = np.array(value, dtype=np.dtype(dtype))
+        return out
+
+
 _CONTAINERS: Registry[Container] = Registry("container")
 
 
 def register_container(name: str, container: Container, *, clobber: bool = False) -> None:
-    """Register a shard container under ``name``."""
+    """Register a shard container under ``name``.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is taken (and ``clobber`` is false) or ``container`` lacks
+        ``suffix``/``dumps``/``loads``.
+    """
+    if not isinstance(container, Container) or not str(container.suffix).startswith("."):
+        raise ValueError(f"container {name!r} needs a '.suffix', dumps() and loads()")
     _CONTAINERS.register(name, container, clobber=clobber)
 
 
 def get_container(name: str) -> Container:
+    """The container registered as ``name`` (raises ``UnknownNameError``, a ``KeyError``)."""
     return _CONTAINERS.get(name)
+
+
+def require_container(name: str) -> Container:
+    """:func:`get_container` plus its optional-dependency check.
+
+    Raises
+    ------
+    UnknownNameError
+        Unknown name.
+    ImportError
+        The container's optional dependency is missing (the message names the extra).
+    """
+    c = _CONTAINERS.get(name)
+    req = getattr(c, "require", None)
+    if callable(req):
+        req()
+    return c
 
 
 def registered_containers() -> tuple[str, ...]:
@@ -79,3 +311,6 @@ def registered_containers() -> tuple[str, ...]:
 
 
 register_container("npz", NpzContainer())
+register_container("json", JsonContainer())
+register_container("hdf5", Hdf5Container())
+register_container("parquet", ParquetContainer())

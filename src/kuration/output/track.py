@@ -9,9 +9,10 @@ from typing import Any
 import numpy as np
 
 from ..schema import SchemaSpec
+from ..segment import Segment
 from ..tick import Tick, TickTable, table_from_ticks
 
-__all__ = ["Track", "track_from_table", "tracks_from_ticks"]
+__all__ = ["Track", "track_from_table", "tracks_from_segment", "tracks_from_ticks"]
 
 
 @dataclass
@@ -32,7 +33,11 @@ class Track:
     span_index : int or None
         Set when the track is a sub-span of a longer one.
     meta : dict
-        Aggregated segment features (read by ``segment:`` modalities) and priority.
+        Segment features (read by ``segment:`` modalities) and priority: the
+        selected segment's on the count path, the span aggregate on the hours path.
+    k0 : int
+        Grid index of the source's first tick, so step ``t`` of the track is at
+        ``(k0 + start_idx + t) / sample_hz`` seconds.
     """
 
     source_id: str
@@ -44,6 +49,7 @@ class Track:
     globals: dict[str, np.ndarray] = field(default_factory=dict)
     span_index: int | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    k0: int = 0
 
     @property
     def n_steps(self) -> int:
@@ -84,6 +90,7 @@ def track_from_table(
         globals={k: v[sl].copy() for k, v in table.globals.items()},
         span_index=span_index,
         meta=dict(meta or {}),
+        k0=table.k0,
     )
 
 
@@ -95,4 +102,19 @@ def tracks_from_ticks(schema: SchemaSpec, ticks: Iterable[Tick], source_id: str)
         idx = np.flatnonzero(table.present[:, e])
         if idx.size:
             out.append(track_from_table(table, e, int(idx[0]), int(idx[-1])))
+    return out
+
+
+def tracks_from_segment(table: TickTable, segment: Segment) -> list[Track]:
+    """Count path: one track per entity present in a selected segment's window.
+
+    Each track covers the window ``[start_idx, end_idx)`` and carries the
+    segment's features and priority in ``meta`` (what ``segment:`` modalities read).
+    """
+    meta = {**segment.features, "priority": segment.priority}
+    last = min(segment.end_idx, table.n_steps) - 1
+    out = []
+    for e in range(table.n_entities):
+        if table.present[segment.start_idx : last + 1, e].any():
+            out.append(track_from_table(table, e, segment.start_idx, last, meta=meta))
     return out

@@ -1,27 +1,50 @@
-"""ShardWriter: chunk a Track into fixed-length shards and write them."""
+"""ShardWriter: cut a Track into fixed-length shards and write them atomically.
+
+A track of ``n`` steps becomes ``ceil(n / shard_length)`` shards; the short
+tail is kept as is (``keep``), padded with zero rows (``pad``, the real length
+is stored in ``_n_steps`` and the manifest) or dropped (``drop``).  Each shard
+holds every declared modality as ``(L, *shape)`` in its declared dtype, the
+``_present`` mask (unless ``presence_mask`` is off) and ``_n_steps``.
+
+Shards go to a same-directory temp file moved into place with ``os.replace``,
+so a shard path never holds a partial file.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
+import stat
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import OutputSpecError
+from ..errors import DatasetIntegrityError, OutputSpecError
 from ..ids import safe_name, stable_hash12, tag_entity_id
 from ..schema import SchemaSpec
 from .containers import get_container
+from .encoders import PassthroughEncoder
 from .spec import ModalitySpec, OutputSpec
 from .track import Track
 
-__all__ = ["ShardWriter", "shard_stem", "write_track"]
+__all__ = ["ShardSlot", "ShardWriter", "plan_entries", "shard_plan", "shard_stem", "write_track"]
 
 
 def shard_stem(source_id: str, entity_id: Any, span_index: int | None) -> str:
-    """``<readable prefix>_<hash12>``: portable, bounded, and unique per (source, entity, span)."""
+    """``<readable prefix>_<hash12>``: portable, bounded, and unique per (source, entity, span).
+
+    The prefix is a sanitized, length-bounded rendering (no path separators,
+    ``..``, spaces or non-ASCII); the hash of the exact ``(source_id, tagged
+    entity id, span)`` keeps ids that flatten alike apart.
+
+    Raises
+    ------
+    ValueError
+        For an entity id without a canonical form (see :func:`kuration.ids.tag_entity_id`).
+    """
     tag = tag_entity_id(entity_id)
     readable = f"{source_id}_{tag.partition(':')[2]}"
     if span_index is not None:
@@ -29,41 +52,316 @@ def shard_stem(source_id: str, entity_id: Any, span_index: int | None) -> str:
     return f"{safe_name(readable, 64)}_{stable_hash12(source_id, tag, str(span_index))}"
 
 
-def _modality_array(m: ModalitySpec, track: Track, encoded: Mapping[str, np.ndarray]) -> np.ndarray:
+@dataclass(frozen=True)
+class ShardSlot:
+    """Shard ``index`` covers track steps ``[start, stop)``; ``padded`` when it was filled to length."""
+
+    index: int
+    start: int
+    stop: int
+    padded: bool
+
+    @property
+    def n_steps(self) -> int:
+        return self.stop - self.start
+
+
+def shard_plan(n_steps: int, spec: OutputSpec) -> list[ShardSlot]:
+    """The shards a track of ``n_steps`` becomes under ``spec`` (short policy applied)."""
+    length = spec.shard_length
+    out = []
+    for i, start in enumerate(range(0, n_steps, length)):
+        stop = min(start + length, n_steps)
+        short = stop - start < length
+        if short and spec.short_policy == "drop":
+            break
+        out.append(ShardSlot(i, start, stop, short and spec.short_policy == "pad"))
+    return out
+
+
+def plan_entries(
+    *,
+    source_id: str,
+    entity_id: Any,
+    span_index: int | None,
+    start_idx: int,
+    n_steps: int,
+    k0: int,
+    sample_hz: float,
+    split: str,
+    spec: OutputSpec,
+) -> list[dict[str, Any]]:
+    """Manifest entries of one track, without ``size``/``sha256`` (known only once written)."""
+    suffix = get_container(spec.container).suffix
+    stem = shard_stem(source_id, entity_id, span_index)
+    tag = tag_entity_id(entity_id)
+    return [
+        {
+            "path": f"{split}/{stem}_shard{s.index:04d}{suffix}",
+            "split": split,
+            "source_id": source_id,
+            "entity_id": tag,
+            "span_index": span_index,
+            "shard_index": s.index,
+            "start_idx": start_idx + s.start,
+            "start_time_s": (k0 + start_idx + s.start) / sample_hz,
+            "n_steps": s.n_steps,
+            "padded": s.padded,
+        }
+        for s in shard_plan(n_steps, spec)
+    ]
+
+
+def _where(track: Track, row: int | None = None) -> str:
+    out = f"source {track.source_id!r}, entity {track.entity_id!r}"
+    if row is not None:
+        out += f", row {track.start_idx + row}"
+    return out
+
+
+def _first_present(track: Track) -> int:
+    idx = np.flatnonzero(track.present)
+    return int(idx[0]) if idx.size else 0
+
+
+def _coerce(m: ModalitySpec, raw: np.ndarray, track: Track) -> np.ndarray:
+    """Cast to the declared dtype with absent rows zeroed; refuse non-finite values of
+    present rows for integer/bool dtypes.  One pass: absent rows are never cast."""
     n = track.n_steps
     dt = np.dtype(m.dtype)
-    where = f"source {track.source_id!r}, entity {track.entity_id!r}"
-    if m.route == "field":
-        if m.arg not in track.fields:
-            raise OutputSpecError(f"modality {m.name!r}: {where} has no field {m.arg!r}")
-        raw = track.fields[m.arg].reshape(n, -1) if m.shape == () else track.fields[m.arg]
-        raw = raw[:, 0] if m.shape == () else raw
-    elif m.route == "segment":
-        if m.arg not in track.meta:
-            raise OutputSpecError(f"modality {m.name!r}: {where} has no segment feature {m.arg!r}")
-        raw = np.full(n, float(track.meta[m.arg]))
-    else:
-        if m.name not in encoded:
-            raise OutputSpecError(f"modality {m.name!r}: the encoder returned no value for {where}")
-        raw = np.asarray(encoded[m.name], dtype=np.float64).reshape((n, *m.shape))
-    raw = np.where(track.present.reshape((n,) + (1,) * (raw.ndim - 1)), raw, 0.0)
-    if dt.kind != "f":
-        bad = np.isnan(raw).reshape(n, -1).any(axis=1) & track.present
-        if bad.any():
-            row = int(np.flatnonzero(bad)[0])
+    raw = np.asarray(raw)
+    want = (n, *m.shape)
+    if raw.shape != want:
+        if raw.size != int(np.prod(want)):
             raise OutputSpecError(
-                f"modality {m.name!r} ({m.dtype}): missing value for present {where} at "
-                f"row {track.start_idx + row} of the source"
+                f"modality {m.name!r}: got shape {raw.shape}, expected {want} for {_where(track)}"
             )
-    out = raw.astype(dt)
-    return out.reshape((n, *m.shape))
+        raw = raw.reshape(want)
+    present = track.present
+    if dt.kind != "f" and raw.dtype.kind == "f":
+        finite = np.isfinite(raw)
+        if not finite.all():
+            bad = ~finite.reshape(n, -1).all(axis=1) & present
+            if bad.any():
+                row = int(np.flatnonzero(bad)[0])
+                raise OutputSpecError(
+                    f"modality {m.name!r} ({m.dtype}): missing value for present "
+                    f"{_where(track, row)}"
+                )
+    if present.all():  # integer targets were checked finite above
+        return raw if raw.dtype == dt else raw.astype(dt)
+    out = np.zeros(want, dtype=dt)
+    np.copyto(out, raw, casting="unsafe", where=present.reshape((n,) + (1,) * (raw.ndim - 1)))
+    return out
+
+
+def _field_array(m: ModalitySpec, track: Track) -> np.ndarray:
+    src = track.fields.get(m.arg)
+    if src is None:
+        src = track.globals.get(m.arg)
+    if src is None:
+        raise OutputSpecError(
+            f"modality {m.name!r}: no field {m.arg!r} for present "
+            f"{_where(track, _first_present(track))}"
+        )
+    return src[:, 0] if m.shape == () and src.ndim == 2 and src.shape[1] == 1 else src
+
+
+def _segment_array(m: ModalitySpec, track: Track) -> np.ndarray:
+    if m.arg not in track.meta:
+        raise OutputSpecError(
+            f"modality {m.name!r}: no segment feature {m.arg!r} for present "
+            f"{_where(track, _first_present(track))}"
+        )
+    value = track.meta[m.arg]
+    return np.full(track.n_steps, np.nan if value is None else float(value))
+
+
+def _pick(out: Mapping[str, Any], m: ModalitySpec) -> Any:
+    if m.arg in out:
+        return out[m.arg]
+    return out.get(m.name)
+
+
+def _records(track: Track, schema: SchemaSpec) -> list[dict[str, Any]]:
+    """Per-timestep records for encoders: fields merged with globals, scalars as floats,
+    categoricals as their labels (None when missing), vectors as arrays; ``{}`` where absent."""
+    kinds = {f.name: f for f in (*schema.fields, *schema.globals)}
+
+    def value(name: str, v: np.ndarray) -> Any:
+        f = kinds.get(name)
+        if f is None or f.kind == "vector":
+            return v
+        x = float(v[0])
+        if f.kind == "categorical":
+            return None if np.isnan(x) else f.vocab[int(x)]
+        return x
+
+    out: list[dict[str, Any]] = []
+    for t in range(track.n_steps):
+        if not track.present[t]:
+            out.append({})
+            continue
+        rec = {k: value(k, v[t]) for k, v in track.fields.items()}
+        rec.update({k: value(k, v[t]) for k, v in track.globals.items()})
+        out.append(rec)
+    return out
+
+
+def _encode(
+    encoder: Any, mods: list[ModalitySpec], track: Track, schema: SchemaSpec
+) -> dict[str, np.ndarray]:
+    if not mods:
+        return {}
+    if encoder is None or isinstance(encoder, PassthroughEncoder):
+        raise OutputSpecError(f"modalities {[m.name for m in mods]} need an OutputEncoder")
+    ctx = {
+        "schema": schema,
+        "track": {
+            **track.meta,
+            "source_id": track.source_id,
+            "entity_id": track.entity_id,
+            "span_index": track.span_index,
+            "start_idx": track.start_idx,
+        },
+    }
+    recs = _records(track, schema)
+    n = track.n_steps
+    result: dict[str, np.ndarray] = {}
+    batch = getattr(encoder, "encode_batch", None)
+    if callable(batch):
+        out = batch(recs, ctx)
+        if not isinstance(out, Mapping):
+            raise OutputSpecError(f"encode_batch must return a mapping for {_where(track)}")
+        for m in mods:
+            val = _pick(out, m)
+            if val is None:
+                raise OutputSpecError(
+                    f"modality {m.name!r}: encode_batch gave no {m.arg!r} hook for present "
+                    f"{_where(track, _first_present(track))}"
+                )
+            arr = np.asarray(val)
+            if arr.shape[:1] != (n,):
+                raise OutputSpecError(
+                    f"modality {m.name!r}: encode_batch returned {arr.shape[:1]} rows, "
+                    f"expected {n} for {_where(track)}"
+                )
+            result[m.name] = arr
+        return result
+    hook = getattr(encoder, "timestep", None)
+    if not callable(hook):
+        raise OutputSpecError(
+            f"encoder {type(encoder).__name__} has neither timestep() nor encode_batch()"
+        )
+    bufs: dict[str, np.ndarray | None] = {m.name: None for m in mods}
+    for t, rec in enumerate(recs):
+        if not track.present[t]:
+            continue
+        out = hook(rec, ctx)
+        for m in mods:
+            val = _pick(out, m) if isinstance(out, Mapping) else None
+            if val is None:
+                raise OutputSpecError(
+                    f"modality {m.name!r}: encoder hook {m.arg!r} returned no value for "
+                    f"present {_where(track, t)}"
+                )
+            v = np.asarray(val)
+            buf = bufs[m.name]
+            if buf is None:
+                kind = np.result_type(v.dtype, np.dtype(m.dtype))
+                buf = bufs[m.name] = np.zeros((n, *m.shape), dtype=kind)
+            try:
+                buf[t] = v.reshape(m.shape)
+            except ValueError:
+                raise OutputSpecError(
+                    f"modality {m.name!r}: hook value of shape {v.shape} does not fit "
+                    f"{list(m.shape)} at {_where(track, t)}"
+                ) from None
+    for m in mods:
+        buf = bufs[m.name]
+        result[m.name] = buf if buf is not None else np.zeros((n, *m.shape), dtype=m.dtype)
+    return result
+
+
+def track_arrays(
+    track: Track, spec: OutputSpec, schema: SchemaSpec, encoder: Any = None
+) -> dict[str, np.ndarray]:
+    """Every declared modality of a whole track, ``(n_steps, *shape)`` in its declared dtype.
+
+    Raises
+    ------
+    OutputSpecError
+        A missing field, encoder hook value or segment feature for a present
+        entity, or a non-finite value in an integer/bool modality (names the
+        source, entity and row).
+    """
+    enc_mods = [m for m in spec.modalities.values() if m.route == "encoder"]
+    encoded = _encode(encoder, enc_mods, track, schema)
+    out: dict[str, np.ndarray] = {}
+    for name, m in spec.modalities.items():
+        if m.route == "field":
+            raw = _field_array(m, track)
+        elif m.route == "segment":
+            raw = _segment_array(m, track)
+        elif m.route == "encoder":
+            raw = encoded[name]
+        else:  # pragma: no cover - OutputSpec rejects other routes
+            raise OutputSpecError(f"modality {name!r}: route {m.route!r} is not supported")
+        out[name] = _coerce(m, raw, track)
+    return out
+
+
+def _pad(a: np.ndarray, length: int) -> np.ndarray:
+    out = np.zeros((length, *a.shape[1:]), dtype=a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+def ensure_dir(path: Path) -> None:
+    """Create ``path`` (one level) and refuse a symlink or non-directory in its place.
+
+    Raises
+    ------
+    DatasetIntegrityError
+    """
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        os.makedirs(path, exist_ok=True)
+        st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise DatasetIntegrityError("refusing to write through a non-directory", path=str(path))
+
+
+def write_bytes_atomic(path: Path, data: bytes, *, fsync: bool = False) -> None:
+    """Write ``data`` to a same-directory temp file and ``os.replace`` it onto ``path``."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
 
 
 class ShardWriter:
     """Write tracks as shards of ``spec.shard_length`` steps under ``root/<split>/``.
 
-    Shards are written to a same-directory temp file and moved into place with
-    ``os.replace``, so a shard path never holds a partial file.
+    Parameters
+    ----------
+    root : path
+    spec : OutputSpec
+    schema : SchemaSpec
+    encoder : OutputEncoder, optional
+        Needed when ``spec`` has ``encoder:`` modalities.
+    on_shard : callable, optional
+        Called with each entry right after its shard is in place (journaling).
+    fsync : bool
+        ``fsync`` each shard before it is moved into place.
     """
 
     def __init__(
@@ -72,43 +370,35 @@ class ShardWriter:
         spec: OutputSpec,
         schema: SchemaSpec,
         encoder: Any = None,
+        *,
+        on_shard: Callable[[dict[str, Any]], None] | None = None,
+        fsync: bool = False,
     ) -> None:
         self.root = Path(root)
         self.spec = spec
         self.schema = schema
         self.encoder = encoder
         self.container = get_container(spec.container)
+        self.on_shard = on_shard
+        self.fsync = fsync
+        self.bytes_written = 0
 
-    def _encode(self, track: Track) -> dict[str, np.ndarray]:
-        names = [k for k, m in self.spec.modalities.items() if m.route == "encoder"]
-        if not names:
-            return {}
-        if self.encoder is None:
-            raise OutputSpecError(f"modalities {names} need an OutputEncoder")
-        ctx = {
-            "schema": self.schema,
-            "track": {**track.meta, "source_id": track.source_id, "entity_id": track.entity_id},
-        }
-        recs = list(track.records())
-        out: dict[str, list[np.ndarray]] = {n: [] for n in names}
-        if hasattr(self.encoder, "encode_batch"):
-            batch = self.encoder.encode_batch(recs, ctx)
-            return {n: np.asarray(batch[n]) for n in names if n in batch}
-        for t, rec in enumerate(recs):
-            if not track.present[t]:
-                for n in names:
-                    m = self.spec.modalities[n]
-                    out[n].append(np.zeros(m.shape))
-                continue
-            val = self.encoder.timestep(rec, ctx)
-            for n in names:
-                if n not in val:
-                    raise OutputSpecError(
-                        f"encoder hook gave no {n!r} for source {track.source_id!r}, entity "
-                        f"{track.entity_id!r}, row {track.start_idx + t}"
-                    )
-                out[n].append(np.asarray(val[n], dtype=np.float64))
-        return {n: np.stack(v) for n, v in out.items()}
+    def shard_arrays(self, track: Track) -> list[tuple[ShardSlot, dict[str, np.ndarray]]]:
+        """The arrays of each shard of ``track``, as they will be written."""
+        spec = self.spec
+        arrays = track_arrays(track, spec, self.schema, self.encoder)
+        out = []
+        for slot in shard_plan(track.n_steps, spec):
+            chunk = {k: v[slot.start : slot.stop] for k, v in arrays.items()}
+            present = track.present[slot.start : slot.stop]
+            if slot.padded:
+                chunk = {k: _pad(v, spec.shard_length) for k, v in chunk.items()}
+                present = _pad(present, spec.shard_length)
+            if spec.presence_mask:
+                chunk["_present"] = present.astype(bool)
+            chunk["_n_steps"] = np.array(slot.n_steps, dtype=np.int64)
+            out.append((slot, chunk))
+        return out
 
     def write(self, track: Track, split: str) -> list[dict[str, Any]]:
         """Write one track; returns its manifest entries (paths relative to the root).
@@ -117,59 +407,32 @@ class ShardWriter:
         ------
         OutputSpecError
             A missing field, encoder value or segment feature for a present entity.
+        DatasetIntegrityError
+            The split directory is a symlink or not a directory.
         """
-        spec = self.spec
-        encoded = self._encode(track)
-        arrays = {k: _modality_array(m, track, encoded) for k, m in spec.modalities.items()}
-        n = track.n_steps
-        length = spec.shard_length
-        stem = shard_stem(track.source_id, track.entity_id, track.span_index)
-        split_dir = self.root / split
-        split_dir.mkdir(parents=True, exist_ok=True)
-        entries = []
-        for i, start in enumerate(range(0, n, length)):
-            stop = min(start + length, n)
-            real = stop - start
-            if real < length and spec.short_policy == "drop":
-                break
-            chunk = {k: v[start:stop] for k, v in arrays.items()}
-            present = track.present[start:stop]
-            padded = real < length and spec.short_policy == "pad"
-            if padded:
-                chunk = {k: _pad(v, length) for k, v in chunk.items()}
-                present = _pad(present, length)
-            if spec.presence_mask:
-                chunk["_present"] = present.astype(bool)
-            chunk["_n_steps"] = np.array(real, dtype=np.int64)
+        entries = plan_entries(
+            source_id=track.source_id,
+            entity_id=track.entity_id,
+            span_index=track.span_index,
+            start_idx=track.start_idx,
+            n_steps=track.n_steps,
+            k0=track.k0,
+            sample_hz=track.sample_hz,
+            split=split,
+            spec=self.spec,
+        )
+        shards = self.shard_arrays(track)
+        if entries:
+            ensure_dir(self.root / split)
+        for entry, (_, chunk) in zip(entries, shards, strict=True):
             data = self.container.dumps(chunk)
-            rel = f"{split}/{stem}_shard{i:04d}{self.container.suffix}"
-            path = self.root / rel
-            tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
-            entries.append(
-                {
-                    "path": rel,
-                    "split": split,
-                    "source_id": track.source_id,
-                    "entity_id": tag_entity_id(track.entity_id),
-                    "span_index": track.span_index,
-                    "shard_index": i,
-                    "start_idx": track.start_idx + start,
-                    "n_steps": real,
-                    "padded": padded,
-                    "size": len(data),
-                    "sha256": hashlib.sha256(data).hexdigest(),
-                }
-            )
+            write_bytes_atomic(self.root / entry["path"], data, fsync=self.fsync)
+            entry["size"] = len(data)
+            entry["sha256"] = hashlib.sha256(data).hexdigest()
+            self.bytes_written += len(data)
+            if self.on_shard is not None:
+                self.on_shard(entry)
         return entries
-
-
-def _pad(a: np.ndarray, length: int) -> np.ndarray:
-    out = np.zeros((length, *a.shape[1:]), dtype=a.dtype)
-    out[: a.shape[0]] = a
-    return out
 
 
 def write_track(
@@ -181,7 +444,14 @@ def write_track(
     split: str = "train",
     encoder: Any = None,
 ) -> list[dict[str, Any]]:
-    """Low-level: write one track's shards under ``root/<split>/`` and return manifest entries
-    (no manifest, config or commit is written)."""
+    """Low level: write one track's shards under ``root/<split>/`` and return their manifest
+    entries.  No manifest, config or commit record is written; ``segment:`` modalities read
+    ``track.meta``.
+
+    Raises
+    ------
+    OutputSpecError
+        The spec does not fit the schema, or a value is missing for a present entity.
+    """
     spec.validate_against(schema, tuple(track.meta), has_encoder=encoder is not None)
     return ShardWriter(root, spec, schema, encoder).write(track, split)

@@ -1,0 +1,81 @@
+"""Fixtures for the output layer: small jobs on the real ADS-B sources and committed datasets."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SKIP_DIGEST = {"config.json", "dataset.commit.json", ".kuration-writer.lock"}
+
+
+def _digests(root: Path, skip: set[str] = SKIP_DIGEST) -> dict[str, str]:
+    """SHA-256 of every file under ``root`` except run-specific metadata (timestamps)."""
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name not in skip
+    }
+
+
+def _all_bytes(root: Path) -> dict[str, bytes]:
+    """Every published file's bytes: all but the writer lock (its content is the holder's
+    pid), temp files and the staging area a killed or failed writer left behind (never
+    read by readers, reused or removed by the next run)."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+        and p.name != ".kuration-writer.lock"
+        and ".tmp-" not in p.name
+        and ".kuration_staging" not in p.parts
+    }
+
+
+@pytest.fixture(scope="session")
+def digests() -> Callable[..., dict[str, str]]:
+    """``digests(root)``: SHA-256 per file, leaving out config, commit and lock (timestamps)."""
+    return _digests
+
+
+@pytest.fixture(scope="session")
+def all_bytes() -> Callable[[Path], dict[str, bytes]]:
+    """``all_bytes(root)``: every published file's bytes (no lock, no temp files)."""
+    return _all_bytes
+
+
+@pytest.fixture(scope="session")
+def job_b(adsb_job_dict: dict, adsb_sources: list[Path]) -> dict[str, Any]:
+    """The example job on four real sources, 0.5 h train and 0.1 h test."""
+    job = json.loads(json.dumps(adsb_job_dict))
+    job["sources"] = [str(p) for p in adsb_sources[:4]]
+    job["budget"] = {"train_hours": 0.5, "test_hours": 0.1}
+    return job
+
+
+@pytest.fixture(scope="session")
+def job_a(job_b: dict) -> dict[str, Any]:
+    """A different run over the same sources (other shard length): the 'previous generation'."""
+    job = json.loads(json.dumps(job_b))
+    job["output"]["shard_length"] = 100
+    return job
+
+
+@pytest.fixture(scope="session")
+def base_b(tmp_path_factory: pytest.TempPathFactory, job_b: dict):
+    """An uninterrupted run of ``job_b``."""
+    from kuration import run_job
+
+    return run_job(job_b, tmp_path_factory.mktemp("base") / "b")
+
+
+@pytest.fixture(scope="session")
+def gen_a(tmp_path_factory: pytest.TempPathFactory, job_a: dict):
+    """A committed dataset of ``job_a``."""
+    from kuration import run_job
+
+    return run_job(job_a, tmp_path_factory.mktemp("gen") / "a")
