@@ -11,8 +11,17 @@ from .adapters import (
     register_adapter,
     registered_adapters,
 )
+from .adapters.curated import CuratedDatasetAdapter
 from .binning import bin_segments, quantile_bins
-from .buffer import WindowBuffer, build_window
+from .buffer import WindowBatch, WindowBuffer, build_window
+from .curate import (
+    CurationResult,
+    ExperimentResult,
+    compare_strategies,
+    curate,
+    run_experiment,
+    select_segments,
+)
 from .dsl import CompiledMetric, compile_metric
 from .errors import (
     DataOrderWarning,
@@ -30,28 +39,40 @@ from .errors import (
     StrategyError,
 )
 from .features import FeatureEngine, register_metric, registered_metrics
+from .filters import register_filter, registered_filters
 from .inspect import InspectReport, inspect_dataset
 from .job import load_job, run_job
 from .output.containers import get_container, register_container, registered_containers
 from .output.dataset import DatasetWriteResult, write_dataset
-from .output.loaders import iter_shards, open_dataset, read_shard_arrays, shard_entries
+from .output.encoders import (
+    OutputEncoder,
+    PassthroughEncoder,
+    get_encoder,
+    register_encoder,
+    registered_encoders,
+)
+from .output.loaders import Dataset, iter_shards, open_dataset, read_shard_arrays, shard_entries
 from .output.spec import ModalitySpec, OutputSpec
-from .output.track import Track, tracks_from_ticks
+from .output.track import Track, tracks_from_segment, tracks_from_ticks
 from .output.writer import ShardWriter, write_track
 from .schema import FieldSpec, SchemaSpec
 from .scoring import ScoringResult, score_sources
 from .segment import Segment, Segmenter
-from .select import assign_splits, register_method, registered_methods
+from .select import apply_strategy, assign_splits, register_method, registered_methods
 from .strategy import Strategy, load_strategy
 from .tick import Tick, TickTable
 
 __all__ = [
     "CompiledMetric",
+    "CuratedDatasetAdapter",
+    "CurationResult",
     "DataOrderWarning",
+    "Dataset",
     "DatasetExistsError",
     "DatasetIntegrityError",
     "DatasetWriteResult",
     "EmptyPoolError",
+    "ExperimentResult",
     "FeatureEngine",
     "FieldSpec",
     "InputAdapter",
@@ -61,8 +82,10 @@ __all__ = [
     "KurationWarning",
     "MetricCompileError",
     "ModalitySpec",
+    "OutputEncoder",
     "OutputSpec",
     "OutputSpecError",
+    "PassthroughEncoder",
     "SampleFetchError",
     "SchemaError",
     "SchemaSpec",
@@ -77,14 +100,19 @@ __all__ = [
     "TickTable",
     "TimeseriesAdapter",
     "Track",
+    "WindowBatch",
     "WindowBuffer",
     "__version__",
+    "apply_strategy",
     "assign_splits",
     "bin_segments",
     "build_window",
+    "compare_strategies",
     "compile_metric",
+    "curate",
     "get_adapter",
     "get_container",
+    "get_encoder",
     "inspect_dataset",
     "iter_shards",
     "load_job",
@@ -94,15 +122,22 @@ __all__ = [
     "read_shard_arrays",
     "register_adapter",
     "register_container",
+    "register_encoder",
+    "register_filter",
     "register_method",
     "register_metric",
     "registered_adapters",
     "registered_containers",
+    "registered_encoders",
+    "registered_filters",
     "registered_methods",
     "registered_metrics",
+    "run_experiment",
     "run_job",
     "score_sources",
+    "select_segments",
     "shard_entries",
+    "tracks_from_segment",
     "tracks_from_ticks",
     "write_dataset",
     "write_track",

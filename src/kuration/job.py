@@ -11,7 +11,11 @@
       "strategy": {...} | "strategy.json",
       "output": {...} | "output.json",
       "budget": {"train_hours": 3.0, "test_hours": 1.0},
-      "seed": 0, "clip_aggregate": "max", "min_track_seconds": 0, "workers": 1, "on_error": "skip"
+      "seed": 0, "clip_aggregate": "max", "min_track_seconds": 0, "workers": 1, "on_error": "skip",
+      "span_seconds": 300 | "span_steps": 300,
+      "group_of": {"<source id>": "<group>", ...}, "max_group_overshoot": 1.5,
+      "tag_coverage": false, "min_tag_frac": 0.1,
+      "encoder": {"type": "<registered encoder>", ...options}
     }
 
 Relative paths resolve against the job file's directory.
@@ -28,7 +32,8 @@ from typing import Any
 from .adapters.base import adapter_from_dict
 from .errors import JobError, KurationError
 from .jsonio import loads_strict
-from .output.dataset import DatasetWriteResult, write_dataset
+from .output.dataset import DatasetWriteResult, preflight, write_dataset
+from .output.encoders import get_encoder
 from .output.spec import OutputSpec
 from .progress import ProgressCallback
 from .samples import build_adsb_sources, cache_dir
@@ -53,6 +58,13 @@ _KEYS = {
     "workers",
     "on_error",
     "description",
+    "span_steps",
+    "span_seconds",
+    "group_of",
+    "max_group_overshoot",
+    "tag_coverage",
+    "min_tag_frac",
+    "encoder",
 }
 _SAMPLES = {"adsb-paris": build_adsb_sources}
 
@@ -104,6 +116,9 @@ def load_job(job: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[dict[str,
 def resolve_sources(spec: Any, base: Path) -> list[str]:
     """Expand the job's ``sources`` into a sorted list of paths.
 
+    ``timenet://org/name@version`` entries become one URI per TimeNet record
+    (or per group with ``?group_by=<key>``), see :mod:`kuration.adapters.timenet`.
+
     Raises
     ------
     JobError
@@ -124,6 +139,17 @@ def resolve_sources(spec: Any, base: Path) -> list[str]:
             raise JobError(f"sources glob {pattern!r} matches no file")
         return found
     if isinstance(spec, list) and spec and all(isinstance(s, str) for s in spec):
+        if any(s.startswith("timenet://") for s in spec):
+            from .adapters.timenet import expand_source
+
+            # one source per TimeNet record (or group), pinned to the exact version
+            out: list[str] = []
+            for s in spec:
+                if s.startswith("timenet://"):
+                    out.extend(expand_source(s))
+                else:
+                    out.extend(resolve_sources([s], base))
+            return out
         paths = [s if os.path.isabs(s) else str(base / s) for s in spec]
         missing = [p for p in paths if not os.path.exists(p)]
         if missing:
@@ -139,10 +165,14 @@ def run_job(
     out: str | os.PathLike[str],
     *,
     force: bool = False,
+    resume: bool = False,
     workers: int | None = None,
     progress: ProgressCallback | None = None,
 ) -> DatasetWriteResult:
     """Run a job end to end: validate everything, fetch/resolve sources, curate and write.
+
+    ``force`` replaces an existing dataset at ``out``; ``resume`` continues (or
+    repeats) the same run there, reusing shards whose checksums still match.
 
     Raises
     ------
@@ -167,10 +197,36 @@ def run_job(
         if isinstance(exc, KurationError):
             raise
         raise JobError(str(exc)) from None
-    spec.validate_against(schema, strategy.feature_names)
+    encoder = None
+    if raw.get("encoder") is not None:
+        enc = raw["encoder"]
+        if not isinstance(enc, Mapping) or not isinstance(enc.get("type"), str):
+            raise JobError("encoder is {'type': registered name, ...options}")
+        try:
+            encoder = get_encoder(enc["type"], **{k: v for k, v in enc.items() if k != "type"})
+        except (KeyError, TypeError) as exc:
+            raise JobError(str(exc)) from None
+    group_of = raw.get("group_of")
+    if group_of is not None and not (
+        isinstance(group_of, Mapping) and all(isinstance(v, str) for v in group_of.values())
+    ):
+        raise JobError("group_of maps source ids to group names")
     budget = raw["budget"]
     if not isinstance(budget, Mapping) or set(budget) - {"train_hours", "test_hours"}:
         raise JobError("budget is {'train_hours': h, 'test_hours': h}")
+    options: dict[str, Any] = {
+        "train_hours": float(budget.get("train_hours", 0)),
+        "test_hours": float(budget.get("test_hours", 0)),
+        "clip_aggregate": raw.get("clip_aggregate", "max"),
+        "span_steps": raw.get("span_steps"),
+        "span_seconds": raw.get("span_seconds"),
+        "max_group_overshoot": raw.get("max_group_overshoot"),
+        "min_tag_frac": float(raw.get("min_tag_frac", 0.1)),
+        "resume": resume,
+        "force": force,
+    }
+    # every write option is checked before any source is fetched or read
+    preflight(schema=schema, strategy=strategy, spec=spec, encoder=encoder, **options)
     sources = resolve_sources(raw["sources"], base)
     return write_dataset(
         out,
@@ -180,14 +236,14 @@ def run_job(
         strategy=strategy,
         segmenter=segmenter,
         spec=spec,
-        train_hours=float(budget.get("train_hours", 0)),
-        test_hours=float(budget.get("test_hours", 0)),
+        encoder=encoder,
         seed=int(raw.get("seed", 0)),
-        clip_aggregate=raw.get("clip_aggregate", "max"),
         min_track_seconds=float(raw.get("min_track_seconds", 0.0)),
         workers=int(workers if workers is not None else raw.get("workers", 1)),
         on_error=raw.get("on_error", "skip"),
-        force=force,
+        group_of=group_of,
+        tag_coverage=bool(raw.get("tag_coverage", False)),
         progress=progress,
         job=raw,
+        **options,
     )

@@ -9,7 +9,8 @@ import kuration
 
 def test_all_is_complete_and_sorted() -> None:
     public = {
-        n for n, v in vars(kuration).items()
+        n
+        for n, v in vars(kuration).items()
         if not n.startswith("_") and not isinstance(v, types.ModuleType) and n != "annotations"
     }
     assert public == set(kuration.__all__) - {"__version__"}

@@ -7,10 +7,12 @@ from .base import (
     register_adapter,
     registered_adapters,
 )
+from .timenet import TimenetAdapter
 from .timeseries import TimeseriesAdapter
 
 __all__ = [
     "InputAdapter",
+    "TimenetAdapter",
     "TimeseriesAdapter",
     "adapter_from_dict",
     "get_adapter",

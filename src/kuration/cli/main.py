@@ -21,8 +21,9 @@ from ..inspect import InspectReport, inspect_dataset
 from ..job import run_job
 from ..output.dataset import DatasetWriteResult
 from ..progress import RichProgress
+from .curate import add_curate, add_experiment
 
-__all__ = ["inspect_main", "main", "run_main"]
+__all__ = ["inspect_main", "main", "plugin_check_main", "run_main"]
 
 
 def _hours(s: float) -> str:
@@ -104,7 +105,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     out = args.out or str(Path("runs") / Path(args.job).stem)
     start = time.perf_counter()
     with RichProgress() as prog:
-        res = run_job(args.job, out, force=args.force, workers=args.workers, progress=prog)
+        res = run_job(
+            args.job,
+            out,
+            force=args.force,
+            resume=args.resume,
+            workers=args.workers,
+            progress=prog,
+        )
     wall = time.perf_counter() - start
     if args.json:
         print(
@@ -138,10 +146,29 @@ def _cmd_sample(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_plugin_check(args: argparse.Namespace) -> int:
+    from ..plugins import load_plugins
+
+    res = load_plugins(args.module or ())
+    for mod in res.modules:
+        print(f"module       {mod}: ok")
+    for name in res.loaded:
+        print(f"entry point  {name}: ok")
+    for fail in res.failures:
+        print(f"entry point  {fail.name}: FAILED ({fail.value})")
+        print(f"--- {fail.name} ({fail.value}) ---\n{fail.traceback}", file=sys.stderr)
+    return 1 if res.failures else 0
+
+
 def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("job", help="job JSON file")
     p.add_argument("--out", help="output directory (default runs/<job name>)")
     p.add_argument("--force", action="store_true", help="replace an existing dataset")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted run (or repeat one), reusing shards whose checksums match",
+    )
     p.add_argument(
         "--workers", type=int, default=None, help="scoring processes (default: the job's)"
     )
@@ -163,6 +190,13 @@ def _parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
     _add_run(sub.add_parser("run", help="run a curation job"))
     _add_inspect(sub.add_parser("inspect", help="summarize a curated dataset"))
+    add_curate(sub.add_parser("curate", help="select N segments with a strategy"))
+    add_experiment(sub.add_parser("experiment", help="compare strategies on one scored pool"))
+    pc = sub.add_parser(
+        "plugin-check", help="load plugins and print the full error of any that fail"
+    )
+    pc.add_argument("module", nargs="*", help="explicit plugin modules to import too")
+    pc.set_defaults(fn=_cmd_plugin_check)
     sp = sub.add_parser("sample", help="fetch the pinned public ADS-B sample")
     sp.add_argument("action", choices=["fetch", "build-sources"])
     sp.add_argument(
@@ -197,6 +231,10 @@ def run_main(argv: Sequence[str] | None = None) -> int:
 
 def inspect_main(argv: Sequence[str] | None = None) -> int:
     return _single(_add_inspect, "kur-inspect", argv)
+
+
+def plugin_check_main(argv: Sequence[str] | None = None) -> int:
+    return main(["plugin-check", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":
