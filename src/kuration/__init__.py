@@ -14,6 +14,7 @@ from .adapters import (
 from .adapters.curated import CuratedDatasetAdapter
 from .binning import bin_segments, quantile_bins
 from .buffer import WindowBatch, WindowBuffer, build_window
+from .check import CheckResult, check_dataset
 from .curate import (
     CurationResult,
     ExperimentResult,
@@ -22,6 +23,7 @@ from .curate import (
     run_experiment,
     select_segments,
 )
+from .diff import compare_datasets
 from .dsl import CompiledMetric, compile_metric
 from .errors import (
     DataOrderWarning,
@@ -55,6 +57,8 @@ from .output.loaders import Dataset, iter_shards, open_dataset, read_shard_array
 from .output.spec import ModalitySpec, OutputSpec
 from .output.track import Track, tracks_from_segment, tracks_from_ticks
 from .output.writer import ShardWriter, write_track
+from .plugins import load_plugins, plugin_failures
+from .review import hours_selection_review
 from .schema import FieldSpec, SchemaSpec
 from .scoring import ScoringResult, score_sources
 from .segment import Segment, Segmenter
@@ -63,6 +67,7 @@ from .strategy import Strategy, load_strategy
 from .tick import Tick, TickTable
 
 __all__ = [
+    "CheckResult",
     "CompiledMetric",
     "CuratedDatasetAdapter",
     "CurationResult",
@@ -107,17 +112,22 @@ __all__ = [
     "assign_splits",
     "bin_segments",
     "build_window",
+    "check_dataset",
+    "compare_datasets",
     "compare_strategies",
     "compile_metric",
     "curate",
     "get_adapter",
     "get_container",
     "get_encoder",
+    "hours_selection_review",
     "inspect_dataset",
     "iter_shards",
     "load_job",
+    "load_plugins",
     "load_strategy",
     "open_dataset",
+    "plugin_failures",
     "quantile_bins",
     "read_shard_arrays",
     "register_adapter",

@@ -26,6 +26,7 @@ from __future__ import annotations
 import glob as _glob
 import os
 from collections.abc import Mapping
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from .jsonio import loads_strict
 from .output.dataset import DatasetWriteResult, preflight, write_dataset
 from .output.encoders import get_encoder
 from .output.spec import OutputSpec
+from .plugins import load_plugins, without_entry_point_plugins
 from .progress import ProgressCallback
 from .samples import build_adsb_sources, cache_dir
 from .schema import SchemaSpec
@@ -65,6 +67,8 @@ _KEYS = {
     "tag_coverage",
     "min_tag_frac",
     "encoder",
+    "plugins",
+    "include_plugin_entry_points",
 }
 _SAMPLES = {"adsb-paris": build_adsb_sources}
 
@@ -182,6 +186,40 @@ def run_job(
         From scoring and writing (e.g. EmptyPoolError, DatasetExistsError).
     """
     raw, base = load_job(job)
+    plugins = raw.get("plugins", [])
+    include_eps = raw.get("include_plugin_entry_points", True)
+    if not (isinstance(plugins, list) and all(isinstance(m, str) for m in plugins)):
+        raise JobError("plugins is a list of module names")
+    if not isinstance(include_eps, bool):
+        raise JobError("include_plugin_entry_points is true or false")
+    load_plugins(plugins, include_entry_points=include_eps)
+    scope = nullcontext() if include_eps else without_entry_point_plugins()
+    with scope:
+        return _run_loaded(
+            raw,
+            base,
+            out,
+            force=force,
+            resume=resume,
+            workers=workers,
+            progress=progress,
+            plugins=plugins,
+            include_eps=include_eps,
+        )
+
+
+def _run_loaded(
+    raw: dict[str, Any],
+    base: Path,
+    out: str | os.PathLike[str],
+    *,
+    force: bool,
+    resume: bool,
+    workers: int | None,
+    progress: ProgressCallback | None,
+    plugins: list[str],
+    include_eps: bool,
+) -> DatasetWriteResult:
     try:
         schema = SchemaSpec.from_dict(raw["schema"])
         adapter = adapter_from_dict(raw["adapter"], schema)
@@ -245,5 +283,7 @@ def run_job(
         tag_coverage=bool(raw.get("tag_coverage", False)),
         progress=progress,
         job=raw,
+        plugins=plugins,
+        include_entry_points=include_eps,
         **options,
     )

@@ -43,7 +43,11 @@ def _svg(fig: Any) -> str:
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
     _plt().close(fig)
     text = buf.getvalue()
-    return text[text.index("<svg") :]
+    text = text[text.index("<svg") :]
+    start, end = text.find("<metadata>"), text.find("</metadata>")
+    if start != -1 and end != -1:  # RDF boilerplate, not needed to draw
+        text = text[:start] + text[end + len("</metadata>") :]
+    return text
 
 
 def _table(rows: list[list[Any]], head: list[str]) -> str:

@@ -133,8 +133,11 @@ def _score_one(
 
 
 def _worker(payload: Mapping[str, Any]) -> tuple[SourceInfo, list[Segment], str | None]:
-    for mod in payload.get("plugins", ()):
-        __import__(mod)
+    from .plugins import load_plugins
+
+    load_plugins(
+        payload.get("plugins", ()), include_entry_points=payload.get("entry_points", False)
+    )
     schema = SchemaSpec.from_dict(payload["schema"])
     adapter = adapter_from_dict(payload["adapter"], schema)
     engine = FeatureEngine(payload["define"], schema, payload["registered"])
@@ -153,6 +156,7 @@ def score_sources(
     on_error: str = "skip",
     progress: ProgressCallback | None = None,
     plugins: Sequence[str] = (),
+    include_entry_points: bool = True,
 ) -> ScoringResult:
     """Score every window of every source.
 
@@ -235,6 +239,7 @@ def score_sources(
             "registered": list(strategy.registered),
             "segmenter": segmenter.to_dict(),
             "plugins": list(plugins),
+            "entry_points": include_entry_points,
         }
         ctx = mp.get_context("spawn")
         pool = ProcessPoolExecutor(max_workers=min(workers, total), mp_context=ctx)

@@ -9,9 +9,8 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -21,9 +20,20 @@ from ..inspect import InspectReport, inspect_dataset
 from ..job import run_job
 from ..output.dataset import DatasetWriteResult
 from ..progress import RichProgress
+from .artifacts import add_check, add_diff
 from .curate import add_curate, add_experiment
 
-__all__ = ["inspect_main", "main", "plugin_check_main", "run_main"]
+__all__ = [
+    "check_main",
+    "curate_main",
+    "diff_main",
+    "experiment_main",
+    "inspect_main",
+    "main",
+    "plugin_check_main",
+    "run_main",
+    "sample_main",
+]
 
 
 def _hours(s: float) -> str:
@@ -127,6 +137,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
     rep = inspect_dataset(args.dataset, verify=args.verify)
+    if args.html:
+        from ..output.loaders import Dataset
+        from ..report import render_inspect_html, write_html
+
+        ds = Dataset(args.dataset)
+        write_html(args.html, render_inspect_html(rep, ds.manifest, ds.config))
     if args.json:
         print(json.dumps(rep.to_dict(), indent=2, sort_keys=True))
     else:
@@ -180,6 +196,7 @@ def _add_inspect(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="dataset directory or its dataset_manifest.json")
     p.add_argument("--verify", action="store_true", help="read and check every shard")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report with plots")
     p.set_defaults(fn=_cmd_inspect)
 
 
@@ -190,6 +207,10 @@ def _parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
     _add_run(sub.add_parser("run", help="run a curation job"))
     _add_inspect(sub.add_parser("inspect", help="summarize a curated dataset"))
+    add_diff(sub.add_parser("diff", help="compare two curated datasets"))
+    add_check(
+        sub.add_parser("check", help="gate a dataset with a quality policy (exit 2 on failure)")
+    )
     add_curate(sub.add_parser("curate", help="select N segments with a strategy"))
     add_experiment(sub.add_parser("experiment", help="compare strategies on one scored pool"))
     pc = sub.add_parser(
@@ -219,22 +240,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _dispatch(_parser().parse_args(argv))
 
 
-def _single(add: Any, prog: str, argv: Sequence[str] | None) -> int:
-    ap = argparse.ArgumentParser(prog=prog)
-    add(ap)
-    return _dispatch(ap.parse_args(argv))
+def _script(command: str) -> Callable[[Sequence[str] | None], int]:
+    def entry(argv: Sequence[str] | None = None) -> int:
+        return main([command, *(sys.argv[1:] if argv is None else argv)])
+
+    entry.__name__ = f"{command.replace('-', '_')}_main"
+    entry.__doc__ = f"Console script ``kur-{command}``: the same as ``kur {command}``."
+    return entry
 
 
-def run_main(argv: Sequence[str] | None = None) -> int:
-    return _single(_add_run, "kur-run", argv)
-
-
-def inspect_main(argv: Sequence[str] | None = None) -> int:
-    return _single(_add_inspect, "kur-inspect", argv)
-
-
-def plugin_check_main(argv: Sequence[str] | None = None) -> int:
-    return main(["plugin-check", *(sys.argv[1:] if argv is None else argv)])
+run_main = _script("run")
+inspect_main = _script("inspect")
+diff_main = _script("diff")
+check_main = _script("check")
+curate_main = _script("curate")
+experiment_main = _script("experiment")
+plugin_check_main = _script("plugin-check")
+sample_main = _script("sample")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from ..adapters.base import InputAdapter
 from ..errors import DatasetExistsError, DatasetIntegrityError, OutputSpecError
 from ..ids import tag_entity_id
 from ..jsonio import dump_json_atomic
+from ..plugins import implementation_fingerprints
 from ..progress import ProgressCallback, emit
 from ..registry import UnknownNameError
 from ..schema import SchemaSpec
@@ -61,8 +62,9 @@ from .commit import (
 )
 from .containers import require_container
 from .encoders import PassthroughEncoder, encoder_identity
-from .fill import Candidate, build_candidates, fill_budgets
+from .fill import Candidate, FillResult, build_candidates, fill_budgets
 from .spec import OutputSpec
+from .summary import feature_distributions
 from .track import track_from_table
 from .writer import ShardWriter, ensure_dir, plan_entries
 
@@ -105,6 +107,8 @@ class DatasetWriteResult:
     scoring: ScoringResult
     fingerprint: str = ""
     resume: dict[str, Any] = field(default_factory=dict)
+    fill: FillResult | None = None
+    excluded_short: int = 0
 
     def __getitem__(self, key: str) -> Any:
         return self.config[key]
@@ -322,6 +326,8 @@ def write_dataset(
     durable: bool = True,
     progress: ProgressCallback | None = None,
     job: Mapping[str, Any] | None = None,
+    plugins: Sequence[str] = (),
+    include_entry_points: bool = True,
 ) -> DatasetWriteResult:
     """Score ``sources``, rank tracks by priority, fill the train/test hour budgets and write shards.
 
@@ -435,6 +441,8 @@ def write_dataset(
             workers=workers,
             on_error=on_error,
             progress=progress,
+            plugins=plugins,
+            include_entry_points=include_entry_points,
         )
         emit(progress, "selection", "start", total=len(scoring.segments))
         edges = apply_strategy(scoring.segments, strategy, seed)
@@ -698,6 +706,9 @@ def write_dataset(
                 "splits": splits,
                 "split_of": dict(sorted(split_of.items())),
                 "resume": resume_block,
+                "distributions": feature_distributions(
+                    scoring.segments, fill, strategy.feature_names
+                ),
             },
             "warnings": warnings,
             "provenance": {
@@ -707,6 +718,7 @@ def write_dataset(
                 "numpy": np.__version__,
                 "platform": platform.platform(),
                 "encoder": encoder_identity(encoder),
+                "implementations": implementation_fingerprints(),
                 "sources": source_ids,
                 "execution": {
                     "mode": "local" if workers <= 1 else "process-pool",
@@ -737,4 +749,6 @@ def write_dataset(
         lease.release(cleanup=not published)
         raise
     lease.release()
-    return DatasetWriteResult(root, manifest, config, scoring, fingerprint, resume_block)
+    return DatasetWriteResult(
+        root, manifest, config, scoring, fingerprint, resume_block, fill, too_short
+    )

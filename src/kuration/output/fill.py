@@ -72,10 +72,14 @@ class Candidate:
 
 @dataclass
 class FillResult:
-    """``admitted[split]`` in admission order and ``budget[split]``, the accounting block."""
+    """``admitted[split]`` in admission order, ``budget[split]`` (the accounting block) and
+    ``decisions[split]``: every pooled candidate's ``ident()`` mapped to why it was or was not
+    admitted (``admitted``, ``tag-reserve``, ``budget-full``, ``group-cap``, ``non-finite``)."""
 
     admitted: dict[str, list[Candidate]]
     budget: dict[str, dict[str, Any]]
+    decisions: dict[str, dict[tuple[str, str, int], str]] = field(default_factory=dict)
+    pools: dict[str, list[Candidate]] = field(default_factory=dict)
 
 
 def aggregate_segments(
@@ -208,6 +212,8 @@ def fill_budgets(
     """
     admitted: dict[str, list[Candidate]] = {}
     budget: dict[str, dict[str, Any]] = {}
+    decisions: dict[str, dict[tuple[str, str, int], str]] = {}
+    pools: dict[str, list[Candidate]] = {}
     hz = float(sample_hz)
     for split, requested in budgets_s.items():
         req = float(requested)
@@ -250,6 +256,13 @@ def fill_budgets(
             adm.admit(c)
         covered = {t for c in adm.taken for t in c.tags}
         admitted[split] = adm.taken
+        why: dict[tuple[str, str, int], str] = {c.ident(): "non-finite" for c in nonfinite}
+        for c in finite:
+            why[c.ident()] = "group-cap" if c.ident() in capped else "budget-full"
+        for c in adm.taken:
+            why[c.ident()] = "tag-reserve" if c.ident() in adm.reserved_ids else "admitted"
+        decisions[split] = why
+        pools[split] = [*finite, *nonfinite]
         budget[split] = {
             "requested_s": req,
             "candidate_s": sum(c.n_steps for c in finite) / hz,
@@ -268,7 +281,7 @@ def fill_budgets(
             "tags_uncovered": [t for t in all_tags if t not in covered],
             "sources": sorted({c.source_id for c in pool}),
         }
-    return FillResult(admitted, budget)
+    return FillResult(admitted, budget, decisions, pools)
 
 
 class _Admission:
@@ -283,6 +296,7 @@ class _Admission:
         self.total = 0.0
         self.reserved = 0.0
         self.n_reserved = 0
+        self.reserved_ids: set[tuple[str, str, int]] = set()
 
     def fits(self, c: Candidate) -> bool:
         if self.cap is None:
@@ -299,3 +313,4 @@ class _Admission:
         if reserve:
             self.reserved += d
             self.n_reserved += 1
+            self.reserved_ids.add(c.ident())
