@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from .adapters.base import InputAdapter, adapter_from_dict
+from .adapters.base import InputAdapter
 from .audit import coverage_metrics, distribution_shift, duration_correlations
 from .binning import feature_matrix
 from .constraints import constrained_select, resolve_floors, tag_label_sets
-from .errors import JobError, KurationError, StrategyError
+from .errors import StrategyError
 from .progress import ProgressCallback, emit
 from .schema import SchemaSpec
 from .scoring import ScoringResult, score_sources
@@ -564,22 +564,14 @@ def run_experiment(
 def _job_parts(
     job: str | os.PathLike[str] | Mapping[str, Any],
 ) -> tuple[dict[str, Any], SchemaSpec, InputAdapter, Segmenter, list[str]]:
-    from .job import load_job, resolve_sources
+    from .job import job_components, load_job, resolve_sources
+    from .plugins import load_plugins
 
     raw, base = load_job(job)
-    try:
-        schema = SchemaSpec.from_dict(raw["schema"])
-        adapter = adapter_from_dict(raw["adapter"], schema)
-        seg_opts = dict(raw["segmenter"])
-        if seg_opts.get("unit") == "seconds":
-            seg_opts.setdefault("sample_hz", schema.sample_hz)
-        segmenter = Segmenter(**seg_opts)
-    except TypeError as exc:
-        raise JobError(str(exc)) from None
-    except (KeyError, ValueError) as exc:
-        if isinstance(exc, KurationError):
-            raise
-        raise JobError(str(exc)) from None
+    load_plugins(
+        raw.get("plugins", []), include_entry_points=raw.get("include_plugin_entry_points", True)
+    )
+    schema, adapter, segmenter = job_components(raw)
     return raw, schema, adapter, segmenter, resolve_sources(raw["sources"], base)
 
 

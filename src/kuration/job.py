@@ -30,7 +30,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from .adapters.base import adapter_from_dict
+from .adapters.base import InputAdapter, adapter_from_dict
 from .errors import JobError, KurationError
 from .jsonio import loads_strict
 from .output.dataset import DatasetWriteResult, preflight, write_dataset
@@ -164,6 +164,30 @@ def resolve_sources(spec: Any, base: Path) -> list[str]:
     )
 
 
+def job_components(raw: Mapping[str, Any]) -> tuple[SchemaSpec, InputAdapter, Segmenter]:
+    """Build a loaded job's schema, adapter and segmenter.
+
+    Raises
+    ------
+    JobError, SchemaError
+        On malformed parts (before any data is read).
+    """
+    try:
+        schema = SchemaSpec.from_dict(raw["schema"])
+        adapter = adapter_from_dict(raw["adapter"], schema)
+        seg_opts = dict(raw["segmenter"])
+        if seg_opts.get("unit") == "seconds":
+            seg_opts.setdefault("sample_hz", schema.sample_hz)
+        segmenter = Segmenter(**seg_opts)
+    except TypeError as exc:
+        raise JobError(str(exc)) from None
+    except (KeyError, ValueError) as exc:
+        if isinstance(exc, KurationError):
+            raise
+        raise JobError(str(exc)) from None
+    return schema, adapter, segmenter
+
+
 def run_job(
     job: str | os.PathLike[str] | Mapping[str, Any],
     out: str | os.PathLike[str],
@@ -220,18 +244,11 @@ def _run_loaded(
     plugins: list[str],
     include_eps: bool,
 ) -> DatasetWriteResult:
+    schema, adapter, segmenter = job_components(raw)
     try:
-        schema = SchemaSpec.from_dict(raw["schema"])
-        adapter = adapter_from_dict(raw["adapter"], schema)
         strategy = load_strategy(raw["strategy"], schema)
         spec = OutputSpec.from_dict(raw["output"])
-        seg_opts = dict(raw["segmenter"])
-        if seg_opts.get("unit") == "seconds":
-            seg_opts.setdefault("sample_hz", schema.sample_hz)
-        segmenter = Segmenter(**seg_opts)
-    except TypeError as exc:
-        raise JobError(str(exc)) from None
-    except (KeyError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, KurationError):
             raise
         raise JobError(str(exc)) from None
