@@ -81,10 +81,7 @@ class ShardDataset:
         _torch()
         ds = dataset if isinstance(dataset, Dataset) else Dataset(dataset)
         mods = ds.manifest["modalities"]
-        wanted = list(mods) if modalities is None else list(modalities)
-        unknown = [m for m in wanted if m not in mods]
-        if unknown:
-            raise KeyError(f"unknown modalities {unknown} (dataset has {sorted(mods)})")
+        wanted = ds.select_modalities(modalities)
         self.root = ds.root
         self.container = ds.manifest["container"]
         self.modalities = {k: dict(mods[k]) for k in wanted}

@@ -220,6 +220,21 @@ class Dataset:
     def modalities(self) -> dict[str, dict[str, Any]]:
         return dict(self.manifest["modalities"])
 
+    def select_modalities(self, names: Sequence[str] | None) -> list[str]:
+        """``names`` checked against the dataset (all modalities when None).
+
+        Raises
+        ------
+        KeyError
+            For a modality the dataset does not have.
+        """
+        mods = self.manifest["modalities"]
+        wanted = list(mods) if names is None else list(names)
+        unknown = [m for m in wanted if m not in mods]
+        if unknown:
+            raise KeyError(f"unknown modalities {unknown} (dataset has {sorted(mods)})")
+        return wanted
+
     def entries(self, split: str | None = None) -> list[dict[str, Any]]:
         """Manifest entries (optionally of one split), in manifest order; copies that carry
         what :func:`read_shard_arrays` needs to find and check them on their own."""
@@ -449,10 +464,7 @@ def iter_shards(
     """
     ds = dataset if isinstance(dataset, Dataset) else Dataset(dataset)
     mods = ds.manifest["modalities"]
-    wanted = list(mods) if modalities is None else list(modalities)
-    unknown = [m for m in wanted if m not in mods]
-    if unknown:
-        raise KeyError(f"unknown modalities {unknown} (dataset has {sorted(mods)})")
+    wanted = ds.select_modalities(modalities)
     codec = _resolve_container(container, ds.manifest["container"], registry)
     for entry in ds.entries(split):
         arrays = read_shard_arrays(
