@@ -39,6 +39,27 @@ def structured_diff(left: Any, right: Any, path: str = "") -> list[dict[str, Any
     return [{"path": path, "change": "changed", "left": left, "right": right}]
 
 
+def _located(section: Any) -> Any:
+    """A pipeline section without source locations (compared by content checksum instead)."""
+    if not isinstance(section, Mapping) or not isinstance(section.get("sources"), list):
+        return section
+    out = dict(section)
+    out["sources"] = [
+        {k: v for k, v in src.items() if k != "uri"} if isinstance(src, Mapping) else src
+        for src in section["sources"]
+    ]
+    return out
+
+
+def _locations(config: Mapping[str, Any]) -> dict[str, Any]:
+    pipe = config.get("pipeline") or {}
+    return {
+        str(s.get("source_id")): s.get("uri")
+        for s in pipe.get("sources", [])
+        if isinstance(s, Mapping)
+    }
+
+
 def _shard_key(e: Mapping[str, Any]) -> tuple[Any, ...]:
     return (e["split"], e["source_id"], e["entity_id"], e.get("span_index"), e["shard_index"])
 
@@ -82,7 +103,8 @@ def compare_datasets(
     modalities = structured_diff(a.manifest.get("modalities", {}), b.manifest.get("modalities", {}))
     changes: list[dict[str, Any]] = []
     for sec in _SECTIONS:
-        changes.extend(structured_diff(a.config.get(sec), b.config.get(sec), sec))
+        left_sec, right_sec = _located(a.config.get(sec)), _located(b.config.get(sec))
+        changes.extend(structured_diff(left_sec, right_sec, sec))
     job_changes = structured_diff(a.config.get("job"), b.config.get("job"), "job")
     skip = ("started_at", "finished_at")
     prov = [

@@ -12,7 +12,8 @@
     ├── OutputSpecError (ValueError)        an OutputSpec is invalid or a modality cannot be filled
     ├── DatasetExistsError (FileExistsError) the destination holds a dataset and neither resume nor force was given
     ├── DatasetIntegrityError (ValueError)  an artifact fails verification (checksum, layout, commit state)
-    └── SampleFetchError (RuntimeError)     a pinned sample could not be fetched or failed its checksum
+    ├── SampleFetchError (RuntimeError)     a pinned sample could not be fetched or failed its checksum
+    └── MissingExtraError (ImportError)     an optional feature's extra is not installed
 
 Warnings: ``KurationWarning`` (root) and ``DataOrderWarning`` (input rows were reordered).
 """
@@ -28,6 +29,7 @@ __all__ = [
     "KurationError",
     "KurationWarning",
     "MetricCompileError",
+    "MissingExtraError",
     "OutputSpecError",
     "SampleFetchError",
     "SchemaError",
@@ -141,6 +143,10 @@ class DatasetIntegrityError(KurationError, ValueError):
     def __init__(self, message: str, *, path: str | None = None) -> None:
         super().__init__(f"{path}: {message}" if path else message)
         self.path = path
+
+
+class MissingExtraError(KurationError, ImportError):
+    """An optional feature needs a package from an extra that is not installed."""
 
 
 class SampleFetchError(KurationError, RuntimeError):

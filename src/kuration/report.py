@@ -14,6 +14,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from .errors import MissingExtraError
+
 __all__ = ["render_diff_html", "render_inspect_html"]
 
 _CSS = """
@@ -31,10 +33,11 @@ def _plt() -> Any:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
-            "HTML reports need matplotlib: pip install 'kuration-sdk[report]'"
-        ) from exc
+    except ImportError:  # pragma: no cover - exercised only without the extra
+        raise MissingExtraError(
+            "HTML reports need matplotlib, from the [report] extra: pip install 'kuration-sdk[report]' "
+            "(in a checkout: pip install -e '.[report]')"
+        ) from None
     return plt
 
 

@@ -224,7 +224,7 @@ class TimeseriesAdapter(InputAdapter):
         if bad.size:
             r = int(bad[0])
             raise SourceError(
-                f"time {t_sec[r]!r} s is {off[r]:.3g} steps off the {hz:g} Hz grid "
+                f"time {float(t_sec[r])!r} s is {off[r]:.3g} steps off the {hz:g} Hz grid "
                 f"(snap_tolerance {self.snap_tolerance})",
                 source=src,
                 row=r,
@@ -252,7 +252,7 @@ class TimeseriesAdapter(InputAdapter):
                 r = int(order[1:][dup].min())
                 raise SourceError(
                     f"duplicated (time, entity) row: entity {roster[ent_codes[r]]!r} "
-                    f"at {t_sec[r]!r} s",
+                    f"at {float(t_sec[r])!r} s",
                     source=src,
                     row=r,
                 )
@@ -335,7 +335,7 @@ class TimeseriesAdapter(InputAdapter):
         )
         bad = np.flatnonzero(~np.isfinite(t))
         if bad.size:
-            raise SourceError(f"non-finite time {t[bad[0]]!r}", source=src, row=int(bad[0]))
+            raise SourceError(f"non-finite time {float(t[bad[0]])!r}", source=src, row=int(bad[0]))
         return t
 
     def _entities(self, table: pa.Table, src: str) -> tuple[np.ndarray, tuple[Any, ...]]:

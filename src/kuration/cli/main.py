@@ -50,7 +50,16 @@ def _print_run_summary(res: DatasetWriteResult, wall: float, console: Console) -
         f"segments: {sc['segments']}"
     )
     t = Table(title="hours budget per split")
-    for col in ("split", "requested", "pool", "admitted", "emitted", "short", "tracks", "shards"):
+    for col in (
+        "split",
+        "requested",
+        "pool",
+        "admitted",
+        "emitted",
+        "underfill",
+        "tracks",
+        "shards",
+    ):
         t.add_column(col, justify="right")
     for split in ("train", "test"):
         b = budget[split]
@@ -66,6 +75,17 @@ def _print_run_summary(res: DatasetWriteResult, wall: float, console: Console) -
         )
     console.print(t)
     console.print(
+        "[dim]pool: hours of every candidate track (one entity in one source), so concurrent "
+        "entities add up; whole tracks are admitted, so a split may exceed its request by less "
+        "than one track.[/]"
+    )
+    reuse = res.config["results"].get("resume", {})
+    if reuse.get("requested"):
+        console.print(
+            f"resume: {reuse.get('reused_shards', 0)} shards reused, "
+            f"{reuse.get('rebuilt_shards', 0)} rebuilt"
+        )
+    console.print(
         f"shards written: {len(res.manifest['shards'])} ({res.manifest['container']}, "
         f"{res.manifest['shard_length']} steps each); modalities: "
         f"{', '.join(res.manifest['modalities'])}"
@@ -77,7 +97,16 @@ def _print_run_summary(res: DatasetWriteResult, wall: float, console: Console) -
 def _print_inspect(rep: InspectReport, console: Console) -> None:
     console.print(f"[bold]{rep.path}[/]  container={rep.container} shard_length={rep.shard_length}")
     t = Table(title="splits")
-    for col in ("split", "shards", "tracks", "sources", "hours", "requested", "admitted", "short"):
+    for col in (
+        "split",
+        "shards",
+        "tracks",
+        "sources",
+        "hours",
+        "requested",
+        "admitted",
+        "underfill",
+    ):
         t.add_column(col, justify="right")
     for split, s in rep.splits.items():
         b = rep.budget.get(split, {})

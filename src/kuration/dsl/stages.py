@@ -90,7 +90,7 @@ def _planar(st: Stream, fr: Frame, key: Key, vt: ValueType, axis: Any) -> np.nda
 
 def _need_position(st: Stage, vt: ValueType, cx: Ctx, per_entity: bool = False) -> None:
     if vt.semantics != "position" or vt.spec is None:
-        raise cx.fail(f"{st.text} needs a position field; got a {vt.describe()}", st)
+        raise cx.fail(f"{st.text} needs a position field; got {_article(vt.describe())}", st)
     if per_entity and not vt.per_entity:
         raise cx.fail(f"{st.text} compares entities, so it needs per-entity positions", st)
 
@@ -143,7 +143,7 @@ def compile_map(st: Stage, vt: ValueType, cx: Ctx) -> tuple[list[Op], ValueType]
     if op in ("angle_delta", "angular_rate"):
         if vt.semantics != "angular":
             raise cx.fail(
-                f"{op} needs an angular value (an angular field or heading); got a {vt.describe()}",
+                f"{op} needs an angular value (an angular field or heading); got {_article(vt.describe())}",
                 st,
             )
         turn, max_rate = _turn(vt.unit), vt.max_rate
@@ -157,7 +157,7 @@ def compile_map(st: Stage, vt: ValueType, cx: Ctx) -> tuple[list[Op], ValueType]
         return [Op(text, ang)], replace(scalar, unit=unit)
     if op == "norm":
         if vt.kind != "vector":
-            raise cx.fail(f"norm needs a vector; got a {vt.describe()}", st)
+            raise cx.fail(f"norm needs a vector; got {_article(vt.describe())}", st)
         if vt.semantics == "position" and vt.spec is not None and vt.spec.frame == "geodetic":
             raise cx.fail("norm of geodetic coordinates is meaningless (use speed or nn_dist)", st)
         if vt.unit is None and vt.spec is not None and vt.spec.units:
@@ -165,7 +165,7 @@ def compile_map(st: Stage, vt: ValueType, cx: Ctx) -> tuple[list[Op], ValueType]
         return [Op(text, lambda s, fr, k: _next(s, kernels.norm_map(s.x)))], scalar
     if op == "diff":
         if vt.kind not in ("scalar", "vector") or vt.per_window:
-            raise cx.fail(f"diff needs a numeric time series; got a {vt.describe()}", st)
+            raise cx.fail(f"diff needs a numeric time series; got {_article(vt.describe())}", st)
         if vt.semantics == "angular":
             raise cx.fail("diff of an angle does not wrap; use angle_delta", st)
         if vt.semantics == "bitmask":
@@ -177,14 +177,16 @@ def compile_map(st: Stage, vt: ValueType, cx: Ctx) -> tuple[list[Op], ValueType]
             hint = " (use norm for vectors)" if vt.kind == "vector" else ""
             if vt.semantics == "angular":
                 hint = " (use angle_delta | abs for turning)"
-            raise cx.fail(f"abs needs a plain scalar; got a {vt.describe()}{hint}", st)
+            raise cx.fail(f"abs needs a plain scalar; got {_article(vt.describe())}{hint}", st)
         out = replace(vt, semantics=None, spec=None)
         return [Op(text, lambda s, fr, k: _next(s, kernels.abs_map(s.x)))], out
     if op == "bit":
         return _compile_bit(st, vt, cx)
     if op == "is":
         if vt.kind != "categorical" or vt.spec is None:
-            raise cx.fail(f"is:<label> needs a categorical value; got a {vt.describe()}", st)
+            raise cx.fail(
+                f"is:<label> needs a categorical value; got {_article(vt.describe())}", st
+            )
         vocab = vt.spec.vocab
         label = str(st.arg)
         if label not in vocab:
@@ -232,7 +234,7 @@ def compile_map(st: Stage, vt: ValueType, cx: Ctx) -> tuple[list[Op], ValueType]
 def _compile_bit(st: Stage, vt: ValueType, cx: Ctx) -> tuple[list[Op], ValueType]:
     f = vt.spec
     if vt.semantics != "bitmask" or f is None:
-        raise cx.fail(f"bit:<name> needs a bitmask field; got a {vt.describe()}", st)
+        raise cx.fail(f"bit:<name> needs a bitmask field; got {_article(vt.describe())}", st)
     idx = _bit_index(st, f, str(st.arg), cx)
 
     def bit(s: Stream, fr: Frame, key: Key) -> Stream:
@@ -345,7 +347,7 @@ def compile_filter(st: Stage, vt: ValueType, cx: Ctx) -> tuple[Op, ValueType]:
     if op == "where_cmp":
         if not vt.numeric:
             raise cx.fail(
-                f"where:<cmp><number> compares a scalar; got a {vt.describe()}"
+                f"where:<cmp><number> compares a scalar; got {_article(vt.describe())}"
                 + (
                     " (use where:<field>=<label> or is:<label>)" if vt.kind == "categorical" else ""
                 ),
@@ -429,7 +431,7 @@ def compile_agg(st: Stage, vt: ValueType, cx: Ctx) -> tuple[Op, ValueType]:
         raise cx.fail(f"{st.text} aggregates entities, but the value is a {vt.describe()}", st)
     if not vt.numeric:
         raise cx.fail(
-            f"{st.text} aggregates scalars or booleans; got a {vt.describe()}"
+            f"{st.text} aggregates scalars or booleans; got {_article(vt.describe())}"
             + (" (use is:<label> first)" if vt.kind == "categorical" else "")
             + (" (add a map such as norm or speed)" if vt.kind == "vector" else ""),
             st,
@@ -440,7 +442,7 @@ def compile_agg(st: Stage, vt: ValueType, cx: Ctx) -> tuple[Op, ValueType]:
         raise cx.fail(f"{st.text} of a raw bitmask is meaningless (use bit:<name> first)", st)
     if how in ("any", "all") and vt.kind != "bool":
         raise cx.fail(
-            f"{st.text} needs booleans (bit:, is: or an event); got a {vt.describe()}", st
+            f"{st.text} needs booleans (bit:, is: or an event); got {_article(vt.describe())}", st
         )
     boolean = vt.kind == "bool"
 
@@ -550,7 +552,7 @@ def compile_reduce(
             return ops, _moment_reduce("sum", 1.0 / hz), "m", sv
         if vt.kind not in ("scalar", "vector") or vt.semantics in ("angular", "bitmask"):
             raise cx.fail(
-                f"path_length needs a position or a numeric series; got a {vt.describe()}"
+                f"path_length needs a position or a numeric series; got {_article(vt.describe())}"
                 + (
                     " (use angle_delta | abs | sum for turning)"
                     if vt.semantics == "angular"
@@ -671,7 +673,7 @@ def _compile_entropy(
         else:
             raise cx.fail(
                 "entropy of a continuous value needs a binning, e.g. entropy:16 "
-                f"(plain entropy is for categorical or boolean values; got a {vt.describe()})",
+                f"(plain entropy is for categorical or boolean values; got {_article(vt.describe())})",
                 st,
             )
         counts = _ticks("@tick_codes", lambda s: reduces.tick_codes(s.x, n_values))
@@ -686,9 +688,13 @@ def _compile_entropy(
         )
     if vt.kind != "scalar" or vt.semantics == "bitmask":
         raise cx.fail(
-            f"entropy:<bins> bins a numeric scalar; got a {vt.describe()}"
+            f"entropy:<bins> bins a numeric scalar; got {_article(vt.describe())}"
             + (" (use plain entropy)" if vt.kind in ("bool", "categorical") else ""),
             st,
         )
     bins = int(st.arg)
     return [], Reduce(lambda s, fr, k: reduces.entropy_hist(s.x, bins)), "bit", vt
+
+
+def _article(noun: str) -> str:
+    return f"{'an' if noun[:1] in 'aeiou' else 'a'} {noun}"

@@ -428,8 +428,8 @@ def write_dataset(
     try:
         if _destination_in_use(root) and not (resume or force):
             raise DatasetExistsError(
-                f"{root} is not empty; pass resume=True to continue the same run or "
-                "force=True to replace it"
+                f"{root} is not empty; resume it (resume=True, kur run --resume) to continue "
+                "the same run or replace it (force=True, kur run --force)"
             )
         started = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
         scoring = score_sources(
