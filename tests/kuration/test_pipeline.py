@@ -184,3 +184,12 @@ def test_cli_run_and_inspect(small_job, tmp_path: Path) -> None:
         [*kur, "run", str(job_path), "--out", str(out)], capture_output=True, text=True, check=False
     )
     assert again.returncode == 1 and "not empty" in again.stderr
+
+
+def test_a_refused_run_writes_nothing(small_job, tmp_path: Path) -> None:
+    out = tmp_path / "notes"
+    out.mkdir()
+    (out / "notes.txt").write_text("not a dataset")
+    with pytest.raises(DatasetExistsError, match="--force"):
+        run_job(small_job, out)
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]

@@ -421,16 +421,19 @@ def write_dataset(
         force=force,
     )
     gfn = _group_fn(group_of)
+    refusal = (
+        f"{root} is not empty; resume it (resume=True, kur run --resume) to continue "
+        "the same run or replace it (force=True, kur run --force)"
+    )
+    if _destination_in_use(root) and not (resume or force):
+        raise DatasetExistsError(refusal)  # before the lease, so a refused run writes nothing
 
     lease = WriterLease(root).acquire()
     published = False
     opened: list[Journal] = []
     try:
         if _destination_in_use(root) and not (resume or force):
-            raise DatasetExistsError(
-                f"{root} is not empty; resume it (resume=True, kur run --resume) to continue "
-                "the same run or replace it (force=True, kur run --force)"
-            )
+            raise DatasetExistsError(refusal)  # filled by another writer since the check above
         started = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
         scoring = score_sources(
             schema,
