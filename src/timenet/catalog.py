@@ -28,6 +28,7 @@ with ``read_only=True`` afterwards.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -100,11 +101,17 @@ _COLUMNS: dict[str, list[tuple[str, pa.DataType]]] = {
 }
 
 
+_TEMPLATE = Path(__file__).with_name("_catalog_template.duckdb")
+
+
 def write_catalog(path: Path, rows: dict[str, list[tuple[Any, ...]]]) -> None:
     """Create ``control.duckdb`` at ``path`` holding ``rows`` per table."""
     import duckdb
 
-    con = duckdb.connect(str(path))
+    # DuckDB stamps a random id into every new file; starting from one shipped empty database
+    # (and writing on one thread) makes the same rows give the same bytes on every build
+    shutil.copyfile(_TEMPLATE, path)
+    con = duckdb.connect(str(path), config={"threads": 1})
     try:
         con.execute(_DDL)
         con.execute("INSERT INTO info VALUES ('format', 'timef'), ('format_version', '1')")

@@ -7,10 +7,9 @@ staging directory and publishes nothing.
 
 Reproducibility: the manifest's ``created`` is the connector's fixed
 ``created`` instant (``$SOURCE_DATE_EPOCH`` overrides it), raw inputs are
-pinned by SHA-256, and connectors write records in a fixed order, so two
-builds produce byte-identical value files and manifests that differ only in
-the ``control.duckdb`` entry: DuckDB stamps every database file with a
-random identifier, so the catalog is compared by content instead.
+pinned by SHA-256, connectors write records in a fixed order and the catalog
+starts from a shipped empty database (see :func:`timenet.catalog.write_catalog`),
+so two builds produce byte-identical files and manifests.
 """
 
 from __future__ import annotations
