@@ -251,15 +251,23 @@ class KCenter:
     def priorities(
         self, segments: Sequence[Segment], params: Mapping[str, Any], seed: int, nan_policy: str
     ) -> np.ndarray:
-        names = params.get("features") or _all_axes(segments)
-        x, bad = pool_matrix(segments, names, params.get("normalize", "zscore"))
-        rows = np.flatnonzero(~bad)
-        xg = x[rows]
+        xg, rows, bad = _coverage_matrix(segments, params)
         order, _ = greedy_k_center(xg, params.get("limit"))
         if order.size < rows.size:
             mind = _dist_block(xg, xg[order]).min(axis=1) if order.size else np.zeros(rows.size)
             order = np.r_[order, _rest_by(mind, order)]
         return rank_nan_lowest(order_to_priorities(rows[order], len(segments)), bad, nan_policy)
+
+
+def _coverage_matrix(
+    segments: Sequence[Segment], params: Mapping[str, Any]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The normalised feature rows of the segments that can be ranked, their pool indices,
+    and the mask of segments left out (non-finite features)."""
+    names = params.get("features") or _all_axes(segments)
+    x, bad = pool_matrix(segments, names, params.get("normalize", "zscore"))
+    rows = np.flatnonzero(~bad)
+    return x[rows], rows, bad
 
 
 @dataclass(frozen=True)
@@ -297,10 +305,7 @@ class FacilityLocation:
     def priorities(
         self, segments: Sequence[Segment], params: Mapping[str, Any], seed: int, nan_policy: str
     ) -> np.ndarray:
-        names = params.get("features") or _all_axes(segments)
-        x, bad = pool_matrix(segments, names, params.get("normalize", "zscore"))
-        rows = np.flatnonzero(~bad)
-        xg = x[rows]
+        xg, rows, bad = _coverage_matrix(segments, params)
         kernel = params.get("kernel", "distance")
         order, _ = greedy_facility_location(xg, params.get("limit"), kernel, params.get("sigma"))
         if order.size < rows.size:
