@@ -20,6 +20,8 @@ Warnings: ``KurationWarning`` (root) and ``DataOrderWarning`` (input rows were r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 __all__ = [
     "DataOrderWarning",
     "DatasetExistsError",
@@ -49,11 +51,25 @@ class SchemaError(KurationError, ValueError):
     ----------
     field : str or None
         The offending field name, when there is one.
+
+    path : str or None
+        Key path of the (first) problem in the schema document, e.g. ``fields[0].dims``.
+    problems : tuple of str
+        One line per problem.
     """
 
-    def __init__(self, message: str, *, field: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        path: str | None = None,
+        problems: Sequence[str] = (),
+    ) -> None:
         super().__init__(f"field {field!r}: {message}" if field else message)
         self.field = field
+        self.path = path
+        self.problems = tuple(problems) or (message,)
 
 
 class MetricCompileError(KurationError, ValueError):
@@ -93,11 +109,41 @@ class MetricCompileError(KurationError, ValueError):
 
 
 class StrategyError(KurationError, ValueError):
-    """A strategy is malformed, names an unknown method, or references a missing feature."""
+    """A strategy is malformed, names an unknown method, or references a missing feature.
+
+    Attributes
+    ----------
+    path : str or None
+        Key path of the (first) problem, e.g. ``budget.train_hours``, when known.
+    problems : tuple of str
+        One line per problem.
+    """
+
+    def __init__(
+        self, message: str, *, path: str | None = None, problems: Sequence[str] = ()
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.problems = tuple(problems) or (message,)
 
 
 class JobError(KurationError, ValueError):
-    """A job file is malformed or names something that does not exist."""
+    """A job file is malformed or names something that does not exist.
+
+    Attributes
+    ----------
+    path : str or None
+        Key path of the (first) problem, e.g. ``budget.train_hours``, when known.
+    problems : tuple of str
+        One line per problem.
+    """
+
+    def __init__(
+        self, message: str, *, path: str | None = None, problems: Sequence[str] = ()
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.problems = tuple(problems) or (message,)
 
 
 class SourceError(KurationError, ValueError):
@@ -130,7 +176,22 @@ class EmptyPoolError(KurationError, RuntimeError):
 
 
 class OutputSpecError(KurationError, ValueError):
-    """An OutputSpec is invalid, or a declared modality cannot be filled for a present entity."""
+    """An OutputSpec is invalid, or a declared modality cannot be filled for a present entity.
+
+    Attributes
+    ----------
+    path : str or None
+        Key path of the (first) problem, e.g. ``budget.train_hours``, when known.
+    problems : tuple of str
+        One line per problem.
+    """
+
+    def __init__(
+        self, message: str, *, path: str | None = None, problems: Sequence[str] = ()
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.problems = tuple(problems) or (message,)
 
 
 class DatasetExistsError(KurationError, FileExistsError):
