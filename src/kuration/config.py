@@ -51,6 +51,8 @@ __all__ = [
     "OutputModel",
     "SchemaModel",
     "StrategyModel",
+    "check_seed",
+    "check_workers",
     "config_error",
     "json_schema",
     "validate_config",
@@ -174,6 +176,9 @@ class OutputModel(_Model):
 SnapTolerance = Annotated[float, Field(ge=0, le=0.5, allow_inf_nan=False)]
 
 
+_BUILTIN_ADAPTERS = ("timeseries", "timenet", "curated")
+
+
 class TimeseriesAdapterModel(_Model):
     """Options of the ``timeseries`` adapter (see :class:`~kuration.adapters.timeseries.TimeseriesAdapter`)."""
 
@@ -221,10 +226,7 @@ class PluginAdapterModel(BaseModel):
     """An adapter registered by a plugin: ``type`` and its own options (checked by the adapter)."""
 
     model_config = ConfigDict(strict=True, extra="allow", frozen=True)
-    type: str
-
-
-_BUILTIN_ADAPTERS = ("timeseries", "timenet", "curated")
+    type: Annotated[str, Field(json_schema_extra={"not": {"enum": list(_BUILTIN_ADAPTERS)}})]
 
 
 def _adapter_tag(v: Any) -> str:
@@ -296,10 +298,16 @@ Sources = Annotated[
 
 
 def _inline_or_file(what: str) -> Any:
-    def tag(v: Any) -> str:
-        return f"{what} file" if isinstance(v, str) else f"inline {what}"
+    def tag(v: Any) -> str | None:
+        if isinstance(v, str):
+            return f"{what} file"
+        return f"inline {what}" if isinstance(v, Mapping | BaseModel) else None
 
-    return Discriminator(tag)
+    return Discriminator(
+        tag,
+        custom_error_type=f"{what}_part",
+        custom_error_message=f"{what} is an object or the path of a JSON file holding one",
+    )
 
 
 # a part of a job is given inline, or as a path (relative to the job file) to its own file
@@ -344,6 +352,33 @@ class JobModel(_Model):
     encoder: EncoderModel | None = None
     plugins: list[str] = []
     include_plugin_entry_points: bool = True
+
+
+# -- API arguments that stand in for job keys -----------------------------------------
+def check_seed(seed: Any) -> int:
+    """``seed`` as a random seed.
+
+    Raises
+    ------
+    JobError
+        Unless ``seed`` is an integer >= 0.
+    """
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise JobError(f"seed must be an integer >= 0, got {seed!r}", path="seed")
+    return seed
+
+
+def check_workers(workers: Any) -> int:
+    """``workers`` as a count of scoring processes.
+
+    Raises
+    ------
+    JobError
+        Unless ``workers`` is an integer >= 1.
+    """
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise JobError(f"workers must be an integer >= 1, got {workers!r}", path="workers")
+    return workers
 
 
 # -- validation -------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .adapters.base import InputAdapter, adapter_from_dict
-from .config import JobModel, validate_config
+from .config import JobModel, check_workers, validate_config
 from .errors import JobError, KurationError
 from .jsonio import loads_strict
 from .output.dataset import DatasetWriteResult, preflight, write_dataset
@@ -44,7 +44,7 @@ from .schema import SchemaSpec
 from .segment import Segmenter
 from .strategy import load_strategy
 
-__all__ = ["check_workers", "load_job", "resolve_sources", "run_job"]
+__all__ = ["load_job", "resolve_sources", "run_job"]
 
 _SAMPLES = {"adsb-paris": build_adsb_sources}
 
@@ -103,19 +103,6 @@ def _parse_job(
         if key in raw:
             raw[key] = _load_part(raw[key], base, key)
     return raw, base, validate_config(JobModel, raw, kind="job", what=what)
-
-
-def check_workers(workers: Any) -> int:
-    """``workers`` as a count of scoring processes.
-
-    Raises
-    ------
-    JobError
-        Unless ``workers`` is an integer >= 1.
-    """
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-        raise JobError(f"workers must be an integer >= 1, got {workers!r}", path="workers")
-    return workers
 
 
 def resolve_sources(spec: Any, base: Path) -> list[str]:
