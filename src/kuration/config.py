@@ -44,11 +44,19 @@ from pydantic import (
     ValidationError,
 )
 
-from .errors import JobError, KurationError, OutputSpecError, SchemaError, StrategyError
+from .errors import (
+    JobError,
+    KurationError,
+    OutputSpecError,
+    PolicyError,
+    SchemaError,
+    StrategyError,
+)
 
 __all__ = [
     "JobModel",
     "OutputModel",
+    "PolicyModel",
     "SchemaModel",
     "StrategyModel",
     "check_seed",
@@ -354,6 +362,23 @@ class JobModel(_Model):
     include_plugin_entry_points: bool = True
 
 
+# -- quality policy (kur check) -----------------------------------------------------
+Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+
+
+class PolicyModel(_Model):
+    """A quality policy for ``kur check`` (see :mod:`kuration.check`)."""
+
+    required_modalities: list[str] | None = None
+    required_splits: list[str] | None = None
+    min_sources: NonNegativeInt | None = None
+    min_shards: NonNegativeInt | dict[str, NonNegativeInt] | None = None
+    verify: bool = False
+    min_budget_utilization: Fraction | None = None
+    max_skipped_sources: NonNegativeInt | None = None
+    max_skipped_fraction: Fraction | None = None
+
+
 # -- API arguments that stand in for job keys -----------------------------------------
 def check_seed(seed: Any) -> int:
     """``seed`` as a random seed.
@@ -389,12 +414,14 @@ _MODELS: dict[str, type[BaseModel]] = {
     "strategy": StrategyModel,
     "output": OutputModel,
     "schema": SchemaModel,
+    "policy": PolicyModel,
 }
 _ERRORS: dict[str, type[KurationError]] = {
     "job": JobError,
     "strategy": StrategyError,
     "output": OutputSpecError,
     "schema": SchemaError,
+    "policy": PolicyError,
 }
 
 
@@ -403,7 +430,7 @@ def json_schema(kind: str) -> dict[str, Any]:
 
     Parameters
     ----------
-    kind : {"job", "strategy", "output", "schema"}
+    kind : {"job", "strategy", "output", "schema", "policy"}
 
     Raises
     ------
@@ -554,7 +581,7 @@ def validate_config(model: type[M], data: Any, *, kind: str, what: str, prefix: 
         One of the models of this module.
     data : object
         The parsed JSON document.
-    kind : {"job", "strategy", "output", "schema"}
+    kind : {"job", "strategy", "output", "schema", "policy"}
         Which error class to raise.
     what : str
         The file (or a label) named first in every message.
@@ -563,7 +590,7 @@ def validate_config(model: type[M], data: Any, *, kind: str, what: str, prefix: 
 
     Raises
     ------
-    JobError, StrategyError, OutputSpecError, SchemaError
+    JobError, StrategyError, OutputSpecError, SchemaError, PolicyError
         One line per problem, each naming its key path; ``.path`` is the
         first problem's path and ``.problems`` lists every line.
     """

@@ -7,6 +7,7 @@
     ├── MetricCompileError (ValueError)     a metric expression does not compile against a schema
     ├── StrategyError (ValueError)          a strategy file is malformed or inconsistent
     ├── JobError (ValueError)               a job file is malformed
+    ├── PolicyError (ValueError)            a quality policy (``kur check``) is malformed
     ├── SourceError (ValueError)            raw input is malformed (names source and row)
     ├── EmptyPoolError (RuntimeError)       scoring produced no segments at all
     ├── OutputSpecError (ValueError)        an OutputSpec is invalid or a modality cannot be filled
@@ -33,6 +34,7 @@ __all__ = [
     "MetricCompileError",
     "MissingExtraError",
     "OutputSpecError",
+    "PolicyError",
     "SampleFetchError",
     "SchemaError",
     "SourceError",
@@ -134,6 +136,25 @@ class JobError(KurationError, ValueError):
     ----------
     path : str or None
         Key path of the (first) problem, e.g. ``budget.train_hours``, when known.
+    problems : tuple of str
+        One line per problem.
+    """
+
+    def __init__(
+        self, message: str, *, path: str | None = None, problems: Sequence[str] = ()
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.problems = tuple(problems) or (message,)
+
+
+class PolicyError(KurationError, ValueError):
+    """A quality policy (``kur check``) is malformed.
+
+    Attributes
+    ----------
+    path : str or None
+        Key path of the (first) problem, e.g. ``min_sources``, when known.
     problems : tuple of str
         One line per problem.
     """

@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kuration.check import load_policy
 from kuration.cli.main import main
 from kuration.config import JobModel, json_schema, validate_config
-from kuration.errors import JobError, OutputSpecError, SchemaError, StrategyError
+from kuration.errors import JobError, OutputSpecError, PolicyError, SchemaError, StrategyError
 from kuration.job import job_components, load_job, resolve_sources, run_job
 from kuration.output.spec import OutputSpec
 from kuration.schema import SchemaSpec
@@ -126,6 +127,29 @@ def test_bad_job_values_name_the_key_path(job: dict[str, Any], case: tuple[Any, 
     assert "\n" not in str(err)  # one problem, one line
     if close is not None:
         assert f"did you mean {close!r}?" in str(err)
+
+
+@pytest.mark.parametrize(
+    ("policy", "path", "close"),
+    [
+        ({"verify": "false"}, "verify", None),
+        ({"min_sources": True}, "min_sources", None),
+        ({"min_sources": 2.5}, "min_sources", None),
+        ({"required_modalities": "position"}, "required_modalities", None),
+        ({"min_shards": {"train": 1.5}}, "min_shards.train", None),
+        ({"max_skipped_fraction": 2}, "max_skipped_fraction", None),
+        ({"min_sourcs": 1}, "min_sourcs", "min_sources"),
+    ],
+)
+def test_bad_policy_values_name_the_key(
+    policy: dict[str, Any], path: str, close: str | None
+) -> None:
+    with pytest.raises(PolicyError, match=rf"^policy: {re.escape(path)}: ") as exc:
+        load_policy(policy)
+    assert exc.value.path == path
+    if close is not None:
+        assert f"did you mean {close!r}?" in str(exc.value)
+    assert load_policy({"min_shards": {"train": 2}, "verify": True, "min_budget_utilization": 1})
 
 
 def test_every_problem_gets_its_own_line(job: dict[str, Any]) -> None:
@@ -263,7 +287,7 @@ def test_shipped_strategies_load(path: Path) -> None:
     assert load_strategy(str(path), schema).method
 
 
-@pytest.mark.parametrize("kind", ["job", "strategy", "output", "schema"])
+@pytest.mark.parametrize("kind", ["job", "strategy", "output", "schema", "policy"])
 def test_kur_schema_prints_a_json_schema_the_examples_satisfy(
     kind: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -276,6 +300,7 @@ def test_kur_schema_prints_a_json_schema_the_examples_satisfy(
         "strategy": [*STRATEGIES, *ROOT.glob("examples/*/strategy.json")],
         "output": sorted(ROOT.glob("examples/*/output.json")),
         "schema": sorted(ROOT.glob("examples/*/schema.json")),
+        "policy": [],
     }[kind]
     try:
         import jsonschema

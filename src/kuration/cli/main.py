@@ -215,8 +215,8 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 def _add_schema(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "kind",
-        choices=["job", "strategy", "output", "schema"],
-        help="which file: a job, a strategy, an output spec or a schema",
+        choices=["job", "strategy", "output", "schema", "policy"],
+        help="which file: a job, a strategy, an output spec, a schema or a kur check policy",
     )
     p.set_defaults(fn=_cmd_schema)
 
