@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .config import PolicyModel, validate_config
 from .errors import KurationError, PolicyError
@@ -62,7 +62,7 @@ def load_policy(policy: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str,
         except (OSError, ValueError) as exc:
             raise PolicyError(f"cannot read policy: {exc}") from None
     validate_config(PolicyModel, policy, kind="policy", what=what)
-    return dict(policy)
+    return dict(cast(Mapping[str, Any], policy))  # a JSON object: checked just above
 
 
 def check_dataset(

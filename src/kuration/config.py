@@ -31,7 +31,7 @@ import difflib
 import functools
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
@@ -416,7 +416,7 @@ _MODELS: dict[str, type[BaseModel]] = {
     "schema": SchemaModel,
     "policy": PolicyModel,
 }
-_ERRORS: dict[str, type[KurationError]] = {
+_ERRORS: dict[str, Callable[..., KurationError]] = {
     "job": JobError,
     "strategy": StrategyError,
     "output": OutputSpecError,

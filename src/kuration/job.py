@@ -131,6 +131,7 @@ def resolve_sources(spec: Any, base: Path) -> list[str]:
             raise JobError(f"sources glob {pattern!r} matches no file")
         return found
     if isinstance(spec, list) and spec and all(isinstance(s, str) for s in spec):
+        _no_duplicates(spec, [s if "://" in s else str(base / s) for s in spec])
         if any(s.startswith("timenet://") for s in spec):
             from .adapters.timenet import expand_source
 
@@ -141,13 +142,11 @@ def resolve_sources(spec: Any, base: Path) -> list[str]:
                     out.extend(expand_source(s))
                 else:
                     out.extend(resolve_sources([s], base))
-            _no_duplicates(spec, spec)
             return out
         paths = [s if os.path.isabs(s) else str(base / s) for s in spec]
         missing = [p for p in paths if not os.path.exists(p)]
         if missing:
             raise JobError(f"source files not found: {missing}", path="sources")
-        _no_duplicates(spec, paths)
         return paths
     raise JobError(
         "sources must be a non-empty list of paths, {'glob': pattern} or {'sample': name}"

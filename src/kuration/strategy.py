@@ -39,7 +39,7 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .config import StrategyModel, validate_config
 from .constraints import (
@@ -147,6 +147,7 @@ def load_strategy(
         except ValueError as exc:
             raise StrategyError(str(exc)) from None
     m = validate_config(StrategyModel, spec, kind="strategy", what=what)
+    doc: Mapping[str, Any] = cast(Mapping[str, Any], spec)  # a JSON object: checked just above
     try:
         method = get_method(m.method)
     except KeyError as exc:
@@ -154,14 +155,13 @@ def load_strategy(
     axes = tuple(m.bin.axes) if m.bin is not None else ()
     if len(set(axes)) != len(axes):
         raise StrategyError(f"{what}: bin.axes must be distinct feature names", path="bin.axes")
-    n_bins = m.bin.n_bins if m.bin is not None else 4
-    if isinstance(n_bins, list):
-        if len(n_bins) != len(axes):
-            raise StrategyError(
-                f"{what}: bin.n_bins lists {len(n_bins)} counts for {len(axes)} axes",
-                path="bin.n_bins",
-            )
-        n_bins = tuple(n_bins)
+    counts = m.bin.n_bins if m.bin is not None else 4
+    if isinstance(counts, list) and len(counts) != len(axes):
+        raise StrategyError(
+            f"{what}: bin.n_bins lists {len(counts)} counts for {len(axes)} axes",
+            path="bin.n_bins",
+        )
+    n_bins = tuple(counts) if isinstance(counts, list) else counts
     strat = Strategy(
         name=m.name,
         define=dict(m.define),
@@ -180,16 +180,16 @@ def load_strategy(
             raise StrategyError(
                 f"binning axis {ax!r} is not a defined feature ({', '.join(features)})"
             )
-    tags = validate_tags(spec.get("tags"), features)
-    group = validate_group(spec.get("group"))
+    tags = validate_tags(doc.get("tags"), features)
+    group = validate_group(doc.get("group"))
     return dataclasses.replace(
         strat,
         params=resolve_params(method, strat.params, features, axes),
-        filters=tuple(normalize_filters(spec.get("filters"), features)),
+        filters=tuple(normalize_filters(doc.get("filters"), features)),
         tags=tags,
         group=group,
-        tag_coverage=validate_tag_coverage(spec.get("tag_coverage"), tags),
-        group_cap=validate_group_cap(spec.get("group_cap"), group),
+        tag_coverage=validate_tag_coverage(doc.get("tag_coverage"), tags),
+        group_cap=validate_group_cap(doc.get("group_cap"), group),
     )
 
 

@@ -271,6 +271,9 @@ def test_a_source_listed_twice_is_an_error(tmp_path: Path) -> None:
         resolve_sources(["a.csv", "b.csv", "./a.csv"], tmp_path)
     with pytest.raises(JobError, match=r"sources\[1\]"):
         resolve_sources(["a.csv", str(tmp_path / "a.csv")], tmp_path)
+    uri = "timenet://org/name@1.0?group_by=group"
+    with pytest.raises(JobError, match=r"sources\[1\] 'timenet://org/name@1.0\?group_by=group'"):
+        resolve_sources([uri, uri], tmp_path)  # refused before any registry is opened
 
 
 @pytest.mark.parametrize("path", JOBS, ids=lambda p: p.parent.name)
