@@ -179,11 +179,12 @@ def job_components(raw: Mapping[str, Any]) -> tuple[SchemaSpec, InputAdapter, Se
     schema = SchemaSpec.from_dict(raw["schema"], what="job schema")
     try:
         adapter = adapter_from_dict(raw["adapter"], schema)
-    except (KeyError, TypeError, ValueError) as exc:
+    except KeyError as exc:  # an unknown adapter name (UnknownNameError lists close matches)
+        raise JobError(f"adapter.type: {exc}", path="adapter.type") from None
+    except (TypeError, ValueError) as exc:
         if isinstance(exc, KurationError):
             raise
-        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        raise JobError(f"adapter: {msg}", path="adapter") from None
+        raise JobError(f"adapter: {exc}", path="adapter") from None
     seg_opts = dict(raw["segmenter"])
     if seg_opts.get("unit") == "seconds":
         seg_opts.setdefault("sample_hz", schema.sample_hz)
@@ -252,7 +253,9 @@ def _run_loaded(
     if m.encoder is not None:
         try:
             encoder = get_encoder(m.encoder.type, **(m.encoder.model_extra or {}))
-        except (KeyError, TypeError, ValueError) as exc:
+        except KeyError as exc:  # an unknown encoder name
+            raise JobError(f"encoder.type: {exc}", path="encoder.type") from None
+        except (TypeError, ValueError) as exc:
             if isinstance(exc, KurationError):
                 raise
             raise JobError(f"encoder: {exc}", path="encoder") from None

@@ -319,3 +319,18 @@ def test_kur_schema_prints_a_json_schema_the_examples_satisfy(
         bad["seed"] = 1.7
         bad["budget"]["train_hour"] = 1
         assert len(list(validator.iter_errors(bad))) == 2
+
+
+def test_unknown_registered_names_point_at_their_key(job: dict[str, Any]) -> None:
+    raw = _set(job, "adapter.type", "timeserie")
+    with pytest.raises(
+        JobError, match=r"^adapter\.type: unknown adapter 'timeserie'; did you mean 'timeseries'"
+    ) as exc:
+        job_components(raw)
+    assert exc.value.path == "adapter.type"
+    schema = SchemaSpec.from_dict(job["schema"])
+    with pytest.raises(
+        StrategyError, match=r"method: unknown selection method 'top_k'.*'top-k'"
+    ) as exc2:
+        load_strategy({**job["strategy"], "method": "top_k"}, schema)
+    assert exc2.value.path == "method"
