@@ -1,4 +1,5 @@
-"""Typed, strict models of the configuration files: job, strategy, output spec and schema.
+"""Typed, strict models of the configuration files: job, strategy, output spec, schema and
+``kur check`` policy.
 
 Every file is parsed with :func:`kuration.jsonio.loads_strict` (duplicate keys
 and non-finite numbers are errors) and the object is then validated against
@@ -10,7 +11,8 @@ errors that name the closest known key (``dtpye`` -> ``dtype``).
 
 Validation failures are raised as the package's own errors
 (:class:`~kuration.errors.JobError`, :class:`~kuration.errors.StrategyError`,
-:class:`~kuration.errors.OutputSpecError`, :class:`~kuration.errors.SchemaError`),
+:class:`~kuration.errors.OutputSpecError`, :class:`~kuration.errors.SchemaError`,
+:class:`~kuration.errors.PolicyError`),
 one line per problem, each naming its key path (``budget.train_hours``,
 ``output.modalities.position.dtype``).  The models check JSON types and
 plain ranges only; the meaning of the values (units, features, metric
@@ -18,7 +20,7 @@ expressions, registered names) is checked where the runtime objects are
 built (:class:`~kuration.schema.SchemaSpec`, :func:`~kuration.strategy.load_strategy`,
 :class:`~kuration.output.spec.OutputSpec`, the adapters).
 
-``kur schema job|strategy|output|schema`` prints :func:`json_schema` of each
+``kur schema job|strategy|output|schema|policy`` prints :func:`json_schema` of each
 model, for editors that complete and check JSON files.
 
 To add a key to a file, add one annotated attribute to its model here (and
@@ -495,7 +497,7 @@ def _real_path(loc: Sequence[str | int], data: Any, kind: str) -> list[str | int
     return out
 
 
-def format_path(path: Sequence[str | int]) -> str:
+def _format_path(path: Sequence[str | int]) -> str:
     """``("output", "modalities", "x", "shape", 0)`` -> ``output.modalities.x.shape[0]``."""
     text = ""
     for part in path:
@@ -547,13 +549,11 @@ def _problems(exc: ValidationError, data: Any, model: type[BaseModel]) -> list[t
         text = " or ".join([first, *(m.removeprefix("input should be ") for m in rest)])
         if p in given:
             text += f", got {_short(given[p])}"
-        out.append((format_path(p), text))
+        out.append((_format_path(p), text))
     return out
 
 
-def config_error(
-    kind: str, what: str, problems: Sequence[tuple[str, str]], *, prefix: str = ""
-) -> KurationError:
+def config_error(kind: str, what: str, problems: Sequence[tuple[str, str]]) -> KurationError:
     """The package error for ``problems`` in a ``kind`` file: one line per problem.
 
     The error class follows the part the first problem lies in (``schema``,
@@ -563,16 +563,16 @@ def config_error(
     head = first.split(".", 1)[0].split("[", 1)[0]
     cls = _ERRORS[head] if kind == "job" and head in ("schema", "strategy", "output") else None
     cls = cls or _ERRORS[kind]
-    lines = [f"{prefix}{p}: {m}" for p, m in problems]
+    lines = [f"{p}: {m}" for p, m in problems]
     text = (
         f"{what}: " + lines[0]
         if len(lines) == 1
         else f"{what}: {len(lines)} problems\n  " + ("\n  ".join(lines))
     )
-    return cls(text, path=f"{prefix}{first}", problems=lines)
+    return cls(text, path=first, problems=lines)
 
 
-def validate_config(model: type[M], data: Any, *, kind: str, what: str, prefix: str = "") -> M:
+def validate_config(model: type[M], data: Any, *, kind: str, what: str) -> M:
     """Validate ``data`` (already parsed strictly) against ``model`` in strict mode.
 
     Parameters
@@ -585,8 +585,6 @@ def validate_config(model: type[M], data: Any, *, kind: str, what: str, prefix: 
         Which error class to raise.
     what : str
         The file (or a label) named first in every message.
-    prefix : str
-        Prepended to each key path (e.g. ``"strategy."``).
 
     Raises
     ------
@@ -597,4 +595,4 @@ def validate_config(model: type[M], data: Any, *, kind: str, what: str, prefix: 
     try:
         return model.model_validate(data, strict=True)
     except ValidationError as exc:
-        raise config_error(kind, what, _problems(exc, data, model), prefix=prefix) from None
+        raise config_error(kind, what, _problems(exc, data, model)) from None
