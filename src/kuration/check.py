@@ -19,28 +19,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from .errors import KurationError
+from .config import PolicyModel, validate_config
+from .errors import KurationError, PolicyError
 from .inspect import inspect_dataset
 from .jsonio import loads_strict
 
 __all__ = ["CheckResult", "PolicyError", "check_dataset", "load_policy"]
-
-_KEYS = {
-    "required_modalities",
-    "required_splits",
-    "min_sources",
-    "min_shards",
-    "verify",
-    "min_budget_utilization",
-    "max_skipped_sources",
-    "max_skipped_fraction",
-}
-
-
-class PolicyError(KurationError, ValueError):
-    """A quality policy is malformed."""
 
 
 @dataclass(frozen=True)
@@ -60,36 +46,23 @@ class CheckResult:
 
 
 def load_policy(policy: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
-    """Read and validate a policy (path or mapping).
+    """Read and validate a policy (path or mapping), checked by
+    :class:`~kuration.config.PolicyModel` (strict JSON types, unknown keys rejected).
 
     Raises
     ------
     PolicyError
     """
+    what = "policy"
     if not isinstance(policy, Mapping):
+        what = str(policy)
         try:
             with open(policy, "rb") as fh:
                 policy = loads_strict(fh.read(), what=str(policy))
         except (OSError, ValueError) as exc:
             raise PolicyError(f"cannot read policy: {exc}") from None
-    if not isinstance(policy, Mapping):
-        raise PolicyError("a policy is a JSON object")
-    extra = set(policy) - _KEYS
-    if extra:
-        raise PolicyError(f"unknown policy keys {sorted(extra)} (allowed: {sorted(_KEYS)})")
-    for k in ("min_sources", "max_skipped_sources"):
-        if k in policy and not (isinstance(policy[k], int) and policy[k] >= 0):
-            raise PolicyError(f"{k} must be a non-negative integer")
-    for k in ("min_budget_utilization", "max_skipped_fraction"):
-        if k in policy and not (isinstance(policy[k], int | float) and 0 <= policy[k] <= 1):
-            raise PolicyError(f"{k} must be a number in [0, 1]")
-    ms = policy.get("min_shards")
-    if ms is not None and not (
-        isinstance(ms, int)
-        or (isinstance(ms, Mapping) and all(isinstance(v, int) for v in ms.values()))
-    ):
-        raise PolicyError("min_shards is an integer or {split: integer}")
-    return dict(policy)
+    validate_config(PolicyModel, policy, kind="policy", what=what)
+    return dict(cast(Mapping[str, Any], policy))  # a JSON object: checked just above
 
 
 def check_dataset(

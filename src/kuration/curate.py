@@ -31,6 +31,7 @@ import numpy as np
 from .adapters.base import InputAdapter
 from .audit import coverage_metrics, distribution_shift, duration_correlations
 from .binning import feature_matrix
+from .config import check_seed, check_workers
 from .constraints import constrained_select, resolve_floors, tag_label_sets
 from .errors import StrategyError
 from .progress import ProgressCallback, emit
@@ -610,8 +611,8 @@ def curate_job(
         segmenter,
         st,
         n,
-        seed=int(raw.get("seed", 0)) if seed is None else int(seed),
-        workers=int(raw.get("workers", 1)) if workers is None else int(workers),
+        seed=int(raw.get("seed", 0)) if seed is None else check_seed(seed),
+        workers=int(raw.get("workers", 1)) if workers is None else check_workers(workers),
         on_error=raw.get("on_error", "skip"),
         progress=progress,
     )
@@ -636,8 +637,8 @@ def experiment_job(
         segmenter,
         sts,
         n,
-        seed=int(raw.get("seed", 0)) if seed is None else int(seed),
-        workers=int(raw.get("workers", 1)) if workers is None else int(workers),
+        seed=int(raw.get("seed", 0)) if seed is None else check_seed(seed),
+        workers=int(raw.get("workers", 1)) if workers is None else check_workers(workers),
         on_error=raw.get("on_error", "skip"),
         progress=progress,
     )

@@ -7,6 +7,7 @@
     ├── MetricCompileError (ValueError)     a metric expression does not compile against a schema
     ├── StrategyError (ValueError)          a strategy file is malformed or inconsistent
     ├── JobError (ValueError)               a job file is malformed
+    ├── PolicyError (ValueError)            a quality policy (``kur check``) is malformed
     ├── SourceError (ValueError)            raw input is malformed (names source and row)
     ├── EmptyPoolError (RuntimeError)       scoring produced no segments at all
     ├── OutputSpecError (ValueError)        an OutputSpec is invalid or a modality cannot be filled
@@ -20,6 +21,8 @@ Warnings: ``KurationWarning`` (root) and ``DataOrderWarning`` (input rows were r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 __all__ = [
     "DataOrderWarning",
     "DatasetExistsError",
@@ -31,6 +34,7 @@ __all__ = [
     "MetricCompileError",
     "MissingExtraError",
     "OutputSpecError",
+    "PolicyError",
     "SampleFetchError",
     "SchemaError",
     "SourceError",
@@ -49,11 +53,25 @@ class SchemaError(KurationError, ValueError):
     ----------
     field : str or None
         The offending field name, when there is one.
+
+    path : str or None
+        Key path of the (first) problem in the schema document, e.g. ``fields[0].dims``.
+    problems : tuple of str
+        One line per problem.
     """
 
-    def __init__(self, message: str, *, field: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        path: str | None = None,
+        problems: Sequence[str] = (),
+    ) -> None:
         super().__init__(f"field {field!r}: {message}" if field else message)
         self.field = field
+        self.path = path
+        self.problems = tuple(problems) or (message,)
 
 
 class MetricCompileError(KurationError, ValueError):
@@ -93,11 +111,60 @@ class MetricCompileError(KurationError, ValueError):
 
 
 class StrategyError(KurationError, ValueError):
-    """A strategy is malformed, names an unknown method, or references a missing feature."""
+    """A strategy is malformed, names an unknown method, or references a missing feature.
+
+    Attributes
+    ----------
+    path : str or None
+        Key path of the (first) problem, e.g. ``budget.train_hours``, when known.
+    problems : tuple of str
+        One line per problem.
+    """
+
+    def __init__(
+        self, message: str, *, path: str | None = None, problems: Sequence[str] = ()
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.problems = tuple(problems) or (message,)
 
 
 class JobError(KurationError, ValueError):
-    """A job file is malformed or names something that does not exist."""
+    """A job file is malformed or names something that does not exist.
+
+    Attributes
+    ----------
+    path : str or None
+        Key path of the (first) problem, e.g. ``budget.train_hours``, when known.
+    problems : tuple of str
+        One line per problem.
+    """
+
+    def __init__(
+        self, message: str, *, path: str | None = None, problems: Sequence[str] = ()
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.problems = tuple(problems) or (message,)
+
+
+class PolicyError(KurationError, ValueError):
+    """A quality policy (``kur check``) is malformed.
+
+    Attributes
+    ----------
+    path : str or None
+        Key path of the (first) problem, e.g. ``min_sources``, when known.
+    problems : tuple of str
+        One line per problem.
+    """
+
+    def __init__(
+        self, message: str, *, path: str | None = None, problems: Sequence[str] = ()
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.problems = tuple(problems) or (message,)
 
 
 class SourceError(KurationError, ValueError):
@@ -130,7 +197,22 @@ class EmptyPoolError(KurationError, RuntimeError):
 
 
 class OutputSpecError(KurationError, ValueError):
-    """An OutputSpec is invalid, or a declared modality cannot be filled for a present entity."""
+    """An OutputSpec is invalid, or a declared modality cannot be filled for a present entity.
+
+    Attributes
+    ----------
+    path : str or None
+        Key path of the (first) problem, e.g. ``budget.train_hours``, when known.
+    problems : tuple of str
+        One line per problem.
+    """
+
+    def __init__(
+        self, message: str, *, path: str | None = None, problems: Sequence[str] = ()
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.problems = tuple(problems) or (message,)
 
 
 class DatasetExistsError(KurationError, FileExistsError):

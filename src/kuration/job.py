@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .adapters.base import InputAdapter, adapter_from_dict
+from .config import JobModel, check_workers, validate_config
 from .errors import JobError, KurationError
 from .jsonio import loads_strict
 from .output.dataset import DatasetWriteResult, preflight, write_dataset
@@ -45,31 +46,6 @@ from .strategy import load_strategy
 
 __all__ = ["load_job", "resolve_sources", "run_job"]
 
-_KEYS = {
-    "name",
-    "schema",
-    "adapter",
-    "sources",
-    "segmenter",
-    "strategy",
-    "output",
-    "budget",
-    "seed",
-    "clip_aggregate",
-    "min_track_seconds",
-    "workers",
-    "on_error",
-    "description",
-    "span_steps",
-    "span_seconds",
-    "group_of",
-    "max_group_overshoot",
-    "tag_coverage",
-    "min_tag_frac",
-    "encoder",
-    "plugins",
-    "include_plugin_entry_points",
-}
 _SAMPLES = {"adsb-paris": build_adsb_sources}
 
 
@@ -88,33 +64,45 @@ def _load_part(value: Any, base: Path, what: str) -> Any:
 def load_job(job: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[dict[str, Any], Path]:
     """Parse a job (path or dict) strictly; returns it with every part inlined, and its base directory.
 
+    The job, with its schema, strategy and output parts inlined, is checked by
+    :class:`~kuration.config.JobModel`: strict JSON types, unknown keys
+    rejected with the closest known key, every problem naming its key path.
+
     Raises
     ------
     JobError
-        Malformed JSON, unknown or missing keys, referenced files that do not exist.
+        Malformed JSON, unknown or missing keys, values of the wrong type or
+        range, referenced files that do not exist.
+    SchemaError, StrategyError, OutputSpecError
+        The same problems inside the job's ``schema``, ``strategy`` or ``output``.
     """
+    raw, base, _ = _parse_job(job)
+    return raw, base
+
+
+def _parse_job(
+    job: str | os.PathLike[str] | Mapping[str, Any],
+) -> tuple[dict[str, Any], Path, JobModel]:
     if isinstance(job, Mapping):
-        raw, base = dict(job), Path.cwd()
+        raw, base, what = dict(job), Path.cwd(), "job"
     else:
         p = Path(job)
+        what = str(p)
         try:
-            raw = loads_strict(p.read_bytes(), what=str(p))
+            raw = loads_strict(p.read_bytes(), what=what)
         except FileNotFoundError:
             raise JobError(f"job file {p} not found") from None
+        except IsADirectoryError:
+            raise JobError(f"{p} is a directory, not a job file") from None
         except ValueError as exc:
             raise JobError(str(exc)) from None
         base = p.parent.resolve()
     if not isinstance(raw, dict):
-        raise JobError("a job must be a JSON object")
-    extra = set(raw) - _KEYS
-    if extra:
-        raise JobError(f"unknown job keys {sorted(extra)} (allowed: {sorted(_KEYS)})")
-    for key in ("schema", "adapter", "sources", "segmenter", "strategy", "output", "budget"):
-        if key not in raw:
-            raise JobError(f"job is missing {key!r}")
+        raise JobError(f"{what}: a job must be a JSON object, got {type(raw).__name__}")
     for key in ("schema", "strategy", "output"):
-        raw[key] = _load_part(raw[key], base, key)
-    return raw, base
+        if key in raw:
+            raw[key] = _load_part(raw[key], base, key)
+    return raw, base, validate_config(JobModel, raw, kind="job", what=what)
 
 
 def resolve_sources(spec: Any, base: Path) -> list[str]:
@@ -143,6 +131,7 @@ def resolve_sources(spec: Any, base: Path) -> list[str]:
             raise JobError(f"sources glob {pattern!r} matches no file")
         return found
     if isinstance(spec, list) and spec and all(isinstance(s, str) for s in spec):
+        _no_duplicates(spec, [s if "://" in s else str(base / s) for s in spec])
         if any(s.startswith("timenet://") for s in spec):
             from .adapters.timenet import expand_source
 
@@ -157,11 +146,26 @@ def resolve_sources(spec: Any, base: Path) -> list[str]:
         paths = [s if os.path.isabs(s) else str(base / s) for s in spec]
         missing = [p for p in paths if not os.path.exists(p)]
         if missing:
-            raise JobError(f"source files not found: {missing}")
+            raise JobError(f"source files not found: {missing}", path="sources")
         return paths
     raise JobError(
         "sources must be a non-empty list of paths, {'glob': pattern} or {'sample': name}"
     )
+
+
+def _no_duplicates(listed: list[str], paths: list[str]) -> None:
+    """Refuse a source listed twice (the same file under two spellings included)."""
+    seen: dict[str, int] = {}
+    for i, p in enumerate(paths):
+        key = p if "://" in p else os.path.realpath(p)
+        if key in seen:
+            j = seen[key]
+            raise JobError(
+                f"sources[{i}] {listed[i]!r} is the same source as sources[{j}] {listed[j]!r}; "
+                "list each source once",
+                path=f"sources[{i}]",
+            )
+        seen[key] = i
 
 
 def job_components(raw: Mapping[str, Any]) -> tuple[SchemaSpec, InputAdapter, Segmenter]:
@@ -172,19 +176,22 @@ def job_components(raw: Mapping[str, Any]) -> tuple[SchemaSpec, InputAdapter, Se
     JobError, SchemaError
         On malformed parts (before any data is read).
     """
+    schema = SchemaSpec.from_dict(raw["schema"], what="job schema")
     try:
-        schema = SchemaSpec.from_dict(raw["schema"])
         adapter = adapter_from_dict(raw["adapter"], schema)
-        seg_opts = dict(raw["segmenter"])
-        if seg_opts.get("unit") == "seconds":
-            seg_opts.setdefault("sample_hz", schema.sample_hz)
-        segmenter = Segmenter(**seg_opts)
-    except TypeError as exc:
-        raise JobError(str(exc)) from None
-    except (KeyError, ValueError) as exc:
+    except KeyError as exc:  # an unknown adapter name (UnknownNameError lists close matches)
+        raise JobError(f"adapter.type: {exc}", path="adapter.type") from None
+    except (TypeError, ValueError) as exc:
         if isinstance(exc, KurationError):
             raise
-        raise JobError(str(exc)) from None
+        raise JobError(f"adapter: {exc}", path="adapter") from None
+    seg_opts = dict(raw["segmenter"])
+    if seg_opts.get("unit") == "seconds":
+        seg_opts.setdefault("sample_hz", schema.sample_hz)
+    try:
+        segmenter = Segmenter(**seg_opts)
+    except KurationError as exc:
+        raise JobError(f"segmenter: {exc}", path="segmenter") from None
     return schema, adapter, segmenter
 
 
@@ -201,6 +208,7 @@ def run_job(
 
     ``force`` replaces an existing dataset at ``out``; ``resume`` continues (or
     repeats) the same run there, reusing shards whose checksums still match.
+    ``workers`` (>= 1) replaces the job's.
 
     Raises
     ------
@@ -209,74 +217,56 @@ def run_job(
     KurationError
         From scoring and writing (e.g. EmptyPoolError, DatasetExistsError).
     """
-    raw, base = load_job(job)
-    plugins = raw.get("plugins", [])
-    include_eps = raw.get("include_plugin_entry_points", True)
-    if not (isinstance(plugins, list) and all(isinstance(m, str) for m in plugins)):
-        raise JobError("plugins is a list of module names")
-    if not isinstance(include_eps, bool):
-        raise JobError("include_plugin_entry_points is true or false")
-    load_plugins(plugins, include_entry_points=include_eps)
-    scope = nullcontext() if include_eps else without_entry_point_plugins()
+    if workers is not None:
+        check_workers(workers)
+    raw, base, model = _parse_job(job)
+    load_plugins(model.plugins, include_entry_points=model.include_plugin_entry_points)
+    scope = nullcontext() if model.include_plugin_entry_points else without_entry_point_plugins()
     with scope:
         return _run_loaded(
             raw,
             base,
+            model,
             out,
             force=force,
             resume=resume,
             workers=workers,
             progress=progress,
-            plugins=plugins,
-            include_eps=include_eps,
         )
 
 
 def _run_loaded(
     raw: dict[str, Any],
     base: Path,
+    m: JobModel,
     out: str | os.PathLike[str],
     *,
     force: bool,
     resume: bool,
     workers: int | None,
     progress: ProgressCallback | None,
-    plugins: list[str],
-    include_eps: bool,
 ) -> DatasetWriteResult:
     schema, adapter, segmenter = job_components(raw)
-    try:
-        strategy = load_strategy(raw["strategy"], schema)
-        spec = OutputSpec.from_dict(raw["output"])
-    except (KeyError, TypeError, ValueError) as exc:
-        if isinstance(exc, KurationError):
-            raise
-        raise JobError(str(exc)) from None
+    strategy = load_strategy(raw["strategy"], schema, what="job strategy")
+    spec = OutputSpec.from_dict(raw["output"], what="job output")
     encoder = None
-    if raw.get("encoder") is not None:
-        enc = raw["encoder"]
-        if not isinstance(enc, Mapping) or not isinstance(enc.get("type"), str):
-            raise JobError("encoder is {'type': registered name, ...options}")
+    if m.encoder is not None:
         try:
-            encoder = get_encoder(enc["type"], **{k: v for k, v in enc.items() if k != "type"})
-        except (KeyError, TypeError) as exc:
-            raise JobError(str(exc)) from None
-    group_of = raw.get("group_of")
-    if group_of is not None and not (
-        isinstance(group_of, Mapping) and all(isinstance(v, str) for v in group_of.values())
-    ):
-        raise JobError("group_of maps source ids to group names")
-    budget = raw["budget"]
-    if not isinstance(budget, Mapping) or set(budget) - {"train_hours", "test_hours"}:
-        raise JobError("budget is {'train_hours': h, 'test_hours': h}")
+            encoder = get_encoder(m.encoder.type, **(m.encoder.model_extra or {}))
+        except KeyError as exc:  # an unknown encoder name
+            raise JobError(f"encoder.type: {exc}", path="encoder.type") from None
+        except (TypeError, ValueError) as exc:
+            if isinstance(exc, KurationError):
+                raise
+            raise JobError(f"encoder: {exc}", path="encoder") from None
     options: dict[str, Any] = {
-        "train_hours": float(budget.get("train_hours", 0)),
-        "test_hours": float(budget.get("test_hours", 0)),
-        "clip_aggregate": raw.get("clip_aggregate", "max"),
-        "span_steps": raw.get("span_steps"),
-        "span_seconds": raw.get("span_seconds"),
-        "max_group_overshoot": raw.get("max_group_overshoot"),
-        "min_tag_frac": float(raw.get("min_tag_frac", 0.1)),
+        "train_hours": m.budget.train_hours,
+        "test_hours": m.budget.test_hours,
+        "clip_aggregate": m.clip_aggregate,
+        "span_steps": m.span_steps,
+        "span_seconds": m.span_seconds,
+        "max_group_overshoot": m.max_group_overshoot,
+        "min_tag_frac": m.min_tag_frac,
         "resume": resume,
         "force": force,
     }
@@ -292,15 +282,15 @@ def _run_loaded(
         segmenter=segmenter,
         spec=spec,
         encoder=encoder,
-        seed=int(raw.get("seed", 0)),
-        min_track_seconds=float(raw.get("min_track_seconds", 0.0)),
-        workers=int(workers if workers is not None else raw.get("workers", 1)),
-        on_error=raw.get("on_error", "skip"),
-        group_of=group_of,
-        tag_coverage=bool(raw.get("tag_coverage", False)),
+        seed=m.seed,
+        min_track_seconds=m.min_track_seconds,
+        workers=workers if workers is not None else m.workers,
+        on_error=m.on_error,
+        group_of=m.group_of,
+        tag_coverage=m.tag_coverage,
         progress=progress,
         job=raw,
-        plugins=plugins,
-        include_entry_points=include_eps,
+        plugins=list(m.plugins),
+        include_entry_points=m.include_plugin_entry_points,
         **options,
     )

@@ -9,12 +9,14 @@ hard-coded in the engine.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
+from .config import FieldModel, SchemaModel, validate_config
 from .errors import SchemaError
 from .units import is_angle, is_length, parse_unit
 
@@ -208,41 +210,38 @@ class FieldSpec:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> FieldSpec:
-        """Build from a dict, rejecting unknown keys.
+        """Build from a dict, checked by :class:`~kuration.config.FieldModel` (strict types,
+        unknown keys rejected).
 
         Raises
         ------
         SchemaError
             On unknown keys or invalid values.
         """
-        if not isinstance(d, Mapping):
-            raise SchemaError(f"a field must be an object, got {type(d).__name__}")
-        known = {
-            "name",
-            "kind",
-            "semantics",
-            "unit",
-            "dims",
-            "frame",
-            "max_rate",
-            "bits",
-            "dtype",
-            "vocab",
-        }
-        extra = set(d) - known
-        if extra:
-            raise SchemaError(f"unknown keys {sorted(extra)}", field=str(d.get("name")))
-        if "name" not in d:
-            raise SchemaError("a field needs a name")
-        kw = dict(d)
-        if isinstance(kw.get("unit"), list):
-            kw["unit"] = tuple(kw["unit"])
-        if "vocab" in kw:
-            kw["vocab"] = tuple(kw["vocab"])
+        name = d.get("name") if isinstance(d, Mapping) else None
         try:
-            return cls(**kw)
-        except TypeError as exc:
-            raise SchemaError(str(exc), field=str(d.get("name"))) from exc
+            m = validate_config(FieldModel, d, kind="schema", what="field")
+        except SchemaError as exc:
+            exc.field = name if isinstance(name, str) else None
+            raise
+        return cls.from_model(m)
+
+    @classmethod
+    def from_model(cls, m: Any) -> FieldSpec:
+        """Build from a validated :class:`~kuration.config.FieldModel` (every key of the model
+        is an attribute of the same name; JSON lists become tuples).
+
+        Raises
+        ------
+        SchemaError
+            On values that are invalid together (see the class docstring).
+        """
+        kw = dict(m)
+        kw["bits"] = dict(m.bits)
+        kw["vocab"] = tuple(m.vocab)
+        if isinstance(m.unit, list):
+            kw["unit"] = tuple(m.unit)
+        return cls(**kw)
 
 
 @dataclass(frozen=True)
@@ -323,30 +322,37 @@ class SchemaSpec:
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> SchemaSpec:
-        """Build from a dict.
+    def from_dict(cls, d: Mapping[str, Any], *, what: str = "schema") -> SchemaSpec:
+        """Build from a dict, checked by :class:`~kuration.config.SchemaModel` (strict types,
+        unknown keys rejected, each error naming its key path).
 
         Raises
         ------
         SchemaError
             On unknown keys, a missing ``fields``/``sample_hz`` or any invalid field.
         """
-        if not isinstance(d, Mapping):
-            raise SchemaError(f"a schema must be an object, got {type(d).__name__}")
-        extra = set(d) - {"name", "sample_hz", "fields", "globals", "events"}
-        if extra:
-            raise SchemaError(f"unknown schema keys {sorted(extra)}")
-        for key in ("fields", "sample_hz"):
-            if key not in d:
-                raise SchemaError(f"schema is missing {key!r}")
+        try:
+            m = validate_config(SchemaModel, d, kind="schema", what=what)
+        except SchemaError as exc:
+            exc.field = _field_at(d, exc.path)
+            raise
+        return cls.from_model(m)
+
+    @classmethod
+    def from_model(cls, m: Any) -> SchemaSpec:
+        """Build from a validated :class:`~kuration.config.SchemaModel`.
+
+        Raises
+        ------
+        SchemaError
+            On duplicate names, no field, or an invalid field.
+        """
         return cls(
-            fields=tuple(FieldSpec.from_dict(f) for f in _as_list(d["fields"], "fields")),
-            sample_hz=d["sample_hz"],
-            globals=tuple(
-                FieldSpec.from_dict(f) for f in _as_list(d.get("globals", []), "globals")
-            ),
-            events=tuple(_as_list(d.get("events", []), "events")),
-            name=str(d.get("name", "schema")),
+            fields=tuple(FieldSpec.from_model(f) for f in m.fields),
+            sample_hz=m.sample_hz,
+            globals=tuple(FieldSpec.from_model(f) for f in m.globals),
+            events=tuple(m.events),
+            name=m.name,
         )
 
     def to_json(self) -> str:
@@ -364,7 +370,14 @@ class SchemaSpec:
         return cls.from_dict(data)
 
 
-def _as_list(v: Any, what: str) -> Iterable[Any]:
-    if not isinstance(v, list | tuple):
-        raise SchemaError(f"{what} must be a list, got {type(v).__name__}")
-    return v
+def _field_at(d: Any, path: str | None) -> str | None:
+    """The name of the field a key path such as ``fields[2].dims`` lies in."""
+    m = re.match(r"^(fields|globals)\[(\d+)\]", path or "")
+    if not m or not isinstance(d, Mapping):
+        return None
+    items = d.get(m.group(1))
+    i = int(m.group(2))
+    if isinstance(items, list) and i < len(items) and isinstance(items[i], Mapping):
+        name = items[i].get("name")
+        return name if isinstance(name, str) else None
+    return None

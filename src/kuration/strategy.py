@@ -39,8 +39,9 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from .config import StrategyModel, validate_config
 from .constraints import (
     validate_group,
     validate_group_cap,
@@ -55,22 +56,6 @@ from .methods import get_method, resolve_params
 from .schema import SchemaSpec
 
 __all__ = ["Strategy", "load_strategy"]
-
-_KEYS = {
-    "name",
-    "define",
-    "registered",
-    "filters",
-    "bin",
-    "method",
-    "params",
-    "tags",
-    "group",
-    "tag_coverage",
-    "group_cap",
-    "nan_policy",
-    "seed",
-}
 
 
 @dataclass(frozen=True)
@@ -122,12 +107,19 @@ class Strategy:
         return d
 
 
-def load_strategy(spec: Mapping[str, Any] | str | os.PathLike[str], schema: SchemaSpec) -> Strategy:
+def load_strategy(
+    spec: Mapping[str, Any] | str | os.PathLike[str], schema: SchemaSpec, *, what: str = "strategy"
+) -> Strategy:
     """Parse and validate a strategy against ``schema`` before any data is read.
 
     Parameters
     ----------
     spec : mapping, JSON text or path to a JSON file
+        Checked by :class:`~kuration.config.StrategyModel` (strict JSON types, unknown
+        keys rejected with the closest known key) before anything else.
+    schema : SchemaSpec
+    what : str
+        Names the strategy in error messages (a file's path is used when given one).
 
     Raises
     ------
@@ -141,9 +133,10 @@ def load_strategy(spec: Mapping[str, Any] | str | os.PathLike[str], schema: Sche
     if isinstance(spec, str | os.PathLike) and not (
         isinstance(spec, str) and spec.lstrip().startswith("{")
     ):
+        what = str(spec)
         try:
             with open(spec, "rb") as fh:
-                spec = loads_strict(fh.read(), what=str(spec))
+                spec = loads_strict(fh.read(), what=what)
         except FileNotFoundError:
             raise StrategyError(f"strategy file {spec} not found") from None
         except ValueError as exc:
@@ -153,60 +146,32 @@ def load_strategy(spec: Mapping[str, Any] | str | os.PathLike[str], schema: Sche
             spec = loads_strict(spec, what="strategy")
         except ValueError as exc:
             raise StrategyError(str(exc)) from None
-    if not isinstance(spec, Mapping):
-        raise StrategyError(f"a strategy must be a JSON object, got {type(spec).__name__}")
-    extra = set(spec) - _KEYS
-    if extra:
-        raise StrategyError(f"unknown strategy keys {sorted(extra)} (allowed: {sorted(_KEYS)})")
-    define = spec.get("define")
-    if not isinstance(define, Mapping) or not all(isinstance(v, str) for v in define.values()):
-        raise StrategyError("strategy 'define' must map feature names to metric expressions")
-    method_name = spec.get("method")
-    if not isinstance(method_name, str):
-        raise StrategyError("strategy needs a 'method'")
+    m = validate_config(StrategyModel, spec, kind="strategy", what=what)
+    doc: Mapping[str, Any] = cast(Mapping[str, Any], spec)  # a JSON object: checked just above
     try:
-        method = get_method(method_name)
+        method = get_method(m.method)
     except KeyError as exc:
-        raise StrategyError(str(exc)) from None
-    b = spec.get("bin", {}) or {}
-    if not isinstance(b, Mapping) or set(b) - {"axes", "n_bins"}:
-        raise StrategyError("strategy 'bin' is {'axes': [feature, ...], 'n_bins': int}")
-    if not isinstance(b.get("axes", []), list | tuple):
-        raise StrategyError("bin 'axes' must be a list of feature names")
-    axes = tuple(b.get("axes", ()))
-    if not all(isinstance(a, str) for a in axes) or len(set(axes)) != len(axes):
-        raise StrategyError("bin 'axes' must be distinct feature names")
-    n_bins = b.get("n_bins", 4)
-    if isinstance(n_bins, list):
-        if len(n_bins) != len(axes):
-            raise StrategyError(f"bin 'n_bins' lists {len(n_bins)} counts for {len(axes)} axes")
-        for nb in n_bins:
-            _check_n_bins(nb)
-        n_bins = tuple(n_bins)
-    else:
-        _check_n_bins(n_bins)
-    nan_policy = spec.get("nan_policy", "exclude")
-    if nan_policy not in ("exclude", "lowest"):
-        raise StrategyError(f"nan_policy must be 'exclude' or 'lowest', got {nan_policy!r}")
-    seed = spec.get("seed", 0)
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise StrategyError(f"seed must be an integer, got {seed!r}")
-    registered = spec.get("registered", ())
-    if not isinstance(registered, list | tuple) or not all(isinstance(r, str) for r in registered):
-        raise StrategyError("strategy 'registered' must be a list of metric names")
-    params = spec.get("params", {}) or {}
-    if not isinstance(params, Mapping):
-        raise StrategyError("strategy 'params' must be an object")
+        raise StrategyError(f"{what}: method: {exc}", path="method") from None
+    axes = tuple(m.bin.axes) if m.bin is not None else ()
+    if len(set(axes)) != len(axes):
+        raise StrategyError(f"{what}: bin.axes must be distinct feature names", path="bin.axes")
+    counts = m.bin.n_bins if m.bin is not None else 4
+    if isinstance(counts, list) and len(counts) != len(axes):
+        raise StrategyError(
+            f"{what}: bin.n_bins lists {len(counts)} counts for {len(axes)} axes",
+            path="bin.n_bins",
+        )
+    n_bins = tuple(counts) if isinstance(counts, list) else counts
     strat = Strategy(
-        name=str(spec.get("name", "strategy")),
-        define=dict(define),
-        method=method_name,
+        name=m.name,
+        define=dict(m.define),
+        method=m.method,
         bin_axes=axes,
         n_bins=n_bins,
-        params=dict(params),
-        registered=tuple(registered),
-        nan_policy=nan_policy,
-        seed=seed,
+        params=dict(m.params or {}),
+        registered=tuple(m.registered),
+        nan_policy=m.nan_policy,
+        seed=m.seed,
     )
     strat.engine(schema)  # compiles every metric now: unknown tokens raise at load
     features = strat.feature_names
@@ -215,22 +180,17 @@ def load_strategy(spec: Mapping[str, Any] | str | os.PathLike[str], schema: Sche
             raise StrategyError(
                 f"binning axis {ax!r} is not a defined feature ({', '.join(features)})"
             )
-    tags = validate_tags(spec.get("tags"), features)
-    group = validate_group(spec.get("group"))
+    tags = validate_tags(doc.get("tags"), features)
+    group = validate_group(doc.get("group"))
     return dataclasses.replace(
         strat,
         params=resolve_params(method, strat.params, features, axes),
-        filters=tuple(normalize_filters(spec.get("filters"), features)),
+        filters=tuple(normalize_filters(doc.get("filters"), features)),
         tags=tags,
         group=group,
-        tag_coverage=validate_tag_coverage(spec.get("tag_coverage"), tags),
-        group_cap=validate_group_cap(spec.get("group_cap"), group),
+        tag_coverage=validate_tag_coverage(doc.get("tag_coverage"), tags),
+        group_cap=validate_group_cap(doc.get("group_cap"), group),
     )
-
-
-def _check_n_bins(nb: Any) -> None:
-    if not isinstance(nb, int) or isinstance(nb, bool) or not 1 <= nb <= 1024:
-        raise StrategyError(f"n_bins must be an integer in 1..1024, got {nb!r}")
 
 
 def strategy_json(s: Strategy) -> str:

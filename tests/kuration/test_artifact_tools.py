@@ -98,7 +98,9 @@ def test_check_gates(runs, tmp_path: Path) -> None:
     assert fail.returncode == 2
     lines = fail.stderr.strip().splitlines()
     assert len(lines) == 2 and "required_modalities" in lines[0] and "camera" in lines[0]
-    with pytest.raises(PolicyError, match="unknown policy keys"):
+    with pytest.raises(
+        PolicyError, match=r"unknown key .min_shard. \(did you mean .min_shards.\?\)"
+    ):
         check_dataset(a.path, {"min_shard": 1})
 
 

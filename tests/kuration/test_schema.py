@@ -58,7 +58,7 @@ def test_schema_is_frozen(adsb_schema: SchemaSpec) -> None:
             "geodetic position",
         ),
         ({"name": "x", "kind": "scalar", "max_rate": -1}, "max_rate"),
-        ({"name": "x", "kind": "scalar", "colour": "red"}, "unknown keys"),
+        ({"name": "x", "kind": "scalar", "colour": "red"}, "unknown key .colour."),
     ],
 )
 def test_invalid_fields_name_the_field(field: dict, match: str) -> None:
@@ -73,7 +73,7 @@ def test_schema_level_errors() -> None:
         SchemaSpec.from_dict({"sample_hz": 1, "fields": [f, f]})
     with pytest.raises(SchemaError, match="sample_hz"):
         SchemaSpec.from_dict({"sample_hz": 0, "fields": [f]})
-    with pytest.raises(SchemaError, match="missing 'fields'"):
+    with pytest.raises(SchemaError, match="fields: required key is missing"):
         SchemaSpec.from_dict({"sample_hz": 1})
     with pytest.raises(SchemaError, match="duplicate key"):
         SchemaSpec.from_json('{"sample_hz": 1, "sample_hz": 2, "fields": []}')

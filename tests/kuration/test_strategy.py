@@ -42,7 +42,7 @@ def test_coverage_methods_write_their_resolved_features() -> None:
 @pytest.mark.parametrize(
     ("spec", "match"),
     [
-        ({"method": "top-k", "params": {"by": "a"}, "colour": 1}, "unknown strategy keys"),
+        ({"method": "top-k", "params": {"by": "a"}, "colour": 1}, "unknown key .colour."),
         ({"method": "nope"}, "unknown selection method"),
         ({"method": "top-k", "params": {"by": "zz"}}, "needs 'by'"),
         ({"method": "uniform-bins", "bin": {"axes": ["zz"]}}, "not a defined feature"),
@@ -90,7 +90,7 @@ def test_coverage_methods_write_their_resolved_features() -> None:
                 "group": {"regex": "x"},
                 "group_cap": {"max_overshoot": 0.5},
             },
-            ">= 1",
+            "greater than or equal to 1",
         ),
     ],
 )

@@ -8,6 +8,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar
 
+from ..errors import JobError
 from ..registry import Registry
 from ..schema import SchemaSpec
 from ..tick import Tick, TickTable, table_from_ticks
@@ -89,9 +90,19 @@ def registered_adapters() -> tuple[str, ...]:
 
 
 def adapter_from_dict(d: Mapping[str, Any], schema: SchemaSpec) -> InputAdapter:
-    """Build an adapter from ``{"type": name, **options}``."""
+    """Build an adapter from ``{"type": name, **options}``.
+
+    Raises
+    ------
+    JobError
+        Without a ``type`` string.
+    UnknownNameError
+        No adapter is registered under ``type`` (names the close matches).
+    """
     opts = dict(d)
     name = opts.pop("type", None)
-    if not name:
-        raise ValueError("adapter config needs a 'type'")
+    if not isinstance(name, str) or not name:
+        raise JobError(
+            f"adapter: 'type' must name a registered adapter, got {name!r}", path="adapter.type"
+        )
     return get_adapter(str(name))(schema, **opts)

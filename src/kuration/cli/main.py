@@ -205,6 +205,22 @@ def _cmd_plugin_check(args: argparse.Namespace) -> int:
     return 1 if res.failures else 0
 
 
+def _cmd_schema(args: argparse.Namespace) -> int:
+    from ..config import json_schema
+
+    print(json.dumps(json_schema(args.kind), indent=2, sort_keys=True))
+    return 0
+
+
+def _add_schema(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "kind",
+        choices=["job", "strategy", "output", "schema", "policy"],
+        help="which file: a job, a strategy, an output spec, a schema or a kur check policy",
+    )
+    p.set_defaults(fn=_cmd_schema)
+
+
 def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("job", help="job JSON file")
     p.add_argument("--out", help="output directory (default runs/<job name>)")
@@ -247,6 +263,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     pc.add_argument("module", nargs="*", help="explicit plugin modules to import too")
     pc.set_defaults(fn=_cmd_plugin_check)
+    _add_schema(
+        sub.add_parser(
+            "schema", help="print the JSON Schema of a job, strategy, output or schema file"
+        )
+    )
     sp = sub.add_parser("sample", help="fetch the pinned public ADS-B sample")
     sp.add_argument("action", choices=["fetch", "build-sources"])
     sp.add_argument(

@@ -10,6 +10,7 @@ filters, in canonical ``(source_id, start_idx)`` order.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -93,10 +94,13 @@ def check_keys(params: Mapping[str, Any], allowed: set[str], method: str) -> Non
     """Raise :class:`StrategyError` if ``params`` has a key outside ``allowed``."""
     if not isinstance(params, Mapping):
         raise StrategyError(f"method {method!r} params must be an object")
-    extra = set(params) - allowed
+    extra = sorted(set(params) - allowed)
     if extra:
+        close = difflib.get_close_matches(extra[0], sorted(allowed), n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}?" if close else f"takes {sorted(allowed)}"
         raise StrategyError(
-            f"method {method!r} does not take {sorted(extra)} (takes {sorted(allowed)})"
+            f"params.{extra[0]}: method {method!r} does not take {extra} ({hint})",
+            path=f"params.{extra[0]}",
         )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ..config import OutputModel, validate_config
 from ..errors import OutputSpecError
 from ..schema import SchemaSpec
 
@@ -107,49 +108,36 @@ class OutputSpec:
                 )
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> OutputSpec:
-        """Build from the JSON form (see the output docs).
+    def from_dict(cls, d: Mapping[str, Any], *, what: str = "output spec") -> OutputSpec:
+        """Build from the JSON form, checked by :class:`~kuration.config.OutputModel` (strict
+        types, unknown keys rejected, each error naming its key path).
 
         Raises
         ------
         OutputSpecError
         """
-        if not isinstance(d, Mapping):
-            raise OutputSpecError("an output spec must be an object")
-        known = {"shard_length", "short_policy", "container", "presence_mask", "modalities"}
-        extra = set(d) - known
-        if extra:
-            raise OutputSpecError(f"unknown output spec keys {sorted(extra)}")
-        mods_in = d.get("modalities")
-        if not isinstance(mods_in, Mapping):
-            raise OutputSpecError("output spec 'modalities' must be an object")
-        mods: dict[str, ModalitySpec] = {}
-        for name, m in mods_in.items():
-            if (
-                not isinstance(m, Mapping)
-                or set(m) - {"dtype", "shape", "source"}
-                or "source" not in m
-            ):
-                raise OutputSpecError(f"modality {name!r} is {{'dtype', 'shape', 'source'}}")
-            shape = m.get("shape", [])
-            if not isinstance(shape, list | tuple) or not all(
-                isinstance(s, int) and s > 0 for s in shape
-            ):
-                raise OutputSpecError(
-                    f"modality {name!r}: shape must be a list of positive integers"
-                )
-            mods[name] = ModalitySpec(
-                name, str(m.get("dtype", "float32")), tuple(shape), str(m["source"])
-            )
-        presence = d.get("presence_mask", True)
-        if not isinstance(presence, bool):
-            raise OutputSpecError("presence_mask must be true or false")
+        return cls.from_model(validate_config(OutputModel, d, kind="output", what=what))
+
+    @classmethod
+    def from_model(cls, m: OutputModel) -> OutputSpec:
+        """Build from a validated :class:`~kuration.config.OutputModel` (every key of a
+        modality is a :class:`ModalitySpec` attribute of the same name).
+
+        Raises
+        ------
+        OutputSpecError
+            On values that are invalid together (routes, dtypes, reserved names).
+        """
+        mods = {
+            name: ModalitySpec(name=name, **{**dict(mm), "shape": tuple(mm.shape)})
+            for name, mm in m.modalities.items()
+        }
         return cls(
-            shard_length=d.get("shard_length", 64),
+            shard_length=m.shard_length,
             modalities=mods,
-            short_policy=d.get("short_policy", "keep"),
-            container=d.get("container", "npz"),
-            presence_mask=presence,
+            short_policy=m.short_policy,
+            container=m.container,
+            presence_mask=m.presence_mask,
         )
 
     def to_dict(self) -> dict[str, Any]:
