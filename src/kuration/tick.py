@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import SourceError
+from .errors import EntityIdError, SourceError
 from .ids import entity_sort_key
 from .schema import FieldSpec, SchemaSpec
 
@@ -146,6 +146,22 @@ def _encode_value(f: FieldSpec, v: Any, source: str, row: int) -> np.ndarray:
     return arr
 
 
+def _roster(rows: list[Mapping[Hashable, Mapping[str, Any]]], source_id: str) -> list[Hashable]:
+    """Every entity id of the stream in canonical order; a missing or uncanonical id is an error."""
+    seen: dict[Hashable, int] = {}
+    for i, r in enumerate(rows):
+        for e in r:
+            seen.setdefault(e, i)
+    for e, i in seen.items():
+        if e is None or (isinstance(e, str) and not e.strip()):
+            raise EntityIdError(f"missing entity id ({e!r})", source=source_id, row=i)
+        try:
+            entity_sort_key(e)
+        except EntityIdError as exc:
+            raise EntityIdError(str(exc), source=source_id, row=i) from None
+    return sorted(seen, key=entity_sort_key)
+
+
 def table_from_ticks(
     schema: SchemaSpec, ticks: Iterable[Tick], source_id: str, *, snap_tolerance: float = 1e-6
 ) -> TickTable:
@@ -162,6 +178,8 @@ def table_from_ticks(
         If ticks go backwards or repeat, a time is off-grid or non-finite, an
         entity record misses a declared field, or a value is invalid.  The
         error names the source and the tick's position in the stream.
+        :class:`EntityIdError` (a ``SourceError``) for a missing id (None,
+        empty or blank text) or one without a canonical form (NaN, lists...).
     """
     hz = float(schema.sample_hz)
     ks: list[int] = []
@@ -194,7 +212,7 @@ def table_from_ticks(
         tick_globals.append(tick.globals)
     if not ks:
         raise SourceError("the source holds no ticks", source=source_id)
-    roster = sorted({e for r in rows for e in r}, key=entity_sort_key)
+    roster = _roster(rows, source_id)
     col = {e: j for j, e in enumerate(roster)}
     k0 = ks[0]
     n_t = ks[-1] - k0 + 1

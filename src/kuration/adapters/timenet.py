@@ -14,7 +14,9 @@ record or group, pinned to the exact version (``kur run`` does this for
 ``timenet://`` entries of a job's ``sources``).
 
 Each record of a source is one entity (its id: the metadata key ``entity``,
-else the record id). Every schema field is mapped to one signal per
+else the record id).  Ids keep their JSON type (text or integer) unless
+``entity_dtype`` declares one; a missing id (null, empty text, a float, a
+list) or two records with one id are an :class:`EntityIdError`. Every schema field is mapped to one signal per
 component, converted with pint to the field's unit::
 
     {"fields": {"position": {"signals": ["x", "y"], "unit": "m"}}}
@@ -32,6 +34,7 @@ catalog and of every value file the source reads.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -41,7 +44,8 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode
 
 import numpy as np
 
-from ..errors import SourceError
+from ..errors import EntityIdError, SourceError
+from ..ids import ENTITY_DTYPES, entity_sort_key
 from ..schema import SchemaSpec
 from ..tick import Tick, TickTable
 from ..units import parse_unit, to_unit
@@ -143,6 +147,9 @@ class TimenetAdapter(InputAdapter):
     entity : str or None
         Record metadata key holding the entity id (default ``"entity"``;
         records without it use their record id).
+    entity_dtype : {"auto", "string", "int64"}
+        ``auto`` keeps the id's JSON type (text or integer); ``string`` turns
+        integers into their decimal text; ``int64`` parses text as an integer.
     registries : list of str, optional
         TimeNet registries (default ``$TIMENET_REGISTRY`` or
         ``~/.cache/timenet/registry``); a missing dataset is built from an
@@ -167,6 +174,7 @@ class TimenetAdapter(InputAdapter):
         *,
         fields: Mapping[str, Any],
         entity: str | None = "entity",
+        entity_dtype: str = "auto",
         registries: Sequence[str] | None = None,
         snap_tolerance: float = 0.5,
         verify: bool = True,
@@ -174,7 +182,10 @@ class TimenetAdapter(InputAdapter):
         super().__init__(schema)
         if not 0 <= snap_tolerance <= 0.5:
             raise ValueError(f"snap_tolerance must be within [0, 0.5], got {snap_tolerance!r}")
+        if entity_dtype not in ENTITY_DTYPES:
+            raise ValueError(f"entity_dtype must be one of {ENTITY_DTYPES}, got {entity_dtype!r}")
         self.entity = entity
+        self.entity_dtype = entity_dtype
         self.registries = list(registries) if registries else None
         self.snap_tolerance = float(snap_tolerance)
         self.verify = bool(verify)
@@ -219,6 +230,7 @@ class TimenetAdapter(InputAdapter):
                 for k, v in self.fields.items()
             },
             "entity": self.entity,
+            "entity_dtype": self.entity_dtype,
             "registries": self.registries,
             "snap_tolerance": self.snap_tolerance,
             "verify": self.verify,
@@ -302,10 +314,37 @@ class TimenetAdapter(InputAdapter):
         return hashlib.sha256(body).hexdigest()
 
     # -- reading -------------------------------------------------------------------------
-    def _entity_id(self, rec: Any) -> Any:
-        if self.entity and self.entity in rec.metadata:
-            return rec.metadata[self.entity]
-        return rec.id
+    def _entity_id(self, rec: Any, uri: str = "") -> Any:
+        """The record's entity id, typed by ``entity_dtype``.
+
+        Raises
+        ------
+        EntityIdError
+            For a missing id (null, empty or blank text), a value that is not
+            text or an integer, or one that does not convert to ``entity_dtype``.
+        """
+        key = self.entity if self.entity and self.entity in rec.metadata else None
+        value = rec.metadata[key] if key else rec.id
+
+        def fail(msg: str) -> EntityIdError:
+            where = f"record {rec.id!r}" + (f" metadata key {key!r}" if key else " id")
+            return EntityIdError(f"{where}: {msg}", source=uri, row=rec.index, column=key)
+
+        if isinstance(value, str):
+            if not value.strip():
+                raise fail(f"missing entity id ({value!r})")
+            if self.entity_dtype == "int64":
+                if re.fullmatch(r"\s*[+-]?[0-9]+\s*", value) is None:
+                    raise fail(f"entity id {value!r} is not an integer (entity_dtype int64)")
+                value = int(value)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            if self.entity_dtype == "string":
+                value = str(value)
+        else:
+            raise fail(f"missing entity id ({value!r}); ids are text or integers")
+        if isinstance(value, int) and not -(2**63) <= value < 2**63:
+            raise fail(f"entity id {value} is outside int64")
+        return value
 
     def _field_steps(
         self, reader: Any, rec: Any, fname: str, uri: str
@@ -366,7 +405,16 @@ class TimenetAdapter(InputAdapter):
         """
         reader, recs = self._records(uri)
         hz = float(self.schema.sample_hz)
-        ents = sorted(recs, key=lambda r: str(self._entity_id(r)))
+        ids = {r.id: self._entity_id(r, uri) for r in recs}
+        ents = sorted(recs, key=lambda r: entity_sort_key(ids[r.id]))
+        for a, b in itertools.pairwise(ents):
+            if entity_sort_key(ids[a.id]) == entity_sort_key(ids[b.id]):
+                raise EntityIdError(
+                    f"records {a.id!r} and {b.id!r} have the same entity id {ids[a.id]!r}",
+                    source=uri,
+                    row=b.index,
+                    column=self.entity,
+                )
         per: list[dict[str, tuple[np.ndarray, np.ndarray]]] = []
         kmin, kmax = None, None
         for rec in ents:
@@ -402,7 +450,7 @@ class TimenetAdapter(InputAdapter):
             self.source_id(uri),
             self.schema,
             kmin,
-            tuple(self._entity_id(r) for r in ents),
+            tuple(ids[r.id] for r in ents),
             values,
             present,
             glob,

@@ -16,6 +16,11 @@ Order and duplicate policy (applied per source, always before any windowing):
 * Two distinct raw times of one entity that snap to the same tick collide; the
   row nearest its grid point wins (ties: the earlier file row)
   (``collisions="nearest"``), or the source is rejected (``"raise"``).
+* Entity ids are text unless declared otherwise (``entity_dtype``): a CSV id
+  column is read as text, so ``0042`` and ``42`` are two entities; a Parquet
+  id column keeps its declared type (string, integer or float).  A missing id
+  (null, NaN, empty or blank text) is an :class:`EntityIdError` naming the
+  column and row.
 * An entity with no row at a tick is *absent* there (``present`` false); its
   values are NaN, never zero.  A null value in a present row is NaN too
   (missing), while an infinite value is an error.
@@ -32,8 +37,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import DataOrderWarning, SourceError
-from ..ids import entity_sort_key
+from ..errors import DataOrderWarning, EntityIdError, SourceError
+from ..ids import ENTITY_DTYPES, entity_sort_key
 from ..schema import FieldSpec, SchemaSpec
 from ..tick import Tick, TickTable
 from .base import InputAdapter, register_adapter
@@ -56,6 +61,12 @@ class TimeseriesAdapter(InputAdapter):
         Every schema field must be mapped.
     entity_column : str, optional
         Column identifying the entity; without it the file is one entity ``0``.
+    entity_dtype : {"auto", "string", "int64"}
+        Type of the entity ids.  ``auto``: CSV ids are text (never inferred
+        as numbers), Parquet ids keep the file's type; ``string``: ids are
+        text (Parquet integers become their decimal text; float columns are
+        refused); ``int64``: ids are integers (text must be an integer,
+        floats must be integral).
     time_unit : {"s", "ms", "us", "ns"}
         Unit of a numeric time column.
     globals, events : mapping, optional
@@ -84,6 +95,7 @@ class TimeseriesAdapter(InputAdapter):
         time_column: str,
         fields: Mapping[str, str | Sequence[str]],
         entity_column: str | None = None,
+        entity_dtype: str = "auto",
         time_unit: str = "s",
         globals: Mapping[str, str | Sequence[str]] | None = None,
         events: Mapping[str, str] | None = None,
@@ -98,6 +110,7 @@ class TimeseriesAdapter(InputAdapter):
             raise ValueError(f"time_unit must be one of {sorted(_TIME_UNITS)}, got {time_unit!r}")
         for opt, val, allowed in (
             ("format", format, ("auto", "csv", "parquet")),
+            ("entity_dtype", entity_dtype, ENTITY_DTYPES),
             ("disorder", disorder, ("sort", "raise")),
             ("duplicates", duplicates, ("raise", "first", "last")),
             ("collisions", collisions, ("nearest", "raise")),
@@ -110,6 +123,7 @@ class TimeseriesAdapter(InputAdapter):
             )
         self.time_column = time_column
         self.entity_column = entity_column
+        self.entity_dtype = entity_dtype
         self.time_unit = time_unit
         self.fields = {k: _as_cols(v) for k, v in fields.items()}
         self.globals = {k: _as_cols(v) for k, v in (globals or {}).items()}
@@ -145,6 +159,7 @@ class TimeseriesAdapter(InputAdapter):
             "time_column": self.time_column,
             "fields": {k: list(v) for k, v in self.fields.items()},
             "entity_column": self.entity_column,
+            "entity_dtype": self.entity_dtype,
             "time_unit": self.time_unit,
             "globals": {k: list(v) for k, v in self.globals.items()},
             "events": dict(self.events),
@@ -168,7 +183,11 @@ class TimeseriesAdapter(InputAdapter):
             if fmt == "csv":
                 import pyarrow.csv as pacsv
 
-                table = pacsv.read_csv(uri)
+                # ids are text: never let CSV type inference turn "0042" into 42
+                types = {self.entity_column: pa.string()} if self.entity_column else {}
+                table = pacsv.read_csv(
+                    uri, convert_options=pacsv.ConvertOptions(column_types=types)
+                )
             else:
                 import pyarrow.parquet as pq
 
@@ -342,11 +361,10 @@ class TimeseriesAdapter(InputAdapter):
         n = table.num_rows
         if not self.entity_column:
             return np.zeros(n, dtype=np.int64), (0,)
-        col = table.column(self.entity_column)
-        if col.null_count:
-            r = int(np.flatnonzero(np.asarray(col.is_null().to_numpy(zero_copy_only=False)))[0])
-            raise SourceError(f"null entity id in column {self.entity_column!r}", source=src, row=r)
-        enc = pc.dictionary_encode(col).combine_chunks()
+        ids = _entity_array(
+            table.column(self.entity_column), self.entity_dtype, self.entity_column, src
+        )
+        enc = pc.dictionary_encode(ids)
         uniq = enc.dictionary.to_pylist()
         codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
         rank = sorted(range(len(uniq)), key=lambda i: entity_sort_key(uniq[i]))
@@ -381,6 +399,67 @@ class TimeseriesAdapter(InputAdapter):
                 raise SourceError(f"infinite value in column {c!r}", source=src, row=int(inf[0]))
             out[:, j] = vals
         return out
+
+
+def _first(mask: pa.Array | pa.ChunkedArray) -> int | None:
+    """Index of the first true value of a boolean array (nulls count as false), or None."""
+    hits = np.flatnonzero(np.asarray(pc.fill_null(mask, False).to_numpy(zero_copy_only=False)))
+    return int(hits[0]) if hits.size else None
+
+
+def _entity_array(col: pa.ChunkedArray, dtype: str, name: str, src: str) -> pa.Array:
+    """The id column as text, integers or finite floats (see ``entity_dtype``).
+
+    Raises
+    ------
+    EntityIdError
+        For a null, NaN, empty or blank id, a column type that cannot hold ids,
+        or a value that does not convert to the declared ``dtype``.
+    """
+    arr = col.combine_chunks()
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+
+    def fail(msg: str, row: int | None = None) -> EntityIdError:
+        return EntityIdError(msg, source=src, column=name, row=row)
+
+    if (r := _first(arr.is_null())) is not None:
+        raise fail("missing entity id (null)", r)
+    typ = arr.type
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+        arr = arr.cast(pa.string())
+        if (r := _first(pc.equal(pc.utf8_trim_whitespace(arr), ""))) is not None:
+            raise fail("missing entity id (empty text)", r)
+        return _ids_to_int64(arr, fail) if dtype == "int64" else arr
+    if pa.types.is_floating(typ):
+        if (r := _first(pc.invert(pc.is_finite(arr)))) is not None:
+            raise fail(f"missing entity id ({arr[r].as_py()!r} in a float column)", r)
+        if dtype == "string":
+            raise fail(f"a {typ} column has no canonical text; declare entity_dtype 'int64'")
+        return _ids_to_int64(arr, fail) if dtype == "int64" else arr
+    if pa.types.is_integer(typ):
+        if dtype == "string":
+            return arr.cast(pa.string())
+        return _ids_to_int64(arr, fail) if dtype == "int64" else arr
+    raise fail(f"ids are text or integers, the column has type {typ}")
+
+
+def _ids_to_int64(arr: pa.Array, fail: Any) -> pa.Array:
+    bad = None
+    if pa.types.is_string(arr.type):
+        arr = pc.utf8_trim_whitespace(arr)
+        bad = pc.invert(pc.match_substring_regex(arr, r"^[+-]?[0-9]+$"))
+    elif pa.types.is_floating(arr.type):
+        bad = pc.not_equal(pc.floor(arr), arr)
+    if bad is not None and (r := _first(bad)) is not None:
+        raise fail(f"entity id {arr[r].as_py()!r} is not an integer (entity_dtype int64)", r)
+    try:
+        return arr.cast(pa.int64())
+    except (pa.ArrowInvalid, OverflowError):
+        for r, v in enumerate(arr.to_pylist()):
+            if not -(2**63) <= int(v) < 2**63:
+                raise fail(f"entity id {v!r} is outside int64", r) from None
+        raise
 
 
 def _categorical_codes(col: pa.ChunkedArray, f: FieldSpec, name: str, src: str) -> np.ndarray:
