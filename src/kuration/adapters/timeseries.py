@@ -28,6 +28,7 @@ Order and duplicate policy (applied per source, always before any windowing):
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -37,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import DataOrderWarning, EntityIdError, SourceError
+from ..errors import DataOrderWarning, EntityIdError, SourceError, TimeRangeError
 from ..ids import ENTITY_DTYPES, entity_sort_key
 from ..schema import FieldSpec, SchemaSpec
 from ..tick import Tick, TickTable
@@ -46,6 +47,8 @@ from .base import InputAdapter, register_adapter
 __all__ = ["TimeseriesAdapter"]
 
 _TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+_NS_PER = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+_INT64_MAX = 2**63 - 1
 
 
 class TimeseriesAdapter(InputAdapter):
@@ -219,6 +222,10 @@ class TimeseriesAdapter(InputAdapter):
 
         Raises
         ------
+        TimeRangeError
+            For a time outside the int64-nanosecond range (a ``SourceError``).
+        EntityIdError
+            For a missing or unconvertible entity id (a ``SourceError``).
         SourceError
             Naming the source and the offending row for: unreadable files,
             missing or duplicated columns, null/non-finite times or entities,
@@ -335,26 +342,43 @@ class TimeseriesAdapter(InputAdapter):
 
     # -- column conversion ---------------------------------------------------------------
     def _times(self, table: pa.Table, src: str) -> np.ndarray:
-        col = table.column(self.time_column)
+        """Times in float64 seconds; every one must fit int64 nanoseconds since the epoch.
+
+        Raises
+        ------
+        SourceError
+            For a null or non-finite time, or a column that is neither numbers
+            nor timestamps.
+        TimeRangeError
+            For a time outside 1677-09-21..2262-04-11 UTC (int64 ns), naming
+            the column and row.
+        """
+        name = self.time_column
+        col = table.column(name).combine_chunks()
         if col.null_count:
             r = int(np.flatnonzero(np.asarray(col.is_null().to_numpy(zero_copy_only=False)))[0])
-            raise SourceError(f"null time in column {self.time_column!r}", source=src, row=r)
+            raise SourceError(f"null time in column {name!r}", source=src, row=r)
         if pa.types.is_timestamp(col.type):
-            ns = col.cast(pa.timestamp("ns")).cast(pa.int64()).to_numpy(zero_copy_only=False)
-            return np.asarray(ns, dtype=np.float64) * 1e-9
+            # Arrow stores UTC instants (naive timestamps are read as UTC): no local zone
+            ns_per = _NS_PER[col.type.unit]
+            raw = np.asarray(col.cast(pa.int64()).to_numpy(zero_copy_only=False))
+            _check_ns_range(raw, _INT64_MAX // ns_per, col, name, src)
+            return np.asarray(raw * ns_per, dtype=np.float64) * 1e-9
         if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
             raise SourceError(
-                f"time column {self.time_column!r} has type {col.type}, expected numbers "
-                "or timestamps",
+                f"time column {name!r} has type {col.type}, expected numbers or timestamps",
                 source=src,
             )
-        t = (
-            np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
-            * _TIME_UNITS[self.time_unit]
-        )
+        raw = np.asarray(col.to_numpy(zero_copy_only=False))
+        t = raw.astype(np.float64) * _TIME_UNITS[self.time_unit]
         bad = np.flatnonzero(~np.isfinite(t))
         if bad.size:
             raise SourceError(f"non-finite time {float(t[bad[0]])!r}", source=src, row=int(bad[0]))
+        ns_per = _NS_PER[self.time_unit]
+        if raw.dtype.kind in "iu":
+            _check_ns_range(raw, _INT64_MAX // ns_per, col, name, src)
+        else:
+            _check_ns_range(raw, _INT64_MAX / ns_per, col, name, src)
         return t
 
     def _entities(self, table: pa.Table, src: str) -> tuple[np.ndarray, tuple[Any, ...]]:
@@ -399,6 +423,31 @@ class TimeseriesAdapter(InputAdapter):
                 raise SourceError(f"infinite value in column {c!r}", source=src, row=int(inf[0]))
             out[:, j] = vals
         return out
+
+
+def _check_ns_range(raw: np.ndarray, limit: float, col: pa.Array, name: str, src: str) -> None:
+    """Refuse times whose magnitude exceeds ``limit`` (in the column's own unit).
+
+    ``limit`` is the largest value that still fits int64 nanoseconds; the
+    int64 minimum (NumPy's NaT) is refused with the rest.
+    """
+    if raw.dtype.kind == "u":
+        bad = np.flatnonzero(raw > limit)
+    else:
+        bad = np.flatnonzero((raw > limit) | (raw < -limit))
+    if bad.size:
+        r = int(bad[0])
+        try:
+            v = col[r].as_py()
+            shown = v.isoformat() if isinstance(v, dt.datetime) else repr(v)
+        except (OverflowError, ValueError):  # beyond what Python datetimes can show
+            shown = f"{raw[r]!r} {getattr(col.type, 'unit', '')}".strip()
+        raise TimeRangeError(
+            f"time {shown} is outside the int64-nanosecond range 1677-09-21..2262-04-11 UTC",
+            source=src,
+            row=r,
+            column=name,
+        )
 
 
 def _first(mask: pa.Array | pa.ChunkedArray) -> int | None:
