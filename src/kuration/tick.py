@@ -69,6 +69,10 @@ class TickTable:
         Whether the entity has a record at the tick.
     globals : mapping of str to ndarray, shape (T, D), float64
     events : mapping of str to ndarray, shape (T,), bool
+    counts : mapping of str to int
+        What the adapter's input policies did to this source, e.g.
+        ``snap_collisions`` (rows that landed on a tick already taken by a
+        row of the same entity).  Recorded per source in ``config.json``.
     """
 
     source_id: str
@@ -79,6 +83,7 @@ class TickTable:
     present: np.ndarray
     globals: Mapping[str, np.ndarray] = field(default_factory=dict)
     events: Mapping[str, np.ndarray] = field(default_factory=dict)
+    counts: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def n_steps(self) -> int:

@@ -13,9 +13,13 @@ Order and duplicate policy (applied per source, always before any windowing):
 * Two rows with the same raw time for the same entity are ambiguous and
   rejected by default (``duplicates="raise"``); ``"first"``/``"last"`` keep
   one by file order.
-* Two distinct raw times of one entity that snap to the same tick collide; the
-  row nearest its grid point wins (ties: the earlier file row)
-  (``collisions="nearest"``), or the source is rejected (``"raise"``).
+* Two distinct raw times of one entity that snap to the same tick collide.
+  Collisions are counted per source (``TickTable.counts["snap_collisions"]``,
+  recorded in ``config.json``).  ``collisions="nearest"`` (default) keeps the
+  row nearest its grid point (ties: the earlier file row) and warns
+  (:class:`SnapCollisionWarning`); ``"mean"`` averages float fields over the
+  colliding rows (circular mean for angular fields; categorical, bitmask and
+  integer fields keep the nearest row); ``"raise"`` rejects the source.
 * Entity ids are text unless declared otherwise (``entity_dtype``): a CSV id
   column is read as text, so ``0042`` and ``42`` are two entities; a Parquet
   id column keeps its declared type (string, integer or float).  A missing id
@@ -42,6 +46,7 @@ from ..errors import DataOrderWarning, EntityIdError, SourceError, TimeRangeErro
 from ..ids import ENTITY_DTYPES, entity_sort_key
 from ..schema import FieldSpec, SchemaSpec
 from ..tick import Tick, TickTable
+from ._snap import COLLISION_POLICIES, group_starts, merge_groups, warn_dropped
 from .base import InputAdapter, register_adapter
 
 __all__ = ["TimeseriesAdapter"]
@@ -81,7 +86,9 @@ class TimeseriesAdapter(InputAdapter):
         Largest distance from the grid, in steps (0.5 accepts every row).
     disorder : {"sort", "raise"}
     duplicates : {"raise", "first", "last"}
-    collisions : {"nearest", "raise"}
+    collisions : {"nearest", "mean", "raise"}
+        What to do with rows of one entity that snap to one tick (see the
+        module docstring); every policy counts them.
 
     Raises
     ------
@@ -116,7 +123,7 @@ class TimeseriesAdapter(InputAdapter):
             ("entity_dtype", entity_dtype, ENTITY_DTYPES),
             ("disorder", disorder, ("sort", "raise")),
             ("duplicates", duplicates, ("raise", "first", "last")),
-            ("collisions", collisions, ("nearest", "raise")),
+            ("collisions", collisions, COLLISION_POLICIES),
         ):
             if val not in allowed:
                 raise ValueError(f"{opt} must be one of {allowed}, got {val!r}")
@@ -289,24 +296,58 @@ class TimeseriesAdapter(InputAdapter):
                 keep[:-1][dup] = False
             order = order[keep]
 
-        # snap collisions: keep the row nearest its grid point
-        order = order[np.lexsort((order, off[order], k[order], ent_codes[order]))]
-        e_s, k_s = ent_codes[order], k[order]
-        coll = (e_s[1:] == e_s[:-1]) & (k_s[1:] == k_s[:-1])
-        if coll.any():
-            if self.collisions == "raise":
-                r = int(order[1:][coll].min())
-                raise SourceError(
-                    f"two rows of entity {roster[ent_codes[r]]!r} snap to the same {hz:g} Hz tick",
-                    source=src,
-                    row=r,
-                )
-            keep = np.ones(order.size, dtype=bool)
-            keep[1:][coll] = False
-            order = order[keep]
+        order, starts = self._snap(order, k, off, ent_codes, roster, src)
+        return self._lay_out(table, order, starts, k, ent_codes, roster, src, sid)
 
-        k_kept = k[order]
-        e_kept = ent_codes[order]
+    def _snap(
+        self,
+        order: np.ndarray,
+        k: np.ndarray,
+        off: np.ndarray,
+        ent_codes: np.ndarray,
+        roster: tuple[Any, ...],
+        src: str,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Rows grouped by (entity, tick), nearest first, and each group's start.
+
+        Raises
+        ------
+        SourceError
+            With ``collisions="raise"``, for the first row that shares a tick.
+        """
+        order = order[np.lexsort((order, off[order], k[order], ent_codes[order]))]
+        starts = group_starts(ent_codes[order], k[order])
+        n_coll = order.size - starts.size
+        if n_coll and self.collisions == "raise":
+            extra = np.ones(order.size, dtype=bool)
+            extra[starts] = False
+            r = int(order[extra].min())
+            raise SourceError(
+                f"{n_coll} row(s) snap to a {self.schema.sample_hz:g} Hz tick already taken; "
+                f"the first: entity {roster[ent_codes[r]]!r}",
+                source=src,
+                row=r,
+            )
+        if n_coll and self.collisions == "nearest":
+            taken = np.unique(ent_codes[order[starts[np.diff(np.r_[starts, order.size]) > 1]]])
+            warn_dropped(src, n_coll, float(self.schema.sample_hz), int(taken.size))
+        return order, starts
+
+    def _lay_out(
+        self,
+        table: pa.Table,
+        order: np.ndarray,
+        starts: np.ndarray,
+        k: np.ndarray,
+        ent_codes: np.ndarray,
+        roster: tuple[Any, ...],
+        src: str,
+        sid: str,
+    ) -> TickTable:
+        """The grouped rows as a TickTable (collisions merged by the policy)."""
+        kept = order[starts]
+        k_kept = k[kept]
+        e_kept = ent_codes[kept]
         k0 = int(k_kept.min())
         n_t = int(k_kept.max()) - k0 + 1
         ti = k_kept - k0
@@ -316,14 +357,14 @@ class TimeseriesAdapter(InputAdapter):
         for f in self.schema.fields:
             data = self._field_values(table, f, self.fields[f.name], src)
             arr = np.full((n_t, len(roster), f.dims), np.nan)
-            arr[ti, e_kept] = data[order]
+            arr[ti, e_kept] = merge_groups(data[order], starts, f, self.collisions)
             values[f.name] = arr
         glob: dict[str, np.ndarray] = {}
         for g in self.schema.globals:
             arr = np.full((n_t, g.dims), np.nan)
             if g.name in self.globals:
                 data = self._field_values(table, g, self.globals[g.name], src)
-                arr[ti] = data[order]  # numpy assigns in order: the last row of a tick wins
+                arr[ti] = data[kept]  # numpy assigns in order: the last row of a tick wins
             glob[g.name] = arr
         events: dict[str, np.ndarray] = {}
         for ev in self.schema.events:
@@ -333,9 +374,10 @@ class TimeseriesAdapter(InputAdapter):
                 vals = np.asarray(
                     pc.fill_null(col.cast(pa.bool_()), False).to_numpy(zero_copy_only=False)
                 )
-                np.logical_or.at(flag, ti, vals[order])
+                np.logical_or.at(flag, k[order] - k0, vals[order])  # any row, collided or not
             events[ev] = flag
-        return TickTable(sid, self.schema, k0, roster, values, present, glob, events)
+        counts = {"snap_collisions": int(order.size - starts.size)}
+        return TickTable(sid, self.schema, k0, roster, values, present, glob, events, counts)
 
     def ticks(self, uri: str) -> Iterable[Tick]:
         return self.read_table(uri).iter_ticks()
