@@ -22,10 +22,16 @@ component, converted with pint to the field's unit::
     {"fields": {"position": {"signals": ["x", "y"], "unit": "m"}}}
 
 Times come from the signals (regular or explicit, plus the spec's
-``time_origin``) and are snapped to the schema's ``sample_hz`` grid: a step
-farther than ``snap_tolerance`` steps from its grid point is dropped, and
-when several steps of one entity land on one tick the nearest wins (so a
-50 Hz signal read by a 10 Hz schema keeps every fifth step). An entity is
+``time_origin``; an origin without a UTC offset is UTC, never the machine's
+zone) and are snapped to the schema's ``sample_hz`` grid: a step farther
+than ``snap_tolerance`` steps from its grid point is dropped.  Several steps
+of one entity's field that land on one tick collide (a 50 Hz signal read by
+a 10 Hz schema: four of every five steps); they are counted
+(``TickTable.counts["snap_collisions"]``) and handled by ``collisions``:
+``nearest`` (default) keeps the nearest step and warns, ``mean`` averages
+float fields (circular mean for angular ones), ``raise`` refuses.  A time
+that with its origin leaves the int64-nanosecond range is a
+:class:`TimeRangeError` naming the signal and step. An entity is
 present at a tick when any of its mapped values there is not null. The
 fingerprint of a source is the SHA-256 over the manifest checksums of the
 catalog and of every value file the source reads.
@@ -38,17 +44,17 @@ import itertools
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl, quote, unquote, urlencode
 
 import numpy as np
 
-from ..errors import EntityIdError, SourceError
+from ..errors import EntityIdError, SourceError, TimeRangeError
 from ..ids import ENTITY_DTYPES, entity_sort_key
 from ..schema import SchemaSpec
 from ..tick import Tick, TickTable
 from ..units import parse_unit, to_unit
+from ._snap import COLLISION_POLICIES, group_starts, merge_groups, warn_dropped
 from .base import InputAdapter, register_adapter
 
 __all__ = ["TimenetAdapter", "expand_source", "parse_source"]
@@ -129,8 +135,28 @@ def expand_source(uri: str, *, registries: Sequence[str] | None = None) -> list[
     return out
 
 
-def _origin_seconds(origin: str | None) -> float:
-    return 0.0 if origin is None else datetime.fromisoformat(origin).timestamp()
+def _seconds(sig: Any, uri: str, record: str, name: str) -> np.ndarray:
+    """A signal's times as float64 seconds since the epoch (or since its record's start).
+
+    Raises
+    ------
+    TimeRangeError
+        If a time plus the origin leaves the int64-nanosecond range.
+    """
+    from timenet._timebase import first_out_of_range
+
+    ns = sig.times()
+    origin = sig.spec.origin_ns  # naive origins are UTC (timenet._timebase.iso_to_ns)
+    bad = first_out_of_range(ns, origin or 0)
+    if bad is not None:
+        raise TimeRangeError(
+            f"record {record!r}: step {bad} at {int(ns[bad])} ns after "
+            f"{sig.spec.time_origin!r} is outside the int64-nanosecond range",
+            source=uri,
+            row=bad,
+            column=name,
+        )
+    return ns.astype(np.float64) * 1e-9 + (origin or 0) / 1_000_000_000
 
 
 class TimenetAdapter(InputAdapter):
@@ -156,6 +182,8 @@ class TimenetAdapter(InputAdapter):
         installed connector when a local registry is configured.
     snap_tolerance : float
         Largest distance from the grid, in steps, of a kept step (0.5 keeps all).
+    collisions : {"nearest", "mean", "raise"}
+        Steps of one entity's field that snap to one tick (see above).
     verify : bool
         Verify TimeNet files against their checksums before reading.
 
@@ -178,12 +206,16 @@ class TimenetAdapter(InputAdapter):
         registries: Sequence[str] | None = None,
         snap_tolerance: float = 0.5,
         verify: bool = True,
+        collisions: str = "nearest",
     ) -> None:
         super().__init__(schema)
         if not 0 <= snap_tolerance <= 0.5:
             raise ValueError(f"snap_tolerance must be within [0, 0.5], got {snap_tolerance!r}")
         if entity_dtype not in ENTITY_DTYPES:
             raise ValueError(f"entity_dtype must be one of {ENTITY_DTYPES}, got {entity_dtype!r}")
+        if collisions not in COLLISION_POLICIES:
+            raise ValueError(f"collisions must be one of {COLLISION_POLICIES}, got {collisions!r}")
+        self.collisions = collisions
         self.entity = entity
         self.entity_dtype = entity_dtype
         self.registries = list(registries) if registries else None
@@ -234,6 +266,7 @@ class TimenetAdapter(InputAdapter):
             "registries": self.registries,
             "snap_tolerance": self.snap_tolerance,
             "verify": self.verify,
+            "collisions": self.collisions,
         }
 
     def __getstate__(self) -> dict[str, Any]:
@@ -381,7 +414,7 @@ class TimenetAdapter(InputAdapter):
                         f"{m['targets'][j]!r}: {exc}",
                         source=uri,
                     ) from None
-            t = sig.times().astype(np.float64) * 1e-9 + _origin_seconds(sig.spec.time_origin)
+            t = _seconds(sig, uri, rec.id, sname)
             if times is None:
                 times = t
             elif t.shape != times.shape or not np.array_equal(t, times):
@@ -401,7 +434,12 @@ class TimenetAdapter(InputAdapter):
         ------
         SourceError
             If the dataset or record cannot be opened, a mapped signal is
-            missing, units do not convert, or the source has no value.
+            missing, units do not convert, the source has no value, or (with
+            ``collisions="raise"``) two steps snap to one tick.
+        TimeRangeError
+            If a time leaves the int64-nanosecond range.
+        EntityIdError
+            For a missing or duplicated entity id.
         """
         reader, recs = self._records(uri)
         hz = float(self.schema.sample_hz)
@@ -417,6 +455,7 @@ class TimenetAdapter(InputAdapter):
                 )
         per: list[dict[str, tuple[np.ndarray, np.ndarray]]] = []
         kmin, kmax = None, None
+        collided, hit = 0, set[str]()
         for rec in ents:
             got: dict[str, tuple[np.ndarray, np.ndarray]] = {}
             for f in self.schema.fields:
@@ -426,10 +465,20 @@ class TimenetAdapter(InputAdapter):
                 off = np.abs(x - k)
                 keep = (off <= self.snap_tolerance + 1e-9) & ~np.all(np.isnan(v), axis=1)
                 k, off, v = k[keep], off[keep], v[keep]
-                order = np.lexsort((off, k))
-                first = np.r_[True, k[order][1:] != k[order][:-1]]
-                sel = order[first]
-                got[f.name] = (k[sel], v[sel])
+                order = np.lexsort((np.arange(k.size), off, k))
+                starts = group_starts(k[order])
+                n_coll = k.size - starts.size
+                if n_coll and self.collisions == "raise":
+                    raise SourceError(
+                        f"record {rec.id!r}, field {f.name!r}: {n_coll} step(s) snap to a "
+                        f"{hz:g} Hz tick already taken",
+                        source=uri,
+                    )
+                collided += n_coll
+                if n_coll:
+                    hit.add(rec.id)
+                sel = order[starts]
+                got[f.name] = (k[sel], merge_groups(v[order], starts, f, self.collisions))
                 if sel.size:
                     lo, hi = int(k[sel].min()), int(k[sel].max())
                     kmin = lo if kmin is None else min(kmin, lo)
@@ -437,6 +486,8 @@ class TimenetAdapter(InputAdapter):
             per.append(got)
         if kmin is None or kmax is None:
             raise SourceError("the source holds no value", source=uri)
+        if collided and self.collisions == "nearest":
+            warn_dropped(uri, collided, hz, len(hit))
         n_t = kmax - kmin + 1
         present = np.zeros((n_t, len(ents)), dtype=bool)
         values = {f.name: np.full((n_t, len(ents), f.dims), np.nan) for f in self.schema.fields}
@@ -455,6 +506,7 @@ class TimenetAdapter(InputAdapter):
             present,
             glob,
             events,
+            {"snap_collisions": collided},
         )
 
     def ticks(self, uri: str) -> Iterator[Tick]:
