@@ -76,26 +76,51 @@ def first_out_of_range(ns: np.ndarray, offset: int = 0) -> int | None:
     return int(bad[0]) if bad.size else None
 
 
+_NS_PER = {
+    "W": 604_800 * 10**9,
+    "D": 86_400 * 10**9,
+    "h": 3_600 * 10**9,
+    "m": 60 * 10**9,
+    "s": 10**9,
+    "ms": 10**6,
+    "us": 10**3,
+    "ns": 1,
+}
+_SUB_NS = {"ps": 10**3, "fs": 10**6, "as": 10**9}
+
+
 def datetime64_to_ns(values: np.ndarray) -> tuple[np.ndarray, int | None]:
     """A datetime64 array of any unit as int64 ns, and the first step that does not fit.
 
-    NumPy's own ``astype("datetime64[ns]")`` wraps silently on overflow, so
-    every value is converted back and compared; NaT counts as out of range.
+    NumPy's own ``astype("datetime64[ns]")`` wraps silently on overflow (and
+    its conversions back misbehave near the int64 ends), so the conversion is
+    done in integers against each unit's exact limit; NaT counts as out of
+    range.
 
     Returns
     -------
-    ns : ndarray, shape (T,), int64, nanoseconds since the epoch
+    ns : ndarray, shape (T,), int64, nanoseconds since the epoch (0 where bad)
     bad : int or None
         Index of the first NaT or out-of-range value.
     """
-    ns = values.astype("datetime64[ns]")
-    back = ns.astype(values.dtype)
-    bad = np.flatnonzero(np.isnat(values) | np.isnat(ns) | (back != values))
-    out = ns.view(np.int64)
-    if not bad.size:
-        nat = first_out_of_range(out)
-        return out, nat
-    return out, int(bad[0])
+    unit, count = np.datetime_data(values.dtype)
+    bad = np.isnat(values)
+    raw = values.view(np.int64)
+    if unit in ("Y", "M"):  # calendar units: go through days (years beyond 10**6 cannot fit)
+        bad |= np.abs(np.where(bad, 0, raw)) > 10**6 * (12 if unit == "M" else 1) // count
+        days = np.where(bad, np.zeros(1, values.dtype), values).astype("datetime64[D]")
+        raw, unit, count = days.view(np.int64), "D", 1
+    if unit in _SUB_NS:
+        ns = raw // (_SUB_NS[unit] // count) if _SUB_NS[unit] >= count else raw
+    elif unit in _NS_PER:
+        limit = NS_MAX // (_NS_PER[unit] * count)
+        bad |= (raw > limit) | (raw < -limit)
+        ns = np.where(bad, 0, raw) * np.int64(_NS_PER[unit] * count) if limit else raw * 0
+    else:
+        raise ValueError(f"datetime64 unit {unit!r} has no fixed length")
+    ns = np.where(bad, 0, ns).astype(np.int64)
+    hits = np.flatnonzero(bad)
+    return ns, (int(hits[0]) if hits.size else None)
 
 
 def check_signal_times(
