@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import EntityIdError, SourceError
+from .errors import EntityIdError, SourceError, TimeRangeError
 from .ids import entity_sort_key
 from .schema import FieldSpec, SchemaSpec
 
@@ -184,7 +184,10 @@ def table_from_ticks(
         entity record misses a declared field, or a value is invalid.  The
         error names the source and the tick's position in the stream.
         :class:`EntityIdError` (a ``SourceError``) for a missing id (None,
-        empty or blank text) or one without a canonical form (NaN, lists...).
+        empty or blank text) or one without a canonical form (NaN, lists...);
+        :class:`TimeRangeError` for a time outside int64 nanoseconds.  Two
+        ticks on one grid point are refused (the stream must strictly
+        increase), so this builder never drops a colliding tick.
     """
     hz = float(schema.sample_hz)
     ks: list[int] = []
@@ -194,6 +197,13 @@ def table_from_ticks(
     for i, tick in enumerate(ticks):
         if not math.isfinite(tick.time):
             raise SourceError(f"non-finite tick time {tick.time!r}", source=source_id, row=i)
+        if abs(tick.time) * 1e9 >= 2.0**63:
+            raise TimeRangeError(
+                f"tick time {tick.time!r} s is outside the int64-nanosecond range "
+                "1677-09-21..2262-04-11 UTC",
+                source=source_id,
+                row=i,
+            )
         x = tick.time * hz
         k = round(x)
         if abs(x - k) > snap_tolerance:

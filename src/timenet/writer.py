@@ -267,7 +267,7 @@ class TimeFWriter:
             are allowed for scalar Parquet signals only.
         spec : SignalSpec
             Dtype, per-step shape, unit and time base.
-        times : ndarray, shape (T,), int64 ns or datetime64[ns], optional
+        times : ndarray, shape (T,), int64 ns or datetime64 (any unit), optional
             Strictly increasing explicit timestamps; required exactly when
             ``spec.rate_hz`` is None.
         storage : {"auto", "parquet", "zarr"}
