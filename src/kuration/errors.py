@@ -123,6 +123,17 @@ class SourceError(KurationError, ValueError):
         self.source = source
         self.row = row
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # rebuilt without calling __init__ (its keyword-only ``source`` is not in
+        # ``args``), so the error crosses a process pool intact
+        return (_rebuild_error, (type(self), self.args), self.__dict__)
+
+
+def _rebuild_error(cls: type[Exception], args: tuple[object, ...]) -> Exception:
+    err = cls.__new__(cls)
+    Exception.__init__(err, *args)
+    return err
+
 
 class EntityIdError(SourceError):
     """An entity id is missing (null, NaN, empty text) or cannot be represented canonically.
