@@ -9,6 +9,8 @@
     ├── JobError (ValueError)               a job file is malformed
     ├── PolicyError (ValueError)            a quality policy (``kur check``) is malformed
     ├── SourceError (ValueError)            raw input is malformed (names source and row)
+    │   ├── EntityIdError                   an entity id is missing or has no canonical form (names column)
+    │   └── TimeRangeError                  a time is outside the int64-nanosecond range (names column)
     ├── EmptyPoolError (RuntimeError)       scoring produced no segments at all
     ├── OutputSpecError (ValueError)        an OutputSpec is invalid or a modality cannot be filled
     ├── DatasetExistsError (FileExistsError) the destination holds a dataset and neither resume nor force was given
@@ -16,7 +18,8 @@
     ├── SampleFetchError (RuntimeError)     a pinned sample could not be fetched or failed its checksum
     └── MissingExtraError (ImportError)     an optional feature's extra is not installed
 
-Warnings: ``KurationWarning`` (root) and ``DataOrderWarning`` (input rows were reordered).
+Warnings: ``KurationWarning`` (root), ``DataOrderWarning`` (input rows were reordered) and
+``SnapCollisionWarning`` (rows of one entity snapped to one grid point; all but one dropped).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ __all__ = [
     "DatasetExistsError",
     "DatasetIntegrityError",
     "EmptyPoolError",
+    "EntityIdError",
     "JobError",
     "KurationError",
     "KurationWarning",
@@ -37,8 +41,10 @@ __all__ = [
     "PolicyError",
     "SampleFetchError",
     "SchemaError",
+    "SnapCollisionWarning",
     "SourceError",
     "StrategyError",
+    "TimeRangeError",
 ]
 
 
@@ -184,6 +190,65 @@ class SourceError(KurationError, ValueError):
         self.source = source
         self.row = row
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # rebuilt without calling __init__ (its keyword-only ``source`` is not in
+        # ``args``), so the error crosses a process pool intact
+        return (_rebuild_error, (type(self), self.args), self.__dict__)
+
+
+def _rebuild_error(cls: type[Exception], args: tuple[object, ...]) -> Exception:
+    err = cls.__new__(cls)
+    Exception.__init__(err, *args)
+    return err
+
+
+class EntityIdError(SourceError):
+    """An entity id is missing (null, NaN, empty text) or cannot be represented canonically.
+
+    Attributes
+    ----------
+    source : str
+        The source URI or id ("" when the id is not tied to a source).
+    column : str or None
+        The id column (or record metadata key), when known.
+    row : int or None
+        Zero-based row (or record index), when known.
+    """
+
+    def __init__(
+        self, message: str, *, source: str = "", row: int | None = None, column: str | None = None
+    ) -> None:
+        where = f"column {column!r}: " if column is not None else ""
+        if source:
+            super().__init__(where + message, source=source, row=row)
+        else:
+            KurationError.__init__(self, where + message)
+            self.source, self.row = source, row
+        self.column = column
+
+
+class TimeRangeError(SourceError):
+    """A time cannot be held as int64 nanoseconds since the Unix epoch.
+
+    The representable range is 1677-09-21T00:12:43.145224193Z to
+    2262-04-11T23:47:16.854775807Z.
+
+    Attributes
+    ----------
+    source : str
+    column : str or None
+        The time column (or signal).
+    row : int or None
+        Zero-based row (or step) of the first time out of range.
+    """
+
+    def __init__(
+        self, message: str, *, source: str, row: int | None = None, column: str | None = None
+    ) -> None:
+        where = f"column {column!r}: " if column is not None else ""
+        super().__init__(where + message, source=source, row=row)
+        self.column = column
+
 
 class EmptyPoolError(KurationError, RuntimeError):
     """Scoring produced an empty segment pool; ``errors`` lists why each source was skipped."""
@@ -241,3 +306,20 @@ class KurationWarning(UserWarning):
 
 class DataOrderWarning(KurationWarning):
     """Input rows were out of time order within an entity and were sorted."""
+
+
+class SnapCollisionWarning(KurationWarning):
+    """Rows of one entity snapped to one grid point and all but the nearest were dropped.
+
+    Attributes
+    ----------
+    source : str
+        The source URI or id.
+    count : int
+        Rows dropped in that source (also recorded per source in ``config.json``).
+    """
+
+    def __init__(self, message: str, *, source: str = "", count: int = 0) -> None:
+        super().__init__(message)
+        self.source = source
+        self.count = count

@@ -17,7 +17,12 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["entity_sort_key", "safe_name", "stable_hash12", "tag_entity_id"]
+from .errors import EntityIdError
+
+__all__ = ["ENTITY_DTYPES", "entity_sort_key", "safe_name", "stable_hash12", "tag_entity_id"]
+
+#: Declared types of an entity id column (adapters' ``entity_dtype`` option).
+ENTITY_DTYPES = ("auto", "string", "int64")
 
 
 def tag_entity_id(value: Any) -> str:
@@ -28,9 +33,10 @@ def tag_entity_id(value: Any) -> str:
 
     Raises
     ------
-    ValueError
+    EntityIdError
         For objects without a canonical representation (anything but None,
         bool, int, finite float, str, bytes, tuple, frozenset, NumPy scalars).
+        It is a ``ValueError``.
     """
     if isinstance(value, np.generic):
         value = value.item()
@@ -42,7 +48,7 @@ def tag_entity_id(value: Any) -> str:
         return f"int:{value}"
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise ValueError(f"entity id {value!r} is not finite")
+            raise EntityIdError(f"entity id {value!r} is not finite")
         return f"float:{value!r}"
     if isinstance(value, str):
         return f"str:{value}"
@@ -52,7 +58,7 @@ def tag_entity_id(value: Any) -> str:
         return "tuple:[" + ",".join(tag_entity_id(v) for v in value) + "]"
     if isinstance(value, frozenset):
         return "frozenset:[" + ",".join(sorted(tag_entity_id(v) for v in value)) + "]"
-    raise ValueError(f"entity id {value!r} of type {type(value).__name__} has no canonical form")
+    raise EntityIdError(f"entity id {value!r} of type {type(value).__name__} has no canonical form")
 
 
 def entity_sort_key(value: Hashable) -> str:

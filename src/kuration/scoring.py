@@ -55,7 +55,11 @@ class TrackExtent:
 
 @dataclass(frozen=True)
 class SourceInfo:
-    """What scoring learned of one source, enough to plan output without rereading it."""
+    """What scoring learned of one source, enough to plan output without rereading it.
+
+    ``counts`` holds the adapter's input-policy counters (``TickTable.counts``,
+    e.g. ``snap_collisions``).
+    """
 
     source_id: str
     uri: str
@@ -64,6 +68,7 @@ class SourceInfo:
     fingerprint: str
     n_segments: int
     tracks: tuple[TrackExtent, ...]
+    counts: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -90,6 +95,11 @@ class ScoringResult:
             "sources_failed": len(self.errors),
             "sources_short": len(self.skipped),
             "segments": len(self.segments),
+            "snap_collisions": {
+                sid: n
+                for sid, info in sorted(self.sources.items())
+                if (n := int(info.counts.get("snap_collisions", 0)))
+            },
             "errors": dict(sorted(self.errors.items())),
             "skipped": dict(sorted(self.skipped.items())),
         }
@@ -128,6 +138,7 @@ def _score_one(
         fingerprint=adapter.fingerprint(uri),
         n_segments=len(segs),
         tracks=_track_extents(table.present, table.entity_ids),
+        counts=dict(sorted(table.counts.items())),
     )
     return info, segs, reason
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import SourceError
+from .errors import EntityIdError, SourceError, TimeRangeError
 from .ids import entity_sort_key
 from .schema import FieldSpec, SchemaSpec
 
@@ -69,6 +69,10 @@ class TickTable:
         Whether the entity has a record at the tick.
     globals : mapping of str to ndarray, shape (T, D), float64
     events : mapping of str to ndarray, shape (T,), bool
+    counts : mapping of str to int
+        What the adapter's input policies did to this source, e.g.
+        ``snap_collisions`` (rows that landed on a tick already taken by a
+        row of the same entity).  Recorded per source in ``config.json``.
     """
 
     source_id: str
@@ -79,6 +83,7 @@ class TickTable:
     present: np.ndarray
     globals: Mapping[str, np.ndarray] = field(default_factory=dict)
     events: Mapping[str, np.ndarray] = field(default_factory=dict)
+    counts: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def n_steps(self) -> int:
@@ -146,6 +151,22 @@ def _encode_value(f: FieldSpec, v: Any, source: str, row: int) -> np.ndarray:
     return arr
 
 
+def _roster(rows: list[Mapping[Hashable, Mapping[str, Any]]], source_id: str) -> list[Hashable]:
+    """Every entity id of the stream in canonical order; a missing or uncanonical id is an error."""
+    seen: dict[Hashable, int] = {}
+    for i, r in enumerate(rows):
+        for e in r:
+            seen.setdefault(e, i)
+    for e, i in seen.items():
+        if e is None or (isinstance(e, str) and not e.strip()):
+            raise EntityIdError(f"missing entity id ({e!r})", source=source_id, row=i)
+        try:
+            entity_sort_key(e)
+        except EntityIdError as exc:
+            raise EntityIdError(str(exc), source=source_id, row=i) from None
+    return sorted(seen, key=entity_sort_key)
+
+
 def table_from_ticks(
     schema: SchemaSpec, ticks: Iterable[Tick], source_id: str, *, snap_tolerance: float = 1e-6
 ) -> TickTable:
@@ -162,6 +183,11 @@ def table_from_ticks(
         If ticks go backwards or repeat, a time is off-grid or non-finite, an
         entity record misses a declared field, or a value is invalid.  The
         error names the source and the tick's position in the stream.
+        :class:`EntityIdError` (a ``SourceError``) for a missing id (None,
+        empty or blank text) or one without a canonical form (NaN, lists...);
+        :class:`TimeRangeError` for a time outside int64 nanoseconds.  Two
+        ticks on one grid point are refused (the stream must strictly
+        increase), so this builder never drops a colliding tick.
     """
     hz = float(schema.sample_hz)
     ks: list[int] = []
@@ -171,6 +197,13 @@ def table_from_ticks(
     for i, tick in enumerate(ticks):
         if not math.isfinite(tick.time):
             raise SourceError(f"non-finite tick time {tick.time!r}", source=source_id, row=i)
+        if abs(tick.time) * 1e9 >= 2.0**63:
+            raise TimeRangeError(
+                f"tick time {tick.time!r} s is outside the int64-nanosecond range "
+                "1677-09-21..2262-04-11 UTC",
+                source=source_id,
+                row=i,
+            )
         x = tick.time * hz
         k = round(x)
         if abs(x - k) > snap_tolerance:
@@ -194,7 +227,7 @@ def table_from_ticks(
         tick_globals.append(tick.globals)
     if not ks:
         raise SourceError("the source holds no ticks", source=source_id)
-    roster = sorted({e for r in rows for e in r}, key=entity_sort_key)
+    roster = _roster(rows, source_id)
     col = {e: j for j, e in enumerate(roster)}
     k0 = ks[0]
     n_t = ks[-1] - k0 + 1

@@ -10,12 +10,12 @@ from __future__ import annotations
 import math
 import zoneinfo
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
 
+from timenet._timebase import NS_MAX, NS_MIN, iso_to_ns
 from timenet.errors import SchemaError
 
 __all__ = [
@@ -64,10 +64,13 @@ class SignalSpec:
         Sampling rate in hertz. ``None`` means the signal carries explicit
         int64 nanosecond timestamps instead.
     start_ns : int
-        Time of step 0 in nanoseconds after ``time_origin`` (regular signals).
+        Time of step 0 in nanoseconds after ``time_origin`` (regular signals);
+        within int64 (the int64 minimum excluded).
     time_origin : str or None
         ISO 8601 instant that time zero refers to; ``None`` means time is
-        relative to the start of the record.
+        relative to the start of the record.  Without a UTC offset it is
+        taken as UTC (never the machine's zone); it must lie within the
+        int64-nanosecond range (1677-09-21..2262-04-11).
     timezone : str or None
         IANA zone name for local-time display (e.g. ``"Europe/Berlin"``).
 
@@ -102,12 +105,18 @@ class SignalSpec:
             if not math.isfinite(rate) or rate <= 0:
                 raise SchemaError(f"rate_hz must be a positive finite number, got {self.rate_hz!r}")
             object.__setattr__(self, "rate_hz", rate)
-        object.__setattr__(self, "start_ns", int(self.start_ns))
+        try:
+            start = int(self.start_ns)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise SchemaError(f"start_ns {self.start_ns!r} is not an integer") from exc
+        if not NS_MIN <= start <= NS_MAX:
+            raise SchemaError(f"start_ns {start} is outside int64 nanoseconds")
+        object.__setattr__(self, "start_ns", start)
         if self.time_origin is not None:
             try:
-                datetime.fromisoformat(self.time_origin)
+                iso_to_ns(self.time_origin)
             except (TypeError, ValueError) as exc:
-                raise SchemaError(f"time_origin {self.time_origin!r} is not ISO 8601") from exc
+                raise SchemaError(f"time_origin {self.time_origin!r}: {exc}") from exc
         if self.timezone is not None:
             try:
                 zoneinfo.ZoneInfo(self.timezone)
@@ -115,6 +124,11 @@ class SignalSpec:
                 raise SchemaError(f"timezone {self.timezone!r} is not an IANA zone") from exc
         if not isinstance(self.unit, str):
             raise SchemaError(f"unit must be a string, got {self.unit!r}")
+
+    @property
+    def origin_ns(self) -> int | None:
+        """``time_origin`` in nanoseconds since the Unix epoch (naive means UTC), or None."""
+        return None if self.time_origin is None else iso_to_ns(self.time_origin)
 
     @property
     def regular(self) -> bool:

@@ -45,6 +45,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from timenet._integrity import sha256_file
+from timenet._timebase import NS_MAX, NS_MIN, check_signal_times
 from timenet.catalog import write_catalog
 from timenet.errors import (
     RecordNotFoundError,
@@ -266,7 +267,7 @@ class TimeFWriter:
             are allowed for scalar Parquet signals only.
         spec : SignalSpec
             Dtype, per-step shape, unit and time base.
-        times : ndarray, shape (T,), int64 ns or datetime64[ns], optional
+        times : ndarray, shape (T,), int64 ns or datetime64 (any unit), optional
             Strictly increasing explicit timestamps; required exactly when
             ``spec.rate_hz`` is None.
         storage : {"auto", "parquet", "zarr"}
@@ -277,8 +278,10 @@ class TimeFWriter:
         RecordNotFoundError
             If the record was not added.
         SchemaError
-            On a duplicate name, dtype/shape mismatch, bad timestamps or a spec
-            conflicting with earlier signals of the same name.
+            On a duplicate name, dtype/shape mismatch, bad timestamps (a NaT,
+            or a time that with ``time_origin`` leaves the int64-nanosecond
+            range, naming the step) or a spec conflicting with earlier signals
+            of the same name.
         UnitError
             If the unit is unknown to the shared pint registry.
         """
@@ -308,7 +311,7 @@ class TimeFWriter:
         else:
             np_values = _to_numpy_values(values, spec, name, record_id)
             length, nulls = int(np_values.shape[0]), 0
-        ts = _check_times(times, spec, length, name, record_id)
+        ts = check_signal_times(times, spec, length, name, record_id)
         store = self._store_for(name, spec, kind, record_id)
 
         offset = store.rows
@@ -545,7 +548,8 @@ class TimeFWriter:
         RecordNotFoundError, SignalNotFoundError
             If the record or the targeted signal does not exist (yet).
         SchemaError
-            If the content is not a descriptor or ``stop_ns < start_ns``.
+            If the content is not a descriptor, ``stop_ns < start_ns`` or a
+            time is outside int64 nanoseconds.
         """
         from timenet.errors import SignalNotFoundError
 
@@ -556,6 +560,13 @@ class TimeFWriter:
             raise SignalNotFoundError(record_id, signal)
         start = int(start_ns)
         stop = None if stop_ns is None else int(stop_ns)
+        for label, v in (("start_ns", start), ("stop_ns", stop)):
+            if v is not None and not NS_MIN <= v <= NS_MAX:
+                raise SchemaError(
+                    f"annotation {label} {v} is outside int64 nanoseconds",
+                    record=record_id,
+                    signal=signal,
+                )
         if stop is not None and stop < start:
             raise SchemaError(
                 f"annotation stop_ns {stop} precedes start_ns {start}",
@@ -753,42 +764,3 @@ def _to_numpy_values(values: Any, spec: SignalSpec, name: str, record: str) -> n
         )
     _check_np(arr, spec, name, record)
     return np.ascontiguousarray(arr)
-
-
-def _check_times(
-    times: Any, spec: SignalSpec, length: int, name: str, record: str
-) -> np.ndarray | None:
-    if spec.rate_hz is not None:
-        if times is not None:
-            raise SchemaError(
-                "give either spec.rate_hz or explicit times, not both", signal=name, record=record
-            )
-        return None
-    if times is None:
-        raise SchemaError(
-            "spec.rate_hz is None, so explicit times are required", signal=name, record=record
-        )
-    ts = np.asarray(times)
-    if ts.dtype.kind == "M":
-        ts = ts.astype("datetime64[ns]").view(np.int64)
-    if ts.dtype != np.int64:
-        raise SchemaError(
-            f"times must be int64 nanoseconds or datetime64, got {ts.dtype}",
-            signal=name,
-            record=record,
-        )
-    if ts.shape != (length,):
-        raise SchemaError(
-            f"times have shape {ts.shape}, values have {length} steps", signal=name, record=record
-        )
-    if length > 1:
-        bad = np.flatnonzero(np.diff(ts) <= 0)
-        if bad.size:
-            i = int(bad[0])
-            raise SchemaError(
-                f"times must be strictly increasing; step {i + 1} ({ts[i + 1]}) does not "
-                f"follow step {i} ({ts[i]})",
-                signal=name,
-                record=record,
-            )
-    return ts

@@ -11,9 +11,54 @@ from typing import Any
 
 import numpy as np
 
+from timenet._timebase import NS_MAX
 from timenet.build.errors import RawInputError
 
-__all__ = ["csv_table", "gunzip_json", "runs"]
+__all__ = ["csv_table", "gunzip_json", "runs", "times_ns"]
+
+_NS_PER = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+
+
+def times_ns(column: Any, where: str, name: str, unit: str | None = None) -> np.ndarray:
+    """A timestamp column (or integers in ``unit``) as int64 nanoseconds since the epoch.
+
+    Parameters
+    ----------
+    column : pyarrow Array or ChunkedArray
+        ``timestamp[s|ms|us|ns]`` (naive values are UTC), or integers in ``unit``.
+    where : str
+        The file, for the error.
+    name : str
+        The column name, for the error.
+
+    Returns
+    -------
+    ndarray, shape (N,), int64, nanoseconds
+
+    Raises
+    ------
+    RawInputError
+        For a value that does not fit int64 nanoseconds (1677-09-21..2262-04-11
+        UTC), naming the column and row.
+    """
+    import pyarrow as pa
+
+    typ = column.type
+    unit = typ.unit if pa.types.is_timestamp(typ) else unit
+    if unit not in _NS_PER or not (pa.types.is_timestamp(typ) or pa.types.is_integer(typ)):
+        raise RawInputError(where, f"column {name!r} of type {typ} is not a time column")
+    raw = np.asarray(column.cast(pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+    limit = NS_MAX // _NS_PER[unit]
+    bad = np.flatnonzero((raw > limit) | (raw < -limit))
+    if bad.size:
+        r = int(bad[0])
+        raise RawInputError(
+            where,
+            f"column {name!r}: time {raw[r]} {unit} is outside the int64-nanosecond range "
+            "1677-09-21..2262-04-11 UTC",
+            row=r,
+        )
+    return raw * _NS_PER[unit]
 
 
 def gunzip_json(data: bytes, where: str) -> Any:

@@ -14,16 +14,24 @@ record or group, pinned to the exact version (``kur run`` does this for
 ``timenet://`` entries of a job's ``sources``).
 
 Each record of a source is one entity (its id: the metadata key ``entity``,
-else the record id). Every schema field is mapped to one signal per
+else the record id).  Ids keep their JSON type (text or integer) unless
+``entity_dtype`` declares one; a missing id (null, empty text, a float, a
+list) or two records with one id are an :class:`EntityIdError`. Every schema field is mapped to one signal per
 component, converted with pint to the field's unit::
 
     {"fields": {"position": {"signals": ["x", "y"], "unit": "m"}}}
 
 Times come from the signals (regular or explicit, plus the spec's
-``time_origin``) and are snapped to the schema's ``sample_hz`` grid: a step
-farther than ``snap_tolerance`` steps from its grid point is dropped, and
-when several steps of one entity land on one tick the nearest wins (so a
-50 Hz signal read by a 10 Hz schema keeps every fifth step). An entity is
+``time_origin``; an origin without a UTC offset is UTC, never the machine's
+zone) and are snapped to the schema's ``sample_hz`` grid: a step farther
+than ``snap_tolerance`` steps from its grid point is dropped.  Several steps
+of one entity's field that land on one tick collide (a 50 Hz signal read by
+a 10 Hz schema: four of every five steps); they are counted
+(``TickTable.counts["snap_collisions"]``) and handled by ``collisions``:
+``nearest`` (default) keeps the nearest step and warns, ``mean`` averages
+float fields (circular mean for angular ones), ``raise`` refuses.  A time
+that with its origin leaves the int64-nanosecond range is a
+:class:`TimeRangeError` naming the signal and step. An entity is
 present at a tick when any of its mapped values there is not null. The
 fingerprint of a source is the SHA-256 over the manifest checksums of the
 catalog and of every value file the source reads.
@@ -32,19 +40,21 @@ catalog and of every value file the source reads.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl, quote, unquote, urlencode
 
 import numpy as np
 
-from ..errors import SourceError
+from ..errors import EntityIdError, SourceError, TimeRangeError
+from ..ids import ENTITY_DTYPES, entity_sort_key
 from ..schema import SchemaSpec
 from ..tick import Tick, TickTable
 from ..units import parse_unit, to_unit
+from ._snap import COLLISION_POLICIES, group_starts, merge_groups, warn_dropped
 from .base import InputAdapter, register_adapter
 
 __all__ = ["TimenetAdapter", "expand_source", "parse_source"]
@@ -125,8 +135,28 @@ def expand_source(uri: str, *, registries: Sequence[str] | None = None) -> list[
     return out
 
 
-def _origin_seconds(origin: str | None) -> float:
-    return 0.0 if origin is None else datetime.fromisoformat(origin).timestamp()
+def _seconds(sig: Any, uri: str, record: str, name: str) -> np.ndarray:
+    """A signal's times as float64 seconds since the epoch (or since its record's start).
+
+    Raises
+    ------
+    TimeRangeError
+        If a time plus the origin leaves the int64-nanosecond range.
+    """
+    from timenet._timebase import first_out_of_range
+
+    ns = sig.times()
+    origin = sig.spec.origin_ns  # naive origins are UTC (timenet._timebase.iso_to_ns)
+    bad = first_out_of_range(ns, origin or 0)
+    if bad is not None:
+        raise TimeRangeError(
+            f"record {record!r}: step {bad} at {int(ns[bad])} ns after "
+            f"{sig.spec.time_origin!r} is outside the int64-nanosecond range",
+            source=uri,
+            row=bad,
+            column=name,
+        )
+    return ns.astype(np.float64) * 1e-9 + (origin or 0) / 1_000_000_000
 
 
 class TimenetAdapter(InputAdapter):
@@ -143,12 +173,17 @@ class TimenetAdapter(InputAdapter):
     entity : str or None
         Record metadata key holding the entity id (default ``"entity"``;
         records without it use their record id).
+    entity_dtype : {"auto", "string", "int64"}
+        ``auto`` keeps the id's JSON type (text or integer); ``string`` turns
+        integers into their decimal text; ``int64`` parses text as an integer.
     registries : list of str, optional
         TimeNet registries (default ``$TIMENET_REGISTRY`` or
         ``~/.cache/timenet/registry``); a missing dataset is built from an
         installed connector when a local registry is configured.
     snap_tolerance : float
         Largest distance from the grid, in steps, of a kept step (0.5 keeps all).
+    collisions : {"nearest", "mean", "raise"}
+        Steps of one entity's field that snap to one tick (see above).
     verify : bool
         Verify TimeNet files against their checksums before reading.
 
@@ -167,14 +202,22 @@ class TimenetAdapter(InputAdapter):
         *,
         fields: Mapping[str, Any],
         entity: str | None = "entity",
+        entity_dtype: str = "auto",
         registries: Sequence[str] | None = None,
         snap_tolerance: float = 0.5,
         verify: bool = True,
+        collisions: str = "nearest",
     ) -> None:
         super().__init__(schema)
         if not 0 <= snap_tolerance <= 0.5:
             raise ValueError(f"snap_tolerance must be within [0, 0.5], got {snap_tolerance!r}")
+        if entity_dtype not in ENTITY_DTYPES:
+            raise ValueError(f"entity_dtype must be one of {ENTITY_DTYPES}, got {entity_dtype!r}")
+        if collisions not in COLLISION_POLICIES:
+            raise ValueError(f"collisions must be one of {COLLISION_POLICIES}, got {collisions!r}")
+        self.collisions = collisions
         self.entity = entity
+        self.entity_dtype = entity_dtype
         self.registries = list(registries) if registries else None
         self.snap_tolerance = float(snap_tolerance)
         self.verify = bool(verify)
@@ -219,9 +262,11 @@ class TimenetAdapter(InputAdapter):
                 for k, v in self.fields.items()
             },
             "entity": self.entity,
+            "entity_dtype": self.entity_dtype,
             "registries": self.registries,
             "snap_tolerance": self.snap_tolerance,
             "verify": self.verify,
+            "collisions": self.collisions,
         }
 
     def __getstate__(self) -> dict[str, Any]:
@@ -302,10 +347,37 @@ class TimenetAdapter(InputAdapter):
         return hashlib.sha256(body).hexdigest()
 
     # -- reading -------------------------------------------------------------------------
-    def _entity_id(self, rec: Any) -> Any:
-        if self.entity and self.entity in rec.metadata:
-            return rec.metadata[self.entity]
-        return rec.id
+    def _entity_id(self, rec: Any, uri: str = "") -> Any:
+        """The record's entity id, typed by ``entity_dtype``.
+
+        Raises
+        ------
+        EntityIdError
+            For a missing id (null, empty or blank text), a value that is not
+            text or an integer, or one that does not convert to ``entity_dtype``.
+        """
+        key = self.entity if self.entity and self.entity in rec.metadata else None
+        value = rec.metadata[key] if key else rec.id
+
+        def fail(msg: str) -> EntityIdError:
+            where = f"record {rec.id!r}" + (f" metadata key {key!r}" if key else " id")
+            return EntityIdError(f"{where}: {msg}", source=uri, row=rec.index, column=key)
+
+        if isinstance(value, str):
+            if not value.strip():
+                raise fail(f"missing entity id ({value!r})")
+            if self.entity_dtype == "int64":
+                if re.fullmatch(r"\s*[+-]?[0-9]+\s*", value) is None:
+                    raise fail(f"entity id {value!r} is not an integer (entity_dtype int64)")
+                value = int(value)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            if self.entity_dtype == "string":
+                value = str(value)
+        else:
+            raise fail(f"missing entity id ({value!r}); ids are text or integers")
+        if isinstance(value, int) and not -(2**63) <= value < 2**63:
+            raise fail(f"entity id {value} is outside int64")
+        return value
 
     def _field_steps(
         self, reader: Any, rec: Any, fname: str, uri: str
@@ -342,7 +414,7 @@ class TimenetAdapter(InputAdapter):
                         f"{m['targets'][j]!r}: {exc}",
                         source=uri,
                     ) from None
-            t = sig.times().astype(np.float64) * 1e-9 + _origin_seconds(sig.spec.time_origin)
+            t = _seconds(sig, uri, rec.id, sname)
             if times is None:
                 times = t
             elif t.shape != times.shape or not np.array_equal(t, times):
@@ -362,13 +434,28 @@ class TimenetAdapter(InputAdapter):
         ------
         SourceError
             If the dataset or record cannot be opened, a mapped signal is
-            missing, units do not convert, or the source has no value.
+            missing, units do not convert, the source has no value, or (with
+            ``collisions="raise"``) two steps snap to one tick.
+        TimeRangeError
+            If a time leaves the int64-nanosecond range.
+        EntityIdError
+            For a missing or duplicated entity id.
         """
         reader, recs = self._records(uri)
         hz = float(self.schema.sample_hz)
-        ents = sorted(recs, key=lambda r: str(self._entity_id(r)))
+        ids = {r.id: self._entity_id(r, uri) for r in recs}
+        ents = sorted(recs, key=lambda r: entity_sort_key(ids[r.id]))
+        for a, b in itertools.pairwise(ents):
+            if entity_sort_key(ids[a.id]) == entity_sort_key(ids[b.id]):
+                raise EntityIdError(
+                    f"records {a.id!r} and {b.id!r} have the same entity id {ids[a.id]!r}",
+                    source=uri,
+                    row=b.index,
+                    column=self.entity,
+                )
         per: list[dict[str, tuple[np.ndarray, np.ndarray]]] = []
         kmin, kmax = None, None
+        collided, hit = 0, set[str]()
         for rec in ents:
             got: dict[str, tuple[np.ndarray, np.ndarray]] = {}
             for f in self.schema.fields:
@@ -378,10 +465,20 @@ class TimenetAdapter(InputAdapter):
                 off = np.abs(x - k)
                 keep = (off <= self.snap_tolerance + 1e-9) & ~np.all(np.isnan(v), axis=1)
                 k, off, v = k[keep], off[keep], v[keep]
-                order = np.lexsort((off, k))
-                first = np.r_[True, k[order][1:] != k[order][:-1]]
-                sel = order[first]
-                got[f.name] = (k[sel], v[sel])
+                order = np.lexsort((np.arange(k.size), off, k))
+                starts = group_starts(k[order])
+                n_coll = k.size - starts.size
+                if n_coll and self.collisions == "raise":
+                    raise SourceError(
+                        f"record {rec.id!r}, field {f.name!r}: {n_coll} step(s) snap to a "
+                        f"{hz:g} Hz tick already taken",
+                        source=uri,
+                    )
+                collided += n_coll
+                if n_coll:
+                    hit.add(rec.id)
+                sel = order[starts]
+                got[f.name] = (k[sel], merge_groups(v[order], starts, f, self.collisions))
                 if sel.size:
                     lo, hi = int(k[sel].min()), int(k[sel].max())
                     kmin = lo if kmin is None else min(kmin, lo)
@@ -389,6 +486,8 @@ class TimenetAdapter(InputAdapter):
             per.append(got)
         if kmin is None or kmax is None:
             raise SourceError("the source holds no value", source=uri)
+        if collided and self.collisions == "nearest":
+            warn_dropped(uri, collided, hz, len(hit))
         n_t = kmax - kmin + 1
         present = np.zeros((n_t, len(ents)), dtype=bool)
         values = {f.name: np.full((n_t, len(ents), f.dims), np.nan) for f in self.schema.fields}
@@ -402,11 +501,12 @@ class TimenetAdapter(InputAdapter):
             self.source_id(uri),
             self.schema,
             kmin,
-            tuple(self._entity_id(r) for r in ents),
+            tuple(ids[r.id] for r in ents),
             values,
             present,
             glob,
             events,
+            {"snap_collisions": collided},
         )
 
     def ticks(self, uri: str) -> Iterator[Tick]:

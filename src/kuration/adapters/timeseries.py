@@ -13,9 +13,18 @@ Order and duplicate policy (applied per source, always before any windowing):
 * Two rows with the same raw time for the same entity are ambiguous and
   rejected by default (``duplicates="raise"``); ``"first"``/``"last"`` keep
   one by file order.
-* Two distinct raw times of one entity that snap to the same tick collide; the
-  row nearest its grid point wins (ties: the earlier file row)
-  (``collisions="nearest"``), or the source is rejected (``"raise"``).
+* Two distinct raw times of one entity that snap to the same tick collide.
+  Collisions are counted per source (``TickTable.counts["snap_collisions"]``,
+  recorded in ``config.json``).  ``collisions="nearest"`` (default) keeps the
+  row nearest its grid point (ties: the earlier file row) and warns
+  (:class:`SnapCollisionWarning`); ``"mean"`` averages float fields over the
+  colliding rows (circular mean for angular fields; categorical, bitmask and
+  integer fields keep the nearest row); ``"raise"`` rejects the source.
+* Entity ids are text unless declared otherwise (``entity_dtype``): a CSV id
+  column is read as text, so ``0042`` and ``42`` are two entities; a Parquet
+  id column keeps its declared type (string, integer or float).  A missing id
+  (null, NaN, empty or blank text) is an :class:`EntityIdError` naming the
+  column and row.
 * An entity with no row at a tick is *absent* there (``present`` false); its
   values are NaN, never zero.  A null value in a present row is NaN too
   (missing), while an infinite value is an error.
@@ -23,6 +32,7 @@ Order and duplicate policy (applied per source, always before any windowing):
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,15 +42,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import DataOrderWarning, SourceError
-from ..ids import entity_sort_key
+from ..errors import DataOrderWarning, EntityIdError, SourceError, TimeRangeError
+from ..ids import ENTITY_DTYPES, entity_sort_key
 from ..schema import FieldSpec, SchemaSpec
 from ..tick import Tick, TickTable
+from ._snap import COLLISION_POLICIES, group_starts, merge_groups, warn_dropped
 from .base import InputAdapter, register_adapter
 
 __all__ = ["TimeseriesAdapter"]
 
 _TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+_NS_PER = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+_INT64_MAX = 2**63 - 1
 
 
 class TimeseriesAdapter(InputAdapter):
@@ -56,6 +69,12 @@ class TimeseriesAdapter(InputAdapter):
         Every schema field must be mapped.
     entity_column : str, optional
         Column identifying the entity; without it the file is one entity ``0``.
+    entity_dtype : {"auto", "string", "int64"}
+        Type of the entity ids.  ``auto``: CSV ids are text (never inferred
+        as numbers), Parquet ids keep the file's type; ``string``: ids are
+        text (Parquet integers become their decimal text; float columns are
+        refused); ``int64``: ids are integers (text must be an integer,
+        floats must be integral).
     time_unit : {"s", "ms", "us", "ns"}
         Unit of a numeric time column.
     globals, events : mapping, optional
@@ -67,7 +86,9 @@ class TimeseriesAdapter(InputAdapter):
         Largest distance from the grid, in steps (0.5 accepts every row).
     disorder : {"sort", "raise"}
     duplicates : {"raise", "first", "last"}
-    collisions : {"nearest", "raise"}
+    collisions : {"nearest", "mean", "raise"}
+        What to do with rows of one entity that snap to one tick (see the
+        module docstring); every policy counts them.
 
     Raises
     ------
@@ -84,6 +105,7 @@ class TimeseriesAdapter(InputAdapter):
         time_column: str,
         fields: Mapping[str, str | Sequence[str]],
         entity_column: str | None = None,
+        entity_dtype: str = "auto",
         time_unit: str = "s",
         globals: Mapping[str, str | Sequence[str]] | None = None,
         events: Mapping[str, str] | None = None,
@@ -98,9 +120,10 @@ class TimeseriesAdapter(InputAdapter):
             raise ValueError(f"time_unit must be one of {sorted(_TIME_UNITS)}, got {time_unit!r}")
         for opt, val, allowed in (
             ("format", format, ("auto", "csv", "parquet")),
+            ("entity_dtype", entity_dtype, ENTITY_DTYPES),
             ("disorder", disorder, ("sort", "raise")),
             ("duplicates", duplicates, ("raise", "first", "last")),
-            ("collisions", collisions, ("nearest", "raise")),
+            ("collisions", collisions, COLLISION_POLICIES),
         ):
             if val not in allowed:
                 raise ValueError(f"{opt} must be one of {allowed}, got {val!r}")
@@ -110,6 +133,7 @@ class TimeseriesAdapter(InputAdapter):
             )
         self.time_column = time_column
         self.entity_column = entity_column
+        self.entity_dtype = entity_dtype
         self.time_unit = time_unit
         self.fields = {k: _as_cols(v) for k, v in fields.items()}
         self.globals = {k: _as_cols(v) for k, v in (globals or {}).items()}
@@ -145,6 +169,7 @@ class TimeseriesAdapter(InputAdapter):
             "time_column": self.time_column,
             "fields": {k: list(v) for k, v in self.fields.items()},
             "entity_column": self.entity_column,
+            "entity_dtype": self.entity_dtype,
             "time_unit": self.time_unit,
             "globals": {k: list(v) for k, v in self.globals.items()},
             "events": dict(self.events),
@@ -168,7 +193,11 @@ class TimeseriesAdapter(InputAdapter):
             if fmt == "csv":
                 import pyarrow.csv as pacsv
 
-                table = pacsv.read_csv(uri)
+                # ids are text: never let CSV type inference turn "0042" into 42
+                types = {self.entity_column: pa.string()} if self.entity_column else {}
+                table = pacsv.read_csv(
+                    uri, convert_options=pacsv.ConvertOptions(column_types=types)
+                )
             else:
                 import pyarrow.parquet as pq
 
@@ -200,6 +229,10 @@ class TimeseriesAdapter(InputAdapter):
 
         Raises
         ------
+        TimeRangeError
+            For a time outside the int64-nanosecond range (a ``SourceError``).
+        EntityIdError
+            For a missing or unconvertible entity id (a ``SourceError``).
         SourceError
             Naming the source and the offending row for: unreadable files,
             missing or duplicated columns, null/non-finite times or entities,
@@ -263,24 +296,58 @@ class TimeseriesAdapter(InputAdapter):
                 keep[:-1][dup] = False
             order = order[keep]
 
-        # snap collisions: keep the row nearest its grid point
-        order = order[np.lexsort((order, off[order], k[order], ent_codes[order]))]
-        e_s, k_s = ent_codes[order], k[order]
-        coll = (e_s[1:] == e_s[:-1]) & (k_s[1:] == k_s[:-1])
-        if coll.any():
-            if self.collisions == "raise":
-                r = int(order[1:][coll].min())
-                raise SourceError(
-                    f"two rows of entity {roster[ent_codes[r]]!r} snap to the same {hz:g} Hz tick",
-                    source=src,
-                    row=r,
-                )
-            keep = np.ones(order.size, dtype=bool)
-            keep[1:][coll] = False
-            order = order[keep]
+        order, starts = self._snap(order, k, off, ent_codes, roster, src)
+        return self._lay_out(table, order, starts, k, ent_codes, roster, src, sid)
 
-        k_kept = k[order]
-        e_kept = ent_codes[order]
+    def _snap(
+        self,
+        order: np.ndarray,
+        k: np.ndarray,
+        off: np.ndarray,
+        ent_codes: np.ndarray,
+        roster: tuple[Any, ...],
+        src: str,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Rows grouped by (entity, tick), nearest first, and each group's start.
+
+        Raises
+        ------
+        SourceError
+            With ``collisions="raise"``, for the first row that shares a tick.
+        """
+        order = order[np.lexsort((order, off[order], k[order], ent_codes[order]))]
+        starts = group_starts(ent_codes[order], k[order])
+        n_coll = order.size - starts.size
+        if n_coll and self.collisions == "raise":
+            extra = np.ones(order.size, dtype=bool)
+            extra[starts] = False
+            r = int(order[extra].min())
+            raise SourceError(
+                f"{n_coll} row(s) snap to a {self.schema.sample_hz:g} Hz tick already taken; "
+                f"the first: entity {roster[ent_codes[r]]!r}",
+                source=src,
+                row=r,
+            )
+        if n_coll and self.collisions == "nearest":
+            taken = np.unique(ent_codes[order[starts[np.diff(np.r_[starts, order.size]) > 1]]])
+            warn_dropped(src, n_coll, float(self.schema.sample_hz), int(taken.size))
+        return order, starts
+
+    def _lay_out(
+        self,
+        table: pa.Table,
+        order: np.ndarray,
+        starts: np.ndarray,
+        k: np.ndarray,
+        ent_codes: np.ndarray,
+        roster: tuple[Any, ...],
+        src: str,
+        sid: str,
+    ) -> TickTable:
+        """The grouped rows as a TickTable (collisions merged by the policy)."""
+        kept = order[starts]
+        k_kept = k[kept]
+        e_kept = ent_codes[kept]
         k0 = int(k_kept.min())
         n_t = int(k_kept.max()) - k0 + 1
         ti = k_kept - k0
@@ -290,14 +357,14 @@ class TimeseriesAdapter(InputAdapter):
         for f in self.schema.fields:
             data = self._field_values(table, f, self.fields[f.name], src)
             arr = np.full((n_t, len(roster), f.dims), np.nan)
-            arr[ti, e_kept] = data[order]
+            arr[ti, e_kept] = merge_groups(data[order], starts, f, self.collisions)
             values[f.name] = arr
         glob: dict[str, np.ndarray] = {}
         for g in self.schema.globals:
             arr = np.full((n_t, g.dims), np.nan)
             if g.name in self.globals:
                 data = self._field_values(table, g, self.globals[g.name], src)
-                arr[ti] = data[order]  # numpy assigns in order: the last row of a tick wins
+                arr[ti] = data[kept]  # numpy assigns in order: the last row of a tick wins
             glob[g.name] = arr
         events: dict[str, np.ndarray] = {}
         for ev in self.schema.events:
@@ -307,46 +374,63 @@ class TimeseriesAdapter(InputAdapter):
                 vals = np.asarray(
                     pc.fill_null(col.cast(pa.bool_()), False).to_numpy(zero_copy_only=False)
                 )
-                np.logical_or.at(flag, ti, vals[order])
+                np.logical_or.at(flag, k[order] - k0, vals[order])  # any row, collided or not
             events[ev] = flag
-        return TickTable(sid, self.schema, k0, roster, values, present, glob, events)
+        counts = {"snap_collisions": int(order.size - starts.size)}
+        return TickTable(sid, self.schema, k0, roster, values, present, glob, events, counts)
 
     def ticks(self, uri: str) -> Iterable[Tick]:
         return self.read_table(uri).iter_ticks()
 
     # -- column conversion ---------------------------------------------------------------
     def _times(self, table: pa.Table, src: str) -> np.ndarray:
-        col = table.column(self.time_column)
+        """Times in float64 seconds; every one must fit int64 nanoseconds since the epoch.
+
+        Raises
+        ------
+        SourceError
+            For a null or non-finite time, or a column that is neither numbers
+            nor timestamps.
+        TimeRangeError
+            For a time outside 1677-09-21..2262-04-11 UTC (int64 ns), naming
+            the column and row.
+        """
+        name = self.time_column
+        col = table.column(name).combine_chunks()
         if col.null_count:
             r = int(np.flatnonzero(np.asarray(col.is_null().to_numpy(zero_copy_only=False)))[0])
-            raise SourceError(f"null time in column {self.time_column!r}", source=src, row=r)
+            raise SourceError(f"null time in column {name!r}", source=src, row=r)
         if pa.types.is_timestamp(col.type):
-            ns = col.cast(pa.timestamp("ns")).cast(pa.int64()).to_numpy(zero_copy_only=False)
-            return np.asarray(ns, dtype=np.float64) * 1e-9
+            # Arrow stores UTC instants (naive timestamps are read as UTC): no local zone
+            ns_per = _NS_PER[col.type.unit]
+            raw = np.asarray(col.cast(pa.int64()).to_numpy(zero_copy_only=False))
+            _check_ns_range(raw, _INT64_MAX // ns_per, col, name, src)
+            return np.asarray(raw * ns_per, dtype=np.float64) * 1e-9
         if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
             raise SourceError(
-                f"time column {self.time_column!r} has type {col.type}, expected numbers "
-                "or timestamps",
+                f"time column {name!r} has type {col.type}, expected numbers or timestamps",
                 source=src,
             )
-        t = (
-            np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
-            * _TIME_UNITS[self.time_unit]
-        )
+        raw = np.asarray(col.to_numpy(zero_copy_only=False))
+        t = raw.astype(np.float64) * _TIME_UNITS[self.time_unit]
         bad = np.flatnonzero(~np.isfinite(t))
         if bad.size:
             raise SourceError(f"non-finite time {float(t[bad[0]])!r}", source=src, row=int(bad[0]))
+        ns_per = _NS_PER[self.time_unit]
+        if raw.dtype.kind in "iu":
+            _check_ns_range(raw, _INT64_MAX // ns_per, col, name, src)
+        else:
+            _check_ns_range(raw, _INT64_MAX / ns_per, col, name, src)
         return t
 
     def _entities(self, table: pa.Table, src: str) -> tuple[np.ndarray, tuple[Any, ...]]:
         n = table.num_rows
         if not self.entity_column:
             return np.zeros(n, dtype=np.int64), (0,)
-        col = table.column(self.entity_column)
-        if col.null_count:
-            r = int(np.flatnonzero(np.asarray(col.is_null().to_numpy(zero_copy_only=False)))[0])
-            raise SourceError(f"null entity id in column {self.entity_column!r}", source=src, row=r)
-        enc = pc.dictionary_encode(col).combine_chunks()
+        ids = _entity_array(
+            table.column(self.entity_column), self.entity_dtype, self.entity_column, src
+        )
+        enc = pc.dictionary_encode(ids)
         uniq = enc.dictionary.to_pylist()
         codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
         rank = sorted(range(len(uniq)), key=lambda i: entity_sort_key(uniq[i]))
@@ -381,6 +465,92 @@ class TimeseriesAdapter(InputAdapter):
                 raise SourceError(f"infinite value in column {c!r}", source=src, row=int(inf[0]))
             out[:, j] = vals
         return out
+
+
+def _check_ns_range(raw: np.ndarray, limit: float, col: pa.Array, name: str, src: str) -> None:
+    """Refuse times whose magnitude exceeds ``limit`` (in the column's own unit).
+
+    ``limit`` is the largest value that still fits int64 nanoseconds; the
+    int64 minimum (NumPy's NaT) is refused with the rest.
+    """
+    if raw.dtype.kind == "u":
+        bad = np.flatnonzero(raw > limit)
+    else:
+        bad = np.flatnonzero((raw > limit) | (raw < -limit))
+    if bad.size:
+        r = int(bad[0])
+        try:
+            v = col[r].as_py()
+            shown = v.isoformat() if isinstance(v, dt.datetime) else repr(v)
+        except (OverflowError, ValueError):  # beyond what Python datetimes can show
+            shown = f"{raw[r]!r} {getattr(col.type, 'unit', '')}".strip()
+        raise TimeRangeError(
+            f"time {shown} is outside the int64-nanosecond range 1677-09-21..2262-04-11 UTC",
+            source=src,
+            row=r,
+            column=name,
+        )
+
+
+def _first(mask: pa.Array | pa.ChunkedArray) -> int | None:
+    """Index of the first true value of a boolean array (nulls count as false), or None."""
+    hits = np.flatnonzero(np.asarray(pc.fill_null(mask, False).to_numpy(zero_copy_only=False)))
+    return int(hits[0]) if hits.size else None
+
+
+def _entity_array(col: pa.ChunkedArray, dtype: str, name: str, src: str) -> pa.Array:
+    """The id column as text, integers or finite floats (see ``entity_dtype``).
+
+    Raises
+    ------
+    EntityIdError
+        For a null, NaN, empty or blank id, a column type that cannot hold ids,
+        or a value that does not convert to the declared ``dtype``.
+    """
+    arr = col.combine_chunks()
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+
+    def fail(msg: str, row: int | None = None) -> EntityIdError:
+        return EntityIdError(msg, source=src, column=name, row=row)
+
+    if (r := _first(arr.is_null())) is not None:
+        raise fail("missing entity id (null)", r)
+    typ = arr.type
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+        arr = arr.cast(pa.string())
+        if (r := _first(pc.equal(pc.utf8_trim_whitespace(arr), ""))) is not None:
+            raise fail("missing entity id (empty text)", r)
+        return _ids_to_int64(arr, fail) if dtype == "int64" else arr
+    if pa.types.is_floating(typ):
+        if (r := _first(pc.invert(pc.is_finite(arr)))) is not None:
+            raise fail(f"missing entity id ({arr[r].as_py()!r} in a float column)", r)
+        if dtype == "string":
+            raise fail(f"a {typ} column has no canonical text; declare entity_dtype 'int64'")
+        return _ids_to_int64(arr, fail) if dtype == "int64" else arr
+    if pa.types.is_integer(typ):
+        if dtype == "string":
+            return arr.cast(pa.string())
+        return _ids_to_int64(arr, fail) if dtype == "int64" else arr
+    raise fail(f"ids are text or integers, the column has type {typ}")
+
+
+def _ids_to_int64(arr: pa.Array, fail: Any) -> pa.Array:
+    bad = None
+    if pa.types.is_string(arr.type):
+        arr = pc.utf8_trim_whitespace(arr)
+        bad = pc.invert(pc.match_substring_regex(arr, r"^[+-]?[0-9]+$"))
+    elif pa.types.is_floating(arr.type):
+        bad = pc.not_equal(pc.floor(arr), arr)
+    if bad is not None and (r := _first(bad)) is not None:
+        raise fail(f"entity id {arr[r].as_py()!r} is not an integer (entity_dtype int64)", r)
+    try:
+        return arr.cast(pa.int64())
+    except (pa.ArrowInvalid, OverflowError):
+        for r, v in enumerate(arr.to_pylist()):
+            if not -(2**63) <= int(v) < 2**63:
+                raise fail(f"entity id {v!r} is outside int64", r) from None
+        raise
 
 
 def _categorical_codes(col: pa.ChunkedArray, f: FieldSpec, name: str, src: str) -> np.ndarray:

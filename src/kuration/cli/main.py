@@ -49,6 +49,14 @@ def _print_run_summary(res: DatasetWriteResult, wall: float, console: Console) -
         f"(failed {sc['sources_failed']}, shorter than a window {sc['sources_short']}); "
         f"segments: {sc['segments']}"
     )
+    if sc.get("snap_collisions"):
+        coll = sc["snap_collisions"]
+        console.print(
+            f"[yellow]snap collisions[/]: {sum(coll.values())} row(s) in {len(coll)} source(s) "
+            f"landed on a tick already taken (collisions="
+            f"{res.config['pipeline']['adapter'].get('collisions', 'nearest')}); "
+            "per source in config.json"
+        )
     t = Table(title="hours budget per split")
     for col in (
         "split",

@@ -668,6 +668,7 @@ def write_dataset(
                 "split": split_of.get(sid),
                 "n_steps": info.n_steps,
                 "segments": info.n_segments,
+                **info.counts,
             }
             for sid, info in sorted(scoring.sources.items())
         ]

@@ -12,7 +12,7 @@ import timenet as tn
 from kuration import SchemaSpec
 from kuration.adapters import TimenetAdapter, adapter_from_dict
 from kuration.adapters.timenet import expand_source, parse_source
-from kuration.errors import SourceError
+from kuration.errors import SnapCollisionWarning, SourceError
 
 ROOT = Path(__file__).resolve().parents[3]
 FOOTBALL = ROOT / "examples" / "football"
@@ -82,7 +82,10 @@ def test_expand_and_parse(registry: Path) -> None:
 
 def test_group_is_one_source_with_entities_and_units(registry: Path) -> None:
     ad = _adapter(registry)
-    table = ad.read_table("timenet://acme/pitch@1.0?group_by=group#g1")
+    with pytest.warns(SnapCollisionWarning, match="142 row"):
+        table = ad.read_table("timenet://acme/pitch@1.0?group_by=group#g1")
+    # four of every five 50 Hz steps land on a 10 Hz tick already taken
+    assert table.counts == {"snap_collisions": 2 * (90 - 19)}
     assert table.entity_ids == ("a", "b")
     assert table.source_id == "g1"
     # 50 Hz resampled onto 10 Hz: every fifth step, starting 1 s after the origin
@@ -91,7 +94,9 @@ def test_group_is_one_source_with_entities_and_units(registry: Path) -> None:
     np.testing.assert_allclose(table.values["position"][:3, 0, 0], [0.0, 0.5, 1.0])
     np.testing.assert_allclose(table.values["position"][:3, 1, 0], [1.0, 1.5, 2.0])
     assert table.present.all()
-    ball = ad.read_table("timenet://acme/pitch@1.0#g2-ball")
+    with pytest.warns(SnapCollisionWarning, match="1 row"):
+        ball = ad.read_table("timenet://acme/pitch@1.0#g2-ball")
+    assert ball.counts == {"snap_collisions": 1}
     t0 = 1704067200.0 * 10
     assert ball.k0 == t0
     # 0.26 s snaps to tick 3, then 0.30 s collides and the nearer (0.30) wins
@@ -107,7 +112,8 @@ def test_fingerprint_and_round_trip(registry: Path) -> None:
     assert fp != ad.fingerprint("timenet://acme/pitch@1.0#g2-ball")
     again = adapter_from_dict(json.loads(json.dumps(ad.to_dict())), SCHEMA)
     assert again.fingerprint(uri) == fp
-    assert next(iter(again.ticks(uri))).entities["a"]["position"][0] == 0.0
+    with pytest.warns(SnapCollisionWarning):
+        assert next(iter(again.ticks(uri))).entities["a"]["position"][0] == 0.0
 
 
 def test_bad_mappings_fail_loud(registry: Path) -> None:

@@ -15,7 +15,7 @@ import pyarrow as pa
 from timenet.build import Connector, PinnedFile, RawInputError
 from timenet.specs import Label, SignalSpec
 from timenet.writer import TimeFWriter
-from timenet_connectors._common import csv_table, runs
+from timenet_connectors._common import csv_table, runs, times_ns
 
 from .tsfile import read_ts
 
@@ -91,7 +91,7 @@ class BodyImuConnector(Connector):
             if col.null_count:
                 r = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
                 raise RawInputError(where, f"missing value in column {name!r}", row=r)
-        t_ms = table.column("timestamp").cast(pa.int64()).to_numpy()
+        t_ms = times_ns(table.column("timestamp"), where, "timestamp") // 1_000_000
         steps = np.arange(len(t_ms))
         resid_ms = (t_ms - t_ms[0]) - steps * (1000.0 / DAPHNET_HZ)
         bad = np.flatnonzero(np.abs(resid_ms) > 1.0)

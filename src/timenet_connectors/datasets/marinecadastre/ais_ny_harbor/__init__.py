@@ -15,7 +15,7 @@ import pyarrow as pa
 from timenet.build import Connector, PinnedFile, RawInputError
 from timenet.specs import SignalSpec
 from timenet.writer import TimeFWriter
-from timenet_connectors._common import csv_table
+from timenet_connectors._common import csv_table, times_ns
 
 __all__ = ["CONNECTOR", "AisNyHarborConnector", "clean_cog", "clean_heading"]
 
@@ -123,7 +123,7 @@ class AisNyHarborConnector(Connector):
             if col.null_count:
                 r = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
                 raise RawInputError(where, f"null {name}", row=r)
-        ts = table.column("BaseDateTime").cast(pa.int64()).to_numpy() * 1_000_000_000
+        ts = times_ns(table.column("BaseDateTime"), where, "BaseDateTime")
         mmsi = table.column("MMSI").to_numpy()
         lat = table.column("LAT").to_numpy()
         lon = table.column("LON").to_numpy()

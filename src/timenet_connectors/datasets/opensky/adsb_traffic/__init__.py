@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 from timenet.build import Connector, PinnedFile, RawInputError
 from timenet.specs import SignalSpec
 from timenet.writer import TimeFWriter
+from timenet_connectors._common import times_ns
 
 __all__ = ["CONNECTOR", "AdsbTrafficConnector"]
 
@@ -132,10 +133,12 @@ class AdsbTrafficConnector(Connector):
         for coll, member in COLLECTIONS.items():
             where = f"{self.wheel}!{member}"
             cols = parse_collection(self.read(self.wheel, member), where)
-            self._write_collection(writer, coll, cols)
+            self._write_collection(writer, coll, cols, where)
 
-    def _write_collection(self, writer: TimeFWriter, coll: str, table: pa.Table) -> None:
-        ts = table.column("timestamp").to_numpy()
+    def _write_collection(
+        self, writer: TimeFWriter, coll: str, table: pa.Table, where: str = ""
+    ) -> None:
+        ts = times_ns(table.column("timestamp"), where or coll, "timestamp", "ms")
         ids, codes = np.unique(
             np.asarray(table.column("icao24").to_pylist(), dtype=object).astype(str),
             return_inverse=True,
@@ -166,7 +169,7 @@ class AdsbTrafficConnector(Connector):
             rid = f"{coll}-{icao}"
             calls = {c.strip() for c in callsign[lo:hi] if c and c.strip()}
             writer.add_record(rid, {"collection": coll, "icao24": icao, "callsigns": sorted(calls)})
-            times = ts_s[lo:hi].astype(np.int64) * 1_000_000
+            times = ts_s[lo:hi]
             for name, col, unit, dtype in columns:
                 writer.add_signal(
                     rid,
