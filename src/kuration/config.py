@@ -203,7 +203,8 @@ class TimeseriesAdapterModel(_Model):
     snap_tolerance: SnapTolerance = 0.5
     disorder: Literal["sort", "raise"] = "sort"
     duplicates: Literal["raise", "first", "last"] = "raise"
-    collisions: Literal["nearest", "raise"] = "nearest"
+    collisions: Literal["nearest", "mean", "raise"] = "nearest"
+    entity_dtype: Literal["auto", "string", "int64"] = "auto"
 
 
 class SignalsModel(_Model):
@@ -220,6 +221,8 @@ class TimenetAdapterModel(_Model):
     registries: list[str] | None = None
     snap_tolerance: SnapTolerance = 0.5
     verify: bool = True
+    collisions: Literal["nearest", "mean", "raise"] = "nearest"
+    entity_dtype: Literal["auto", "string", "int64"] = "auto"
 
 
 class CuratedAdapterModel(_Model):
