@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from ..contracts.schema import SchemaSpec
 from ..errors import OutputSpecError
-from ..schema import SchemaSpec
 
 __all__ = ["ModalitySpec", "OutputSpec"]
 

@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from ..contracts.schema import SchemaSpec
+from ..contracts.track import Track
+from ..core.ids import safe_name, stable_hash12, tag_entity_id
 from ..errors import DatasetIntegrityError, OutputSpecError
-from ..ids import safe_name, stable_hash12, tag_entity_id
-from ..schema import SchemaSpec
 from .containers import get_container
 from .encoders import PassthroughEncoder
 from .spec import ModalitySpec, OutputSpec
-from .track import Track
 
 __all__ = ["ShardSlot", "ShardWriter", "plan_entries", "shard_plan", "shard_stem", "write_track"]
 
