@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
+from ._version import __version__
 from .contracts.buffer import WindowBatch, WindowBuffer, build_window
 from .contracts.schema import FieldSpec, SchemaSpec
 from .contracts.segment import Segment, Segmenter

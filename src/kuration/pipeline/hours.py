@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import __version__
+from .._version import __version__
 from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segment, Segmenter
 from ..contracts.track import track_from_table
