@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..pipeline.hours import DatasetWriteResult
+if TYPE_CHECKING:  # tools sit below the pipeline: the result is only read, by attribute
+    from ..pipeline.hours import DatasetWriteResult
 
 __all__ = ["hours_selection_review"]
 
