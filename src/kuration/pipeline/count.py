@@ -35,10 +35,11 @@ from ..errors import StrategyError
 from ..selection.binning import feature_matrix
 from ..selection.constraints import constrained_select, resolve_floors, tag_label_sets
 from ..selection.select import rank_pool
-from ..selection.strategy import Strategy, load_strategy
+from ..selection.strategy import Strategy
 from ..sources.base import InputAdapter
 from ..tools.audit import coverage_metrics, distribution_shift, duration_correlations
 from .scoring import ScoringResult, score_sources
+from .strategy import load_strategy
 
 __all__ = [
     "CurationResult",

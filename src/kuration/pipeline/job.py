@@ -38,10 +38,10 @@ from ..core.progress import ProgressCallback
 from ..errors import JobError, KurationError
 from ..output.encoders import get_encoder
 from ..output.spec import OutputSpec
-from ..selection.strategy import load_strategy
 from ..sources.base import InputAdapter, adapter_from_dict
 from ..sources.samples import build_adsb_sources, cache_dir
 from .hours import DatasetWriteResult, preflight, write_dataset
+from .strategy import load_strategy
 
 __all__ = ["load_job", "resolve_sources", "run_job"]
 
