@@ -121,7 +121,7 @@ def resolve_sources(spec: Any, base: Path) -> list[str]:
     """Expand the job's ``sources`` into a sorted list of paths.
 
     ``timenet://org/name@version`` entries become one URI per TimeNet record
-    (or per group with ``?group_by=<key>``), see :mod:`kuration.adapters.timenet`.
+    (or per group with ``?group_by=<key>``), see :mod:`kuration.sources.timenet`.
 
     Raises
     ------

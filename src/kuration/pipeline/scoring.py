@@ -1,6 +1,6 @@
 """score_sources: the feature pass shared by curate and write_dataset.
 
-Each source is read into a :class:`~kuration.tick.TickTable`, cut into
+Each source is read into a :class:`~kuration.contracts.tick.TickTable`, cut into
 windows and scored.  A source that fails is skipped and logged
 (``on_error="skip"``) or re-raised (``"raise"``).  Segments are sorted by
 ``(source_id, start_idx)`` so that the pool is the same whatever the order in

@@ -19,13 +19,13 @@
       "seed": 0
     }
 
-``filters`` (see :mod:`kuration.filters`) exclude segments before any
+``filters`` (see :mod:`kuration.selection.filters`) exclude segments before any
 method runs: they are never selected.  ``bin.n_bins`` is one count or one
 per axis.  ``method``/``params`` name a registered method (see
-:mod:`kuration.methods`); defaults a method resolves at load (such as the
+:mod:`kuration.selection.methods`); defaults a method resolves at load (such as the
 feature set of a coverage method) are written into ``params``.  ``tags``,
 ``group``, ``tag_coverage`` and ``group_cap`` are described in
-:mod:`kuration.constraints`.
+:mod:`kuration.selection.constraints`.
 
 ``nan_policy`` says what a NaN feature means for selection: ``exclude`` (the
 segment gets priority -inf and is never selected) or ``lowest`` (it ranks
