@@ -63,6 +63,12 @@ def test_import_contracts_hold() -> None:
             "timenet never imports kuration or timenet_connectors",
             "timenet.models -> kuration.errors",
         ),
+        (
+            "timenet/client.py",
+            "from timenet.build import auto_build",
+            "timenet's client never imports its build engine (a hook finds it)",
+            "timenet.client -> timenet.build",
+        ),
     ],
 )
 def test_a_forbidden_import_is_caught(
