@@ -5,7 +5,7 @@ Run on demand (not part of the test suite)::
     .venv/bin/python bench/bench_metrics.py                 # 120-tick windows, stride 10
     .venv/bin/python bench/bench_metrics.py --stride 60 --tsfresh-windows 60
 
-Data: the ADS-B quickstart sample (``kuration.samples.build_adsb_sources``:
+Data: the ADS-B quickstart sample (``kuration.sources.samples.build_adsb_sources``:
 12 sources of 15 min at 1 Hz, ~30-60 aircraft each), read into TickTables
 before timing.  Three contenders evaluate the same windows:
 
@@ -39,9 +39,9 @@ import pymap3d
 from numpy.lib.stride_tricks import sliding_window_view
 
 from kuration import FeatureEngine, SchemaSpec, Segmenter, build_window
-from kuration.adapters import adapter_from_dict
-from kuration.job import load_job
-from kuration.samples import build_adsb_sources
+from kuration.pipeline.job import load_job
+from kuration.sources import adapter_from_dict
+from kuration.sources.samples import build_adsb_sources
 
 ROOT = Path(__file__).resolve().parents[1]
 JOB = ROOT / "examples" / "adsb_quickstart" / "job.json"

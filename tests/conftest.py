@@ -14,7 +14,7 @@ EXAMPLE = ROOT / "examples" / "adsb_quickstart"
 @pytest.fixture(scope="session")
 def adsb_sources(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """The quickstart sample cut into 15-minute Parquet sources (wheel cached in ~/.cache/kuration)."""
-    from kuration.samples import build_adsb_sources
+    from kuration.sources.samples import build_adsb_sources
 
     return build_adsb_sources(tmp_path_factory.mktemp("adsb-sources"), slice_minutes=15)
 
@@ -22,7 +22,7 @@ def adsb_sources(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 @pytest.fixture(scope="session")
 def adsb_job_dict() -> dict:
     """The shipped example job with every part inlined."""
-    from kuration.job import load_job
+    from kuration.pipeline.job import load_job
 
     job, _ = load_job(EXAMPLE / "job.json")
     return job
@@ -37,7 +37,7 @@ def adsb_schema(adsb_job_dict: dict):
 
 @pytest.fixture(scope="session")
 def adsb_adapter(adsb_job_dict: dict, adsb_schema):
-    from kuration.adapters import adapter_from_dict
+    from kuration.sources import adapter_from_dict
 
     return adapter_from_dict(adsb_job_dict["adapter"], adsb_schema)
 

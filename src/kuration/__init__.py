@@ -2,29 +2,13 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
-from .adapters import (
-    InputAdapter,
-    TimeseriesAdapter,
-    get_adapter,
-    register_adapter,
-    registered_adapters,
-)
-from .adapters.curated import CuratedDatasetAdapter
-from .binning import bin_segments, quantile_bins
-from .buffer import WindowBatch, WindowBuffer, build_window
-from .check import CheckResult, check_dataset
-from .curate import (
-    CurationResult,
-    ExperimentResult,
-    compare_strategies,
-    curate,
-    run_experiment,
-    select_segments,
-)
-from .diff import compare_datasets
-from .dsl import CompiledMetric, compile_metric
+from ._version import __version__
+from .contracts.buffer import WindowBatch, WindowBuffer, build_window
+from .contracts.schema import FieldSpec, SchemaSpec
+from .contracts.segment import Segment, Segmenter
+from .contracts.tick import Tick, TickTable
+from .contracts.track import Track, tracks_from_segment, tracks_from_ticks
+from .core.plugins import load_plugins, plugin_failures
 from .errors import (
     DataOrderWarning,
     DatasetExistsError,
@@ -43,12 +27,9 @@ from .errors import (
     StrategyError,
     TimeRangeError,
 )
-from .features import FeatureEngine, register_metric, registered_metrics
-from .filters import register_filter, registered_filters
-from .inspect import InspectReport, inspect_dataset
-from .job import load_job, run_job
+from .metrics.dsl import CompiledMetric, compile_metric
+from .metrics.features import FeatureEngine, register_metric, registered_metrics
 from .output.containers import get_container, register_container, registered_containers
-from .output.dataset import DatasetWriteResult, write_dataset
 from .output.encoders import (
     OutputEncoder,
     PassthroughEncoder,
@@ -56,18 +37,37 @@ from .output.encoders import (
     register_encoder,
     registered_encoders,
 )
-from .output.loaders import Dataset, iter_shards, open_dataset, read_shard_arrays, shard_entries
 from .output.spec import ModalitySpec, OutputSpec
-from .output.track import Track, tracks_from_segment, tracks_from_ticks
 from .output.writer import ShardWriter, write_track
-from .plugins import load_plugins, plugin_failures
-from .review import hours_selection_review
-from .schema import FieldSpec, SchemaSpec
-from .scoring import ScoringResult, score_sources
-from .segment import Segment, Segmenter
-from .select import apply_strategy, assign_splits, register_method, registered_methods
-from .strategy import Strategy, load_strategy
-from .tick import Tick, TickTable
+from .pipeline.count import (
+    CurationResult,
+    ExperimentResult,
+    compare_strategies,
+    curate,
+    run_experiment,
+    select_segments,
+)
+from .pipeline.hours import DatasetWriteResult, write_dataset
+from .pipeline.job import load_job, run_job
+from .pipeline.scoring import ScoringResult, score_sources
+from .pipeline.strategy import load_strategy
+from .read.curated import CuratedDatasetAdapter
+from .read.loaders import Dataset, iter_shards, open_dataset, read_shard_arrays, shard_entries
+from .selection.binning import bin_segments, quantile_bins
+from .selection.filters import register_filter, registered_filters
+from .selection.select import apply_strategy, assign_splits, register_method, registered_methods
+from .selection.strategy import Strategy
+from .sources import (
+    InputAdapter,
+    TimeseriesAdapter,
+    get_adapter,
+    register_adapter,
+    registered_adapters,
+)
+from .tools.check import CheckResult, check_dataset
+from .tools.diff import compare_datasets
+from .tools.inspect import InspectReport, inspect_dataset
+from .tools.review import hours_selection_review
 
 __all__ = [
     "CheckResult",

@@ -6,7 +6,7 @@ torch) and :mod:`timenet.units` (the shared pint registry).
 
 from __future__ import annotations
 
-from timenet.client import DatasetListing, TimeNet
+from timenet.client import DatasetListing, TimeNet, register_builder
 from timenet.errors import (
     DatasetNotFoundError,
     IntegrityError,
@@ -90,5 +90,6 @@ __all__ = [
     "get_unit_registry",
     "parse_ref",
     "publish",
+    "register_builder",
     "version_key",
 ]

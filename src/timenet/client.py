@@ -8,10 +8,13 @@ registry wins.
 
 ``auto_build`` (on by default) builds a dataset that no registry holds from
 an installed connector into the first *local* registry, then retries: a
-miss calls ``builder(ref, local_registry)`` once (default builder:
+miss calls ``builder(ref, local_registry)`` once. The default builder is a
+hook, not an import: the one set with :func:`register_builder`, else the
+first ``timenet.builders`` entry point (this distribution declares
 :func:`timenet.build.auto_build`, which does nothing when no connector is
-installed for the reference). A client whose registries are all remote never
-runs connector code. A child version's payload sources (its parents' files)
+installed for the reference), else none and nothing is built. The client
+never imports ``timenet.build`` itself. A client whose registries are all
+remote never runs connector code. A child version's payload sources (its parents' files)
 are resolved the same way before the first read.
 """
 
@@ -22,6 +25,7 @@ import shutil
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,9 +45,33 @@ from timenet.writer import STAGING_PREFIX
 if TYPE_CHECKING:
     from timenet.torch import TorchDataset
 
-__all__ = ["DatasetListing", "TimeNet"]
+__all__ = ["BUILDER_ENTRY_POINT_GROUP", "DatasetListing", "TimeNet", "register_builder"]
 
 Builder = Callable[[Ref, LocalRegistry], object]
+
+BUILDER_ENTRY_POINT_GROUP = "timenet.builders"
+_registered_builder: Builder | None = None
+
+
+def register_builder(builder: Builder | None) -> None:
+    """Set the default ``auto_build`` builder of clients created without ``builder=``.
+
+    ``builder(ref, local_registry)`` writes the missing version and returns
+    False when it cannot build ``ref``. ``None`` restores the default: the
+    first ``timenet.builders`` entry point (by name).
+    """
+    global _registered_builder
+    _registered_builder = builder
+
+
+def _default_builder() -> Builder | None:
+    """The registered builder, else the first ``timenet.builders`` entry point, else None."""
+    if _registered_builder is not None:
+        return _registered_builder
+    for ep in sorted(entry_points(group=BUILDER_ENTRY_POINT_GROUP), key=lambda e: e.name):
+        loaded: Builder = ep.load()
+        return loaded
+    return None
 
 
 @dataclass(frozen=True)
@@ -75,7 +103,8 @@ class TimeNet:
         local registry with ``builder``. Never happens without a local registry.
     builder : callable, optional
         ``builder(ref, local_registry)`` that writes the missing version;
-        default :func:`timenet.build.auto_build` (installed connectors).
+        default: see :func:`register_builder` (:func:`timenet.build.auto_build`,
+        the installed connectors, through the ``timenet.builders`` entry point).
     """
 
     def __init__(
@@ -122,11 +151,9 @@ class TimeNet:
         local = next((r for r in self.registries if isinstance(r, LocalRegistry)), None)
         if local is None:
             return False
-        builder = self.builder
+        builder = self.builder if self.builder is not None else _default_builder()
         if builder is None:
-            from timenet.build import auto_build
-
-            builder = auto_build
+            return False
         return builder(ref, local) is not False
 
     def resolve(self, ref: str | Ref, *, verify: bool | None = None) -> VersionHandle:

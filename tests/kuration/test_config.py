@@ -12,14 +12,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kuration.check import load_policy
 from kuration.cli.main import main
-from kuration.config import JobModel, json_schema, validate_config
+from kuration.contracts.schema import SchemaSpec
+from kuration.core.config import JobModel, json_schema, validate_config
 from kuration.errors import JobError, OutputSpecError, PolicyError, SchemaError, StrategyError
-from kuration.job import job_components, load_job, resolve_sources, run_job
 from kuration.output.spec import OutputSpec
-from kuration.schema import SchemaSpec
-from kuration.strategy import load_strategy
+from kuration.pipeline.job import job_components, load_job, resolve_sources, run_job
+from kuration.pipeline.strategy import load_strategy
+from kuration.tools.check import load_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "examples" / "adsb_quickstart"

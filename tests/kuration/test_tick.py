@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kuration import EntityIdError, SchemaSpec, SourceError, TimeRangeError
-from kuration.tick import Tick, table_from_ticks
+from kuration.contracts.tick import Tick, table_from_ticks
 
 SCHEMA = SchemaSpec.from_dict({"sample_hz": 1.0, "fields": [{"name": "v", "kind": "scalar"}]})
 

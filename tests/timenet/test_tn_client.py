@@ -55,6 +55,27 @@ def test_auto_build_hook(tmp_path: Path) -> None:
     assert calls == ["acme/built"]
 
 
+def test_default_builder_is_a_registered_hook(tmp_path: Path) -> None:
+    # the client finds its default builder through register_builder / the
+    # timenet.builders entry point, never by importing timenet.build
+    import timenet.client as client_module
+
+    assert client_module._default_builder() is not None  # this distribution's entry point
+    calls = []
+
+    def builder(ref: tn.Ref, registry: tn.LocalRegistry) -> None:
+        calls.append(str(ref))
+        write_demo(registry.root, "1.0", name=ref.name)
+
+    tn.register_builder(builder)
+    try:
+        assert str(tn.TimeNet([tmp_path]).open("acme/hooked").ref) == "acme/hooked@1.0"
+    finally:
+        tn.register_builder(None)
+    assert calls == ["acme/hooked"]
+    assert client_module._default_builder() is not builder
+
+
 def test_load_is_fully_in_memory(tmp_path: Path) -> None:
     vdir = write_demo(tmp_path, "1.0")
     loaded = tn.TimeNet([tmp_path]).load("acme/demo")

@@ -9,8 +9,8 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from ..check import check_dataset
-from ..diff import compare_datasets
+from ..tools.check import check_dataset
+from ..tools.diff import compare_datasets
 
 __all__ = ["add_check", "add_diff"]
 
@@ -18,7 +18,7 @@ __all__ = ["add_check", "add_diff"]
 def _cmd_diff(args: argparse.Namespace) -> int:
     d = compare_datasets(args.left, args.right, verify=args.verify)
     if args.html:
-        from ..report import render_diff_html, write_html
+        from ..tools.report import render_diff_html, write_html
 
         write_html(args.html, render_diff_html(d))
     if args.json:

@@ -20,8 +20,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..curate import CurationResult, ExperimentResult, curate_job, experiment_job
-from ..progress import RichProgress
+from ..core.progress import RichProgress
+from ..pipeline.count import CurationResult, ExperimentResult, curate_job, experiment_job
 
 __all__ = ["add_curate", "add_experiment"]
 

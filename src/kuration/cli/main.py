@@ -15,11 +15,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from ..core.progress import RichProgress
 from ..errors import KurationError
-from ..inspect import InspectReport, inspect_dataset
-from ..job import run_job
-from ..output.dataset import DatasetWriteResult
-from ..progress import RichProgress
+from ..pipeline.hours import DatasetWriteResult
+from ..pipeline.job import run_job
+from ..tools.inspect import InspectReport, inspect_dataset
 from .artifacts import add_check, add_diff
 from .curate import add_curate, add_experiment
 
@@ -175,8 +175,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_inspect(args: argparse.Namespace) -> int:
     rep = inspect_dataset(args.dataset, verify=args.verify)
     if args.html:
-        from ..output.loaders import Dataset
-        from ..report import render_inspect_html, write_html
+        from ..read.loaders import Dataset
+        from ..tools.report import render_inspect_html, write_html
 
         ds = Dataset(args.dataset)
         write_html(args.html, render_inspect_html(rep, ds.manifest, ds.config))
@@ -188,7 +188,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _cmd_sample(args: argparse.Namespace) -> int:
-    from ..samples import SAMPLES, build_adsb_sources, fetch_wheel
+    from ..sources.samples import SAMPLES, build_adsb_sources, fetch_wheel
 
     if args.action == "fetch":
         path = fetch_wheel(SAMPLES["traffic"])
@@ -200,7 +200,7 @@ def _cmd_sample(args: argparse.Namespace) -> int:
 
 
 def _cmd_plugin_check(args: argparse.Namespace) -> int:
-    from ..plugins import load_plugins
+    from ..core.plugins import load_plugins
 
     res = load_plugins(args.module or ())
     for mod in res.modules:
@@ -214,7 +214,7 @@ def _cmd_plugin_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
-    from ..config import json_schema
+    from ..core.config import json_schema
 
     print(json.dumps(json_schema(args.kind), indent=2, sort_keys=True))
     return 0

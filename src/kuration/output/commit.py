@@ -46,8 +46,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..core.jsonio import canonical_json, dump_json_atomic, loads_strict
 from ..errors import DatasetExistsError, DatasetIntegrityError
-from ..jsonio import canonical_json, dump_json_atomic, loads_strict
 
 __all__ = [
     "COMMIT_NAME",

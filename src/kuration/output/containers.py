@@ -31,7 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..registry import Registry
+from ..core.registry import Registry
 
 __all__ = [
     "Container",
@@ -150,7 +150,7 @@ class JsonContainer:
         return json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
 
     def loads(self, data: bytes) -> dict[str, np.ndarray]:
-        from ..jsonio import loads_strict
+        from ..core.jsonio import loads_strict
 
         doc = loads_strict(data, what="json shard")
         if not isinstance(doc, dict) or doc.get("format") != self.FORMAT:

@@ -23,7 +23,7 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from ..registry import Registry
+from ..core.registry import Registry
 
 __all__ = [
     "OutputEncoder",

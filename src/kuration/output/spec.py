@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ..config import OutputModel, validate_config
+from ..contracts.schema import SchemaSpec
+from ..core.config import OutputModel, validate_config
 from ..errors import OutputSpecError
-from ..schema import SchemaSpec
 
 __all__ = ["ModalitySpec", "OutputSpec"]
 
@@ -109,7 +109,7 @@ class OutputSpec:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], *, what: str = "output spec") -> OutputSpec:
-        """Build from the JSON form, checked by :class:`~kuration.config.OutputModel` (strict
+        """Build from the JSON form, checked by :class:`~kuration.core.config.OutputModel` (strict
         types, unknown keys rejected, each error naming its key path).
 
         Raises
@@ -120,7 +120,7 @@ class OutputSpec:
 
     @classmethod
     def from_model(cls, m: OutputModel) -> OutputSpec:
-        """Build from a validated :class:`~kuration.config.OutputModel` (every key of a
+        """Build from a validated :class:`~kuration.core.config.OutputModel` (every key of a
         modality is a :class:`ModalitySpec` attribute of the same name).
 
         Raises

@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from ..contracts.schema import SchemaSpec
+from ..contracts.track import Track
+from ..core.ids import safe_name, stable_hash12, tag_entity_id
 from ..errors import DatasetIntegrityError, OutputSpecError
-from ..ids import safe_name, stable_hash12, tag_entity_id
-from ..schema import SchemaSpec
 from .containers import get_container
 from .encoders import PassthroughEncoder
 from .spec import ModalitySpec, OutputSpec
-from .track import Track
 
 __all__ = ["ShardSlot", "ShardWriter", "plan_entries", "shard_plan", "shard_stem", "write_track"]
 
@@ -43,7 +43,7 @@ def shard_stem(source_id: str, entity_id: Any, span_index: int | None) -> str:
     Raises
     ------
     ValueError
-        For an entity id without a canonical form (see :func:`kuration.ids.tag_entity_id`).
+        For an entity id without a canonical form (see :func:`kuration.core.ids.tag_entity_id`).
     """
     tag = tag_entity_id(entity_id)
     readable = f"{source_id}_{tag.partition(':')[2]}"

@@ -119,7 +119,7 @@ def test_compressed_npz_is_deterministic_too() -> None:
 
 
 def test_json_is_strict_json_with_named_non_finite_values() -> None:
-    from kuration.jsonio import loads_strict
+    from kuration.core.jsonio import loads_strict
 
     doc = loads_strict(get_container("json").dumps(_shard()))  # no NaN literals
     flat = str(doc["arrays"]["pos"]["data"])

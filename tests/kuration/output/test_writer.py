@@ -22,8 +22,8 @@ from kuration import (
     tracks_from_ticks,
     write_track,
 )
+from kuration.contracts.tick import table_from_ticks
 from kuration.output.encoders import _ENCODERS
-from kuration.tick import table_from_ticks
 
 SCHEMA = SchemaSpec.from_dict(
     {

@@ -1,0 +1,1 @@
+"""The data contracts between the stages: SchemaSpec, Tick, WindowBuffer, Segment, Track."""

@@ -1,0 +1,217 @@
+"""Windows of a source: one at a time (WindowBuffer) or all at once (WindowBatch)."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from .schema import SchemaSpec
+from .tick import TickTable
+
+__all__ = ["WindowBatch", "WindowBuffer", "build_window"]
+
+
+@dataclass(frozen=True)
+class WindowBuffer:
+    """Every field of one window over the window's entity roster.
+
+    Attributes
+    ----------
+    values : mapping of str to ndarray, shape (T, E, D), float64
+        NaN-padded per-entity field values in their declared units.
+    present : ndarray, shape (T, E), bool
+        Entity has a record at the tick.
+    entity_ids : tuple
+        The roster: entities present at least once in the window.
+    schema : SchemaSpec
+    globals : mapping of str to ndarray, shape (T, D), float64
+    events : mapping of str to ndarray, shape (T,), bool
+    source_id : str
+    start_idx : int
+    """
+
+    values: Mapping[str, np.ndarray]
+    present: np.ndarray
+    entity_ids: tuple[Hashable, ...]
+    schema: SchemaSpec
+    globals: Mapping[str, np.ndarray] = field(default_factory=dict)
+    events: Mapping[str, np.ndarray] = field(default_factory=dict)
+    source_id: str = ""
+    start_idx: int = 0
+
+    @property
+    def sample_hz(self) -> float:
+        return float(self.schema.sample_hz)
+
+    @property
+    def n_steps(self) -> int:
+        return int(self.present.shape[0])
+
+    def valid(self, name: str) -> np.ndarray:
+        """Mask (T, E) of ticks where the entity is present and ``name`` has no NaN component."""
+        return self.present & ~np.isnan(self.values[name]).any(axis=-1)
+
+    @property
+    def vocabs(self) -> dict[str, tuple[str, ...]]:
+        return {f.name: f.vocab for f in self.schema.fields if f.kind == "categorical"}
+
+
+def build_window(
+    table: TickTable, start: int, stop: int, schema: SchemaSpec | None = None
+) -> WindowBuffer:
+    """Extract ticks ``[start, stop)`` of ``table`` over the entities present in that range."""
+    present = table.present[start:stop]
+    roster = np.flatnonzero(present.any(axis=0))
+    return WindowBuffer(
+        values={k: v[start:stop][:, roster] for k, v in table.values.items()},
+        present=present[:, roster],
+        entity_ids=tuple(table.entity_ids[i] for i in roster),
+        schema=schema or table.schema,
+        globals={k: v[start:stop] for k, v in table.globals.items()},
+        events={k: v[start:stop] for k, v in table.events.items()},
+        source_id=table.source_id,
+        start_idx=start,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class WindowBatch:
+    """Equal-length windows of one source, read as strided views of the source's arrays.
+
+    The windows are evaluated on a regular *grid* of starts ``s0, s0 + step,
+    ...`` that covers every requested start (``step`` is the gcd of the gaps),
+    so that :meth:`view` is a strided view of the source array
+    (:func:`numpy.lib.stride_tricks.sliding_window_view`), never a copy per
+    window.  Starts that do not fit a dense grid fall back to one gathered copy.
+
+    Attributes
+    ----------
+    values, present, entity_ids, schema, globals, events, source_id
+        The whole source, laid out as in :class:`~kuration.contracts.tick.TickTable`.
+    starts : ndarray, shape (W,), int64
+        The requested window starts, in request order.
+    length : int
+        Window length ``L`` in ticks.
+
+    Raises
+    ------
+    ValueError
+        If ``length`` is not positive or a window runs past the source.
+    """
+
+    values: Mapping[str, np.ndarray]
+    present: np.ndarray
+    entity_ids: tuple[Hashable, ...]
+    schema: SchemaSpec
+    starts: np.ndarray
+    length: int
+    globals: Mapping[str, np.ndarray] = field(default_factory=dict)
+    events: Mapping[str, np.ndarray] = field(default_factory=dict)
+    source_id: str = ""
+
+    def __post_init__(self) -> None:
+        starts = np.asarray(self.starts, dtype=np.int64).reshape(-1)
+        object.__setattr__(self, "starts", starts)
+        n = int(self.present.shape[0])
+        if int(self.length) < 1:
+            raise ValueError(f"window length must be positive, got {self.length!r}")
+        if starts.size and (starts.min() < 0 or starts.max() + int(self.length) > n):
+            raise ValueError(
+                f"windows of {self.length} ticks starting at {starts.min()}..{starts.max()} "
+                f"do not fit a source of {n} ticks"
+            )
+
+    @classmethod
+    def from_table(
+        cls, table: TickTable, starts: Sequence[int] | np.ndarray, length: int
+    ) -> WindowBatch:
+        """Windows ``[s, s + length)`` of ``table`` for every ``s`` in ``starts``."""
+        return cls(
+            values=table.values,
+            present=table.present,
+            entity_ids=table.entity_ids,
+            schema=table.schema,
+            starts=np.asarray(starts, dtype=np.int64),
+            length=int(length),
+            globals=table.globals,
+            events=table.events,
+            source_id=table.source_id,
+        )
+
+    @classmethod
+    def from_buffer(cls, buf: WindowBuffer) -> WindowBatch:
+        """The single window held by ``buf`` (over its roster)."""
+        return cls(
+            values=buf.values,
+            present=buf.present,
+            entity_ids=buf.entity_ids,
+            schema=buf.schema,
+            starts=np.zeros(1, dtype=np.int64),
+            length=buf.n_steps,
+            globals=buf.globals,
+            events=buf.events,
+            source_id=buf.source_id,
+        )
+
+    @property
+    def sample_hz(self) -> float:
+        return float(self.schema.sample_hz)
+
+    @property
+    def n_steps(self) -> int:
+        """Ticks in the source."""
+        return int(self.present.shape[0])
+
+    @cached_property
+    def _grid(self) -> tuple[np.ndarray, int, slice | None]:
+        uniq = np.unique(self.starts)
+        if uniq.size == 0:
+            return uniq, 1, slice(0, 0)
+        s0 = int(uniq[0])
+        step = int(np.gcd.reduce(np.diff(uniq))) if uniq.size > 1 else 1
+        count = (int(uniq[-1]) - s0) // step + 1
+        if count > 4 * uniq.size + 16:  # too sparse for a grid: gather the windows instead
+            return uniq, 1, None
+        grid = np.arange(s0, s0 + count * step, step, dtype=np.int64)
+        return grid, step, slice(s0, s0 + (count - 1) * step + 1, step)
+
+    @property
+    def grid(self) -> np.ndarray:
+        """Starts of the windows actually evaluated, shape (G,), int64 (covers :attr:`starts`)."""
+        return self._grid[0]
+
+    @cached_property
+    def index(self) -> np.ndarray:
+        """Position of each requested start in :attr:`grid`, shape (W,), int64."""
+        return np.searchsorted(self.grid, self.starts)
+
+    def view(self, arr: np.ndarray, offset: int = 0) -> np.ndarray:
+        """The grid windows of a source-level array, dropping the first ``offset`` ticks of each.
+
+        Parameters
+        ----------
+        arr : ndarray, shape (N, ...)
+            Time on the first axis, ``N`` the source's tick count.
+        offset : int
+            Leading ticks of every window to leave out.
+
+        Returns
+        -------
+        ndarray, shape (G, L - offset, ...)
+            A read-only strided view (a gathered copy only for irregular starts).
+        """
+        win = sliding_window_view(arr, self.length, axis=0)
+        win = np.moveaxis(win, -1, 1)
+        sl = self._grid[2]
+        win = win[self.grid] if sl is None else win[sl]
+        return win[:, offset:]
+
+    def window_sum(self, arr: np.ndarray) -> np.ndarray:
+        """Sum of a source-level array over each grid window, shape (G, ...), via a cumulative sum."""
+        c = np.concatenate([np.zeros((1, *arr.shape[1:]), dtype=np.int64), np.cumsum(arr, axis=0)])
+        g = self.grid
+        return c[g + self.length] - c[g]

@@ -1,0 +1,157 @@
+"""Segmenter and Segment: overlapping fixed windows over a source."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from ..errors import KurationError
+
+__all__ = ["Segment", "Segmenter"]
+
+
+@dataclass
+class Segment:
+    """One analysis window of a source.
+
+    Attributes
+    ----------
+    source_id : str
+    start_idx, end_idx : int
+        Tick range ``[start_idx, end_idx)`` within the source's grid.
+    features : dict of str to float
+        Metric values, keyed by name (NaN when a metric had no valid sample).
+    bin : tuple of int or None
+        Quantile-bin coordinates, one per binning axis (-1 for a NaN feature).
+    tags : dict of str to str
+        Categorical labels for coverage constraints.
+    group : str or None
+        Group label for group caps and split stratification.
+    priority : float
+        Ranking value assigned by the selection method (-inf: never selected).
+    """
+
+    source_id: str
+    start_idx: int
+    end_idx: int
+    features: dict[str, float] = field(default_factory=dict)
+    bin: tuple[int, ...] | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    group: str | None = None
+    priority: float = float("nan")
+
+    @property
+    def n_steps(self) -> int:
+        return self.end_idx - self.start_idx
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """Canonical sort key ``(source_id, start_idx)``."""
+        return (self.source_id, self.start_idx)
+
+    def copy(self) -> Segment:
+        """A copy whose features and tags can change without touching this one."""
+        return Segment(
+            self.source_id,
+            self.start_idx,
+            self.end_idx,
+            dict(self.features),
+            self.bin,
+            dict(self.tags),
+            self.group,
+            self.priority,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (non-finite numbers become None)."""
+        return {
+            "source_id": self.source_id,
+            "start_idx": self.start_idx,
+            "end_idx": self.end_idx,
+            "features": {
+                k: (None if not math.isfinite(v) else v) for k, v in self.features.items()
+            },
+            "bin": list(self.bin) if self.bin is not None else None,
+            "tags": dict(self.tags),
+            "group": self.group,
+            "priority": self.priority if math.isfinite(self.priority) else None,
+        }
+
+
+@dataclass(frozen=True)
+class Segmenter:
+    """Overlapping fixed-width windows.
+
+    Parameters
+    ----------
+    window, stride : float
+        Window length and hop, in ``unit``.
+    unit : {"steps", "seconds"}
+        Seconds are converted with ``sample_hz`` (rounded to whole steps).
+    sample_hz : float, optional
+        Needed when ``unit="seconds"``.
+
+    Raises
+    ------
+    KurationError
+        On a non-positive window/stride or seconds without a rate.
+    """
+
+    window: float
+    stride: float
+    unit: Literal["steps", "seconds"] = "steps"
+    sample_hz: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.unit not in ("steps", "seconds"):
+            raise KurationError(f"segmenter unit must be 'steps' or 'seconds', got {self.unit!r}")
+        if self.unit == "seconds" and not self.sample_hz:
+            raise KurationError("a segmenter in seconds needs sample_hz")
+        if self.window_steps < 1 or self.stride_steps < 1:
+            raise KurationError(
+                f"window and stride must be at least one step "
+                f"(got {self.window_steps} and {self.stride_steps})"
+            )
+
+    def _steps(self, v: float) -> int:
+        if self.unit == "steps":
+            if float(v) != int(v):
+                raise KurationError(f"a window in steps must be whole, got {v!r}")
+            return int(v)
+        return round(float(v) * float(self.sample_hz or 0))
+
+    @property
+    def window_steps(self) -> int:
+        return self._steps(self.window)
+
+    @property
+    def stride_steps(self) -> int:
+        return self._steps(self.stride)
+
+    def starts(self, n_steps: int) -> np.ndarray:
+        """Window start indices for a source of ``n_steps`` ticks, shape (W,), int64 (empty if too short)."""
+        w = self.window_steps
+        if n_steps < w:
+            return np.zeros(0, dtype=np.int64)
+        return np.arange(0, n_steps - w + 1, self.stride_steps, dtype=np.int64)
+
+    def segments(self, source_id: str, present: np.ndarray) -> list[Segment]:
+        """Windows over a source whose presence mask is ``present`` (T, E); windows with no
+        entity present at all are left out."""
+        starts = self.starts(present.shape[0])
+        if starts.size == 0:
+            return []
+        any_t = present.any(axis=1).astype(np.int64)
+        csum = np.concatenate([[0], np.cumsum(any_t)])
+        w = self.window_steps
+        occupied = (csum[starts + w] - csum[starts]) > 0
+        return [Segment(source_id, int(s), int(s) + w) for s in starts[occupied]]
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"window": self.window, "stride": self.stride, "unit": self.unit}
+        if self.sample_hz is not None:
+            d["sample_hz"] = self.sample_hz
+        return d

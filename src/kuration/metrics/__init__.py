@@ -1,0 +1,1 @@
+"""Metrics: the closed metric grammar (``dsl``) and the FeatureEngine with registered metrics."""

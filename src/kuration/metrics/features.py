@@ -1,0 +1,173 @@
+"""FeatureEngine: all of a strategy's metrics, over one window or every window of a source."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..contracts.buffer import WindowBatch, WindowBuffer, build_window
+from ..contracts.schema import SchemaSpec
+from ..contracts.segment import Segment
+from ..contracts.tick import TickTable
+from ..core.registry import Registry
+from ..errors import StrategyError
+from .dsl.compile import CompiledMetric, compile_metric
+from .dsl.frame import Frame
+
+__all__ = ["FeatureEngine", "register_metric", "registered_metrics"]
+
+MetricFn = Callable[[WindowBuffer], float]
+_METRICS: Registry[MetricFn] = Registry("registered metric")
+
+
+def register_metric(name: str, *, clobber: bool = False) -> Callable[[MetricFn], MetricFn]:
+    """Decorator registering a per-segment metric ``fn(WindowBuffer) -> float`` under ``name``.
+
+    Register at module scope of an importable module so worker processes see it.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is already registered to another function and ``clobber`` is false.
+    """
+
+    def deco(fn: MetricFn) -> MetricFn:
+        _METRICS.register(name, fn, clobber=clobber)
+        return fn
+
+    return deco
+
+
+def registered_metrics() -> tuple[str, ...]:
+    """Names of every ``@register_metric`` function, sorted."""
+    return _METRICS.names()
+
+
+class FeatureEngine:
+    """Compiles a strategy's ``define`` block and evaluates it per window or per source.
+
+    Metrics compile in ``define`` order; ``feature:<name>`` may read any metric
+    defined before it.  Every metric of a window (or of a whole batch of
+    windows) is evaluated on one shared frame, so a stage prefix common to
+    several metrics (``field:position | speed``) is computed once.
+
+    Parameters
+    ----------
+    define : mapping of str to str
+        Feature name to metric expression, in evaluation order.
+    schema : SchemaSpec
+    registered : sequence of str
+        Names of ``@register_metric`` functions to compute as features of the same name.
+
+    Raises
+    ------
+    MetricCompileError
+        If any expression fails to compile, or reads a feature that is unknown
+        or defined later (before any data is read).
+    StrategyError
+        If a registered metric name is unknown or collides with a defined one.
+    """
+
+    #: Most samples (windows x ticks x entities) evaluated at once by :meth:`score_table`;
+    #: more windows are processed in chunks that share the source-level work.
+    chunk_samples: int = 1 << 22
+
+    def __init__(
+        self, define: Mapping[str, str], schema: SchemaSpec, registered: Sequence[str] = ()
+    ) -> None:
+        self.schema = schema
+        self.define = dict(define)
+        readable: dict[str, CompiledMetric | None] = dict.fromkeys(self.define)
+        self.compiled: dict[str, CompiledMetric] = {}
+        for n, e in self.define.items():
+            m = compile_metric(e, schema, name=n, features=readable)
+            self.compiled[n] = m
+            readable[n] = m
+        self.registered: dict[str, MetricFn] = {}
+        for n in registered:
+            if n in self.compiled:
+                raise StrategyError(f"registered metric {n!r} collides with a defined feature")
+            try:
+                self.registered[n] = _METRICS.get(n)
+            except KeyError as exc:
+                raise StrategyError(str(exc)) from None
+
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        return (*self.compiled, *self.registered)
+
+    def _run(self, frame: Frame) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for n, m in self.compiled.items():
+            out[n] = frame.features[n] = m.grid(frame)
+        return out
+
+    def score_window(self, buf: WindowBuffer) -> dict[str, float]:
+        """Every feature of one window (NaN where a metric had no valid sample)."""
+        grid = self._run(Frame(WindowBatch.from_buffer(buf)))
+        out = {n: float(v[0]) for n, v in grid.items()}
+        for n, fn in self.registered.items():
+            out[n] = float(fn(buf))
+        return out
+
+    def score_table(
+        self, table: TickTable, starts: Sequence[int] | np.ndarray, length: int
+    ) -> dict[str, np.ndarray]:
+        """The defined features of every window ``[s, s + length)`` of ``table`` at once.
+
+        Windows are strided views of the table's arrays; no Python code runs
+        per window.  Stages that only look back a few ticks run once on the
+        whole table; many windows are evaluated in chunks of at most
+        :attr:`chunk_samples` samples.  Registered metrics are not included
+        (they need a WindowBuffer each; :meth:`score_segments` runs them).
+
+        Returns
+        -------
+        dict of str to ndarray, shape (W,), float64
+            One value per start, in the order of ``starts``.
+
+        Raises
+        ------
+        ValueError
+            If a window runs past the table.
+        """
+        batch = WindowBatch.from_table(table, starts, length)
+        if batch.starts.size == 0:
+            return {n: np.zeros(0) for n in self.compiled}
+        grid = batch.grid
+        # bound the window-level temporaries: chunks of windows share the source-level work
+        per = max(1, self.chunk_samples // (int(length) * max(table.n_entities, 1)))
+        shared: dict[Any, Any] = {}
+        parts: dict[str, list[np.ndarray]] = {n: [] for n in self.compiled}
+        for i in range(0, grid.size, per):
+            sub = WindowBatch.from_table(table, grid[i : i + per], length)
+            for n, v in self._run(Frame(sub, shared)).items():
+                parts[n].append(v[sub.index])
+        return {n: np.concatenate(v)[batch.index] for n, v in parts.items()}
+
+    def score_segments(self, table: TickTable, segments: Sequence[Segment]) -> None:
+        """Fill ``seg.features`` for every segment of ``table`` (in place).
+
+        Segments are grouped by length and each group is scored in one batch
+        (:meth:`score_table`); the result equals :meth:`score_window` on each
+        segment's :func:`~kuration.contracts.buffer.build_window`.
+        """
+        by_len: dict[int, list[Segment]] = {}
+        for seg in segments:
+            by_len.setdefault(seg.n_steps, []).append(seg)
+        for length, group in by_len.items():
+            starts = np.fromiter((s.start_idx for s in group), dtype=np.int64, count=len(group))
+            values = self.score_table(table, starts, length) if self.compiled else {}
+            cols = {n: v.tolist() for n, v in values.items()}
+            for i, seg in enumerate(group):
+                seg.features.update({n: c[i] for n, c in cols.items()})
+        if self.registered:
+            for seg in segments:
+                buf = build_window(table, seg.start_idx, seg.end_idx)
+                for n, fn in self.registered.items():
+                    seg.features[n] = float(fn(buf))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"define": dict(self.define), "registered": list(self.registered)}

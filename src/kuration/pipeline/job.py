@@ -1,0 +1,296 @@
+"""Job files: one JSON document naming everything a curation run needs.
+
+::
+
+    {
+      "name": "...",
+      "schema": {...} | "schema.json",
+      "adapter": {"type": "timeseries", ...},
+      "sources": ["a.parquet", ...] | {"glob": "data/*.parquet"} | {"sample": "adsb-paris", "slice_minutes": 15},
+      "segmenter": {"window": 60, "stride": 30, "unit": "seconds"},
+      "strategy": {...} | "strategy.json",
+      "output": {...} | "output.json",
+      "budget": {"train_hours": 3.0, "test_hours": 1.0},
+      "seed": 0, "clip_aggregate": "max", "min_track_seconds": 0, "workers": 1, "on_error": "skip",
+      "span_seconds": 300 | "span_steps": 300,
+      "group_of": {"<source id>": "<group>", ...}, "max_group_overshoot": 1.5,
+      "tag_coverage": false, "min_tag_frac": 0.1,
+      "encoder": {"type": "<registered encoder>", ...options}
+    }
+
+Relative paths resolve against the job file's directory.
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import os
+from collections.abc import Mapping
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+from ..contracts.schema import SchemaSpec
+from ..contracts.segment import Segmenter
+from ..core.config import JobModel, check_workers, validate_config
+from ..core.jsonio import loads_strict
+from ..core.plugins import load_plugins, without_entry_point_plugins
+from ..core.progress import ProgressCallback
+from ..errors import JobError, KurationError
+from ..output.encoders import get_encoder
+from ..output.spec import OutputSpec
+from ..sources.base import InputAdapter, adapter_from_dict
+from ..sources.samples import build_adsb_sources, cache_dir
+from .hours import DatasetWriteResult, preflight, write_dataset
+from .strategy import load_strategy
+
+__all__ = ["load_job", "resolve_sources", "run_job"]
+
+_SAMPLES = {"adsb-paris": build_adsb_sources}
+
+
+def _load_part(value: Any, base: Path, what: str) -> Any:
+    if isinstance(value, str):
+        p = (base / value) if not os.path.isabs(value) else Path(value)
+        try:
+            return loads_strict(p.read_bytes(), what=str(p))
+        except FileNotFoundError:
+            raise JobError(f"{what}: file {p} not found") from None
+        except ValueError as exc:
+            raise JobError(str(exc)) from None
+    return value
+
+
+def load_job(job: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[dict[str, Any], Path]:
+    """Parse a job (path or dict) strictly; returns it with every part inlined, and its base directory.
+
+    The job, with its schema, strategy and output parts inlined, is checked by
+    :class:`~kuration.core.config.JobModel`: strict JSON types, unknown keys
+    rejected with the closest known key, every problem naming its key path.
+
+    Raises
+    ------
+    JobError
+        Malformed JSON, unknown or missing keys, values of the wrong type or
+        range, referenced files that do not exist.
+    SchemaError, StrategyError, OutputSpecError
+        The same problems inside the job's ``schema``, ``strategy`` or ``output``.
+    """
+    raw, base, _ = _parse_job(job)
+    return raw, base
+
+
+def _parse_job(
+    job: str | os.PathLike[str] | Mapping[str, Any],
+) -> tuple[dict[str, Any], Path, JobModel]:
+    if isinstance(job, Mapping):
+        raw, base, what = dict(job), Path.cwd(), "job"
+    else:
+        p = Path(job)
+        what = str(p)
+        try:
+            raw = loads_strict(p.read_bytes(), what=what)
+        except FileNotFoundError:
+            raise JobError(f"job file {p} not found") from None
+        except IsADirectoryError:
+            raise JobError(f"{p} is a directory, not a job file") from None
+        except ValueError as exc:
+            raise JobError(str(exc)) from None
+        base = p.parent.resolve()
+    if not isinstance(raw, dict):
+        raise JobError(f"{what}: a job must be a JSON object, got {type(raw).__name__}")
+    for key in ("schema", "strategy", "output"):
+        if key in raw:
+            raw[key] = _load_part(raw[key], base, key)
+    return raw, base, validate_config(JobModel, raw, kind="job", what=what)
+
+
+def resolve_sources(spec: Any, base: Path) -> list[str]:
+    """Expand the job's ``sources`` into a sorted list of paths.
+
+    ``timenet://org/name@version`` entries become one URI per TimeNet record
+    (or per group with ``?group_by=<key>``), see :mod:`kuration.sources.timenet`.
+
+    Raises
+    ------
+    JobError
+        An unknown sample, a glob matching nothing, a listed file that does not exist.
+    """
+    if isinstance(spec, Mapping) and "sample" in spec:
+        name = spec["sample"]
+        if name not in _SAMPLES:
+            raise JobError(f"unknown sample {name!r} (known: {sorted(_SAMPLES)})")
+        opts = {k: v for k, v in spec.items() if k != "sample"}
+        out = cache_dir() / "sources" / f"{name}-{opts.get('slice_minutes', 15)}min"
+        return [str(p) for p in _SAMPLES[name](out, **opts)]
+    if isinstance(spec, Mapping) and "glob" in spec:
+        pattern = str(spec["glob"])
+        pattern = pattern if os.path.isabs(pattern) else str(base / pattern)
+        found = sorted(_glob.glob(pattern))
+        if not found:
+            raise JobError(f"sources glob {pattern!r} matches no file")
+        return found
+    if isinstance(spec, list) and spec and all(isinstance(s, str) for s in spec):
+        _no_duplicates(spec, [s if "://" in s else str(base / s) for s in spec])
+        if any(s.startswith("timenet://") for s in spec):
+            from ..sources.timenet import expand_source
+
+            # one source per TimeNet record (or group), pinned to the exact version
+            out: list[str] = []
+            for s in spec:
+                if s.startswith("timenet://"):
+                    out.extend(expand_source(s))
+                else:
+                    out.extend(resolve_sources([s], base))
+            return out
+        paths = [s if os.path.isabs(s) else str(base / s) for s in spec]
+        missing = [p for p in paths if not os.path.exists(p)]
+        if missing:
+            raise JobError(f"source files not found: {missing}", path="sources")
+        return paths
+    raise JobError(
+        "sources must be a non-empty list of paths, {'glob': pattern} or {'sample': name}"
+    )
+
+
+def _no_duplicates(listed: list[str], paths: list[str]) -> None:
+    """Refuse a source listed twice (the same file under two spellings included)."""
+    seen: dict[str, int] = {}
+    for i, p in enumerate(paths):
+        key = p if "://" in p else os.path.realpath(p)
+        if key in seen:
+            j = seen[key]
+            raise JobError(
+                f"sources[{i}] {listed[i]!r} is the same source as sources[{j}] {listed[j]!r}; "
+                "list each source once",
+                path=f"sources[{i}]",
+            )
+        seen[key] = i
+
+
+def job_components(raw: Mapping[str, Any]) -> tuple[SchemaSpec, InputAdapter, Segmenter]:
+    """Build a loaded job's schema, adapter and segmenter.
+
+    Raises
+    ------
+    JobError, SchemaError
+        On malformed parts (before any data is read).
+    """
+    schema = SchemaSpec.from_dict(raw["schema"], what="job schema")
+    try:
+        adapter = adapter_from_dict(raw["adapter"], schema)
+    except KeyError as exc:  # an unknown adapter name (UnknownNameError lists close matches)
+        raise JobError(f"adapter.type: {exc}", path="adapter.type") from None
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, KurationError):
+            raise
+        raise JobError(f"adapter: {exc}", path="adapter") from None
+    seg_opts = dict(raw["segmenter"])
+    if seg_opts.get("unit") == "seconds":
+        seg_opts.setdefault("sample_hz", schema.sample_hz)
+    try:
+        segmenter = Segmenter(**seg_opts)
+    except KurationError as exc:
+        raise JobError(f"segmenter: {exc}", path="segmenter") from None
+    return schema, adapter, segmenter
+
+
+def run_job(
+    job: str | os.PathLike[str] | Mapping[str, Any],
+    out: str | os.PathLike[str],
+    *,
+    force: bool = False,
+    resume: bool = False,
+    workers: int | None = None,
+    progress: ProgressCallback | None = None,
+) -> DatasetWriteResult:
+    """Run a job end to end: validate everything, fetch/resolve sources, curate and write.
+
+    ``force`` replaces an existing dataset at ``out``; ``resume`` continues (or
+    repeats) the same run there, reusing shards whose checksums still match.
+    ``workers`` (>= 1) replaces the job's.
+
+    Raises
+    ------
+    JobError, SchemaError, StrategyError, MetricCompileError, OutputSpecError
+        Before any data is read.
+    KurationError
+        From scoring and writing (e.g. EmptyPoolError, DatasetExistsError).
+    """
+    if workers is not None:
+        check_workers(workers)
+    raw, base, model = _parse_job(job)
+    load_plugins(model.plugins, include_entry_points=model.include_plugin_entry_points)
+    scope = nullcontext() if model.include_plugin_entry_points else without_entry_point_plugins()
+    with scope:
+        return _run_loaded(
+            raw,
+            base,
+            model,
+            out,
+            force=force,
+            resume=resume,
+            workers=workers,
+            progress=progress,
+        )
+
+
+def _run_loaded(
+    raw: dict[str, Any],
+    base: Path,
+    m: JobModel,
+    out: str | os.PathLike[str],
+    *,
+    force: bool,
+    resume: bool,
+    workers: int | None,
+    progress: ProgressCallback | None,
+) -> DatasetWriteResult:
+    schema, adapter, segmenter = job_components(raw)
+    strategy = load_strategy(raw["strategy"], schema, what="job strategy")
+    spec = OutputSpec.from_dict(raw["output"], what="job output")
+    encoder = None
+    if m.encoder is not None:
+        try:
+            encoder = get_encoder(m.encoder.type, **(m.encoder.model_extra or {}))
+        except KeyError as exc:  # an unknown encoder name
+            raise JobError(f"encoder.type: {exc}", path="encoder.type") from None
+        except (TypeError, ValueError) as exc:
+            if isinstance(exc, KurationError):
+                raise
+            raise JobError(f"encoder: {exc}", path="encoder") from None
+    options: dict[str, Any] = {
+        "train_hours": m.budget.train_hours,
+        "test_hours": m.budget.test_hours,
+        "clip_aggregate": m.clip_aggregate,
+        "span_steps": m.span_steps,
+        "span_seconds": m.span_seconds,
+        "max_group_overshoot": m.max_group_overshoot,
+        "min_tag_frac": m.min_tag_frac,
+        "resume": resume,
+        "force": force,
+    }
+    # every write option is checked before any source is fetched or read
+    preflight(schema=schema, strategy=strategy, spec=spec, encoder=encoder, **options)
+    sources = resolve_sources(raw["sources"], base)
+    return write_dataset(
+        out,
+        schema=schema,
+        adapter=adapter,
+        sources=sources,
+        strategy=strategy,
+        segmenter=segmenter,
+        spec=spec,
+        encoder=encoder,
+        seed=m.seed,
+        min_track_seconds=m.min_track_seconds,
+        workers=workers if workers is not None else m.workers,
+        on_error=m.on_error,
+        group_of=m.group_of,
+        tag_coverage=m.tag_coverage,
+        progress=progress,
+        job=raw,
+        plugins=list(m.plugins),
+        include_entry_points=m.include_plugin_entry_points,
+        **options,
+    )

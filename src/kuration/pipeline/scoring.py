@@ -1,0 +1,302 @@
+"""score_sources: the feature pass shared by curate and write_dataset.
+
+Each source is read into a :class:`~kuration.contracts.tick.TickTable`, cut into
+windows and scored.  A source that fails is skipped and logged
+(``on_error="skip"``) or re-raised (``"raise"``).  Segments are sorted by
+``(source_id, start_idx)`` so that the pool is the same whatever the order in
+which sources finished; an empty pool raises :class:`EmptyPoolError`.
+With ``workers > 1`` sources are scored in a spawn-based process pool; each
+worker rebuilds the adapter and the feature engine from their JSON form
+(compiled metrics are closures and do not pickle), after importing the
+``plugins`` modules, so a registered metric must live in an importable
+module.  Results are gathered per source and merged in sorted order, so the
+pool is identical for any worker count and completion order.  A worker
+process that dies (not an exception in a source) breaks the pool; that
+cannot be pinned on one source, so it always raises.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import sys
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..contracts.schema import SchemaSpec
+from ..contracts.segment import Segment, Segmenter
+from ..core.ids import tag_entity_id
+from ..core.progress import ProgressCallback, emit
+from ..errors import EmptyPoolError, KurationError
+from ..metrics.features import FeatureEngine
+from ..selection.strategy import Strategy
+from ..sources.base import InputAdapter, adapter_from_dict
+from .strategy import strategy_engine
+
+__all__ = ["ScoringResult", "SourceInfo", "TrackExtent", "score_sources"]
+
+
+@dataclass(frozen=True)
+class TrackExtent:
+    """Where one entity lives within a source: ticks ``[first, last]`` inclusive, ``n_present`` of them present."""
+
+    entity_id: Any
+    first: int
+    last: int
+    n_present: int
+
+    @property
+    def n_steps(self) -> int:
+        return self.last - self.first + 1
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """What scoring learned of one source, enough to plan output without rereading it.
+
+    ``counts`` holds the adapter's input-policy counters (``TickTable.counts``,
+    e.g. ``snap_collisions``).
+    """
+
+    source_id: str
+    uri: str
+    n_steps: int
+    k0: int
+    fingerprint: str
+    n_segments: int
+    tracks: tuple[TrackExtent, ...]
+    counts: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class ScoringResult:
+    """The scored pool.
+
+    Attributes
+    ----------
+    segments : list of Segment, sorted by (source_id, start_idx)
+    sources : dict of source id to SourceInfo
+    errors : dict of source uri to message (sources that failed and were skipped)
+    skipped : dict of source id to reason (sources that produced no window)
+    """
+
+    segments: list[Segment]
+    sources: dict[str, SourceInfo]
+    errors: dict[str, str] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "sources_total": len(self.sources) + len(self.errors),
+            "sources_scored": sum(1 for s in self.sources.values() if s.n_segments),
+            "sources_failed": len(self.errors),
+            "sources_short": len(self.skipped),
+            "segments": len(self.segments),
+            "snap_collisions": {
+                sid: n
+                for sid, info in sorted(self.sources.items())
+                if (n := int(info.counts.get("snap_collisions", 0)))
+            },
+            "errors": dict(sorted(self.errors.items())),
+            "skipped": dict(sorted(self.skipped.items())),
+        }
+
+
+def _track_extents(present: np.ndarray, entity_ids: Sequence[Any]) -> tuple[TrackExtent, ...]:
+    n_t = present.shape[0]
+    any_e = present.any(axis=0)
+    first = np.argmax(present, axis=0)
+    last = n_t - 1 - np.argmax(present[::-1], axis=0)
+    count = present.sum(axis=0)
+    return tuple(
+        TrackExtent(entity_ids[e], int(first[e]), int(last[e]), int(count[e]))
+        for e in np.flatnonzero(any_e)
+    )
+
+
+def _score_one(
+    adapter: InputAdapter, uri: str, segmenter: Segmenter, engine: FeatureEngine
+) -> tuple[SourceInfo, list[Segment], str | None]:
+    table = adapter.read_table(uri)
+    segs = segmenter.segments(table.source_id, table.present)
+    engine.score_segments(table, segs)
+    reason = None
+    if not segs:
+        reason = (
+            f"shorter than one window ({table.n_steps} ticks < {segmenter.window_steps})"
+            if table.n_steps < segmenter.window_steps
+            else "no window holds an entity"
+        )
+    info = SourceInfo(
+        source_id=table.source_id,
+        uri=str(uri),
+        n_steps=table.n_steps,
+        k0=table.k0,
+        fingerprint=adapter.fingerprint(uri),
+        n_segments=len(segs),
+        tracks=_track_extents(table.present, table.entity_ids),
+        counts=dict(sorted(table.counts.items())),
+    )
+    return info, segs, reason
+
+
+def _worker(payload: Mapping[str, Any]) -> tuple[SourceInfo, list[Segment], str | None]:
+    from ..core.plugins import load_plugins
+
+    load_plugins(
+        payload.get("plugins", ()), include_entry_points=payload.get("entry_points", False)
+    )
+    schema = SchemaSpec.from_dict(payload["schema"])
+    adapter = adapter_from_dict(payload["adapter"], schema)
+    engine = FeatureEngine(payload["define"], schema, payload["registered"])
+    seg = Segmenter(**payload["segmenter"])
+    return _score_one(adapter, payload["uri"], seg, engine)
+
+
+def score_sources(
+    schema: SchemaSpec,
+    adapter: InputAdapter,
+    sources: Sequence[str],
+    segmenter: Segmenter,
+    strategy: Strategy,
+    *,
+    workers: int = 1,
+    on_error: str = "skip",
+    progress: ProgressCallback | None = None,
+    plugins: Sequence[str] = (),
+    include_entry_points: bool = True,
+) -> ScoringResult:
+    """Score every window of every source.
+
+    Parameters
+    ----------
+    schema, adapter, sources, segmenter, strategy
+        What to read, how to window it and which features to compute
+        (``strategy.define`` and ``strategy.registered``).
+    workers : int
+        1 scores in this process; more uses a spawn-based process pool of
+        ``min(workers, len(sources))`` processes.  Results are identical for
+        any worker count.
+    on_error : {"skip", "raise"}
+        ``skip`` logs a failing source to stderr and records it in ``errors``
+        (and the summary); ``raise`` re-raises the first failure.
+    progress : callable, optional
+        ``scoring`` start/advance/complete events; an advance carries
+        ``current`` (sources done), ``total``, ``source`` and ``status``
+        (``ok`` or ``error``), in completion order.
+    plugins : sequence of str
+        Modules every worker imports first (registered metrics, adapters).
+
+    Raises
+    ------
+    EmptyPoolError
+        If no source yields a single segment (lists every source's reason).
+    KurationError
+        With ``on_error="raise"``, the first source error; also for duplicate
+        source ids and for a process pool that broke (a worker died).
+    ValueError
+        For a bad ``workers`` or ``on_error``, or a source listed twice.
+    """
+    if on_error not in ("skip", "raise"):
+        raise ValueError(f"on_error must be 'skip' or 'raise', got {on_error!r}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+    uris = [str(u) for u in sources]
+    if len(set(uris)) != len(uris):
+        dup = sorted({u for u in uris if uris.count(u) > 1})
+        raise ValueError(f"sources listed more than once: {dup}")
+    # compile here first: a bad metric fails before any spawn
+    engine = strategy_engine(strategy, schema)
+    total = len(uris)
+    emit(progress, "scoring", "start", total=total)
+    results: dict[str, tuple[SourceInfo, list[Segment], str | None]] = {}
+    errors: dict[str, str] = {}
+
+    def record(uri: str, out: tuple[SourceInfo, list[Segment], str | None] | BaseException) -> None:
+        if isinstance(out, BaseException):
+            if on_error == "raise" or not isinstance(out, Exception):
+                raise out
+            msg = f"{type(out).__name__}: {out}"
+            print(f"kuration: skipped source {uri}: {msg}", file=sys.stderr)
+            errors[uri] = msg
+            status = "error"
+        else:
+            results[uri] = out
+            status = "ok"
+        emit(
+            progress,
+            "scoring",
+            "advance",
+            current=len(results) + len(errors),
+            total=total,
+            source=uri,
+            status=status,
+        )
+
+    if workers <= 1 or total <= 1:
+        for uri in uris:
+            try:
+                out: Any = _score_one(adapter, uri, segmenter, engine)
+            except Exception as exc:
+                out = exc
+            record(uri, out)
+    else:
+        base = {
+            "schema": schema.to_dict(),
+            "adapter": adapter.to_dict(),
+            "define": dict(strategy.define),
+            "registered": list(strategy.registered),
+            "segmenter": segmenter.to_dict(),
+            "plugins": list(plugins),
+            "entry_points": include_entry_points,
+        }
+        ctx = mp.get_context("spawn")
+        pool = ProcessPoolExecutor(max_workers=min(workers, total), mp_context=ctx)
+        try:
+            futs: dict[Future[Any], str] = {
+                pool.submit(_worker, {**base, "uri": u}): u for u in uris
+            }
+            for fut in as_completed(futs):
+                try:
+                    out = fut.result()
+                except BrokenProcessPool as exc:
+                    raise KurationError(
+                        f"the scoring process pool broke while scoring {futs[fut]} "
+                        f"(a worker process died: {exc}); rerun with workers=1 to find the source"
+                    ) from exc
+                except Exception as exc:
+                    out = exc
+                record(futs[fut], out)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    emit(progress, "scoring", "complete", total=total)
+
+    infos: dict[str, SourceInfo] = {}
+    segments: list[Segment] = []
+    skipped: dict[str, str] = {}
+    for uri in sorted(results):
+        info, segs, reason = results[uri]
+        if info.source_id in infos:
+            raise KurationError(
+                f"two sources share the id {info.source_id!r} ({infos[info.source_id].uri}, {uri})"
+            )
+        infos[info.source_id] = info
+        segments.extend(segs)
+        if reason:
+            skipped[info.source_id] = reason
+    segments.sort(key=lambda s: s.key)
+    if not segments:
+        raise EmptyPoolError(
+            f"no segments: all {total} sources failed, were shorter than one window "
+            "or had no entity in any window",
+            errors={**errors, **skipped},
+        )
+    return ScoringResult(segments, infos, errors, skipped)
+
+
+def entity_key(entity_id: Any) -> str:
+    return tag_entity_id(entity_id)

@@ -1,0 +1,580 @@
+"""TimeseriesAdapter: "columns of numbers" (CSV or Parquet) into ticks, with no per-dataset code.
+
+Order and duplicate policy (applied per source, always before any windowing):
+
+* Times are snapped to the schema's ``sample_hz`` grid: a row at ``t`` seconds
+  lands on tick ``round(t * sample_hz)``.  A row farther than
+  ``snap_tolerance`` steps from its grid point is rejected (``SourceError``
+  naming the row).
+* Rows whose time goes backwards within one entity (in file order) are sorted
+  by time with a ``DataOrderWarning`` naming the first such row
+  (``disorder="sort"``, the default), or rejected (``disorder="raise"``).
+  Windows are never cut in file order.
+* Two rows with the same raw time for the same entity are ambiguous and
+  rejected by default (``duplicates="raise"``); ``"first"``/``"last"`` keep
+  one by file order.
+* Two distinct raw times of one entity that snap to the same tick collide.
+  Collisions are counted per source (``TickTable.counts["snap_collisions"]``,
+  recorded in ``config.json``).  ``collisions="nearest"`` (default) keeps the
+  row nearest its grid point (ties: the earlier file row) and warns
+  (:class:`SnapCollisionWarning`); ``"mean"`` averages float fields over the
+  colliding rows (circular mean for angular fields; categorical, bitmask and
+  integer fields keep the nearest row); ``"raise"`` rejects the source.
+* Entity ids are text unless declared otherwise (``entity_dtype``): a CSV id
+  column is read as text, so ``0042`` and ``42`` are two entities; a Parquet
+  id column keeps its declared type (string, integer or float).  A missing id
+  (null, NaN, empty or blank text) is an :class:`EntityIdError` naming the
+  column and row.
+* An entity with no row at a tick is *absent* there (``present`` false); its
+  values are NaN, never zero.  A null value in a present row is NaN too
+  (missing), while an infinite value is an error.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..contracts.schema import FieldSpec, SchemaSpec
+from ..contracts.tick import Tick, TickTable
+from ..core.ids import ENTITY_DTYPES, entity_sort_key
+from ..errors import DataOrderWarning, EntityIdError, SourceError, TimeRangeError
+from ._snap import COLLISION_POLICIES, group_starts, merge_groups, warn_dropped
+from .base import InputAdapter, register_adapter
+
+__all__ = ["TimeseriesAdapter"]
+
+_TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+_NS_PER = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+_INT64_MAX = 2**63 - 1
+
+
+class TimeseriesAdapter(InputAdapter):
+    """Read a CSV or Parquet file of rows ``(time, entity, columns...)``.
+
+    Parameters
+    ----------
+    schema : SchemaSpec
+    time_column : str
+        Numeric time (in ``time_unit``) or an Arrow timestamp column.
+    fields : mapping of field name to column name or list of column names
+        A vector field is built from several columns, in component order.
+        Every schema field must be mapped.
+    entity_column : str, optional
+        Column identifying the entity; without it the file is one entity ``0``.
+    entity_dtype : {"auto", "string", "int64"}
+        Type of the entity ids.  ``auto``: CSV ids are text (never inferred
+        as numbers), Parquet ids keep the file's type; ``string``: ids are
+        text (Parquet integers become their decimal text; float columns are
+        refused); ``int64``: ids are integers (text must be an integer,
+        floats must be integral).
+    time_unit : {"s", "ms", "us", "ns"}
+        Unit of a numeric time column.
+    globals, events : mapping, optional
+        Per-tick global fields (``name -> column``, last row of a tick wins)
+        and event flags (``name -> boolean column``, any row raises it).
+    format : {"auto", "csv", "parquet"}
+        File format; ``auto`` goes by extension.
+    snap_tolerance : float
+        Largest distance from the grid, in steps (0.5 accepts every row).
+    disorder : {"sort", "raise"}
+    duplicates : {"raise", "first", "last"}
+    collisions : {"nearest", "mean", "raise"}
+        What to do with rows of one entity that snap to one tick (see the
+        module docstring); every policy counts them.
+
+    Raises
+    ------
+    SchemaError, ValueError
+        On an invalid mapping (unmapped or unknown fields, bad policy).
+    """
+
+    name: ClassVar[str] = "timeseries"
+
+    def __init__(
+        self,
+        schema: SchemaSpec,
+        *,
+        time_column: str,
+        fields: Mapping[str, str | Sequence[str]],
+        entity_column: str | None = None,
+        entity_dtype: str = "auto",
+        time_unit: str = "s",
+        globals: Mapping[str, str | Sequence[str]] | None = None,
+        events: Mapping[str, str] | None = None,
+        format: str = "auto",
+        snap_tolerance: float = 0.5,
+        disorder: str = "sort",
+        duplicates: str = "raise",
+        collisions: str = "nearest",
+    ) -> None:
+        super().__init__(schema)
+        if time_unit not in _TIME_UNITS:
+            raise ValueError(f"time_unit must be one of {sorted(_TIME_UNITS)}, got {time_unit!r}")
+        for opt, val, allowed in (
+            ("format", format, ("auto", "csv", "parquet")),
+            ("entity_dtype", entity_dtype, ENTITY_DTYPES),
+            ("disorder", disorder, ("sort", "raise")),
+            ("duplicates", duplicates, ("raise", "first", "last")),
+            ("collisions", collisions, COLLISION_POLICIES),
+        ):
+            if val not in allowed:
+                raise ValueError(f"{opt} must be one of {allowed}, got {val!r}")
+        if not 0 <= snap_tolerance <= 0.5:
+            raise ValueError(
+                f"snap_tolerance must be within [0, 0.5] steps, got {snap_tolerance!r}"
+            )
+        self.time_column = time_column
+        self.entity_column = entity_column
+        self.entity_dtype = entity_dtype
+        self.time_unit = time_unit
+        self.fields = {k: _as_cols(v) for k, v in fields.items()}
+        self.globals = {k: _as_cols(v) for k, v in (globals or {}).items()}
+        self.events = dict(events or {})
+        self.format = format
+        self.snap_tolerance = float(snap_tolerance)
+        self.disorder = disorder
+        self.duplicates = duplicates
+        self.collisions = collisions
+        declared = set(schema.field_names)
+        unknown = set(self.fields) - declared
+        if unknown:
+            raise ValueError(f"fields {sorted(unknown)} are not in the schema")
+        missing = declared - set(self.fields)
+        if missing:
+            raise ValueError(f"schema fields {sorted(missing)} have no column mapping")
+        for name, cols in self.fields.items():
+            f = schema.field(name)
+            if len(cols) != f.dims:
+                raise ValueError(f"field {name!r} has {f.dims} components but {len(cols)} columns")
+        glob_names = {g.name for g in schema.globals}
+        if set(self.globals) - glob_names:
+            raise ValueError(
+                f"globals {sorted(set(self.globals) - glob_names)} are not in the schema"
+            )
+        if set(self.events) - set(schema.events):
+            raise ValueError(
+                f"events {sorted(set(self.events) - set(schema.events))} are not in the schema"
+            )
+
+    def options(self) -> dict[str, Any]:
+        return {
+            "time_column": self.time_column,
+            "fields": {k: list(v) for k, v in self.fields.items()},
+            "entity_column": self.entity_column,
+            "entity_dtype": self.entity_dtype,
+            "time_unit": self.time_unit,
+            "globals": {k: list(v) for k, v in self.globals.items()},
+            "events": dict(self.events),
+            "format": self.format,
+            "snap_tolerance": self.snap_tolerance,
+            "disorder": self.disorder,
+            "duplicates": self.duplicates,
+            "collisions": self.collisions,
+        }
+
+    # -- reading -----------------------------------------------------------------------
+    def _read_arrow(self, uri: str) -> pa.Table:
+        fmt = self.format
+        if fmt == "auto":
+            low = str(uri).lower()
+            fmt = "csv" if low.endswith((".csv", ".csv.gz", ".tsv")) else "parquet"
+        if os.path.islink(uri):
+            raise SourceError("refusing to read a symbolic link", source=str(uri))
+        cols = self._needed_columns()
+        try:
+            if fmt == "csv":
+                import pyarrow.csv as pacsv
+
+                # ids are text: never let CSV type inference turn "0042" into 42
+                types = {self.entity_column: pa.string()} if self.entity_column else {}
+                table = pacsv.read_csv(
+                    uri, convert_options=pacsv.ConvertOptions(column_types=types)
+                )
+            else:
+                import pyarrow.parquet as pq
+
+                table = pq.read_table(uri)
+        except FileNotFoundError:
+            raise
+        except (pa.ArrowInvalid, pa.ArrowException, OSError) as exc:
+            raise SourceError(f"cannot read {fmt}: {exc}", source=str(uri)) from exc
+        names = table.column_names
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise SourceError(f"duplicated column names {dupes}", source=str(uri))
+        missing = [c for c in cols if c not in names]
+        if missing:
+            raise SourceError(f"missing columns {missing} (file has {names})", source=str(uri))
+        return table.select(cols)
+
+    def _needed_columns(self) -> list[str]:
+        cols = [self.time_column]
+        if self.entity_column:
+            cols.append(self.entity_column)
+        for group in (*self.fields.values(), *self.globals.values()):
+            cols.extend(group)
+        cols.extend(self.events.values())
+        return list(dict.fromkeys(cols))
+
+    def read_table(self, uri: str) -> TickTable:
+        """Vectorised read of one file onto the grid (see the module docstring for the policy).
+
+        Raises
+        ------
+        TimeRangeError
+            For a time outside the int64-nanosecond range (a ``SourceError``).
+        EntityIdError
+            For a missing or unconvertible entity id (a ``SourceError``).
+        SourceError
+            Naming the source and the offending row for: unreadable files,
+            missing or duplicated columns, null/non-finite times or entities,
+            off-grid times, duplicated rows, backward time (``disorder="raise"``),
+            unknown categorical labels, infinite values, an empty file.
+        """
+        src = str(uri)
+        sid = self.source_id(uri)
+        table = self._read_arrow(uri)
+        n = table.num_rows
+        if n == 0:
+            raise SourceError("the source has no rows", source=src)
+        t_sec = self._times(table, src)
+        ent_codes, roster = self._entities(table, src)
+        hz = float(self.schema.sample_hz)
+        rows = np.arange(n)
+
+        x = t_sec * hz
+        k = np.rint(x).astype(np.int64)
+        off = np.abs(x - k)
+        bad = np.flatnonzero(off > self.snap_tolerance + 1e-9)
+        if bad.size:
+            r = int(bad[0])
+            raise SourceError(
+                f"time {float(t_sec[r])!r} s is {off[r]:.3g} steps off the {hz:g} Hz grid "
+                f"(snap_tolerance {self.snap_tolerance})",
+                source=src,
+                row=r,
+            )
+
+        # backward time within an entity, in file order
+        by_ent = np.lexsort((rows, ent_codes))
+        same = ent_codes[by_ent][1:] == ent_codes[by_ent][:-1]
+        back = same & (np.diff(t_sec[by_ent]) < 0)
+        if back.any():
+            r = int(by_ent[1:][back].min())
+            msg = f"time goes backwards for entity {roster[ent_codes[r]]!r}"
+            if self.disorder == "raise":
+                raise SourceError(msg, source=src, row=r)
+            warnings.warn(
+                f"{src}, row {r}: {msg}; rows sorted by time", DataOrderWarning, stacklevel=2
+            )
+
+        # exact duplicates of (entity, time)
+        order = np.lexsort((rows, t_sec, ent_codes))
+        e_s, t_s = ent_codes[order], t_sec[order]
+        dup = (e_s[1:] == e_s[:-1]) & (t_s[1:] == t_s[:-1])
+        if dup.any():
+            if self.duplicates == "raise":
+                r = int(order[1:][dup].min())
+                raise SourceError(
+                    f"duplicated (time, entity) row: entity {roster[ent_codes[r]]!r} "
+                    f"at {float(t_sec[r])!r} s",
+                    source=src,
+                    row=r,
+                )
+            keep = np.ones(order.size, dtype=bool)
+            if self.duplicates == "first":
+                keep[1:][dup] = False
+            else:
+                keep[:-1][dup] = False
+            order = order[keep]
+
+        order, starts = self._snap(order, k, off, ent_codes, roster, src)
+        return self._lay_out(table, order, starts, k, ent_codes, roster, src, sid)
+
+    def _snap(
+        self,
+        order: np.ndarray,
+        k: np.ndarray,
+        off: np.ndarray,
+        ent_codes: np.ndarray,
+        roster: tuple[Any, ...],
+        src: str,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Rows grouped by (entity, tick), nearest first, and each group's start.
+
+        Raises
+        ------
+        SourceError
+            With ``collisions="raise"``, for the first row that shares a tick.
+        """
+        order = order[np.lexsort((order, off[order], k[order], ent_codes[order]))]
+        starts = group_starts(ent_codes[order], k[order])
+        n_coll = order.size - starts.size
+        if n_coll and self.collisions == "raise":
+            extra = np.ones(order.size, dtype=bool)
+            extra[starts] = False
+            r = int(order[extra].min())
+            raise SourceError(
+                f"{n_coll} row(s) snap to a {self.schema.sample_hz:g} Hz tick already taken; "
+                f"the first: entity {roster[ent_codes[r]]!r}",
+                source=src,
+                row=r,
+            )
+        if n_coll and self.collisions == "nearest":
+            taken = np.unique(ent_codes[order[starts[np.diff(np.r_[starts, order.size]) > 1]]])
+            warn_dropped(src, n_coll, float(self.schema.sample_hz), int(taken.size))
+        return order, starts
+
+    def _lay_out(
+        self,
+        table: pa.Table,
+        order: np.ndarray,
+        starts: np.ndarray,
+        k: np.ndarray,
+        ent_codes: np.ndarray,
+        roster: tuple[Any, ...],
+        src: str,
+        sid: str,
+    ) -> TickTable:
+        """The grouped rows as a TickTable (collisions merged by the policy)."""
+        kept = order[starts]
+        k_kept = k[kept]
+        e_kept = ent_codes[kept]
+        k0 = int(k_kept.min())
+        n_t = int(k_kept.max()) - k0 + 1
+        ti = k_kept - k0
+        present = np.zeros((n_t, len(roster)), dtype=bool)
+        present[ti, e_kept] = True
+        values: dict[str, np.ndarray] = {}
+        for f in self.schema.fields:
+            data = self._field_values(table, f, self.fields[f.name], src)
+            arr = np.full((n_t, len(roster), f.dims), np.nan)
+            arr[ti, e_kept] = merge_groups(data[order], starts, f, self.collisions)
+            values[f.name] = arr
+        glob: dict[str, np.ndarray] = {}
+        for g in self.schema.globals:
+            arr = np.full((n_t, g.dims), np.nan)
+            if g.name in self.globals:
+                data = self._field_values(table, g, self.globals[g.name], src)
+                arr[ti] = data[kept]  # numpy assigns in order: the last row of a tick wins
+            glob[g.name] = arr
+        events: dict[str, np.ndarray] = {}
+        for ev in self.schema.events:
+            flag = np.zeros(n_t, dtype=bool)
+            if ev in self.events:
+                col = table.column(self.events[ev])
+                vals = np.asarray(
+                    pc.fill_null(col.cast(pa.bool_()), False).to_numpy(zero_copy_only=False)
+                )
+                np.logical_or.at(flag, k[order] - k0, vals[order])  # any row, collided or not
+            events[ev] = flag
+        counts = {"snap_collisions": int(order.size - starts.size)}
+        return TickTable(sid, self.schema, k0, roster, values, present, glob, events, counts)
+
+    def ticks(self, uri: str) -> Iterable[Tick]:
+        return self.read_table(uri).iter_ticks()
+
+    # -- column conversion ---------------------------------------------------------------
+    def _times(self, table: pa.Table, src: str) -> np.ndarray:
+        """Times in float64 seconds; every one must fit int64 nanoseconds since the epoch.
+
+        Raises
+        ------
+        SourceError
+            For a null or non-finite time, or a column that is neither numbers
+            nor timestamps.
+        TimeRangeError
+            For a time outside 1677-09-21..2262-04-11 UTC (int64 ns), naming
+            the column and row.
+        """
+        name = self.time_column
+        col = table.column(name).combine_chunks()
+        if col.null_count:
+            r = int(np.flatnonzero(np.asarray(col.is_null().to_numpy(zero_copy_only=False)))[0])
+            raise SourceError(f"null time in column {name!r}", source=src, row=r)
+        if pa.types.is_timestamp(col.type):
+            # Arrow stores UTC instants (naive timestamps are read as UTC): no local zone
+            ns_per = _NS_PER[col.type.unit]
+            raw = np.asarray(col.cast(pa.int64()).to_numpy(zero_copy_only=False))
+            _check_ns_range(raw, _INT64_MAX // ns_per, col, name, src)
+            return np.asarray(raw * ns_per, dtype=np.float64) * 1e-9
+        if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+            raise SourceError(
+                f"time column {name!r} has type {col.type}, expected numbers or timestamps",
+                source=src,
+            )
+        raw = np.asarray(col.to_numpy(zero_copy_only=False))
+        t = raw.astype(np.float64) * _TIME_UNITS[self.time_unit]
+        bad = np.flatnonzero(~np.isfinite(t))
+        if bad.size:
+            raise SourceError(f"non-finite time {float(t[bad[0]])!r}", source=src, row=int(bad[0]))
+        ns_per = _NS_PER[self.time_unit]
+        if raw.dtype.kind in "iu":
+            _check_ns_range(raw, _INT64_MAX // ns_per, col, name, src)
+        else:
+            _check_ns_range(raw, _INT64_MAX / ns_per, col, name, src)
+        return t
+
+    def _entities(self, table: pa.Table, src: str) -> tuple[np.ndarray, tuple[Any, ...]]:
+        n = table.num_rows
+        if not self.entity_column:
+            return np.zeros(n, dtype=np.int64), (0,)
+        ids = _entity_array(
+            table.column(self.entity_column), self.entity_dtype, self.entity_column, src
+        )
+        enc = pc.dictionary_encode(ids)
+        uniq = enc.dictionary.to_pylist()
+        codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        rank = sorted(range(len(uniq)), key=lambda i: entity_sort_key(uniq[i]))
+        remap = np.empty(len(uniq), dtype=np.int64)
+        remap[rank] = np.arange(len(uniq))
+        return remap[codes], tuple(uniq[i] for i in rank)
+
+    def _field_values(
+        self, table: pa.Table, f: FieldSpec, cols: Sequence[str], src: str
+    ) -> np.ndarray:
+        out = np.empty((table.num_rows, len(cols)), dtype=np.float64)
+        for j, c in enumerate(cols):
+            col = table.column(c)
+            if f.kind == "categorical":
+                out[:, j] = _categorical_codes(col, f, c, src)
+                continue
+            typ = col.type
+            if pa.types.is_boolean(typ):
+                col = col.cast(pa.float64())
+            elif not (
+                pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_null(typ)
+            ):
+                raise SourceError(
+                    f"column {c!r} of field {f.name!r} has type {typ}, expected numbers", source=src
+                )
+            vals = np.asarray(
+                pc.fill_null(col.cast(pa.float64()), np.nan).to_numpy(zero_copy_only=False),
+                dtype=np.float64,
+            )
+            inf = np.flatnonzero(np.isinf(vals))
+            if inf.size:
+                raise SourceError(f"infinite value in column {c!r}", source=src, row=int(inf[0]))
+            out[:, j] = vals
+        return out
+
+
+def _check_ns_range(raw: np.ndarray, limit: float, col: pa.Array, name: str, src: str) -> None:
+    """Refuse times whose magnitude exceeds ``limit`` (in the column's own unit).
+
+    ``limit`` is the largest value that still fits int64 nanoseconds; the
+    int64 minimum (NumPy's NaT) is refused with the rest.
+    """
+    if raw.dtype.kind == "u":
+        bad = np.flatnonzero(raw > limit)
+    else:
+        bad = np.flatnonzero((raw > limit) | (raw < -limit))
+    if bad.size:
+        r = int(bad[0])
+        try:
+            v = col[r].as_py()
+            shown = v.isoformat() if isinstance(v, dt.datetime) else repr(v)
+        except (OverflowError, ValueError):  # beyond what Python datetimes can show
+            shown = f"{raw[r]!r} {getattr(col.type, 'unit', '')}".strip()
+        raise TimeRangeError(
+            f"time {shown} is outside the int64-nanosecond range 1677-09-21..2262-04-11 UTC",
+            source=src,
+            row=r,
+            column=name,
+        )
+
+
+def _first(mask: pa.Array | pa.ChunkedArray) -> int | None:
+    """Index of the first true value of a boolean array (nulls count as false), or None."""
+    hits = np.flatnonzero(np.asarray(pc.fill_null(mask, False).to_numpy(zero_copy_only=False)))
+    return int(hits[0]) if hits.size else None
+
+
+def _entity_array(col: pa.ChunkedArray, dtype: str, name: str, src: str) -> pa.Array:
+    """The id column as text, integers or finite floats (see ``entity_dtype``).
+
+    Raises
+    ------
+    EntityIdError
+        For a null, NaN, empty or blank id, a column type that cannot hold ids,
+        or a value that does not convert to the declared ``dtype``.
+    """
+    arr = col.combine_chunks()
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+
+    def fail(msg: str, row: int | None = None) -> EntityIdError:
+        return EntityIdError(msg, source=src, column=name, row=row)
+
+    if (r := _first(arr.is_null())) is not None:
+        raise fail("missing entity id (null)", r)
+    typ = arr.type
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+        arr = arr.cast(pa.string())
+        if (r := _first(pc.equal(pc.utf8_trim_whitespace(arr), ""))) is not None:
+            raise fail("missing entity id (empty text)", r)
+        return _ids_to_int64(arr, fail) if dtype == "int64" else arr
+    if pa.types.is_floating(typ):
+        if (r := _first(pc.invert(pc.is_finite(arr)))) is not None:
+            raise fail(f"missing entity id ({arr[r].as_py()!r} in a float column)", r)
+        if dtype == "string":
+            raise fail(f"a {typ} column has no canonical text; declare entity_dtype 'int64'")
+        return _ids_to_int64(arr, fail) if dtype == "int64" else arr
+    if pa.types.is_integer(typ):
+        if dtype == "string":
+            return arr.cast(pa.string())
+        return _ids_to_int64(arr, fail) if dtype == "int64" else arr
+    raise fail(f"ids are text or integers, the column has type {typ}")
+
+
+def _ids_to_int64(arr: pa.Array, fail: Any) -> pa.Array:
+    bad = None
+    if pa.types.is_string(arr.type):
+        arr = pc.utf8_trim_whitespace(arr)
+        bad = pc.invert(pc.match_substring_regex(arr, r"^[+-]?[0-9]+$"))
+    elif pa.types.is_floating(arr.type):
+        bad = pc.not_equal(pc.floor(arr), arr)
+    if bad is not None and (r := _first(bad)) is not None:
+        raise fail(f"entity id {arr[r].as_py()!r} is not an integer (entity_dtype int64)", r)
+    try:
+        return arr.cast(pa.int64())
+    except (pa.ArrowInvalid, OverflowError):
+        for r, v in enumerate(arr.to_pylist()):
+            if not -(2**63) <= int(v) < 2**63:
+                raise fail(f"entity id {v!r} is outside int64", r) from None
+        raise
+
+
+def _categorical_codes(col: pa.ChunkedArray, f: FieldSpec, name: str, src: str) -> np.ndarray:
+    as_str = col.cast(pa.string())
+    idx = pc.index_in(as_str, value_set=pa.array(list(f.vocab), pa.string()))
+    unknown = pc.and_(pc.is_null(idx), pc.is_valid(as_str))
+    bad = np.flatnonzero(np.asarray(unknown.to_numpy(zero_copy_only=False)))
+    if bad.size:
+        r = int(bad[0])
+        raise SourceError(
+            f"unknown label {as_str[r].as_py()!r} in column {name!r} (vocab {list(f.vocab)})",
+            source=src,
+            row=r,
+        )
+    return np.asarray(pc.fill_null(idx.cast(pa.float64()), np.nan).to_numpy(zero_copy_only=False))
+
+
+def _as_cols(v: str | Sequence[str]) -> tuple[str, ...]:
+    if isinstance(v, str):
+        return (v,)
+    cols = tuple(v)
+    if not cols or not all(isinstance(c, str) for c in cols):
+        raise ValueError(f"a column mapping is a column name or a list of names, got {v!r}")
+    return cols
+
+
+register_adapter("timeseries", TimeseriesAdapter)

@@ -1,0 +1,1 @@
+"""Artifact tools: inspect, report, diff, check, review, audit."""

@@ -1,0 +1,153 @@
+"""The hours-as-budget fill: ranking, decoupled pools, -inf, group cap, tag reserve, spans."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kuration import Segment
+from kuration.pipeline.scoring import TrackExtent
+from kuration.selection.fill import Candidate, aggregate_segments, build_candidates, fill_budgets
+
+
+def _c(sid: str, ent: int, n: int, prio: float, group: str | None = None, tags=()) -> Candidate:
+    return Candidate(sid, ent, ent, 0, n - 1, prio, {}, None, group, frozenset(tags))
+
+
+def test_ranks_by_priority_and_stops_within_one_track() -> None:
+    cands = [_c("s1", i, 100 + i, float(i)) for i in range(10)]
+    fill = fill_budgets(cands, {"s1": "train"}, {"train": 250.0}, 1.0)
+    got = fill.admitted["train"]
+    assert [c.entity_id for c in got] == [9, 8, 7]  # descending priority
+    b = fill.budget["train"]
+    assert b["admitted_s"] == 109 + 108 + 107 and b["admitted_s"] - 250 < 109
+    assert b["underfill_s"] == 0 and b["candidate_tracks"] == 10
+
+
+def test_minus_inf_is_never_admitted_even_with_room() -> None:
+    cands = [_c("s1", 0, 50, 1.0), _c("s1", 1, 50, -math.inf), _c("s1", 2, 50, math.nan)]
+    fill = fill_budgets(cands, {"s1": "train"}, {"train": 1000.0}, 1.0)
+    assert [c.entity_id for c in fill.admitted["train"]] == [0]
+    b = fill.budget["train"]
+    assert (
+        b["underfill_s"] == 950
+        and b["nonfinite_excluded"] == 2
+        and b["nonfinite_excluded_s"] == 100
+    )
+
+
+def test_pools_are_decoupled_and_leakage_free() -> None:
+    # train's pool is full of high priorities; the test budget must still be filled from its own pool
+    cands = [_c("a", i, 60, 100.0 + i) for i in range(5)] + [
+        _c("b", i, 60, -5.0 + i) for i in range(5)
+    ]
+    fill = fill_budgets(cands, {"a": "train", "b": "test"}, {"train": 120.0, "test": 120.0}, 1.0)
+    assert {c.source_id for c in fill.admitted["train"]} == {"a"}
+    assert {c.source_id for c in fill.admitted["test"]} == {"b"}
+    assert fill.budget["test"]["admitted_s"] == 120
+
+
+def test_group_cap_in_hours() -> None:
+    # group g1 holds every top candidate; with a cap each group gets at most 1.0 x budget/2
+    cands = [_c("s", i, 100, 10.0 - i, "g1") for i in range(6)] + [
+        _c("s", 10 + i, 100, 1.0 - i, "g2") for i in range(6)
+    ]
+    free = fill_budgets(cands, {"s": "train"}, {"train": 400.0}, 1.0)
+    assert {c.group for c in free.admitted["train"]} == {"g1"}
+    capped = fill_budgets(cands, {"s": "train"}, {"train": 400.0}, 1.0, max_group_overshoot=1.0)
+    by_group: dict[str, float] = {}
+    for c in capped.admitted["train"]:
+        by_group[c.group] = by_group.get(c.group, 0) + c.n_steps
+    b = capped.budget["train"]
+    assert b["group_cap_s"] == 200 and by_group == {"g1": 200, "g2": 200}
+    assert b["group_cap_excluded"] == 4 and b["group_cap_excluded_s"] == 400
+
+
+def test_tag_reserve_keeps_a_rare_label_within_min_tag_frac() -> None:
+    cands = [_c("s", i, 100, 10.0 - i, tags={"kind=common"}) for i in range(8)]
+    cands.append(_c("s", 50, 100, -3.0, tags={"kind=rare"}))
+    cands.append(_c("s", 51, 300, -4.0, tags={"kind=huge-rare"}))
+    plain = fill_budgets(cands, {"s": "train"}, {"train": 300.0}, 1.0)
+    assert "kind=rare" in plain.budget["train"]["tags_uncovered"]
+    fill = fill_budgets(
+        cands, {"s": "train"}, {"train": 300.0}, 1.0, tag_coverage=True, min_tag_frac=0.5
+    )
+    got = fill.admitted["train"]
+    assert got[0].entity_id == 50  # reserved first, though it ranks last but one
+    b = fill.budget["train"]
+    assert b["tag_reserved"] == 1 and b["tag_reserved_s"] == 100 <= 0.5 * 300
+    assert b["tags_uncovered"] == ["kind=huge-rare"]  # 300 s would break the 150 s reserve
+    assert b["admitted_s"] == 300
+    only = fill_budgets(
+        cands, {"s": "train"}, {"train": 300.0}, 1.0, tag_coverage=True, tag_names={"other"}
+    )
+    assert only.budget["train"]["tag_reserved"] == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1, 500),
+            st.one_of(st.floats(-10, 10), st.just(-math.inf)),
+            st.sampled_from(["g1", "g2", "g3"]),
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    st.floats(1, 5000),
+    st.one_of(st.none(), st.floats(0.5, 3)),
+)
+def test_budget_invariants(rows, budget: float, overshoot) -> None:
+    cands = [_c("s", i, n, p, g) for i, (n, p, g) in enumerate(rows)]
+    fill = fill_budgets(
+        cands, {"s": "train"}, {"train": budget}, 1.0, max_group_overshoot=overshoot
+    )
+    got = fill.admitted["train"]
+    b = fill.budget["train"]
+    assert all(math.isfinite(c.priority) for c in got)
+    longest = max(n for n, _, _ in rows)
+    assert b["admitted_s"] < budget + longest
+    assert b["admitted_s"] == sum(c.n_steps for c in got)
+    if overshoot is not None:
+        for g in {c.group for c in got}:
+            assert sum(c.n_steps for c in got if c.group == g) <= b["group_cap_s"] + 1e-6
+    elif b["underfill_s"] > 0:  # without a cap, underfill means the finite pool ran dry
+        assert len(got) == sum(1 for _, p, _ in rows if math.isfinite(p))
+
+
+@pytest.mark.parametrize("how", ["max", "mean", "min"])
+def test_aggregate_segments_matches_numpy(how: str) -> None:
+    segs = [
+        Segment("s", 0, 10, {"f": 1.0}, priority=0.5),
+        Segment("s", 5, 15, {"f": np.nan}, priority=2.0),
+        Segment("s", 10, 20, {"f": 4.0}, priority=-math.inf),
+        Segment("s", 30, 40, {"f": 100.0}, priority=9.0),  # does not overlap [0, 19]
+    ]
+    prio, feats = aggregate_segments(segs, 0, 19, how, ["f"])
+    fn = getattr(np, how)
+    assert prio == fn([0.5, 2.0]) and feats["f"] == fn([1.0, 4.0])
+    assert aggregate_segments(segs, 50, 60, how, ["f"])[0] == -math.inf
+
+
+def test_spans_are_budgeted_independently() -> None:
+    segs = [Segment("s", a, a + 10, {"f": float(a)}, priority=float(a)) for a in range(0, 100, 10)]
+    ext = {"s": [TrackExtent("e", 0, 99, 100)]}
+    whole, _ = build_candidates(ext, {"s": segs}, how="max", features=["f"])
+    assert len(whole) == 1 and whole[0].span_index is None and whole[0].priority == 90
+    spans, _ = build_candidates(ext, {"s": segs}, how="mean", features=["f"], span_steps=30)
+    assert [(c.span_index, c.first, c.last) for c in spans] == [
+        (0, 0, 29),
+        (1, 30, 59),
+        (2, 60, 89),
+        (3, 90, 99),
+    ]
+    assert [c.features["f"] for c in spans] == [10.0, 40.0, 70.0, 90.0]
+    fill = fill_budgets(spans, {"s": "train"}, {"train": 35.0}, 1.0)
+    assert [c.span_index for c in fill.admitted["train"]] == [3, 2]  # the best parts
+    short, too_short = build_candidates(ext, {"s": segs}, how="max", features=[], min_steps=101)
+    assert short == [] and too_short == 1
