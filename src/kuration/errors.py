@@ -10,6 +10,7 @@
     ├── SourceError (ValueError)            raw input is malformed (names source and row)
     ├── EmptyPoolError (RuntimeError)       scoring produced no segments at all
     ├── OutputSpecError (ValueError)        an OutputSpec is invalid or a modality cannot be filled
+    │   └── OutputValueError                a value does not fit its modality's dtype (range, integrality)
     ├── DatasetExistsError (FileExistsError) the destination holds a dataset and neither resume nor force was given
     ├── DatasetIntegrityError (ValueError)  an artifact fails verification (checksum, layout, commit state)
     ├── SampleFetchError (RuntimeError)     a pinned sample could not be fetched or failed its checksum
@@ -31,6 +32,7 @@ __all__ = [
     "MetricCompileError",
     "MissingExtraError",
     "OutputSpecError",
+    "OutputValueError",
     "SampleFetchError",
     "SchemaError",
     "SourceError",
@@ -131,6 +133,45 @@ class EmptyPoolError(KurationError, RuntimeError):
 
 class OutputSpecError(KurationError, ValueError):
     """An OutputSpec is invalid, or a declared modality cannot be filled for a present entity."""
+
+
+class OutputValueError(OutputSpecError):
+    """A value of a present entity does not fit its modality's dtype and no policy allows it.
+
+    Attributes
+    ----------
+    modality : str
+    dtype : str
+    source : str
+    entity : object
+        The entity id.
+    row : int
+        Step index within the source's grid.
+    value : float or int
+        The offending value.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        modality: str,
+        dtype: str,
+        source: str,
+        entity: object,
+        row: int,
+        value: float | int,
+    ) -> None:
+        super().__init__(
+            f"modality {modality!r} ({dtype}): {message} for source {source!r}, "
+            f"entity {entity!r}, row {row}"
+        )
+        self.modality = modality
+        self.dtype = dtype
+        self.source = source
+        self.entity = entity
+        self.row = row
+        self.value = value
 
 
 class DatasetExistsError(KurationError, FileExistsError):
