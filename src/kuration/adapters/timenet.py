@@ -42,8 +42,8 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode
 import numpy as np
 
 from ..errors import SourceError
-from ..schema import SchemaSpec
-from ..tick import Tick, TickTable
+from ..schema import FieldSpec, SchemaSpec
+from ..tick import Tick, TickTable, field_ints, is_int_field
 from ..units import parse_unit, to_unit
 from .base import InputAdapter, register_adapter
 
@@ -309,12 +309,15 @@ class TimenetAdapter(InputAdapter):
 
     def _field_steps(
         self, reader: Any, rec: Any, fname: str, uri: str
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """(times in s, values (T, D) float64 in the field's unit) of one entity."""
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(times in s, values (T, D) float64 in the field's unit, exact integers (T, D) of an
+        integer-dtype field or None) of one entity."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         m = self.fields[fname]
+        spec = self.schema.field(fname)
+        exact_cols: list[np.ndarray] | None = [] if is_int_field(spec) else None
         cols = []
         times: np.ndarray | None = None
         for j, sname in enumerate(m["signals"]):
@@ -330,9 +333,13 @@ class TimenetAdapter(InputAdapter):
             if pa.types.is_boolean(arr.type):
                 arr = arr.cast(pa.float64())
             vals = np.asarray(
-                pc.fill_null(arr.cast(pa.float64()), np.nan).to_numpy(zero_copy_only=False),
+                # integers above 2**53 round here; integer fields also carry them exactly
+                pc.fill_null(pc.cast(arr, pa.float64(), safe=False), np.nan).to_numpy(
+                    zero_copy_only=False
+                ),
                 dtype=np.float64,
             )
+            converted = bool(m["targets"]) and m["targets"][j] != (sig.spec.unit or "")
             if m["targets"]:
                 try:
                     vals = to_unit(vals, sig.spec.unit or "dimensionless", m["targets"][j])
@@ -352,8 +359,13 @@ class TimenetAdapter(InputAdapter):
                     source=uri,
                 )
             cols.append(vals)
+            if exact_cols is not None:
+                exact_cols.append(
+                    _exact_ints(spec, vals if converted else arr, uri, f"signal {sname!r}")
+                )
         assert times is not None
-        return times, np.stack(cols, axis=1)
+        exact = None if exact_cols is None else np.stack(exact_cols, axis=1)
+        return times, np.stack(cols, axis=1), exact
 
     def read_table(self, uri: str) -> TickTable:
         """Vectorised read of one record or group onto the ``sample_hz`` grid.
@@ -367,12 +379,12 @@ class TimenetAdapter(InputAdapter):
         reader, recs = self._records(uri)
         hz = float(self.schema.sample_hz)
         ents = sorted(recs, key=lambda r: str(self._entity_id(r)))
-        per: list[dict[str, tuple[np.ndarray, np.ndarray]]] = []
+        per: list[dict[str, tuple[np.ndarray, np.ndarray, np.ndarray | None]]] = []
         kmin, kmax = None, None
         for rec in ents:
-            got: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+            got: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray | None]] = {}
             for f in self.schema.fields:
-                t, v = self._field_steps(reader, rec, f.name, uri)
+                t, v, exact = self._field_steps(reader, rec, f.name, uri)
                 x = t * hz
                 k = np.rint(x).astype(np.int64)
                 off = np.abs(x - k)
@@ -381,7 +393,7 @@ class TimenetAdapter(InputAdapter):
                 order = np.lexsort((off, k))
                 first = np.r_[True, k[order][1:] != k[order][:-1]]
                 sel = order[first]
-                got[f.name] = (k[sel], v[sel])
+                got[f.name] = (k[sel], v[sel], None if exact is None else exact[keep][sel])
                 if sel.size:
                     lo, hi = int(k[sel].min()), int(k[sel].max())
                     kmin = lo if kmin is None else min(kmin, lo)
@@ -392,10 +404,17 @@ class TimenetAdapter(InputAdapter):
         n_t = kmax - kmin + 1
         present = np.zeros((n_t, len(ents)), dtype=bool)
         values = {f.name: np.full((n_t, len(ents), f.dims), np.nan) for f in self.schema.fields}
+        ints = {
+            f.name: np.zeros((n_t, len(ents), f.dims), dtype=f.dtype)
+            for f in self.schema.fields
+            if is_int_field(f)
+        }
         for e, got in enumerate(per):
-            for fname, (k, v) in got.items():
+            for fname, (k, v, exact) in got.items():
                 values[fname][k - kmin, e] = v
                 present[k - kmin, e] = True
+                if exact is not None:
+                    ints[fname][k - kmin, e] = exact
         glob = {g.name: np.full((n_t, g.dims), np.nan) for g in self.schema.globals}
         events = {ev: np.zeros(n_t, dtype=bool) for ev in self.schema.events}
         return TickTable(
@@ -407,10 +426,31 @@ class TimenetAdapter(InputAdapter):
             present,
             glob,
             events,
+            ints,
         )
 
     def ticks(self, uri: str) -> Iterator[Tick]:
         return self.read_table(uri).iter_ticks()
+
+
+def _exact_ints(f: FieldSpec, data: Any, uri: str, what: str) -> np.ndarray:
+    """Values of an integer-dtype field in its dtype, exactly: from the Arrow values as
+    stored, or from unit-converted floats (which must then be integral).  0 where missing.
+
+    Raises
+    ------
+    SourceError
+        A non-integral value or one outside the field's dtype, naming the signal and step.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(data, np.ndarray):
+        return field_ints(f, data, ~np.isnan(data), uri, what)
+    valid = np.asarray(data.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    fill = False if pa.types.is_boolean(data.type) else 0
+    x = np.asarray(pc.fill_null(data, fill).to_numpy(zero_copy_only=False))
+    return field_ints(f, x, valid, uri, what)
 
 
 register_adapter("timenet", TimenetAdapter)

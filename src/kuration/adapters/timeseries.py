@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 from ..errors import DataOrderWarning, SourceError
 from ..ids import entity_sort_key
 from ..schema import FieldSpec, SchemaSpec
-from ..tick import Tick, TickTable
+from ..tick import Tick, TickTable, field_ints, is_int_field
 from .base import InputAdapter, register_adapter
 
 __all__ = ["TimeseriesAdapter"]
@@ -287,17 +287,28 @@ class TimeseriesAdapter(InputAdapter):
         present = np.zeros((n_t, len(roster)), dtype=bool)
         present[ti, e_kept] = True
         values: dict[str, np.ndarray] = {}
+        ints: dict[str, np.ndarray] = {}
         for f in self.schema.fields:
             data = self._field_values(table, f, self.fields[f.name], src)
             arr = np.full((n_t, len(roster), f.dims), np.nan)
             arr[ti, e_kept] = data[order]
             values[f.name] = arr
+            if is_int_field(f):
+                exact = _int_values(table, f, self.fields[f.name], src)
+                ints[f.name] = np.zeros((n_t, len(roster), f.dims), dtype=exact.dtype)
+                ints[f.name][ti, e_kept] = exact[order]
         glob: dict[str, np.ndarray] = {}
         for g in self.schema.globals:
             arr = np.full((n_t, g.dims), np.nan)
             if g.name in self.globals:
                 data = self._field_values(table, g, self.globals[g.name], src)
                 arr[ti] = data[order]  # numpy assigns in order: the last row of a tick wins
+                if is_int_field(g):
+                    exact = _int_values(table, g, self.globals[g.name], src)
+                    ints[g.name] = np.zeros((n_t, g.dims), dtype=exact.dtype)
+                    ints[g.name][ti] = exact[order]
+            elif is_int_field(g):
+                ints[g.name] = np.zeros((n_t, g.dims), dtype=g.dtype)
             glob[g.name] = arr
         events: dict[str, np.ndarray] = {}
         for ev in self.schema.events:
@@ -309,7 +320,7 @@ class TimeseriesAdapter(InputAdapter):
                 )
                 np.logical_or.at(flag, ti, vals[order])
             events[ev] = flag
-        return TickTable(sid, self.schema, k0, roster, values, present, glob, events)
+        return TickTable(sid, self.schema, k0, roster, values, present, glob, events, ints)
 
     def ticks(self, uri: str) -> Iterable[Tick]:
         return self.read_table(uri).iter_ticks()
@@ -373,7 +384,10 @@ class TimeseriesAdapter(InputAdapter):
                     f"column {c!r} of field {f.name!r} has type {typ}, expected numbers", source=src
                 )
             vals = np.asarray(
-                pc.fill_null(col.cast(pa.float64()), np.nan).to_numpy(zero_copy_only=False),
+                # integers above 2**53 round here; integer fields also carry them exactly
+                pc.fill_null(pc.cast(col, pa.float64(), safe=False), np.nan).to_numpy(
+                    zero_copy_only=False
+                ),
                 dtype=np.float64,
             )
             inf = np.flatnonzero(np.isinf(vals))
@@ -381,6 +395,32 @@ class TimeseriesAdapter(InputAdapter):
                 raise SourceError(f"infinite value in column {c!r}", source=src, row=int(inf[0]))
             out[:, j] = vals
         return out
+
+
+def _int_values(table: pa.Table, f: FieldSpec, cols: Sequence[str], src: str) -> np.ndarray:
+    """The columns of an integer-dtype field in that dtype, exactly (never through float64).
+
+    Returns
+    -------
+    ndarray, shape (rows, D), ``f.dtype``
+        0 where the column is null (the float values say missing there).
+
+    Raises
+    ------
+    SourceError
+        A value outside the dtype's range, or a non-integral float, naming the
+        column and row.
+    """
+    out = np.zeros((table.num_rows, len(cols)), dtype=np.dtype(f.dtype))
+    for j, c in enumerate(cols):
+        col = table.column(c).combine_chunks()
+        if pa.types.is_null(col.type):
+            continue
+        valid = np.asarray(col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        fill = False if pa.types.is_boolean(col.type) else 0
+        x = np.asarray(pc.fill_null(col, fill).to_numpy(zero_copy_only=False))
+        out[:, j] = field_ints(f, x, valid, src, f"column {c!r}")
+    return out
 
 
 def _categorical_codes(col: pa.ChunkedArray, f: FieldSpec, name: str, src: str) -> np.ndarray:

@@ -238,6 +238,8 @@ def _fit_int(
 
 
 def _field_array(m: ModalitySpec, track: Track) -> np.ndarray:
+    """The field's values for ``m``: its exact integers for an integer/bool modality of an
+    integer field (missing values of present rows refused here, as NaN is for floats)."""
     src = track.fields.get(m.arg)
     if src is None:
         src = track.globals.get(m.arg)
@@ -246,6 +248,15 @@ def _field_array(m: ModalitySpec, track: Track) -> np.ndarray:
             f"modality {m.name!r}: no field {m.arg!r} for present "
             f"{_where(track, _first_present(track))}"
         )
+    exact = track.ints.get(m.arg)
+    if exact is not None and np.dtype(m.dtype).kind in "iub":
+        missing = np.isnan(src).reshape(src.shape[0], -1).any(axis=1) & track.present
+        if missing.any():
+            raise OutputSpecError(
+                f"modality {m.name!r} ({m.dtype}): missing value for present "
+                f"{_where(track, int(np.flatnonzero(missing)[0]))}"
+            )
+        src = exact
     return src[:, 0] if m.shape == () and src.ndim == 2 and src.shape[1] == 1 else src
 
 
@@ -266,12 +277,16 @@ def _pick(out: Mapping[str, Any], m: ModalitySpec) -> Any:
 
 
 def _records(track: Track, schema: SchemaSpec) -> list[dict[str, Any]]:
-    """Per-timestep records for encoders: fields merged with globals, scalars as floats,
-    categoricals as their labels (None when missing), vectors as arrays; ``{}`` where absent."""
+    """Per-timestep records for encoders: fields merged with globals, scalars as floats
+    (integer-dtype fields as exact ints), categoricals as their labels (None when missing),
+    vectors as arrays; ``{}`` where absent."""
     kinds = {f.name: f for f in (*schema.fields, *schema.globals)}
 
-    def value(name: str, v: np.ndarray) -> Any:
+    def value(name: str, v: np.ndarray, t: int) -> Any:
         f = kinds.get(name)
+        exact = track.ints.get(name)
+        if exact is not None and not np.isnan(v).any():  # integer fields: exact values
+            return int(exact[t][0]) if f is not None and f.kind == "scalar" else exact[t]
         if f is None or f.kind == "vector":
             return v
         x = float(v[0])
@@ -284,8 +299,8 @@ def _records(track: Track, schema: SchemaSpec) -> list[dict[str, Any]]:
         if not track.present[t]:
             out.append({})
             continue
-        rec = {k: value(k, v[t]) for k, v in track.fields.items()}
-        rec.update({k: value(k, v[t]) for k, v in track.globals.items()})
+        rec = {k: value(k, v[t], t) for k, v in track.fields.items()}
+        rec.update({k: value(k, v[t], t) for k, v in track.globals.items()})
         out.append(rec)
     return out
 
