@@ -32,6 +32,7 @@ from kuration.output.writer import track_arrays
 from kuration.tick import table_from_ticks
 
 BIG = [2**63 + 5, 2**53 + 1, None, 3, 2**64 - 1]
+U64 = pa.uint64()
 BITS = {"b0": 0, "b1": 1, "b2": 2, "b53": 53, "b63": 63}
 
 
@@ -42,13 +43,13 @@ def _schema(dtype: str = "uint64") -> SchemaSpec:
     return SchemaSpec.from_dict({"sample_hz": 1.0, "fields": [flags]})
 
 
-def _parquet(tmp_path: Path, values=BIG, typ=pa.uint64()) -> str:
+def _parquet(tmp_path: Path, values=BIG, typ=U64) -> str:
     p = tmp_path / "flags.parquet"
     pq.write_table(pa.table({"t": list(range(len(values))), "flags": pa.array(values, typ)}), p)
     return str(p)
 
 
-def _read(tmp_path: Path, values=BIG, typ=pa.uint64(), dtype: str = "uint64"):
+def _read(tmp_path: Path, values=BIG, typ=U64, dtype: str = "uint64"):
     adapter = TimeseriesAdapter(_schema(dtype), time_column="t", fields={"flags": "flags"})
     return adapter.read_table(_parquet(tmp_path, values, typ))
 
