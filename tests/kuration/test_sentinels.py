@@ -174,3 +174,31 @@ def test_masking_equals_dropping_the_values(vals) -> None:
         assert got == pytest.approx(np.mean(kept))
     else:
         assert np.isnan(got)
+
+
+def test_timenet_signal_sentinels_reach_kuration_as_missing(tmp_path: Path) -> None:
+    import timenet as tn
+    from kuration.adapters import TimenetAdapter
+
+    rows = _rows()
+    card = {"org": "acme", "name": "track", "version": "1.0", "license": "CC0-1.0"}
+    with tn.TimeFWriter(tmp_path / "reg", card) as w:
+        w.add_record("r0", {})
+        for c in ("x", "y", "z"):
+            spec = tn.SignalSpec(
+                "float64", "m", rate_hz=1.0, missing_value=-10.0 if c == "z" else None
+            )
+            w.add_signal("r0", c, np.array(rows[c]), spec)
+        w.add_signal(
+            "r0", "rssi", np.array(rows["rssi"]), tn.SignalSpec("float64", "dB", rate_hz=1.0)
+        )
+    schema = _schema()  # kuration declares nothing: TimeNet's spec alone removes the spike
+    ad = TimenetAdapter(
+        schema,
+        fields={"pos": {"signals": ["x", "y", "z"]}, "rssi": {"signals": ["rssi"]}},
+        registries=[str(tmp_path / "reg")],
+    )
+    table = ad.read_table("timenet://acme/track@1.0#r0")
+    # z is null there, so the position vector is missing (metrics never use a partial vector)
+    assert np.isnan(table.values["pos"][LOST, 0, 2]).all()
+    assert compile_metric(SPEED, schema)(build_window(table, 0, N)) == pytest.approx(10.0)
