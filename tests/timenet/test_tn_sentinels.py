@@ -86,3 +86,18 @@ def test_values_are_stored_as_written_and_the_spec_round_trips(tmp_path: Path) -
 def test_bad_declarations_are_refused(kw, msg) -> None:
     with pytest.raises(tn.SchemaError, match=msg):
         tn.SignalSpec(**kw)
+
+
+@pytest.mark.parametrize(
+    ("values", "msg"), [([1, 2.7], "step 1: 2.7 is not an integer"), ([300], "300")]
+)
+def test_writer_refuses_integers_it_would_truncate_or_wrap(tmp_path: Path, values, msg) -> None:
+    with tn.TimeFWriter(tmp_path, make_card()) as w:
+        w.add_record("r")
+        with pytest.raises(tn.SchemaError, match=msg) as info:
+            w.add_signal("r", "n", values, tn.SignalSpec("uint8", "", rate_hz=1))
+        assert info.value.signal == "n"
+        w.add_signal("r", "ok", [1, 2.0, 255], tn.SignalSpec("uint8", "", rate_hz=1))
+        w.add_signal("r", "big", [2**63 + 5, 2**53 + 1], tn.SignalSpec("uint64", "", rate_hz=1))
+    reader = tn.TimeFReader.open(tmp_path / "acme/demo/1.0.0")
+    assert reader.signal("r", "big").to_arrow().to_pylist() == [2**63 + 5, 2**53 + 1]
