@@ -207,3 +207,25 @@ def test_timenet_uint64_signal_reaches_the_table_exactly(tmp_path: Path) -> None
     )
     with pytest.raises(SourceError, match=r"signal 'flags' of field 'flags': .* outside int8"):
         narrow.read_table("timenet://acme/flags@1.0#r0")
+
+
+def test_curated_dataset_gives_its_integers_back(
+    tmp_path: Path, adsb_job_dict, adsb_sources
+) -> None:
+    import json
+
+    from kuration import CuratedDatasetAdapter, run_job
+
+    job = json.loads(json.dumps(adsb_job_dict))
+    job["sources"] = [str(p) for p in adsb_sources[:2]]
+    job["budget"] = {"train_hours": 0.1, "test_hours": 0.0}
+    for f in job["schema"]["fields"]:
+        if f["name"] == "onground":
+            f["dtype"] = "uint8"  # a bool column read as an integer field
+    run_job(job, tmp_path / "ds")
+    ad = CuratedDatasetAdapter(tmp_path / "ds")
+    table = ad.read_table(ad.sources()[0])
+    got = table.ints["onground"]
+    assert got.dtype == np.uint8
+    valid = ~np.isnan(table.values["onground"])
+    np.testing.assert_array_equal(got[valid], table.values["onground"][valid])
