@@ -292,6 +292,15 @@ def _encode_value(f: FieldSpec, v: Any, source: str, row: int) -> np.ndarray:
     return arr
 
 
+def _int_layout(schema: SchemaSpec, n_t: int, n_e: int) -> dict[str, np.ndarray]:
+    """Zeroed exact-integer arrays for the integer fields (T, E, D) and globals (T, D)."""
+    out = {f.name: np.zeros((n_t, n_e, f.dims), f.dtype) for f in schema.fields if is_int_field(f)}
+    out.update(
+        {g.name: np.zeros((n_t, g.dims), g.dtype) for g in schema.globals if is_int_field(g)}
+    )
+    return out
+
+
 def table_from_ticks(
     schema: SchemaSpec, ticks: Iterable[Tick], source_id: str, *, snap_tolerance: float = 1e-6
 ) -> TickTable:
@@ -348,14 +357,7 @@ def table_from_ticks(
     present = np.zeros((n_t, len(roster)), dtype=bool)
     glob = {f.name: np.full((n_t, f.dims), np.nan) for f in schema.globals}
     events = {n: np.zeros(n_t, dtype=bool) for n in schema.events}
-    ints = {
-        f.name: np.zeros((n_t, len(roster), f.dims), f.dtype)
-        for f in schema.fields
-        if is_int_field(f)
-    }
-    ints.update(
-        {f.name: np.zeros((n_t, f.dims), f.dtype) for f in schema.globals if is_int_field(f)}
-    )
+    ints = _int_layout(schema, n_t, len(roster))
     for i, (k, ents) in enumerate(zip(ks, rows, strict=True)):
         t = k - k0
         for ent, rec in ents.items():

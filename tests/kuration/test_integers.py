@@ -229,3 +229,13 @@ def test_curated_dataset_gives_its_integers_back(
     assert got.dtype == np.uint8
     valid = ~np.isnan(table.values["onground"])
     np.testing.assert_array_equal(got[valid], table.values["onground"][valid])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-(2**53), 2**53), min_size=1, max_size=8), st.integers(0, 63))
+def test_float_bit_kernel_agrees_with_the_exact_one_below_2_53(values, index) -> None:
+    from kuration.dsl import kernels
+
+    ints = np.array(values, dtype=np.int64).reshape(-1, 1)
+    exact = kernels.bit_map_exact(ints, index, np.ones(ints.shape, bool))
+    np.testing.assert_array_equal(kernels.bit_map(ints.astype(np.float64), index), exact)

@@ -286,16 +286,41 @@ class TimeseriesAdapter(InputAdapter):
         ti = k_kept - k0
         present = np.zeros((n_t, len(roster)), dtype=bool)
         present[ti, e_kept] = True
+        values, glob, ints = self._layout(table, order, ti, e_kept, (n_t, len(roster)), src)
+        events: dict[str, np.ndarray] = {}
+        for ev in self.schema.events:
+            flag = np.zeros(n_t, dtype=bool)
+            if ev in self.events:
+                col = table.column(self.events[ev])
+                vals = np.asarray(
+                    pc.fill_null(col.cast(pa.bool_()), False).to_numpy(zero_copy_only=False)
+                )
+                np.logical_or.at(flag, ti, vals[order])
+            events[ev] = flag
+        return TickTable(sid, self.schema, k0, roster, values, present, glob, events, ints)
+
+    def _layout(
+        self,
+        table: pa.Table,
+        order: np.ndarray,
+        ti: np.ndarray,
+        e_kept: np.ndarray,
+        shape: tuple[int, int],
+        src: str,
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """Fields (T, E, D), globals (T, D) and the exact integers of integer fields, on the
+        grid: kept row ``order[i]`` lands on tick ``ti[i]`` of entity ``e_kept[i]``."""
+        n_t, n_e = shape
         values: dict[str, np.ndarray] = {}
         ints: dict[str, np.ndarray] = {}
         for f in self.schema.fields:
             data = self._field_values(table, f, self.fields[f.name], src)
-            arr = np.full((n_t, len(roster), f.dims), np.nan)
+            arr = np.full((n_t, n_e, f.dims), np.nan)
             arr[ti, e_kept] = data[order]
             values[f.name] = arr
             if is_int_field(f):
                 exact = _int_values(table, f, self.fields[f.name], src)
-                ints[f.name] = np.zeros((n_t, len(roster), f.dims), dtype=exact.dtype)
+                ints[f.name] = np.zeros((n_t, n_e, f.dims), dtype=exact.dtype)
                 ints[f.name][ti, e_kept] = exact[order]
         glob: dict[str, np.ndarray] = {}
         for g in self.schema.globals:
@@ -310,17 +335,7 @@ class TimeseriesAdapter(InputAdapter):
             elif is_int_field(g):
                 ints[g.name] = np.zeros((n_t, g.dims), dtype=g.dtype)
             glob[g.name] = arr
-        events: dict[str, np.ndarray] = {}
-        for ev in self.schema.events:
-            flag = np.zeros(n_t, dtype=bool)
-            if ev in self.events:
-                col = table.column(self.events[ev])
-                vals = np.asarray(
-                    pc.fill_null(col.cast(pa.bool_()), False).to_numpy(zero_copy_only=False)
-                )
-                np.logical_or.at(flag, ti, vals[order])
-            events[ev] = flag
-        return TickTable(sid, self.schema, k0, roster, values, present, glob, events, ints)
+        return values, glob, ints
 
     def ticks(self, uri: str) -> Iterable[Tick]:
         return self.read_table(uri).iter_ticks()
