@@ -57,3 +57,20 @@ def test_schema_field_in_mdegC_converts_with_to() -> None:
 def test_schema_still_rejects_unknown_units() -> None:
     with pytest.raises(SchemaError, match="unknown unit"):
         FieldSpec("temp", unit="mdegQ")
+
+
+def test_timenet_signal_in_mdegC_reads_into_a_degC_field(tmp_path) -> None:
+    import timenet as tn
+    from kuration.adapters import TimenetAdapter
+
+    card = {"org": "acme", "name": "hwmon", "version": "1.0", "license": "CC0-1.0"}
+    with tn.TimeFWriter(tmp_path / "reg", card) as w:
+        w.add_record("cpu", {})
+        temp = np.array([20000, 45500, 68000], dtype=np.int32)
+        w.add_signal("cpu", "temp1_input", temp, tn.SignalSpec("int32", "mdegC", rate_hz=1.0))
+    schema = SchemaSpec((FieldSpec("temp", unit="degC"),), sample_hz=1.0)
+    ad = TimenetAdapter(
+        schema, fields={"temp": {"signals": ["temp1_input"]}}, registries=[str(tmp_path / "reg")]
+    )
+    table = ad.read_table("timenet://acme/hwmon@1.0#cpu")
+    np.testing.assert_allclose(table.values["temp"][:, 0, 0], [20.0, 45.5, 68.0])
