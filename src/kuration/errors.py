@@ -13,6 +13,7 @@
     │   └── TimeRangeError                  a time is outside the int64-nanosecond range (names column)
     ├── EmptyPoolError (RuntimeError)       scoring produced no segments at all
     ├── OutputSpecError (ValueError)        an OutputSpec is invalid or a modality cannot be filled
+    │   └── OutputValueError                a value does not fit its modality's dtype (range, integrality)
     ├── DatasetExistsError (FileExistsError) the destination holds a dataset and neither resume nor force was given
     ├── DatasetIntegrityError (ValueError)  an artifact fails verification (checksum, layout, commit state)
     ├── SampleFetchError (RuntimeError)     a pinned sample could not be fetched or failed its checksum
@@ -38,6 +39,7 @@ __all__ = [
     "MetricCompileError",
     "MissingExtraError",
     "OutputSpecError",
+    "OutputValueError",
     "PolicyError",
     "SampleFetchError",
     "SchemaError",
@@ -278,6 +280,45 @@ class OutputSpecError(KurationError, ValueError):
         super().__init__(message)
         self.path = path
         self.problems = tuple(problems) or (message,)
+
+
+class OutputValueError(OutputSpecError):
+    """A value of a present entity does not fit its modality's dtype and no policy allows it.
+
+    Attributes
+    ----------
+    modality : str
+    dtype : str
+    source : str
+    entity : object
+        The entity id.
+    row : int
+        Step index within the source's grid.
+    value : float or int
+        The offending value.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        modality: str,
+        dtype: str,
+        source: str,
+        entity: object,
+        row: int,
+        value: float | int,
+    ) -> None:
+        super().__init__(
+            f"modality {modality!r} ({dtype}): {message} for source {source!r}, "
+            f"entity {entity!r}, row {row}"
+        )
+        self.modality = modality
+        self.dtype = dtype
+        self.source = source
+        self.entity = entity
+        self.row = row
+        self.value = value
 
 
 class DatasetExistsError(KurationError, FileExistsError):

@@ -147,6 +147,25 @@ class MemorySource(Source):
         return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
 
 
+def check_integral(values: list[Any], dtype: str, signal: str, record: str) -> None:
+    """Refuse a float in ``values`` that is not an integer, before an Arrow cast to the
+    integer ``dtype`` would truncate it (``2.7`` to ``2``; Arrow refuses out-of-range values
+    itself).  NaN and infinities are not integral.
+
+    Raises
+    ------
+    SchemaError
+        Naming the signal, record and step.
+    """
+    from timenet.errors import SchemaError
+
+    for i, v in enumerate(values):
+        if isinstance(v, float | np.floating) and not float(v).is_integer():
+            raise SchemaError(
+                f"step {i}: {v!r} is not an integer ({dtype})", signal=signal, record=record
+            )
+
+
 def to_numpy(values: Values) -> np.ndarray:
     """NumPy view/copy of ``values``; raises HasNullsError if Arrow nulls are present."""
     if isinstance(values, np.ndarray):

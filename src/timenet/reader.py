@@ -48,6 +48,22 @@ from timenet.versions import Ref
 __all__ = ["LoadedDataset", "Signal", "TimeFReader"]
 
 
+def _mask_invalid(arr: pa.Array, spec: SignalSpec) -> pa.Array:
+    """``arr`` with the steps holding a declared sentinel or out-of-range value made null."""
+    import pyarrow.compute as pc
+
+    flat = arr
+    while pa.types.is_fixed_size_list(flat.type):
+        flat = flat.flatten()
+    values = np.asarray(pc.fill_null(flat, 0).to_numpy(zero_copy_only=False))
+    bad = spec.invalid_steps(values.reshape(len(arr), -1))
+    bad &= np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    if not bad.any():
+        return arr
+    out: pa.Array = pc.if_else(pa.array(bad), pa.scalar(None, arr.type), arr)
+    return out
+
+
 @dataclass(frozen=True, eq=False)
 class Signal:
     """One signal of one record; values are read only when asked for.
@@ -63,7 +79,9 @@ class Signal:
     length : int
         Number of steps ``T``.
     null_count : int
-        Number of null steps (always 0 for Zarr-stored signals).
+        Number of null steps stored (always 0 for Zarr-stored signals); steps
+        that hold a sentinel or out-of-range value of ``spec`` (``missing_value``,
+        ``valid_min``, ``valid_max``) are read as null too but not counted here.
     """
 
     record_id: str
@@ -103,7 +121,8 @@ class Signal:
             If the range is reversed or outside ``[0, T]``.
         """
         start, stop = self._check_range(start, stop)
-        return to_arrow(self._values.read(start, stop), self.spec.arrow_type)
+        arr = to_arrow(self._values.read(start, stop), self.spec.arrow_type)
+        return _mask_invalid(arr, self.spec) if self.spec.has_validity else arr
 
     def to_numpy(self, unit: str | None = None) -> np.ndarray:
         """All values as NumPy, optionally converted to ``unit``.
@@ -138,13 +157,19 @@ class Signal:
         StepRangeError
             If the range is reversed or outside ``[0, T]``.
         NullValuesError
-            If the range contains nulls.
+            If the range contains nulls (stored, or values that ``spec`` declares
+            missing or out of range).
         UnitError
             If the conversion to ``unit`` is impossible.
         """
         start, stop = self._check_range(start, stop)
+        raw = self._values.read(start, stop)
+        if self.spec.has_validity:  # sentinel steps are nulls: refused here as stored ones are
+            nulls = _mask_invalid(to_arrow(raw, self.spec.arrow_type), self.spec).null_count
+            if nulls:
+                raise NullValuesError(self.name, self.record_id, nulls)
         try:
-            values = to_numpy(self._values.read(start, stop))
+            values = to_numpy(raw)
         except HasNullsError as exc:
             raise NullValuesError(self.name, self.record_id, exc.count) from None
         if unit is not None:

@@ -73,6 +73,15 @@ class SignalSpec:
         int64-nanosecond range (1677-09-21..2262-04-11).
     timezone : str or None
         IANA zone name for local-time display (e.g. ``"Europe/Berlin"``).
+    missing_value : number or tuple of numbers, optional
+        Values that mean "no measurement" (the CF conventions' ``missing_value``),
+        compared exactly in the signal's dtype (integers need integral values in
+        its range).
+    valid_min, valid_max : number, optional
+        Inclusive valid range (CF ``valid_min``/``valid_max``).  The values are
+        stored as written; the reader returns a step holding a sentinel or an
+        out-of-range element (any element, for a shaped signal) as null, like a
+        stored null.  Numeric dtypes only.
 
     Raises
     ------
@@ -87,6 +96,9 @@ class SignalSpec:
     start_ns: int = 0
     time_origin: str | None = None
     timezone: str | None = None
+    missing_value: int | float | tuple[int | float, ...] | None = None
+    valid_min: int | float | None = None
+    valid_max: int | float | None = None
 
     def __post_init__(self) -> None:
         dtype = str(np.dtype(self.dtype)) if isinstance(self.dtype, np.dtype) else self.dtype
@@ -124,6 +136,69 @@ class SignalSpec:
                 raise SchemaError(f"timezone {self.timezone!r} is not an IANA zone") from exc
         if not isinstance(self.unit, str):
             raise SchemaError(f"unit must be a string, got {self.unit!r}")
+        self._check_validity()
+
+    def _check_validity(self) -> None:
+        mv = self.missing_value
+        if isinstance(mv, list | tuple):
+            object.__setattr__(self, "missing_value", tuple(mv))
+        if not self.has_validity:
+            return
+        if self.dtype in ("bool", "datetime64[ns]"):
+            raise SchemaError(
+                f"missing_value/valid_min/valid_max need a numeric dtype, not {self.dtype}"
+            )
+        integral = self.numpy_dtype.kind in "iu"
+        named = [("missing_value", v) for v in self.sentinels]
+        named += [(k, getattr(self, k)) for k in ("valid_min", "valid_max")]
+        for key, v in named:
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+                raise SchemaError(f"{key} must be a finite number, got {v!r}")
+            if key == "missing_value" and integral:
+                info = np.iinfo(self.numpy_dtype)
+                if not float(v).is_integer() or not int(info.min) <= int(v) <= int(info.max):
+                    raise SchemaError(f"missing_value {v!r} is not a {self.dtype} value")
+        lo, hi = self.valid_min, self.valid_max
+        if lo is not None and hi is not None and lo > hi:
+            raise SchemaError(f"valid_min {lo!r} > valid_max {hi!r}")
+
+    @property
+    def has_validity(self) -> bool:
+        """Whether the spec declares sentinels or a valid range."""
+        return any(v is not None for v in (self.missing_value, self.valid_min, self.valid_max))
+
+    @property
+    def sentinels(self) -> tuple[int | float, ...]:
+        """The ``missing_value`` sentinels as a tuple (empty when none)."""
+        mv = self.missing_value
+        if mv is None:
+            return ()
+        return tuple(mv) if isinstance(mv, tuple) else (mv,)
+
+    def invalid_steps(self, values: np.ndarray) -> np.ndarray:
+        """Steps holding a sentinel or an out-of-range element.
+
+        Parameters
+        ----------
+        values : ndarray, shape (T, *shape), the signal's dtype
+            Stored values (the entries of null steps are ignored by the caller).
+
+        Returns
+        -------
+        ndarray, shape (T,), bool
+        """
+        x = np.asarray(values)
+        bad = np.zeros(x.shape, dtype=bool)
+        if self.sentinels:
+            sent = [int(v) for v in self.sentinels] if x.dtype.kind in "iu" else self.sentinels
+            bad |= np.isin(x, np.array(sent, dtype=x.dtype))
+        if self.valid_min is not None:
+            bad |= x < self.valid_min
+        if self.valid_max is not None:
+            bad |= x > self.valid_max
+        return bad.reshape(x.shape[0], -1).any(axis=1) if x.ndim > 1 else bad
 
     @property
     def origin_ns(self) -> int | None:
@@ -148,8 +223,9 @@ class SignalSpec:
         return pa.from_numpy_dtype(self.numpy_dtype)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready mapping; inverse of :meth:`from_dict`."""
-        return {
+        """JSON-ready mapping; inverse of :meth:`from_dict`.  The validity keys appear only
+        when declared, so catalogs written before they existed keep their bytes."""
+        out: dict[str, Any] = {
             "dtype": self.dtype,
             "unit": self.unit,
             "shape": list(self.shape),
@@ -158,6 +234,13 @@ class SignalSpec:
             "time_origin": self.time_origin,
             "timezone": self.timezone,
         }
+        if self.missing_value is not None:
+            mv = self.missing_value
+            out["missing_value"] = list(mv) if isinstance(mv, tuple) else mv
+        for key in ("valid_min", "valid_max"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SignalSpec:
@@ -170,6 +253,9 @@ class SignalSpec:
             start_ns=data.get("start_ns", 0),
             time_origin=data.get("time_origin"),
             timezone=data.get("timezone"),
+            missing_value=data.get("missing_value"),
+            valid_min=data.get("valid_min"),
+            valid_max=data.get("valid_max"),
         )
 
 

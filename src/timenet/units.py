@@ -4,6 +4,13 @@ All unit strings are parsed by the same :class:`pint.UnitRegistry`, created on
 first use so that importing :mod:`timenet` stays cheap. An empty unit string
 means dimensionless. Offset units (``degC``, ``degF``) convert as absolute
 temperatures.
+
+pint refuses a prefix on an offset unit (``mdegC`` would be ambiguous between
+an absolute temperature and a difference), yet sensor logs use such units
+(Linux hwmon reports millidegrees Celsius).  :data:`SENSOR_UNIT_DEFINITIONS`
+defines them explicitly, absolute with the Celsius/Fahrenheit offset, and
+pint derives the matching differences (``delta_mdegC``, also what ``mdegC/s``
+means).  kuration's registry loads the same definitions.
 """
 
 from __future__ import annotations
@@ -15,7 +22,41 @@ import numpy as np
 
 from timenet.errors import UnitError
 
-__all__ = ["convert", "get_unit_registry", "validate_unit"]
+__all__ = [
+    "SENSOR_UNIT_DEFINITIONS",
+    "convert",
+    "define_sensor_units",
+    "get_unit_registry",
+    "validate_unit",
+]
+
+#: Prefixed temperature units of sensor logs, in pint's definition syntax: the
+#: scale and offset are those of ``degC``/``degF`` in pint's own ``default_en.txt``
+#: (``degree_Celsius = kelvin; offset: 273.15``), with the SI prefix applied to the
+#: scale.  ``_`` declares no symbol, so every alias also gets its ``delta_`` form.
+SENSOR_UNIT_DEFINITIONS: tuple[str, ...] = (
+    "millidegree_Celsius = 1e-3 * kelvin; offset: 273.15"
+    " = _ = mdegC = millidegC = millidegree_C = millicelsius",
+    "centidegree_Celsius = 1e-2 * kelvin; offset: 273.15 = _ = cdegC = centidegC",
+    "decidegree_Celsius = 1e-1 * kelvin; offset: 273.15 = _ = ddegC = decidegC",
+    "millidegree_Fahrenheit = 5e-3 / 9 * kelvin; offset: 233.15 + 200 / 9"
+    " = _ = mdegF = millidegF = millidegree_F",
+)
+
+
+def define_sensor_units(registry: Any) -> Any:
+    """Add :data:`SENSOR_UNIT_DEFINITIONS` to a :class:`pint.UnitRegistry`; returns it.
+
+    Examples
+    --------
+    >>> import pint
+    >>> ureg = define_sensor_units(pint.UnitRegistry())
+    >>> round(ureg.Quantity(20000, "mdegC").to("degC").magnitude, 9)
+    20.0
+    """
+    for line in SENSOR_UNIT_DEFINITIONS:
+        registry.define(line)
+    return registry
 
 
 @functools.cache
@@ -23,7 +64,7 @@ def get_unit_registry() -> Any:
     """Return the process-wide :class:`pint.UnitRegistry` (created on first call)."""
     import pint
 
-    return pint.UnitRegistry()
+    return define_sensor_units(pint.UnitRegistry())
 
 
 def _parse(unit: str, signal: str | None) -> Any:

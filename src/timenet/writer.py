@@ -44,6 +44,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from timenet._arrays import check_integral
 from timenet._integrity import sha256_file
 from timenet._timebase import NS_MAX, NS_MIN, check_signal_times
 from timenet.catalog import write_catalog
@@ -721,6 +722,8 @@ def _to_arrow_values(values: Any, spec: SignalSpec, name: str, record: str) -> p
         return pa.array(values, type=want)
     if isinstance(values, Sequence) and not isinstance(values, str | bytes):
         try:
+            if pa.types.is_integer(want):
+                check_integral(list(values), spec.dtype, name, record)
             return pa.array(list(values), type=want)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as exc:
             raise SchemaError(

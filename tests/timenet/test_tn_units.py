@@ -48,3 +48,28 @@ def test_signal_conversion_on_read(demo) -> None:
     np.testing.assert_allclose(temp.read_steps(0, 2, unit="degF"), c * 1.8 + 32)
     with pytest.raises(tn.UnitError):
         temp.read_steps(0, 2, unit="m/s")
+
+
+@pytest.mark.parametrize("unit", ["mdegC", "millidegC", "millidegree_Celsius", "millicelsius"])
+def test_millidegree_celsius_reads_as_degC(unit: str) -> None:
+    assert validate_unit(unit) == unit
+    np.testing.assert_allclose(convert(np.array([20000.0]), unit, "degC"), [20.0])
+    np.testing.assert_allclose(convert(np.array([20.0]), "degC", unit), [20000.0])
+
+
+def test_millidegree_offsets_and_differences() -> None:
+    np.testing.assert_allclose(convert(np.array([20000.0]), "mdegC", "degF"), [68.0])
+    np.testing.assert_allclose(convert(np.array([32000.0]), "mdegF", "degC"), [0.0], atol=1e-9)
+    np.testing.assert_allclose(convert(np.array([1000.0]), "delta_mdegC", "delta_degF"), [1.8])
+    np.testing.assert_allclose(convert(np.array([1.0]), "delta_degC", "delta_mdegC"), [1000.0])
+
+
+def test_kuration_and_timenet_share_the_definitions() -> None:
+    from kuration.core.units import get_registry
+    from timenet.units import SENSOR_UNIT_DEFINITIONS
+
+    for line in SENSOR_UNIT_DEFINITIONS:
+        name = line.split("=", 1)[0].strip()
+        a = get_registry().Quantity(1.0, name).to("kelvin").magnitude
+        b = tn.get_unit_registry().Quantity(1.0, name).to("kelvin").magnitude
+        assert a == b

@@ -32,6 +32,10 @@ class WindowBuffer:
     events : mapping of str to ndarray, shape (T,), bool
     source_id : str
     start_idx : int
+    ints : mapping of str to ndarray, shape (T, E, D) or (T, D), integer dtype
+        Exact values of integer-dtype fields and globals (see
+        :attr:`TickTable.ints <kuration.contracts.tick.TickTable>`); valid where
+        ``values`` is not NaN.
     """
 
     values: Mapping[str, np.ndarray]
@@ -42,6 +46,7 @@ class WindowBuffer:
     events: Mapping[str, np.ndarray] = field(default_factory=dict)
     source_id: str = ""
     start_idx: int = 0
+    ints: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def sample_hz(self) -> float:
@@ -66,6 +71,11 @@ def build_window(
     """Extract ticks ``[start, stop)`` of ``table`` over the entities present in that range."""
     present = table.present[start:stop]
     roster = np.flatnonzero(present.any(axis=0))
+    glob_names = {g.name for g in table.schema.globals}
+    ints = {
+        k: v[start:stop] if k in glob_names else v[start:stop][:, roster]
+        for k, v in table.ints.items()
+    }
     return WindowBuffer(
         values={k: v[start:stop][:, roster] for k, v in table.values.items()},
         present=present[:, roster],
@@ -75,6 +85,7 @@ def build_window(
         events={k: v[start:stop] for k, v in table.events.items()},
         source_id=table.source_id,
         start_idx=start,
+        ints=ints,
     )
 
 
@@ -90,7 +101,7 @@ class WindowBatch:
 
     Attributes
     ----------
-    values, present, entity_ids, schema, globals, events, source_id
+    values, present, entity_ids, schema, globals, events, source_id, ints
         The whole source, laid out as in :class:`~kuration.contracts.tick.TickTable`.
     starts : ndarray, shape (W,), int64
         The requested window starts, in request order.
@@ -112,6 +123,7 @@ class WindowBatch:
     globals: Mapping[str, np.ndarray] = field(default_factory=dict)
     events: Mapping[str, np.ndarray] = field(default_factory=dict)
     source_id: str = ""
+    ints: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         starts = np.asarray(self.starts, dtype=np.int64).reshape(-1)
@@ -140,6 +152,7 @@ class WindowBatch:
             globals=table.globals,
             events=table.events,
             source_id=table.source_id,
+            ints=table.ints,
         )
 
     @classmethod
@@ -155,6 +168,7 @@ class WindowBatch:
             globals=buf.globals,
             events=buf.events,
             source_id=buf.source_id,
+            ints=buf.ints,
         )
 
     @property

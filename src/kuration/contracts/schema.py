@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -20,7 +20,7 @@ from ..core.config import FieldModel, SchemaModel, validate_config
 from ..core.units import is_angle, is_length, parse_unit
 from ..errors import SchemaError
 
-__all__ = ["FieldSpec", "SchemaSpec"]
+__all__ = ["FieldSpec", "SchemaSpec", "bit_indexes"]
 
 Kind = Literal["scalar", "vector", "categorical"]
 Semantics = Literal["position", "angular", "bitmask"]
@@ -28,6 +28,14 @@ _KINDS = ("scalar", "vector", "categorical")
 _SEMANTICS = ("position", "angular", "bitmask")
 _FRAMES = ("cartesian", "geodetic")
 _INT_DTYPES = ("uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64")
+
+
+def bit_indexes(dtype: str) -> range:
+    """The bit indexes a bitmask of ``dtype`` holds: ``range(8 * itemsize)`` for an integer
+    dtype (0..7 for ``uint8``/``int8`` ... 0..63 for 64-bit), empty otherwise.  The schema
+    and the ``bit:``/``where:<field>.<bit>`` compiler both ask this one function."""
+    dt = np.dtype(dtype)
+    return range(dt.itemsize * 8) if dt.kind in "iu" else range(0)
 
 
 @dataclass(frozen=True)
@@ -65,6 +73,19 @@ class FieldSpec:
         width bounds the declared bits.
     vocab : list of str, optional
         Categorical fields: the allowed labels, in code order.
+    missing_value : number, list of numbers, or list of ``dims`` such entries, optional
+        Sentinels that mean "no value" (the CF conventions' ``missing_value``):
+        a number or list of numbers applies to every component; a list of
+        ``dims`` entries holding ``null`` or a list is read per component
+        (``[null, null, -10]``: only ``z == -10`` is a sentinel).  Integer
+        dtypes need integral sentinels, compared exactly.
+    valid_min, valid_max : number or list of ``dims`` numbers/nulls, optional
+        Inclusive valid range (CF ``valid_min``/``valid_max``), one bound for
+        every component or one per component (``null``: unbounded).
+        A value equal to a sentinel or outside the range becomes missing (NaN)
+        wherever a :class:`~kuration.contracts.tick.TickTable` is built, i.e. for every
+        adapter, before any metric or output; a record whose every field is
+        then missing becomes absent (``present`` false).
     """
 
     name: str
@@ -77,10 +98,15 @@ class FieldSpec:
     bits: Mapping[str, int] = field(default_factory=dict)
     dtype: str = "float64"
     vocab: tuple[str, ...] = ()
+    missing_value: Any = None
+    valid_min: Any = None
+    valid_max: Any = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "bits", dict(self.bits))
         object.__setattr__(self, "vocab", tuple(self.vocab))
+        for key in ("missing_value", "valid_min", "valid_max"):
+            object.__setattr__(self, key, _freeze(getattr(self, key)))
         if isinstance(self.unit, list):
             object.__setattr__(self, "unit", tuple(self.unit))
         self._validate()
@@ -144,6 +170,8 @@ class FieldSpec:
                 raise self._fail("a categorical field carries no semantics")
         elif self.vocab:
             raise self._fail("vocab is declared on categorical fields only")
+        if self.has_validity:
+            self._validate_validity()
 
     def _validate_position(self) -> None:
         if self.kind != "vector" or self.dims < 2:
@@ -170,12 +198,113 @@ class FieldSpec:
             raise self._fail(f"a bitmask needs an integer dtype, got {self.dtype!r}")
         if not self.bits:
             raise self._fail("a bitmask field declares its bits")
-        width = np.dtype(self.dtype).itemsize * 8
+        valid = bit_indexes(self.dtype)
         for bname, idx in self.bits.items():
-            if not isinstance(idx, int) or isinstance(idx, bool) or not 0 <= idx < width:
+            if not isinstance(idx, int) or isinstance(idx, bool) or idx not in valid:
                 raise self._fail(
-                    f"bit {bname!r} index {idx!r} is outside 0..{width - 1} of {self.dtype}"
+                    f"bit {bname!r} index {idx!r} is outside 0..{valid.stop - 1} of {self.dtype}"
                 )
+
+    def _validate_validity(self) -> None:
+        if self.kind == "categorical":
+            raise self._fail("missing_value/valid_min/valid_max apply to numeric fields")
+        integral = np.dtype(self.dtype).kind in "iu"
+        for d, sentinels in enumerate(self.sentinels):
+            for v in sentinels:
+                if integral and not float(v).is_integer():
+                    raise self._fail(
+                        f"missing_value {v!r} (component {d}) is not an integer of {self.dtype}"
+                    )
+                if integral and not _fits(int(v), self.dtype):
+                    raise self._fail(f"missing_value {v!r} is outside the range of {self.dtype}")
+        lo, hi = self.valid_bounds
+        for d in range(self.dims):
+            if lo[d] is not None and hi[d] is not None and lo[d] > hi[d]:
+                raise self._fail(f"valid_min {lo[d]!r} > valid_max {hi[d]!r} (component {d})")
+
+    @property
+    def has_validity(self) -> bool:
+        """Whether the field declares sentinels or a valid range."""
+        return any(v is not None for v in (self.missing_value, self.valid_min, self.valid_max))
+
+    @property
+    def sentinels(self) -> tuple[tuple[float | int, ...], ...]:
+        """The ``missing_value`` sentinels of each component, ``dims`` tuples.
+
+        Raises
+        ------
+        SchemaError
+            On a malformed ``missing_value``.
+        """
+        mv = self.missing_value
+        if mv is None:
+            return ((),) * self.dims
+        if not isinstance(mv, tuple):
+            return ((_number(mv, "missing_value", self.name),),) * self.dims
+        per_component = any(v is None or isinstance(v, tuple) for v in mv)
+        if not per_component:
+            nums = tuple(_number(v, "missing_value", self.name) for v in mv)
+            return (nums,) * self.dims
+        if len(mv) != self.dims:
+            raise self._fail(
+                f"a per-component missing_value has {self.dims} entries, got {len(mv)}"
+            )
+        out = []
+        for v in mv:
+            items = () if v is None else v if isinstance(v, tuple) else (v,)
+            out.append(tuple(_number(x, "missing_value", self.name) for x in items))
+        return tuple(out)
+
+    @property
+    def valid_bounds(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        """``(valid_min, valid_max)``, each a ``dims``-tuple of numbers or None.
+
+        Raises
+        ------
+        SchemaError
+            On a malformed bound.
+        """
+        out = []
+        for key in ("valid_min", "valid_max"):
+            v = getattr(self, key)
+            if v is None or not isinstance(v, tuple):
+                b = None if v is None else _number(v, key, self.name)
+                out.append((b,) * self.dims)
+                continue
+            if len(v) != self.dims:
+                raise self._fail(f"{key} has {len(v)} entries for {self.dims} components")
+            out.append(tuple(None if x is None else _number(x, key, self.name) for x in v))
+        return out[0], out[1]
+
+    def invalid(self, values: np.ndarray, ints: np.ndarray | None = None) -> np.ndarray:
+        """Where a value is a declared sentinel or outside the valid range.
+
+        Parameters
+        ----------
+        values : ndarray, shape (..., D), float64
+            The field's values; NaN (already missing) is never flagged.
+        ints : ndarray, shape (..., D), integer, optional
+            The exact integer values of an integer-dtype field, compared instead
+            of ``values`` (so sentinels above 2**53 match exactly).
+
+        Returns
+        -------
+        ndarray, shape (...), bool
+            True where any component is invalid.
+        """
+        x = values if ints is None else ints
+        lo, hi = self.valid_bounds
+        bad = np.zeros(values.shape[:-1], dtype=bool)
+        for d, sentinels in enumerate(self.sentinels):
+            col = x[..., d]
+            exact = [e for v in sentinels if (e := _exact(v, col.dtype)) is not None]
+            if exact:
+                bad |= np.isin(col, np.array(exact, dtype=col.dtype))
+            if lo[d] is not None:
+                bad |= col < lo[d]
+            if hi[d] is not None:
+                bad |= col > hi[d]
+        return bad & ~np.isnan(values).any(axis=-1)
 
     # -- accessors -------------------------------------------------------------------
     @property
@@ -206,6 +335,9 @@ class FieldSpec:
             d["dtype"] = self.dtype
         if self.vocab:
             d["vocab"] = list(self.vocab)
+        for key in ("missing_value", "valid_min", "valid_max"):
+            if getattr(self, key) is not None:
+                d[key] = _thaw(getattr(self, key))
         return d
 
     @classmethod
@@ -381,3 +513,38 @@ def _field_at(d: Any, path: str | None) -> str | None:
         name = items[i].get("name")
         return name if isinstance(name, str) else None
     return None
+
+
+def _freeze(v: Any) -> Any:
+    """Lists (of lists) as tuples, so a FieldSpec stays hashable and frozen."""
+    return tuple(_freeze(x) for x in v) if isinstance(v, list | tuple) else v
+
+
+def _thaw(v: Any) -> Any:
+    return [_thaw(x) for x in v] if isinstance(v, tuple) else v
+
+
+def _number(v: Any, key: str, name: str) -> float | int:
+    if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
+        raise SchemaError(f"{key} entries must be numbers, got {v!r}", field=name)
+    if not np.isfinite(v):
+        raise SchemaError(f"{key} must be finite, got {v!r}", field=name)
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _fits(v: int, dtype: str) -> bool:
+    info = np.iinfo(np.dtype(dtype))
+    return int(info.min) <= v <= int(info.max)
+
+
+def _exact(v: float | int, dtype: np.dtype[Any]) -> Any:
+    """A sentinel in the compared array's dtype (integers exactly, never through float)."""
+    if dtype.kind in "iu":
+        return int(v) if _fits(int(v), str(dtype)) else None
+    return float(v)
+
+
+def _as_list(v: Any, what: str) -> Iterable[Any]:
+    if not isinstance(v, list | tuple):
+        raise SchemaError(f"{what} must be a list, got {type(v).__name__}")
+    return v

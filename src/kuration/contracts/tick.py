@@ -73,6 +73,19 @@ class TickTable:
         What the adapter's input policies did to this source, e.g.
         ``snap_collisions`` (rows that landed on a tick already taken by a
         row of the same entity).  Recorded per source in ``config.json``.
+    ints : mapping of str to ndarray, shape (T, E, D) or (T, D), the field's integer dtype
+        Exact values of the fields and globals declared with an integer dtype
+        (a ``uint64`` above 2**53 is not exact in ``values``), 0 where the value
+        is missing: the validity mask is ``~isnan(values[name])``.  Adapters
+        fill it; a field without an entry falls back to ``values``.
+
+    Notes
+    -----
+    Building a table applies the schema's sentinels and valid ranges
+    (:attr:`FieldSpec.missing_value <kuration.contracts.schema.FieldSpec>`, ``valid_min``,
+    ``valid_max``): such values become NaN (and 0 in ``ints``), and a record
+    whose every field is then missing becomes absent.  Every adapter builds a
+    TickTable, so no metric or output ever sees a sentinel.
     """
 
     source_id: str
@@ -84,6 +97,11 @@ class TickTable:
     globals: Mapping[str, np.ndarray] = field(default_factory=dict)
     events: Mapping[str, np.ndarray] = field(default_factory=dict)
     counts: Mapping[str, int] = field(default_factory=dict)
+    ints: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ints", dict(self.ints))
+        _mask_invalid(self)
 
     @property
     def n_steps(self) -> int:
@@ -109,22 +127,150 @@ class TickTable:
             for e in np.flatnonzero(self.present[t]):
                 rec: dict[str, Any] = {}
                 for f in self.schema.fields:
+                    exact = self.ints.get(f.name)
                     v = self.values[f.name][t, e]
-                    rec[f.name] = _decode_value(f, v)
+                    rec[f.name] = _decode_value(f, v, None if exact is None else exact[t, e])
                 ents[self.entity_ids[e]] = rec
             evs = frozenset(n for n, a in self.events.items() if a[t])
             if not ents and not evs:
                 continue
-            glb = {n: _decode_value(self.schema.field(n), a[t]) for n, a in self.globals.items()}
+            glb = {
+                n: _decode_value(
+                    self.schema.field(n), a[t], self.ints[n][t] if n in self.ints else None
+                )
+                for n, a in self.globals.items()
+            }
             yield Tick(time=float(times[t]), entities=ents, events=evs, globals=glb)
 
 
-def _decode_value(f: FieldSpec, v: np.ndarray) -> Any:
+def _mask_invalid(table: TickTable) -> None:
+    """Apply the schema's sentinels and valid ranges to a table being built (in place of
+    its mappings, never of the caller's arrays)."""
+    schema = table.schema
+    values, glob, ints = dict(table.values), dict(table.globals), dict(table.ints)
+    emptied = np.zeros(table.present.shape, dtype=bool)
+    for f in schema.fields:
+        if f.has_validity and f.name in values:
+            bad = f.invalid(values[f.name], ints.get(f.name))
+            _blank(f.name, bad, values, ints)
+            emptied |= bad
+    for g in schema.globals:
+        if g.has_validity and g.name in glob:
+            _blank(g.name, g.invalid(glob[g.name], ints.get(g.name)), glob, ints)
+    if emptied.any():
+        missing = np.ones(table.present.shape, dtype=bool)
+        for f in schema.fields:
+            if f.name in values:
+                missing &= np.isnan(values[f.name]).any(axis=-1)
+        object.__setattr__(table, "present", table.present & ~(emptied & missing))
+    object.__setattr__(table, "values", values)
+    object.__setattr__(table, "globals", glob)
+    object.__setattr__(table, "ints", ints)
+
+
+def _blank(
+    name: str, bad: np.ndarray, arrays: dict[str, np.ndarray], ints: dict[str, np.ndarray]
+) -> None:
+    if not bad.any():
+        return
+    arrays[name] = np.where(bad[..., None], np.nan, arrays[name])
+    if name in ints:
+        ints[name] = np.where(bad[..., None], 0, ints[name]).astype(ints[name].dtype)
+
+
+def is_int_field(f: FieldSpec) -> bool:
+    """Whether ``f`` is a numeric field declared with an integer dtype (carried exactly)."""
+    return f.kind != "categorical" and np.dtype(f.dtype).kind in "iu"
+
+
+def field_ints(
+    f: FieldSpec, x: np.ndarray, valid: np.ndarray, source: str, what: str
+) -> np.ndarray:
+    """Values of an integer-dtype field in that dtype, exactly; 0 where not ``valid``.
+
+    Parameters
+    ----------
+    f : FieldSpec
+        A field with an integer ``dtype``.
+    x : ndarray, shape (N, ...), integer, bool or float
+        Raw values; integers are compared exactly (never through float64).
+    valid : ndarray, same shape as ``x``, bool
+    source : str
+    what : str
+        Where the values come from (``"column 'flags'"``), for the error.
+
+    Raises
+    ------
+    SourceError
+        A valid value that is not integral or lies outside the dtype's range,
+        naming ``what``, the field and the first offending row.
+    """
+    dt = np.dtype(f.dtype)
+    lo, hi = int(np.iinfo(dt).min), int(np.iinfo(dt).max)
+    x = np.asarray(x)
+    if x.dtype.kind == "b":
+        x = x.astype(np.uint8)
+    if x.dtype.kind == "f":
+        fin = np.where(valid, x, 0.0)
+        frac = valid & ((fin != np.trunc(fin)) | ~np.isfinite(fin))
+        bad = valid & ((fin < float(lo)) | (fin >= float(hi) + 1.0))  # hi + 1: a power of two
+        x = fin
+    else:
+        frac = np.zeros(x.shape, dtype=bool)
+        bad = valid & ((x < lo) | (x > hi))
+    for mask, why in ((frac, "is not an integer"), (bad, f"is outside {f.dtype} [{lo}, {hi}]")):
+        if mask.any():
+            r = int(np.flatnonzero(mask.reshape(mask.shape[0], -1).any(axis=1))[0])
+            v = x[r][mask[r]].reshape(-1)[0].item() if x.ndim > 1 else x[r].item()
+            raise SourceError(f"{what} of field {f.name!r}: {v!r} {why}", source=source, row=r)
+    return np.where(valid, x, 0).astype(dt)
+
+
+def _decode_value(f: FieldSpec, v: np.ndarray, exact: np.ndarray | None = None) -> Any:
     if f.kind == "categorical":
         return None if np.isnan(v[0]) else f.vocab[int(v[0])]
+    if exact is not None:  # integer fields: exact Python ints, None where missing
+        if np.isnan(v).any():
+            return None if f.kind == "scalar" else v.astype(np.float64).copy()
+        return int(exact[0]) if f.kind == "scalar" else exact.copy()
     if f.kind == "scalar":
         return float(v[0])
     return v.astype(np.float64).copy()
+
+
+def _encode_int(f: FieldSpec, v: Any, source: str, row: int) -> np.ndarray:
+    """A tick value of an integer-dtype field in that dtype, exactly (0 where missing).
+
+    Raises
+    ------
+    SourceError
+        A non-integral value, or one outside the dtype's range.
+    """
+    dt = np.dtype(f.dtype)
+    info = np.iinfo(dt)
+    items = [v] if f.kind == "scalar" or np.ndim(v) == 0 else list(np.asarray(v).reshape(-1))
+    out = np.zeros(len(items), dtype=dt)
+    for j, x in enumerate(items):
+        if x is None or (isinstance(x, float | np.floating) and np.isnan(x)):
+            continue
+        if isinstance(x, bool | np.bool_):
+            x = int(x)
+        if isinstance(x, float | np.floating):
+            if not float(x).is_integer():
+                raise SourceError(
+                    f"field {f.name!r} ({f.dtype}) holds the non-integer {x!r}",
+                    source=source,
+                    row=row,
+                )
+            x = int(x)
+        if not isinstance(x, int | np.integer) or not int(info.min) <= int(x) <= int(info.max):
+            raise SourceError(
+                f"field {f.name!r} holds {x!r}, outside {f.dtype} [{info.min}, {info.max}]",
+                source=source,
+                row=row,
+            )
+        out[j] = int(x)
+    return out
 
 
 def _encode_value(f: FieldSpec, v: Any, source: str, row: int) -> np.ndarray:
@@ -165,6 +311,15 @@ def _roster(rows: list[Mapping[Hashable, Mapping[str, Any]]], source_id: str) ->
         except EntityIdError as exc:
             raise EntityIdError(str(exc), source=source_id, row=i) from None
     return sorted(seen, key=entity_sort_key)
+
+
+def _int_layout(schema: SchemaSpec, n_t: int, n_e: int) -> dict[str, np.ndarray]:
+    """Zeroed exact-integer arrays for the integer fields (T, E, D) and globals (T, D)."""
+    out = {f.name: np.zeros((n_t, n_e, f.dims), f.dtype) for f in schema.fields if is_int_field(f)}
+    out.update(
+        {g.name: np.zeros((n_t, g.dims), g.dtype) for g in schema.globals if is_int_field(g)}
+    )
+    return out
 
 
 def table_from_ticks(
@@ -235,6 +390,7 @@ def table_from_ticks(
     present = np.zeros((n_t, len(roster)), dtype=bool)
     glob = {f.name: np.full((n_t, f.dims), np.nan) for f in schema.globals}
     events = {n: np.zeros(n_t, dtype=bool) for n in schema.events}
+    ints = _int_layout(schema, n_t, len(roster))
     for i, (k, ents) in enumerate(zip(ks, rows, strict=True)):
         t = k - k0
         for ent, rec in ents.items():
@@ -246,9 +402,13 @@ def table_from_ticks(
                         f"entity {ent!r} record lacks field {f.name!r}", source=source_id, row=i
                     )
                 values[f.name][t, j] = _encode_value(f, rec[f.name], source_id, i)
+                if f.name in ints:
+                    ints[f.name][t, j] = _encode_int(f, rec[f.name], source_id, i)
         for f in schema.globals:
             if f.name in tick_globals[i]:
                 glob[f.name][t] = _encode_value(f, tick_globals[i][f.name], source_id, i)
+                if f.name in ints:
+                    ints[f.name][t] = _encode_int(f, tick_globals[i][f.name], source_id, i)
         for n in tick_events[i]:
             events[n][t] = True
-    return TickTable(source_id, schema, k0, tuple(roster), values, present, glob, events)
+    return TickTable(source_id, schema, k0, tuple(roster), values, present, glob, events, ints=ints)

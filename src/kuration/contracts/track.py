@@ -38,6 +38,10 @@ class Track:
     k0 : int
         Grid index of the source's first tick, so step ``t`` of the track is at
         ``(k0 + start_idx + t) / sample_hz`` seconds.
+    ints : dict of str to ndarray, shape (L, D), integer dtype
+        Exact values of integer-dtype fields and globals (0 where missing, i.e.
+        where ``fields``/``globals`` hold NaN); integer output modalities read
+        them, so a ``uint64`` above 2**53 reaches the shard exactly.
     """
 
     source_id: str
@@ -50,6 +54,7 @@ class Track:
     span_index: int | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     k0: int = 0
+    ints: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def n_steps(self) -> int:
@@ -91,6 +96,10 @@ def track_from_table(
         span_index=span_index,
         meta=dict(meta or {}),
         k0=table.k0,
+        ints={
+            k: v[sl].copy() if v.ndim == 2 else v[sl, entity_index].copy()
+            for k, v in table.ints.items()
+        },
     )
 
 

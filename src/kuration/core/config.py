@@ -101,6 +101,9 @@ class FieldModel(_Model):
     bits: dict[str, NonNegativeInt] = {}
     dtype: str = "float64"
     vocab: list[str] = []
+    missing_value: Exact | list[Exact | list[Exact] | None] | None = None
+    valid_min: Exact | list[Exact | None] | None = None
+    valid_max: Exact | list[Exact | None] | None = None
 
 
 class SchemaModel(_Model):
@@ -170,6 +173,8 @@ class ModalityModel(_Model):
     dtype: str = "float32"
     shape: list[PositiveInt] = []
     source: str
+    overflow: Literal["error", "saturate"] = "error"
+    rounding: Literal["error", "round", "floor", "ceil", "trunc"] = "error"
 
 
 class OutputModel(_Model):

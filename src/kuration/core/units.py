@@ -7,13 +7,20 @@ from functools import lru_cache
 import numpy as np
 import pint
 
+from timenet.units import define_sensor_units
+
 __all__ = ["conversion_factor", "get_registry", "is_angle", "is_length", "parse_unit"]
 
 
 @lru_cache(maxsize=1)
 def get_registry() -> pint.UnitRegistry:
-    """The shared registry, built on first use (building it costs about a second)."""
-    return pint.UnitRegistry()
+    """The shared registry, built on first use (building it costs about a second).
+
+    It knows the prefixed temperature units of sensor logs (``mdegC``,
+    ``delta_mdegC``, ...) from :data:`timenet.units.SENSOR_UNIT_DEFINITIONS`, the
+    same definitions TimeNet loads.
+    """
+    return define_sensor_units(pint.UnitRegistry())
 
 
 @lru_cache(maxsize=256)

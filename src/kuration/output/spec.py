@@ -16,17 +16,34 @@ __all__ = ["ModalitySpec", "OutputSpec"]
 
 _ROUTES = ("field", "segment", "encoder", "media")
 _POLICIES = ("keep", "pad", "drop")
+OVERFLOW_POLICIES = ("error", "saturate")
+ROUNDING_POLICIES = ("error", "round", "floor", "ceil", "trunc")
 
 
 @dataclass(frozen=True)
 class ModalitySpec:
     """One output modality: ``dtype``, per-timestep ``shape`` and a ``source`` route
-    (``field:<name>``, ``segment:<feature>`` or ``encoder:<hook>``)."""
+    (``field:<name>``, ``segment:<feature>`` or ``encoder:<hook>``).
+
+    Parameters
+    ----------
+    overflow : {"error", "saturate"}
+        A value of a present step outside the dtype's range (integer bounds, or
+        the largest finite value of a float dtype) raises
+        :class:`~kuration.errors.OutputValueError` (``error``, the default) or is
+        clipped to the nearest bound (``saturate``).
+    rounding : {"error", "round", "floor", "ceil", "trunc"}
+        Integer and bool dtypes: a non-integral value raises (``error``, the
+        default) or is rounded (``round`` is half to even, :func:`numpy.rint`),
+        before the range check.
+    """
 
     name: str
     dtype: str
     shape: tuple[int, ...]
     source: str
+    overflow: str = "error"
+    rounding: str = "error"
 
     @property
     def route(self) -> str:
@@ -37,7 +54,12 @@ class ModalitySpec:
         return self.source.partition(":")[2]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"dtype": self.dtype, "shape": list(self.shape), "source": self.source}
+        d: dict[str, Any] = {"dtype": self.dtype, "shape": list(self.shape), "source": self.source}
+        if self.overflow != "error":  # defaults stay out, so existing configs are unchanged
+            d["overflow"] = self.overflow
+        if self.rounding != "error":
+            d["rounding"] = self.rounding
+        return d
 
 
 @dataclass(frozen=True)
@@ -105,6 +127,21 @@ class OutputSpec:
             if np.dtype(m.dtype).kind not in "biuf":
                 raise OutputSpecError(
                     f"modality {name!r}: dtype must be bool, integer or float, got {m.dtype!r}"
+                )
+            if m.overflow not in OVERFLOW_POLICIES:
+                raise OutputSpecError(
+                    f"modality {name!r}: overflow must be one of {OVERFLOW_POLICIES}, "
+                    f"got {m.overflow!r}"
+                )
+            if m.rounding not in ROUNDING_POLICIES:
+                raise OutputSpecError(
+                    f"modality {name!r}: rounding must be one of {ROUNDING_POLICIES}, "
+                    f"got {m.rounding!r}"
+                )
+            if m.rounding != "error" and np.dtype(m.dtype).kind == "f":
+                raise OutputSpecError(
+                    f"modality {name!r}: rounding applies to integer and bool dtypes, "
+                    f"not {m.dtype!r}"
                 )
 
     @classmethod

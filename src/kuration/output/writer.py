@@ -25,10 +25,10 @@ import numpy as np
 from ..contracts.schema import SchemaSpec
 from ..contracts.track import Track
 from ..core.ids import safe_name, stable_hash12, tag_entity_id
-from ..errors import DatasetIntegrityError, OutputSpecError
+from ..errors import DatasetIntegrityError, OutputSpecError, OutputValueError
 from .containers import get_container
 from .encoders import PassthroughEncoder
-from .spec import ModalitySpec, OutputSpec
+from .spec import ROUNDING_POLICIES, ModalitySpec, OutputSpec
 
 __all__ = ["ShardSlot", "ShardWriter", "plan_entries", "shard_plan", "shard_stem", "write_track"]
 
@@ -125,8 +125,9 @@ def _first_present(track: Track) -> int:
 
 
 def _coerce(m: ModalitySpec, raw: np.ndarray, track: Track) -> np.ndarray:
-    """Cast to the declared dtype with absent rows zeroed; refuse non-finite values of
-    present rows for integer/bool dtypes.  One pass: absent rows are never cast."""
+    """Cast to the declared dtype with absent rows zeroed.  Present rows are checked first:
+    no missing value for an integer/bool dtype, no non-integral value (unless ``rounding``
+    says how), nothing outside the dtype's range (unless ``overflow="saturate"``)."""
     n = track.n_steps
     dt = np.dtype(m.dtype)
     raw = np.asarray(raw)
@@ -137,25 +138,108 @@ def _coerce(m: ModalitySpec, raw: np.ndarray, track: Track) -> np.ndarray:
                 f"modality {m.name!r}: got shape {raw.shape}, expected {want} for {_where(track)}"
             )
         raw = raw.reshape(want)
-    present = track.present
-    if dt.kind != "f" and raw.dtype.kind == "f":
-        finite = np.isfinite(raw)
-        if not finite.all():
-            bad = ~finite.reshape(n, -1).all(axis=1) & present
-            if bad.any():
-                row = int(np.flatnonzero(bad)[0])
-                raise OutputSpecError(
-                    f"modality {m.name!r} ({m.dtype}): missing value for present "
-                    f"{_where(track, row)}"
-                )
-    if present.all():  # integer targets were checked finite above
+    present = np.asarray(track.present, dtype=bool).reshape((n,) + (1,) * (raw.ndim - 1))
+    if raw.dtype.kind == "f":
+        raw = _fit_float(m, dt, raw, np.broadcast_to(present, raw.shape), track)
+    elif dt.kind in "iub" and raw.dtype.kind in "iub":
+        raw = _fit_int(m, dt, raw, np.broadcast_to(present, raw.shape), track)
+    if present.all():
         return raw if raw.dtype == dt else raw.astype(dt)
     out = np.zeros(want, dtype=dt)
-    np.copyto(out, raw, casting="unsafe", where=present.reshape((n,) + (1,) * (raw.ndim - 1)))
+    np.copyto(out, raw, casting="unsafe", where=present)
     return out
 
 
+def _int_bounds(dt: np.dtype) -> tuple[int, int]:
+    if dt.kind == "b":
+        return 0, 1
+    info = np.iinfo(dt)
+    return int(info.min), int(info.max)
+
+
+def _refuse(
+    m: ModalitySpec, raw: np.ndarray, bad: np.ndarray, track: Track, why: str
+) -> OutputValueError:
+    flat = np.flatnonzero(bad.reshape(bad.shape[0], -1).any(axis=1))
+    row = int(flat[0])
+    value = raw[row][bad[row]].reshape(-1)[0].item()
+    return OutputValueError(
+        f"{value!r} {why}",
+        modality=m.name,
+        dtype=m.dtype,
+        source=track.source_id,
+        entity=track.entity_id,
+        row=track.start_idx + row,
+        value=value,
+    )
+
+
+_ROUND = {"round": np.rint, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc}
+
+
+def _fit_float(
+    m: ModalitySpec, dt: np.dtype, raw: np.ndarray, present: np.ndarray, track: Track
+) -> np.ndarray:
+    """Float values of present rows checked (and, by policy, rounded/clipped) for ``dt``."""
+    if dt.kind == "f":
+        big = np.finfo(dt).max
+        over = present & np.isfinite(raw) & (np.abs(raw) > big)
+        if over.any():
+            if m.overflow == "error":
+                raise _refuse(m, raw, over, track, f"overflows {m.dtype} (|x| <= {big:.6g})")
+            raw = np.clip(raw, -big, big)
+        return raw
+    finite = np.isfinite(raw)
+    if not finite[present].all():
+        bad = present & ~finite
+        row = int(np.flatnonzero(bad.reshape(bad.shape[0], -1).any(axis=1))[0])
+        raise OutputSpecError(
+            f"modality {m.name!r} ({m.dtype}): missing value for present {_where(track, row)}"
+        )
+    frac = present & finite & (raw != np.trunc(np.where(finite, raw, 0.0)))
+    if frac.any():
+        if m.rounding == "error":
+            raise _refuse(
+                m, raw, frac, track, f"is not an integer (declare a rounding: {ROUNDING_POLICIES})"
+            )
+        raw = _ROUND[m.rounding](raw)
+    lo, hi = _int_bounds(dt)
+    # bounds as exact floats: ``hi + 1`` is a power of two, so ``x >= hi + 1`` is exact
+    low, high = present & (raw < float(lo)), present & (raw >= float(hi) + 1.0)
+    if low.any() or high.any():
+        if m.overflow == "error":
+            raise _refuse(m, raw, low | high, track, f"is outside {m.dtype} range [{lo}, {hi}]")
+        safe = np.where(low | high | ~finite, 0.0, raw)
+        out = safe.astype(dt)
+        out[low] = lo
+        out[high] = hi
+        return out
+    return raw
+
+
+def _fit_int(
+    m: ModalitySpec, dt: np.dtype, raw: np.ndarray, present: np.ndarray, track: Track
+) -> np.ndarray:
+    """Integer values of present rows range-checked (exactly, never through float) for ``dt``."""
+    lo, hi = _int_bounds(dt)
+    src_lo, src_hi = _int_bounds(raw.dtype)
+    if src_lo >= lo and src_hi <= hi:
+        return raw
+    low = present & (raw < lo) if src_lo < lo else np.zeros(raw.shape, bool)
+    high = present & (raw > hi) if src_hi > hi else np.zeros(raw.shape, bool)
+    if low.any() or high.any():
+        if m.overflow == "error":
+            raise _refuse(m, raw, low | high, track, f"is outside {m.dtype} range [{lo}, {hi}]")
+        out = np.where(low | high, 0, raw).astype(dt)
+        out[low] = lo
+        out[high] = hi
+        return out
+    return raw
+
+
 def _field_array(m: ModalitySpec, track: Track) -> np.ndarray:
+    """The field's values for ``m``: its exact integers for an integer/bool modality of an
+    integer field (missing values of present rows refused here, as NaN is for floats)."""
     src = track.fields.get(m.arg)
     if src is None:
         src = track.globals.get(m.arg)
@@ -164,6 +248,15 @@ def _field_array(m: ModalitySpec, track: Track) -> np.ndarray:
             f"modality {m.name!r}: no field {m.arg!r} for present "
             f"{_where(track, _first_present(track))}"
         )
+    exact = track.ints.get(m.arg)
+    if exact is not None and np.dtype(m.dtype).kind in "iub":
+        missing = np.isnan(src).reshape(src.shape[0], -1).any(axis=1) & track.present
+        if missing.any():
+            raise OutputSpecError(
+                f"modality {m.name!r} ({m.dtype}): missing value for present "
+                f"{_where(track, int(np.flatnonzero(missing)[0]))}"
+            )
+        src = exact
     return src[:, 0] if m.shape == () and src.ndim == 2 and src.shape[1] == 1 else src
 
 
@@ -184,12 +277,16 @@ def _pick(out: Mapping[str, Any], m: ModalitySpec) -> Any:
 
 
 def _records(track: Track, schema: SchemaSpec) -> list[dict[str, Any]]:
-    """Per-timestep records for encoders: fields merged with globals, scalars as floats,
-    categoricals as their labels (None when missing), vectors as arrays; ``{}`` where absent."""
+    """Per-timestep records for encoders: fields merged with globals, scalars as floats
+    (integer-dtype fields as exact ints), categoricals as their labels (None when missing),
+    vectors as arrays; ``{}`` where absent."""
     kinds = {f.name: f for f in (*schema.fields, *schema.globals)}
 
-    def value(name: str, v: np.ndarray) -> Any:
+    def value(name: str, v: np.ndarray, t: int) -> Any:
         f = kinds.get(name)
+        exact = track.ints.get(name)
+        if exact is not None and not np.isnan(v).any():  # integer fields: exact values
+            return int(exact[t][0]) if f is not None and f.kind == "scalar" else exact[t]
         if f is None or f.kind == "vector":
             return v
         x = float(v[0])
@@ -202,8 +299,8 @@ def _records(track: Track, schema: SchemaSpec) -> list[dict[str, Any]]:
         if not track.present[t]:
             out.append({})
             continue
-        rec = {k: value(k, v[t]) for k, v in track.fields.items()}
-        rec.update({k: value(k, v[t]) for k, v in track.globals.items()})
+        rec = {k: value(k, v[t], t) for k, v in track.fields.items()}
+        rec.update({k: value(k, v[t], t) for k, v in track.globals.items()})
         out.append(rec)
     return out
 

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..contracts.schema import FieldSpec, SchemaSpec
-from ..contracts.tick import Tick, TickTable
+from ..contracts.tick import Tick, TickTable, field_ints, is_int_field
 from ..errors import DatasetIntegrityError, SchemaError
 from ..sources.base import InputAdapter, register_adapter
 from .loaders import Dataset, read_shard_arrays
@@ -201,6 +201,7 @@ class CuratedDatasetAdapter(InputAdapter):
         hz = float(self.schema.sample_hz)
         names = [f.name for f in self.schema.fields]
         parts: dict[str, list[np.ndarray]] = {n: [] for n in names}
+        raw: dict[str, list[np.ndarray]] = {n: [] for n in names}
         present: list[np.ndarray] = []
         for e in entries:
             arrays = read_shard_arrays(
@@ -212,18 +213,24 @@ class CuratedDatasetAdapter(InputAdapter):
             )
             n = int(e["n_steps"])
             for name in names:
-                parts[name].append(arrays[name][:n].reshape(n, -1).astype(np.float64))
+                raw[name].append(arrays[name][:n].reshape(n, -1))
+                parts[name].append(raw[name][-1].astype(np.float64))
             pres = arrays.get("_present")
             present.append(np.ones(n, bool) if pres is None else pres[:n].astype(bool))
         first = entries[0]
         t0 = first.get("start_time_s")
         k0 = round(float(t0) * hz) if t0 is not None else int(first.get("start_idx", 0))
         mask = np.concatenate(present) if present else np.zeros(0, bool)
-        values = {}
-        for name in names:
+        values, ints = {}, {}
+        for f in self.schema.fields:
+            name = f.name
             v = np.concatenate(parts[name]) if parts[name] else np.zeros((0, 1))
             v[~mask] = np.nan
             values[name] = v[:, None, :]
+            if is_int_field(f) and raw[name]:  # the shard's integers, exactly
+                x = np.concatenate(raw[name])
+                valid = np.broadcast_to(mask[:, None], x.shape)
+                ints[name] = field_ints(f, x, valid, uri, f"modality {name!r}")[:, None, :]
         return TickTable(
             source_id=self.source_id(uri),
             schema=self.schema,
@@ -231,6 +238,7 @@ class CuratedDatasetAdapter(InputAdapter):
             entity_ids=(_untag(str(first["entity_id"])),),
             values=values,
             present=mask[:, None],
+            ints=ints,
         )
 
     def ticks(self, uri: str) -> Iterable[Tick]:

@@ -49,8 +49,8 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode
 
 import numpy as np
 
-from ..contracts.schema import SchemaSpec
-from ..contracts.tick import Tick, TickTable
+from ..contracts.schema import FieldSpec, SchemaSpec
+from ..contracts.tick import Tick, TickTable, field_ints, is_int_field
 from ..core.ids import ENTITY_DTYPES, entity_sort_key
 from ..core.units import parse_unit, to_unit
 from ..errors import EntityIdError, SourceError, TimeRangeError
@@ -381,12 +381,15 @@ class TimenetAdapter(InputAdapter):
 
     def _field_steps(
         self, reader: Any, rec: Any, fname: str, uri: str
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """(times in s, values (T, D) float64 in the field's unit) of one entity."""
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(times in s, values (T, D) float64 in the field's unit, exact integers (T, D) of an
+        integer-dtype field or None) of one entity."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         m = self.fields[fname]
+        spec = self.schema.field(fname)
+        exact_cols: list[np.ndarray] | None = [] if is_int_field(spec) else None
         cols = []
         times: np.ndarray | None = None
         for j, sname in enumerate(m["signals"]):
@@ -402,9 +405,13 @@ class TimenetAdapter(InputAdapter):
             if pa.types.is_boolean(arr.type):
                 arr = arr.cast(pa.float64())
             vals = np.asarray(
-                pc.fill_null(arr.cast(pa.float64()), np.nan).to_numpy(zero_copy_only=False),
+                # integers above 2**53 round here; integer fields also carry them exactly
+                pc.fill_null(pc.cast(arr, pa.float64(), safe=False), np.nan).to_numpy(
+                    zero_copy_only=False
+                ),
                 dtype=np.float64,
             )
+            converted = bool(m["targets"]) and m["targets"][j] != (sig.spec.unit or "")
             if m["targets"]:
                 try:
                     vals = to_unit(vals, sig.spec.unit or "dimensionless", m["targets"][j])
@@ -424,8 +431,13 @@ class TimenetAdapter(InputAdapter):
                     source=uri,
                 )
             cols.append(vals)
+            if exact_cols is not None:
+                exact_cols.append(
+                    _exact_ints(spec, vals if converted else arr, uri, f"signal {sname!r}")
+                )
         assert times is not None
-        return times, np.stack(cols, axis=1)
+        exact = None if exact_cols is None else np.stack(exact_cols, axis=1)
+        return times, np.stack(cols, axis=1), exact
 
     def read_table(self, uri: str) -> TickTable:
         """Vectorised read of one record or group onto the ``sample_hz`` grid.
@@ -453,34 +465,19 @@ class TimenetAdapter(InputAdapter):
                     row=b.index,
                     column=self.entity,
                 )
-        per: list[dict[str, tuple[np.ndarray, np.ndarray]]] = []
+        per: list[dict[str, tuple[np.ndarray, np.ndarray, np.ndarray | None]]] = []
         kmin, kmax = None, None
         collided, hit = 0, set[str]()
         for rec in ents:
-            got: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+            got: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray | None]] = {}
             for f in self.schema.fields:
-                t, v = self._field_steps(reader, rec, f.name, uri)
-                x = t * hz
-                k = np.rint(x).astype(np.int64)
-                off = np.abs(x - k)
-                keep = (off <= self.snap_tolerance + 1e-9) & ~np.all(np.isnan(v), axis=1)
-                k, off, v = k[keep], off[keep], v[keep]
-                order = np.lexsort((np.arange(k.size), off, k))
-                starts = group_starts(k[order])
-                n_coll = k.size - starts.size
-                if n_coll and self.collisions == "raise":
-                    raise SourceError(
-                        f"record {rec.id!r}, field {f.name!r}: {n_coll} step(s) snap to a "
-                        f"{hz:g} Hz tick already taken",
-                        source=uri,
-                    )
+                got[f.name], n_coll = self._snap_field(reader, rec, f, hz, uri)
                 collided += n_coll
                 if n_coll:
                     hit.add(rec.id)
-                sel = order[starts]
-                got[f.name] = (k[sel], merge_groups(v[order], starts, f, self.collisions))
-                if sel.size:
-                    lo, hi = int(k[sel].min()), int(k[sel].max())
+                k = got[f.name][0]
+                if k.size:
+                    lo, hi = int(k.min()), int(k.max())
                     kmin = lo if kmin is None else min(kmin, lo)
                     kmax = hi if kmax is None else max(kmax, hi)
             per.append(got)
@@ -491,10 +488,17 @@ class TimenetAdapter(InputAdapter):
         n_t = kmax - kmin + 1
         present = np.zeros((n_t, len(ents)), dtype=bool)
         values = {f.name: np.full((n_t, len(ents), f.dims), np.nan) for f in self.schema.fields}
+        ints = {
+            f.name: np.zeros((n_t, len(ents), f.dims), dtype=f.dtype)
+            for f in self.schema.fields
+            if is_int_field(f)
+        }
         for e, got in enumerate(per):
-            for fname, (k, v) in got.items():
+            for fname, (k, v, exact) in got.items():
                 values[fname][k - kmin, e] = v
                 present[k - kmin, e] = True
+                if exact is not None:
+                    ints[fname][k - kmin, e] = exact
         glob = {g.name: np.full((n_t, g.dims), np.nan) for g in self.schema.globals}
         events = {ev: np.zeros(n_t, dtype=bool) for ev in self.schema.events}
         return TickTable(
@@ -506,11 +510,63 @@ class TimenetAdapter(InputAdapter):
             present,
             glob,
             events,
-            {"snap_collisions": collided},
+            counts={"snap_collisions": collided},
+            ints=ints,
         )
+
+    def _snap_field(
+        self, reader: Any, rec: Any, f: FieldSpec, hz: float, uri: str
+    ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray | None], int]:
+        """One entity's field on the grid: (ticks, values (K, D), exact ints or None) and
+        the number of steps that collided (merged by the ``collisions`` policy).
+
+        Raises
+        ------
+        SourceError
+            With ``collisions="raise"``, when two steps snap to one tick.
+        """
+        t, v, exact = self._field_steps(reader, rec, f.name, uri)
+        x = t * hz
+        k = np.rint(x).astype(np.int64)
+        off = np.abs(x - k)
+        keep = (off <= self.snap_tolerance + 1e-9) & ~np.all(np.isnan(v), axis=1)
+        k, off, v = k[keep], off[keep], v[keep]
+        order = np.lexsort((np.arange(k.size), off, k))
+        starts = group_starts(k[order])
+        n_coll = k.size - starts.size
+        if n_coll and self.collisions == "raise":
+            raise SourceError(
+                f"record {rec.id!r}, field {f.name!r}: {n_coll} step(s) snap to a "
+                f"{hz:g} Hz tick already taken",
+                source=uri,
+            )
+        sel = order[starts]
+        # exact integers are never averaged: an integer field keeps its nearest step
+        ints = None if exact is None else exact[keep][sel]
+        return (k[sel], merge_groups(v[order], starts, f, self.collisions), ints), int(n_coll)
 
     def ticks(self, uri: str) -> Iterator[Tick]:
         return self.read_table(uri).iter_ticks()
+
+
+def _exact_ints(f: FieldSpec, data: Any, uri: str, what: str) -> np.ndarray:
+    """Values of an integer-dtype field in its dtype, exactly: from the Arrow values as
+    stored, or from unit-converted floats (which must then be integral).  0 where missing.
+
+    Raises
+    ------
+    SourceError
+        A non-integral value or one outside the field's dtype, naming the signal and step.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(data, np.ndarray):
+        return field_ints(f, data, ~np.isnan(data), uri, what)
+    valid = np.asarray(data.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    fill = False if pa.types.is_boolean(data.type) else 0
+    x = np.asarray(pc.fill_null(data, fill).to_numpy(zero_copy_only=False))
+    return field_ints(f, x, valid, uri, what)
 
 
 register_adapter("timenet", TimenetAdapter)

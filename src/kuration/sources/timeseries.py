@@ -43,7 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..contracts.schema import FieldSpec, SchemaSpec
-from ..contracts.tick import Tick, TickTable
+from ..contracts.tick import Tick, TickTable, field_ints, is_int_field
 from ..core.ids import ENTITY_DTYPES, entity_sort_key
 from ..errors import DataOrderWarning, EntityIdError, SourceError, TimeRangeError
 from ._snap import COLLISION_POLICIES, group_starts, merge_groups, warn_dropped
@@ -354,17 +354,28 @@ class TimeseriesAdapter(InputAdapter):
         present = np.zeros((n_t, len(roster)), dtype=bool)
         present[ti, e_kept] = True
         values: dict[str, np.ndarray] = {}
+        ints: dict[str, np.ndarray] = {}
         for f in self.schema.fields:
             data = self._field_values(table, f, self.fields[f.name], src)
             arr = np.full((n_t, len(roster), f.dims), np.nan)
             arr[ti, e_kept] = merge_groups(data[order], starts, f, self.collisions)
             values[f.name] = arr
+            if is_int_field(f):  # exact integers: never averaged, the nearest row is kept
+                exact = _int_values(table, f, self.fields[f.name], src)
+                ints[f.name] = np.zeros((n_t, len(roster), f.dims), dtype=exact.dtype)
+                ints[f.name][ti, e_kept] = exact[kept]
         glob: dict[str, np.ndarray] = {}
         for g in self.schema.globals:
             arr = np.full((n_t, g.dims), np.nan)
             if g.name in self.globals:
                 data = self._field_values(table, g, self.globals[g.name], src)
                 arr[ti] = data[kept]  # numpy assigns in order: the last row of a tick wins
+                if is_int_field(g):
+                    exact = _int_values(table, g, self.globals[g.name], src)
+                    ints[g.name] = np.zeros((n_t, g.dims), dtype=exact.dtype)
+                    ints[g.name][ti] = exact[kept]
+            elif is_int_field(g):
+                ints[g.name] = np.zeros((n_t, g.dims), dtype=g.dtype)
             glob[g.name] = arr
         events: dict[str, np.ndarray] = {}
         for ev in self.schema.events:
@@ -377,7 +388,9 @@ class TimeseriesAdapter(InputAdapter):
                 np.logical_or.at(flag, k[order] - k0, vals[order])  # any row, collided or not
             events[ev] = flag
         counts = {"snap_collisions": int(order.size - starts.size)}
-        return TickTable(sid, self.schema, k0, roster, values, present, glob, events, counts)
+        return TickTable(
+            sid, self.schema, k0, roster, values, present, glob, events, counts=counts, ints=ints
+        )
 
     def ticks(self, uri: str) -> Iterable[Tick]:
         return self.read_table(uri).iter_ticks()
@@ -457,7 +470,10 @@ class TimeseriesAdapter(InputAdapter):
                     f"column {c!r} of field {f.name!r} has type {typ}, expected numbers", source=src
                 )
             vals = np.asarray(
-                pc.fill_null(col.cast(pa.float64()), np.nan).to_numpy(zero_copy_only=False),
+                # integers above 2**53 round here; integer fields also carry them exactly
+                pc.fill_null(pc.cast(col, pa.float64(), safe=False), np.nan).to_numpy(
+                    zero_copy_only=False
+                ),
                 dtype=np.float64,
             )
             inf = np.flatnonzero(np.isinf(vals))
@@ -551,6 +567,32 @@ def _ids_to_int64(arr: pa.Array, fail: Any) -> pa.Array:
             if not -(2**63) <= int(v) < 2**63:
                 raise fail(f"entity id {v!r} is outside int64", r) from None
         raise
+
+
+def _int_values(table: pa.Table, f: FieldSpec, cols: Sequence[str], src: str) -> np.ndarray:
+    """The columns of an integer-dtype field in that dtype, exactly (never through float64).
+
+    Returns
+    -------
+    ndarray, shape (rows, D), ``f.dtype``
+        0 where the column is null (the float values say missing there).
+
+    Raises
+    ------
+    SourceError
+        A value outside the dtype's range, or a non-integral float, naming the
+        column and row.
+    """
+    out = np.zeros((table.num_rows, len(cols)), dtype=np.dtype(f.dtype))
+    for j, c in enumerate(cols):
+        col = table.column(c).combine_chunks()
+        if pa.types.is_null(col.type):
+            continue
+        valid = np.asarray(col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        fill = False if pa.types.is_boolean(col.type) else 0
+        x = np.asarray(pc.fill_null(col, fill).to_numpy(zero_copy_only=False))
+        out[:, j] = field_ints(f, x, valid, src, f"column {c!r}")
+    return out
 
 
 def _categorical_codes(col: pa.ChunkedArray, f: FieldSpec, name: str, src: str) -> np.ndarray:

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ...contracts.buffer import WindowBatch
+from . import kernels
 
 __all__ = ["Frame", "Stream"]
 
@@ -144,6 +145,28 @@ class Frame:
 
         st: Stream = self.memo(("global", name), False, make)
         return st
+
+    def bits(self, name: str, index: int, is_global: bool) -> np.ndarray:
+        """Bit ``index`` of an integer field at the source level, read exactly.
+
+        Returns
+        -------
+        ndarray, shape (N, E, 1), or (N, 1, 1) for a global, float64
+            0.0/1.0, NaN where the field is missing.  Taken from the batch's
+            exact integers (:attr:`WindowBatch.ints`) when it has them, else
+            from the float values (exact up to 2**53).
+        """
+
+        def make() -> np.ndarray:
+            src = self.global_(name) if is_global else self.field(name)
+            exact = self.batch.ints.get(name)
+            if exact is None:
+                return kernels.bit_map(src.x, index)
+            ints = exact.reshape(exact.shape[0], -1, exact.shape[-1]) if is_global else exact
+            return kernels.bit_map_exact(ints, index, ~np.isnan(src.x))
+
+        out: np.ndarray = self.memo(("bits", name, index), False, make)
+        return out
 
     def event(self, name: str) -> Stream:
         """An event flag as a per-tick boolean, ``(N, 1, 1)``; never missing."""

@@ -208,10 +208,38 @@ def norm_map(x: np.ndarray) -> np.ndarray:
 
 
 def bit_map(x: np.ndarray, index: int) -> np.ndarray:
-    """Bit ``index`` of an integer-valued field as 0.0/1.0 (NaN stays NaN)."""
+    """Bit ``index`` of an integer-valued float field as 0.0/1.0 (NaN stays NaN).
+
+    Exact for values below 2**53 (what a float64 holds exactly); bits 53..63 of
+    larger values come from :func:`bit_map_exact` on the integers themselves.
+    """
     ok = ~np.isnan(x)
-    ints = np.where(ok, x, 0.0).astype(np.int64)
+    v = np.where(ok, x, 0.0)
+    # [2**63, 2**64) as its two's-complement int64 (the subtraction is exact in float64)
+    ints = np.where(v >= 2.0**63, v - 2.0**64, v).astype(np.int64)
     return np.where(ok, ((ints >> index) & 1).astype(np.float64), _NAN)
+
+
+def bit_map_exact(ints: np.ndarray, index: int, valid: np.ndarray) -> np.ndarray:
+    """Bit ``index`` (0 = least significant, up to 63) of integers of any integer dtype.
+
+    Parameters
+    ----------
+    ints : ndarray, shape (..., D), integer
+    index : int
+        Must be below the dtype's width (checked by the schema and the compiler).
+    valid : ndarray, shape (..., D), bool
+        False where the value is missing.
+
+    Returns
+    -------
+    ndarray, shape (..., D), float64
+        0.0/1.0, NaN where not valid.  Signed values are read as two's complement.
+    """
+    width = ints.dtype.itemsize * 8
+    as_unsigned = ints.view(np.dtype(f"u{ints.dtype.itemsize}"))
+    bit = (as_unsigned >> np.uint64(index) if width == 64 else as_unsigned >> index) & 1
+    return np.where(valid, bit.astype(np.float64), _NAN)
 
 
 # -- distances and formations ---------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ...contracts.schema import FieldSpec
+from ...contracts.schema import FieldSpec, bit_indexes
 from ...core.units import conversion_factor, is_angle, parse_unit, to_unit
 from . import kernels, reduces
 from .frame import Frame, Stream
@@ -236,9 +236,15 @@ def _compile_bit(st: Stage, vt: ValueType, cx: Ctx) -> tuple[list[Op], ValueType
     if vt.semantics != "bitmask" or f is None:
         raise cx.fail(f"bit:<name> needs a bitmask field; got {_article(vt.describe())}", st)
     idx = _bit_index(st, f, str(st.arg), cx)
+    is_global = not vt.per_entity
 
     def bit(s: Stream, fr: Frame, key: Key) -> Stream:
-        return _next(s, kernels.bit_map(s.x, idx))
+        # the stream is the field itself, perhaps filtered: read the bit exactly from the
+        # source's integers and keep only the samples the stream still holds
+        derived = fr.bits(f.name, idx, is_global)
+        if s.windowed:
+            return _next(s, fr.windows_of(s, derived))
+        return _next(s, np.where(s.valid[..., None], derived, _NAN))
 
     return [Op(st.text, bit)], ValueType("bool", 1, None, None, vt.per_entity, vt.per_window)
 
@@ -252,10 +258,11 @@ def _bit_index(st: Stage, f: FieldSpec, name: str, cx: Ctx) -> int:
             st,
         )
     idx = int(f.bits[name])
-    width = np.dtype(f.dtype).itemsize * 8 if np.dtype(f.dtype).kind in "iu" else 0
-    if not 0 <= idx < min(width, 63):
+    valid = bit_indexes(f.dtype)
+    if idx not in valid:
         raise cx.fail(
-            f"bit {name!r} (index {idx}) is outside the {width}-bit dtype {f.dtype} of {f.name!r}",
+            f"bit {name!r} (index {idx}) is outside the {len(valid)}-bit dtype {f.dtype} "
+            f"of {f.name!r} (bits 0..{len(valid) - 1})",
             st,
         )
     return idx
@@ -374,6 +381,7 @@ def compile_filter(st: Stage, vt: ValueType, cx: Ctx) -> tuple[Op, ValueType]:
             st,
         )
     is_global = fname in globs
+    code, idx = 0.0, 0
     if not is_global and not vt.per_entity:
         raise cx.fail(
             f"{st.text} selects per-entity samples, but the value is a {vt.describe()}", st
@@ -400,13 +408,12 @@ def compile_filter(st: Stage, vt: ValueType, cx: Ctx) -> tuple[Op, ValueType]:
             raise cx.fail(f"where:<field>.<bit> needs a bitmask field; {fname!r} is not one", st)
         idx = _bit_index(st, f, arg, cx)
 
-        def make(v: np.ndarray) -> np.ndarray:
-            return kernels.bit_map(v, idx) == 1.0
-
     def where_field(s: Stream, fr: Frame, key: Key) -> Stream:
         def mask() -> np.ndarray:  # (N, E), or (N, 1) for a global
+            if op != "where_label":
+                return fr.bits(fname, idx, is_global)[..., 0] == 1.0
             src = fr.global_(fname) if is_global else fr.field(fname)
-            return make(src.x[..., 0])
+            return src.x[..., 0] == code
 
         return _filtered(s, fr.window_mask(fr.memo(("mask", st.text), False, mask), s))
 
