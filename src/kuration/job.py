@@ -117,11 +117,14 @@ def load_job(job: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[dict[str,
     return raw, base
 
 
-def resolve_sources(spec: Any, base: Path) -> list[str]:
+def resolve_sources(spec: Any, base: Path, *, adapter: InputAdapter | None = None) -> list[str]:
     """Expand the job's ``sources`` into a sorted list of paths.
 
     ``timenet://org/name@version`` entries become one URI per TimeNet record
     (or per group with ``?group_by=<key>``), see :mod:`kuration.adapters.timenet`.
+    They are looked up in the ``registries`` of ``adapter`` when it is the
+    TimeNet adapter and names some, else in ``$TIMENET_REGISTRY`` (TimeNet's
+    default).
 
     Raises
     ------
@@ -144,13 +147,15 @@ def resolve_sources(spec: Any, base: Path) -> list[str]:
         return found
     if isinstance(spec, list) and spec and all(isinstance(s, str) for s in spec):
         if any(s.startswith("timenet://") for s in spec):
-            from .adapters.timenet import expand_source
+            from .adapters.timenet import TimenetAdapter, expand_source
 
+            # the adapter reads the sources: expand them in the registries it will read
+            regs = adapter.registries if isinstance(adapter, TimenetAdapter) else None
             # one source per TimeNet record (or group), pinned to the exact version
             out: list[str] = []
             for s in spec:
                 if s.startswith("timenet://"):
-                    out.extend(expand_source(s))
+                    out.extend(expand_source(s, registries=regs))
                 else:
                     out.extend(resolve_sources([s], base))
             return out
@@ -282,7 +287,7 @@ def _run_loaded(
     }
     # every write option is checked before any source is fetched or read
     preflight(schema=schema, strategy=strategy, spec=spec, encoder=encoder, **options)
-    sources = resolve_sources(raw["sources"], base)
+    sources = resolve_sources(raw["sources"], base, adapter=adapter)
     return write_dataset(
         out,
         schema=schema,
