@@ -121,8 +121,13 @@ def test_connector_raw_json_refuses_duplicate_keys() -> None:
 def test_writer_refuses_what_would_not_read_back(tmp_path: Path) -> None:
     with tn.TimeFWriter(tmp_path / "reg", make_card()) as w:
         r = w.add_record("r", {"k": 1})
-        with pytest.raises(tn.SchemaError, match="record 'r'.*not JSON-serialisable"):
-            w.add_annotation(r, tn.Numeric(float("nan")), start_ns=0)
+        for bad in (float("nan"), float("inf"), "3"):
+            with pytest.raises(tn.SchemaError, match="Numeric value must be a finite number"):
+                w.add_annotation(r, tn.Numeric(bad), start_ns=0)  # type: ignore[arg-type]
+            with pytest.raises(tn.SchemaError, match="Numeric value must be a finite number"):
+                w.add_task(r, "t", tn.Numeric(bad))  # type: ignore[arg-type]
+        with pytest.raises(tn.SchemaError, match="record 'r2'.*not JSON-serialisable"):
+            w.add_record("r2", {"k": float("inf")})
         w.add_signal(r, "x", np.zeros(3, np.float32), tn.SignalSpec("float32", "m", rate_hz=1.0))
     version = tmp_path / "reg" / "acme" / "demo" / "1.0.0"
     reader = tn.TimeFReader.open(version)
