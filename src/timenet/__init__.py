@@ -9,6 +9,7 @@ from __future__ import annotations
 from timenet.client import DatasetListing, TimeNet, register_builder
 from timenet.errors import (
     DatasetNotFoundError,
+    DocumentError,
     IntegrityError,
     InvalidRefError,
     ManifestError,
@@ -54,6 +55,7 @@ __all__ = [
     "DatasetListing",
     "DatasetNotFoundError",
     "DatasetSchema",
+    "DocumentError",
     "FileEntry",
     "IntegrityError",
     "InvalidRefError",

@@ -27,13 +27,13 @@ with ``read_only=True`` afterwards.
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pyarrow as pa
 
+from timenet._jsonio import loads_strict
 from timenet.records import Annotation, Record, Task
 from timenet.specs import SignalSpec, content_from_dict
 
@@ -148,6 +148,10 @@ class SignalRow(NamedTuple):
 class Catalog:
     """Read-only view of ``control.duckdb`` with the record/signal index cached in memory."""
 
+    def _json(self, text: str, what: str) -> Any:
+        """A JSON value stored in the catalog, parsed strictly (see :mod:`timenet._jsonio`)."""
+        return loads_strict(text, what=f"{self.path}: {what}")
+
     def __init__(self, path: Path) -> None:
         self.path = path
         self._con: Any = None
@@ -206,12 +210,14 @@ class Catalog:
         ):
             spec = specs.get(spec_json)
             if spec is None:
-                spec = specs[spec_json] = SignalSpec.from_dict(json.loads(spec_json))
+                spec = specs[spec_json] = SignalSpec.from_dict(
+                    self._json(spec_json, f"signal {name!r} spec")
+                )
             per_record[ridx][name] = SignalRow(
                 name, spec, storage, file, off, length, nulls, tfile, toff
             )
         self._records = [
-            Record(rid, idx, json.loads(meta), tuple(per_record[idx]))
+            Record(rid, idx, self._json(meta, f"record {rid!r} metadata"), tuple(per_record[idx]))
             for idx, rid, meta in zip(
                 recs["idx"].tolist(), recs["id"].tolist(), recs["metadata"].tolist(), strict=True
             )
@@ -255,7 +261,14 @@ class Catalog:
             params,
         )
         return [
-            Annotation(aid, rid, start, stop, content_from_dict(json.loads(content)), sig)
+            Annotation(
+                aid,
+                rid,
+                start,
+                stop,
+                content_from_dict(self._json(content, f"annotation {aid!r}")),
+                sig,
+            )
             for aid, rid, start, stop, content, sig in rows
         ]
 
@@ -288,6 +301,6 @@ class Catalog:
             params,
         )
         return [
-            Task(tid, rid, tname, content_from_dict(json.loads(content)))
+            Task(tid, rid, tname, content_from_dict(self._json(content, f"task {tid!r}")))
             for tid, rid, tname, content in rows
         ]

@@ -9,6 +9,7 @@ or ``except FileNotFoundError`` keeps working::
     ├── DatasetNotFoundError (FileNotFoundError)  ref, registries
     ├── VersionExistsError (FileExistsError)  path
     ├── ManifestError (ValueError)            path
+    ├── DocumentError (ValueError)            path, reason, key
     ├── IntegrityError (ValueError)           path, expected, actual
     ├── SchemaError (ValueError)              signal, record
     ├── UnitError (ValueError)                signal, unit
@@ -25,6 +26,7 @@ from collections.abc import Sequence
 
 __all__ = [
     "DatasetNotFoundError",
+    "DocumentError",
     "IntegrityError",
     "InvalidRefError",
     "ManifestError",
@@ -80,6 +82,26 @@ class ManifestError(TimeNetError, ValueError):
         self.path = path
         self.reason = reason
         super().__init__(f"bad manifest {path}: {reason}")
+
+
+class DocumentError(TimeNetError, ValueError):
+    """A JSON or YAML document is malformed: a key appears twice in one object, a number
+    is NaN or infinite, or the syntax is invalid.
+
+    Attributes
+    ----------
+    path : str
+        The document (file path, or what it is inside the catalog).
+    reason : str
+    key : str or None
+        The duplicate key, or the location of the non-finite number.
+    """
+
+    def __init__(self, path: str, reason: str, *, key: str | None = None) -> None:
+        self.path = path
+        self.reason = reason
+        self.key = key
+        super().__init__(f"{path}: {reason}")
 
 
 class IntegrityError(TimeNetError, ValueError):

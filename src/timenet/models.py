@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from timenet.errors import ManifestError
+from timenet.errors import DocumentError, ManifestError
 from timenet.versions import Ref, check_part
 
 __all__ = [
@@ -102,14 +102,15 @@ class DatasetCard(_Frozen):
 
         Raises
         ------
+        DocumentError
+            If a key appears twice in one mapping, a number is not finite, or
+            the YAML is malformed (the path and key are named).
         pydantic.ValidationError
             If fields are missing or invalid.
         """
-        import yaml
+        from timenet._jsonio import load_yaml_strict
 
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
-        return cls.model_validate(data)
+        return cls.model_validate(load_yaml_strict(path))
 
     def to_yaml(self) -> str:
         """Serialise as YAML text (the ``dataset.yaml`` form)."""
@@ -299,12 +300,19 @@ class Manifest(_Frozen):
         Raises
         ------
         ManifestError
-            If the text is not JSON or does not validate; ``path`` is named.
+            If the text is not JSON, holds a duplicate key or a non-finite
+            number, or does not validate; ``path`` is named.
         """
         from pydantic import ValidationError
 
+        from timenet._jsonio import loads_strict
+
         try:
+            # pydantic's JSON parser keeps the last of two duplicate keys: parse strictly first
+            loads_strict(text, what=path)
             return cls.model_validate_json(text)
+        except DocumentError as exc:
+            raise ManifestError(path, exc.reason) from exc
         except ValidationError as exc:
             kinds = {e["type"] for e in exc.errors()}
             reason = "not valid JSON" if "json_invalid" in kinds else f"invalid content: {exc}"

@@ -8,6 +8,7 @@ runtime class synthesis.
 from __future__ import annotations
 
 import math
+import numbers
 import zoneinfo
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -336,4 +337,9 @@ def check_content(content: object) -> Content:
         raise SchemaError(
             f"content must be Label, Text, Numeric or QuestionAnswer, got {type(content).__name__}"
         )
+    if isinstance(content, Numeric) and not (
+        isinstance(content.value, numbers.Real) and math.isfinite(content.value)
+    ):
+        # stored as strict JSON, which has no NaN or infinity
+        raise SchemaError(f"a Numeric value must be a finite number, got {content.value!r}")
     return content

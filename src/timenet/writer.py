@@ -110,6 +110,20 @@ class _RecordState:
     lengths: dict[str, int] = field(default_factory=dict)
 
 
+def _json_text(obj: Any, *, record: str, signal: str | None = None) -> str:
+    """JSON text stored in the catalog; NaN or infinity would not read back strictly.
+
+    Raises
+    ------
+    SchemaError
+        If ``obj`` holds a non-finite number or is not JSON-serialisable.
+    """
+    try:
+        return json.dumps(obj, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise SchemaError(f"not JSON-serialisable: {exc}", record=record, signal=signal) from exc
+
+
 def _slug(name: str) -> str:
     s = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._")
     return s[:40] or "signal"
@@ -352,7 +366,7 @@ class TimeFWriter:
                 rec.index,
                 len(rec.signals) - 1,
                 name,
-                json.dumps(spec.to_dict(), sort_keys=True),
+                _json_text(spec.to_dict(), record=record_id, signal=name),
                 kind,
                 store.file,
                 offset,
@@ -458,7 +472,7 @@ class TimeFWriter:
                 rec.index,
                 len(rec.signals) - 1,
                 name,
-                json.dumps(spec.to_dict(), sort_keys=True),
+                _json_text(spec.to_dict(), record=record_id, signal=name),
                 storage,
                 payload_path(payload, file),
                 int(row_offset),
@@ -576,7 +590,15 @@ class TimeFWriter:
             )
         aid = len(self._rows["annotations"])
         self._rows["annotations"].append(
-            (aid, rec.index, signal, start, stop, content.kind, json.dumps(content.to_dict()))
+            (
+                aid,
+                rec.index,
+                signal,
+                start,
+                stop,
+                content.kind,
+                _json_text(content.to_dict(), record=record_id, signal=signal),
+            )
         )
         return aid
 
@@ -597,7 +619,7 @@ class TimeFWriter:
             raise SchemaError("task name must be a non-empty string", record=record_id)
         tid = len(self._rows["tasks"])
         self._rows["tasks"].append(
-            (tid, rec.index, name, content.kind, json.dumps(content.to_dict()))
+            (tid, rec.index, name, content.kind, _json_text(content.to_dict(), record=record_id))
         )
         return tid
 

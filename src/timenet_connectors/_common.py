@@ -6,13 +6,14 @@ import csv
 import gzip
 import io
 import itertools
-import json
 from typing import Any
 
 import numpy as np
 
+from timenet._jsonio import loads_strict
 from timenet._timebase import NS_MAX
 from timenet.build.errors import RawInputError
+from timenet.errors import DocumentError
 
 __all__ = ["csv_table", "gunzip_json", "runs", "times_ns"]
 
@@ -74,9 +75,9 @@ def gunzip_json(data: bytes, where: str) -> Any:
     except (OSError, EOFError) as exc:
         raise RawInputError(where, f"not a complete gzip stream: {exc}") from None
     try:
-        return json.loads(raw)
-    except ValueError as exc:
-        raise RawInputError(where, f"invalid JSON: {exc}") from None
+        return loads_strict(raw, what=where, allow_nan=True)
+    except DocumentError as exc:
+        raise RawInputError(where, f"invalid JSON: {exc.reason}") from None
 
 
 def csv_table(data: bytes, where: str, column_types: dict[str, Any] | None = None) -> Any:

@@ -89,7 +89,11 @@ def datasets(draw: st.DrawFn) -> list[dict[str, Any]]:
                     st.one_of(
                         st.builds(tn.Label, st.text(max_size=8)),
                         st.builds(tn.Text, st.text(max_size=20)),
-                        st.builds(tn.Numeric, st.floats(allow_nan=False), st.sampled_from(UNITS)),
+                        st.builds(
+                            tn.Numeric,
+                            st.floats(allow_nan=False, allow_infinity=False),
+                            st.sampled_from(UNITS),
+                        ),
                     ),
                     st.one_of(st.none(), st.sampled_from(sorted(sigs))),
                 ),

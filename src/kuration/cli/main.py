@@ -93,6 +93,9 @@ def _print_run_summary(res: DatasetWriteResult, wall: float, console: Console) -
             f"resume: {reuse.get('reused_shards', 0)} shards reused, "
             f"{reuse.get('rebuilt_shards', 0)} rebuilt"
         )
+        if reuse.get("rebuilt_shards"):
+            for note in reuse.get("notes", []):
+                console.print(f"resume: not reused: {note}", markup=False)
     console.print(
         f"shards written: {len(res.manifest['shards'])} ({res.manifest['container']}, "
         f"{res.manifest['shard_length']} steps each); modalities: "

@@ -19,12 +19,15 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.metadata
+import inspect
+import os
 import sys
 import traceback
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 from ..errors import KurationError, KurationWarning
@@ -36,9 +39,13 @@ __all__ = [
     "PluginFailure",
     "PluginLoadResult",
     "PluginWarning",
+    "code_identity",
+    "code_unidentified",
     "implementation_fingerprints",
     "load_plugins",
     "plugin_failures",
+    "run_code",
+    "used_names",
     "without_entry_point_plugins",
 ]
 
@@ -208,3 +215,142 @@ def implementation_fingerprints() -> dict[str, Any]:
             for f in _State.failures
         }
     return out
+
+
+# -- what the run fingerprint records of code -------------------------------------------
+
+
+def _is_kuration(module: str) -> bool:
+    return module == "kuration" or module.startswith("kuration.")
+
+
+def _module_files(module: str) -> list[Path]:
+    """The source files of ``module``'s top-level package (or of the module alone):
+    a registered function may call helpers anywhere in its package."""
+    top = sys.modules.get(module.split(".")[0])
+    if top is None or module == "__main__":
+        top = sys.modules.get(module)
+    if top is None:
+        return []
+    paths = [Path(p) for p in getattr(top, "__path__", [])]  # a package: all its .py files
+    if paths:
+        return sorted({f for d in paths for f in d.rglob("*.py") if "__pycache__" not in f.parts})
+    file = getattr(top, "__file__", None)
+    return [Path(file)] if file else []
+
+
+def _files_digest(files: Sequence[Path]) -> str | None:
+    if not files:
+        return None
+    root = os.path.commonpath([str(f.parent) for f in files])
+    h = hashlib.sha256()
+    for f in files:
+        try:
+            data = f.read_bytes()
+        except OSError:
+            return None
+        h.update(os.path.relpath(f, root).encode() + b"\0")
+        h.update(hashlib.sha256(data).digest())
+    return h.hexdigest()
+
+
+def code_identity(obj: Any) -> dict[str, Any] | None:
+    """What identifies the code of a registered object, for the run fingerprint.
+
+    kuration's own implementations return None: kuration is identified by its
+    version.  Anything else gets its qualified name and ``sha256``, a digest
+    of every source file of its top-level package (of the module alone when
+    it is not in a package), so an edit anywhere in a plugin changes it.
+
+    Returns
+    -------
+    dict or None
+        ``{"object": "module.qualname", "sha256": hex or None}``; ``sha256`` is
+        None when the source cannot be found (code defined interactively).
+    """
+    module = getattr(obj, "__module__", None) or type(obj).__module__
+    if _is_kuration(module):
+        return None
+    qual = getattr(obj, "__qualname__", None) or type(obj).__qualname__
+    digest = _files_digest(_module_files(module))
+    if digest is None:
+        try:
+            digest = hashlib.sha256(inspect.getsource(obj).encode()).hexdigest()
+        except (OSError, TypeError):
+            digest = None
+    return {"object": f"{module}.{qual}", "sha256": digest}
+
+
+def run_code(used: Mapping[str, Iterable[str]], modules: Sequence[str] = ()) -> dict[str, Any]:
+    """The code outside kuration that a run uses: part of its fingerprint.
+
+    Parameters
+    ----------
+    used : mapping of str to iterable of str
+        Registry kind (``"registered metric"``, ``"filter"``, ``"selection
+        method"``, ``"adapter"``, ``"container"``, ``"encoder"``) to the names
+        the run looks up in it.
+    modules : sequence of str
+        The job's explicit plugin modules.
+
+    Returns
+    -------
+    dict
+        ``{"plugin_modules": {module: sha256}, "registered": {"kind:name":
+        code_identity}}`` with empty parts left out; empty when the run uses
+        kuration's own code only.
+    """
+    regs = {r.kind: r for r in all_registries()}
+    registered: dict[str, Any] = {}
+    for kind, names in used.items():
+        reg = regs.get(kind)
+        for name in sorted(set(names)):
+            obj = reg.view().get(name) if reg is not None else None
+            ident = None if obj is None else code_identity(obj)
+            if ident is not None:
+                registered[f"{kind}:{name}"] = ident
+    out: dict[str, Any] = {}
+    mods = {m: _files_digest(_module_files(m)) for m in sorted(set(modules))}
+    if mods:
+        out["plugin_modules"] = mods
+    if registered:
+        out["registered"] = registered
+    return out
+
+
+def code_unidentified(code: Mapping[str, Any]) -> list[str]:
+    """Entries of :func:`run_code` whose source could not be digested."""
+    bad = [m for m, d in code.get("plugin_modules", {}).items() if d is None]
+    bad += [k for k, v in code.get("registered", {}).items() if v.get("sha256") is None]
+    return bad
+
+
+def _values_under(doc: Any, key: str) -> list[str]:
+    """Every string value of ``key`` in any object nested in ``doc``."""
+    out: list[str] = []
+    if isinstance(doc, Mapping):
+        for k, v in doc.items():
+            if k == key and isinstance(v, str):
+                out.append(v)
+            else:
+                out.extend(_values_under(v, key))
+    elif isinstance(doc, list | tuple):
+        for v in doc:
+            out.extend(_values_under(v, key))
+    return out
+
+
+def used_names(strategy: Mapping[str, Any], adapter: str, container: str) -> dict[str, list[str]]:
+    """The registered names a run looks up, by registry kind (see :func:`run_code`).
+
+    ``strategy`` is ``Strategy.to_dict()``: its registered metrics, every
+    ``"filter"`` and ``"method"`` named at any depth (filters and methods nest
+    in method parameters) and the predicate filter that un-named entries use.
+    """
+    return {
+        "registered metric": list(strategy.get("registered", [])),
+        "filter": ["predicate", *_values_under(strategy, "filter")],
+        "selection method": _values_under(strategy, "method"),
+        "adapter": [adapter],
+        "container": [container],
+    }

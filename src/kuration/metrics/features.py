@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -43,6 +44,13 @@ def register_metric(name: str, *, clobber: bool = False) -> Callable[[MetricFn],
 def registered_metrics() -> tuple[str, ...]:
     """Names of every ``@register_metric`` function, sorted."""
     return _METRICS.names()
+
+
+def _finite_or_nan(value: Any) -> float:
+    """A registered metric's value as a float; ±inf (no usable value) becomes NaN, as for
+    compiled metrics, so every feature is finite or NaN."""
+    v = float(value)
+    return v if math.isfinite(v) else math.nan
 
 
 class FeatureEngine:
@@ -109,7 +117,7 @@ class FeatureEngine:
         grid = self._run(Frame(WindowBatch.from_buffer(buf)))
         out = {n: float(v[0]) for n, v in grid.items()}
         for n, fn in self.registered.items():
-            out[n] = float(fn(buf))
+            out[n] = _finite_or_nan(fn(buf))
         return out
 
     def score_table(
@@ -167,7 +175,7 @@ class FeatureEngine:
             for seg in segments:
                 buf = build_window(table, seg.start_idx, seg.end_idx)
                 for n, fn in self.registered.items():
-                    seg.features[n] = float(fn(buf))
+                    seg.features[n] = _finite_or_nan(fn(buf))
 
     def to_dict(self) -> dict[str, Any]:
         return {"define": dict(self.define), "registered": list(self.registered)}

@@ -309,11 +309,45 @@ def _journal_header(path: Path) -> str | None:
     return None
 
 
+def _changed_paths(old: Any, new: Any, where: str = "") -> list[str]:
+    """Dotted paths at which two run descriptions differ (a whole object when one side
+    lacks it)."""
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        out: list[str] = []
+        for k in sorted(set(old) | set(new), key=str):
+            path = f"{where}.{k}" if where else str(k)
+            if k not in old or k not in new:
+                out.append(path)
+            else:
+                out.extend(_changed_paths(old[k], new[k], path))
+        return out
+    return [] if old == new else [where or "run"]
+
+
+def _why_different(root: Path, run: Mapping[str, Any] | None) -> str:
+    """What changed since the committed run, read from its fingerprint marker."""
+    base = "the committed run has a different fingerprint"
+    if run is None:
+        return base
+    try:
+        marker = loads_strict(read_regular(root / MARKER_NAME), what=MARKER_NAME)
+    except (DatasetIntegrityError, ValueError):
+        return base
+    old = marker.get("run") if isinstance(marker, dict) else None
+    if not isinstance(old, dict):
+        return base
+    changed = _changed_paths(old, json.loads(canonical_json(run)))
+    if not changed:
+        return base
+    more = f" and {len(changed) - 6} more" if len(changed) > 6 else ""
+    return f"{base}: changed {', '.join(changed[:6])}{more}"
+
+
 def _committed_entries(
-    root: Path, rec: Mapping[str, Any], fingerprint: str
+    root: Path, rec: Mapping[str, Any], fingerprint: str, run: Mapping[str, Any] | None = None
 ) -> tuple[list[Any], str]:
     if rec.get("run_fingerprint") != fingerprint:
-        return [], "the committed run has a different fingerprint"
+        return [], _why_different(root, run)
     pinned = rec.get("output_spec_sha256")
     if not isinstance(pinned, str):
         return [], "the committed run does not pin its fingerprint marker"
@@ -338,9 +372,13 @@ def _committed_entries(
 
 
 def reusable_entries(
-    root: Path, fingerprint: str
+    root: Path, fingerprint: str, run: Mapping[str, Any] | None = None
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], list[str]]:
     """Shard records a resumed run with ``fingerprint`` may reuse, by relative path.
+
+    ``run`` is the run description the fingerprint hashes; when the committed
+    run differs, the note names the parts that changed (``code.registered...``
+    for a plugin's source, ``strategy.define.x`` for a metric, ...).
 
     Returns
     -------
@@ -366,7 +404,7 @@ def reusable_entries(
     else:
         last = commit if commit.get("state") == "committed" else commit.get("previous")
         if isinstance(last, dict):
-            entries, why = _committed_entries(root, last, fingerprint)
+            entries, why = _committed_entries(root, last, fingerprint, run)
             if why:
                 notes.append(why)
             for e in entries:

@@ -18,11 +18,10 @@ encoder returns there is zeroed by the writer.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from ..core.plugins import code_identity
 from ..core.registry import Registry
 
 __all__ = [
@@ -95,17 +94,11 @@ def registered_encoders() -> tuple[str, ...]:
     return _ENCODERS.names()
 
 
-def _code_digest(obj: Any) -> str | None:
-    try:
-        src = inspect.getsource(type(obj))
-    except (OSError, TypeError):
-        return None
-    return hashlib.sha256(src.encode()).hexdigest()
-
-
 def encoder_identity(encoder: Any) -> dict[str, Any] | None:
     """What the run fingerprint records of an encoder: its class, registered spec or
-    ``to_dict()`` state, and a digest of its class source (so a code change is seen)."""
+    ``to_dict()`` state, and ``code_sha256``, a digest of its package's source (so a
+    code change is seen; see :func:`kuration.core.plugins.code_identity`).  kuration's own
+    encoders have ``code_sha256`` None: kuration is identified by its version."""
     if encoder is None:
         return None
     cls = type(encoder)
@@ -116,7 +109,7 @@ def encoder_identity(encoder: Any) -> dict[str, Any] | None:
     return {
         "class": f"{cls.__module__}.{cls.__qualname__}",
         "state": state,
-        "code_sha256": _code_digest(encoder),
+        "code_sha256": (code_identity(type(encoder)) or {}).get("sha256"),
     }
 
 

@@ -574,7 +574,8 @@ def _job_parts(
         raw.get("plugins", []), include_entry_points=raw.get("include_plugin_entry_points", True)
     )
     schema, adapter, segmenter = job_components(raw)
-    return raw, schema, adapter, segmenter, resolve_sources(raw["sources"], base)
+    sources = resolve_sources(raw["sources"], base, adapter=adapter)
+    return raw, schema, adapter, segmenter, sources
 
 
 def _strategy(spec: Any, schema: SchemaSpec) -> Strategy:

@@ -35,7 +35,7 @@ from ..contracts.segment import Segment, Segmenter
 from ..contracts.track import track_from_table
 from ..core.ids import tag_entity_id
 from ..core.jsonio import dump_json_atomic
-from ..core.plugins import implementation_fingerprints
+from ..core.plugins import code_unidentified, implementation_fingerprints, run_code, used_names
 from ..core.progress import ProgressCallback, emit
 from ..core.registry import UnknownNameError
 from ..errors import DatasetExistsError, DatasetIntegrityError, OutputSpecError
@@ -517,6 +517,11 @@ def write_dataset(
             "sources": source_ids,
             "source_errors": sorted(scoring.errors),
         }
+        # code outside kuration that shapes the shards (plugins); absent when there is none
+        code = run_code(used_names(run["strategy"], adapter.name, spec.container), plugins)
+        if code:
+            run["code"] = code
+        unidentified = code_unidentified(code)
         fingerprint = run_fingerprint(run)
 
         # the plan: every shard's manifest entry, minus size and checksum
@@ -540,8 +545,10 @@ def write_dataset(
         staged: dict[str, dict[str, Any]] = {}
         resume_notes: list[str] = []
         if resume:
-            if strong:
-                trusted, staged, resume_notes = reusable_entries(root, fingerprint)
+            if unidentified:
+                resume_notes = [f"no source code found for {unidentified}: nothing is reused"]
+            elif strong:
+                trusted, staged, resume_notes = reusable_entries(root, fingerprint, run)
             else:
                 resume_notes = ["a source has no strong fingerprint: nothing is reused"]
         for split in SPLITS:

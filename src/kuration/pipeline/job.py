@@ -105,11 +105,14 @@ def _parse_job(
     return raw, base, validate_config(JobModel, raw, kind="job", what=what)
 
 
-def resolve_sources(spec: Any, base: Path) -> list[str]:
+def resolve_sources(spec: Any, base: Path, *, adapter: InputAdapter | None = None) -> list[str]:
     """Expand the job's ``sources`` into a sorted list of paths.
 
     ``timenet://org/name@version`` entries become one URI per TimeNet record
     (or per group with ``?group_by=<key>``), see :mod:`kuration.sources.timenet`.
+    They are looked up in the ``registries`` of ``adapter`` when it is the
+    TimeNet adapter and names some, else in ``$TIMENET_REGISTRY`` (TimeNet's
+    default).
 
     Raises
     ------
@@ -133,13 +136,15 @@ def resolve_sources(spec: Any, base: Path) -> list[str]:
     if isinstance(spec, list) and spec and all(isinstance(s, str) for s in spec):
         _no_duplicates(spec, [s if "://" in s else str(base / s) for s in spec])
         if any(s.startswith("timenet://") for s in spec):
-            from ..sources.timenet import expand_source
+            from ..sources.timenet import TimenetAdapter, expand_source
 
+            # the adapter reads the sources: expand them in the registries it will read
+            regs = adapter.registries if isinstance(adapter, TimenetAdapter) else None
             # one source per TimeNet record (or group), pinned to the exact version
             out: list[str] = []
             for s in spec:
                 if s.startswith("timenet://"):
-                    out.extend(expand_source(s))
+                    out.extend(expand_source(s, registries=regs))
                 else:
                     out.extend(resolve_sources([s], base))
             return out
@@ -272,7 +277,7 @@ def _run_loaded(
     }
     # every write option is checked before any source is fetched or read
     preflight(schema=schema, strategy=strategy, spec=spec, encoder=encoder, **options)
-    sources = resolve_sources(raw["sources"], base)
+    sources = resolve_sources(raw["sources"], base, adapter=adapter)
     return write_dataset(
         out,
         schema=schema,

@@ -115,6 +115,16 @@ def test_registered_metrics_run_per_window(table, temp_metric) -> None:
         assert list(s.features) == ["hp_max", "test_hp_range"]
 
 
+def test_registered_metric_returning_inf_is_stored_as_nan(table, temp_metric) -> None:
+    temp_metric("test_overflowing", lambda buf: float(buf.n_steps) * 1e308 * 10)
+    temp_metric("test_minus_inf", lambda buf: -math.inf)
+    eng = FeatureEngine({}, SCHEMA, ["test_overflowing", "test_minus_inf"])
+    segs = [Segment("toy", 0, 20)]
+    eng.score_segments(table, segs)
+    assert all(math.isnan(v) for v in segs[0].features.values())
+    assert all(math.isnan(v) for v in eng.score_window(build_window(table, 0, 20)).values())
+
+
 def test_unknown_or_colliding_registered_metric_fails_at_load(temp_metric) -> None:
     with pytest.raises(StrategyError, match="unknown registered metric 'no_such_metric'"):
         FeatureEngine({}, SCHEMA, ["no_such_metric"])

@@ -90,7 +90,9 @@ def test_uint64_float_bounds_are_exact() -> None:
 
 
 def test_spec_rejects_unknown_policies_and_round_trips() -> None:
-    with pytest.raises(OutputSpecError, match=r"modalities\.x\.overflow: input should be 'error' or 'saturate'"):
+    with pytest.raises(
+        OutputSpecError, match=r"modalities\.x\.overflow: input should be 'error' or 'saturate'"
+    ):
         _out("uint8", [1.0], overflow="wrap")
     with pytest.raises(OutputSpecError, match=r"modalities\.x\.rounding: input should be"):
         _out("uint8", [1.0], rounding="nearest")

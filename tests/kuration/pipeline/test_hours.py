@@ -268,6 +268,7 @@ def test_resume_of_a_different_run_reuses_nothing(tmp_path, job_b, gen_a, base_b
     res = run_job(job_b, dest, resume=True)
     assert res.resume["reused_shards"] == 0
     assert any("different fingerprint" in n for n in res.resume["notes"])
+    assert any("changed output.shard_length" in n for n in res.resume["notes"])  # says why
     assert digests(dest) == digests(base_b.path)
 
 

@@ -15,7 +15,7 @@ both run the same kernels, see :mod:`kuration.metrics.dsl.frame`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -68,14 +68,14 @@ class CompiledMetric:
         key: Key = (self._source_key,)
         st = frame.lookup(key)
         if st is None:
-            st = self._source(frame)
+            st = _finite(self._source(frame))
             frame.memo(key, st.windowed, lambda: st)
         for op in self._ops:
             nxt = (*key, op.key)
             hit = frame.lookup(nxt)
             if hit is None:
                 inp = frame.to_windows(st, key) if op.window else st
-                hit = op.fn(inp, frame, key)
+                hit = _finite(op.fn(inp, frame, key))
                 frame.memo(nxt, hit.windowed, lambda hit=hit: hit)
             st, key = hit, nxt
         return st, key
@@ -84,10 +84,14 @@ class CompiledMetric:
         """Results on the frame's grid of windows, shape (G,), float64 (cached in the frame)."""
 
         def make() -> np.ndarray:
-            st, key = self._stream(frame)
-            if not st.windowed and self._reduce.ticks is not None:
-                return self._reduce.ticks(st, frame, key)
-            return self._reduce.window(frame.to_windows(st, key), frame, key)
+            with np.errstate(all="ignore"):  # overflow is handled: the result is finite or NaN
+                st, key = self._stream(frame)
+                if not st.windowed and self._reduce.ticks is not None:
+                    out = self._reduce.ticks(st, frame, key)
+                else:
+                    out = self._reduce.window(frame.to_windows(st, key), frame, key)
+                out = np.asarray(out, dtype=np.float64)
+                return np.where(np.isfinite(out), out, _NAN)
 
         out: np.ndarray = frame.memo(("result", self.expr), True, make)
         return out
@@ -113,7 +117,8 @@ class CompiledMetric:
         Ticks a step map cannot define (the first tick for ``speed``) are NaN.
         """
         frame = Frame(WindowBatch.from_buffer(buf))
-        st, _ = self._stream(frame)
+        with np.errstate(all="ignore"):
+            st, _ = self._stream(frame)
         if not st.windowed:
             x = np.array(st.x, dtype=np.float64)
             x[: min(st.lag, x.shape[0])] = _NAN
@@ -123,6 +128,22 @@ class CompiledMetric:
             pad = np.full((min(st.lag, buf.n_steps), *x.shape[1:]), _NAN)
             x = np.concatenate([pad, x], axis=0)
         return np.array(x, dtype=np.float64)
+
+
+def _finite(st: Stream) -> Stream:
+    """``st`` with every sample holding a non-finite component made missing (all NaN).
+
+    A map or aggregation of finite values can overflow (``diff`` of values near
+    ``1.7e308``, ``to:`` a smaller unit, ``entities:sum``); an infinite sample is
+    not a measurement, so it is dropped like a missing one and never reaches a
+    reduce.  The source array is left untouched: a copy is made only when needed.
+    """
+    x = st.x
+    inf = np.isinf(x)
+    if not inf.any():
+        return st
+    bad = inf.any(axis=-1, keepdims=True)
+    return replace(st, x=np.where(bad, _NAN, x))
 
 
 # -- compilation ----------------------------------------------------------------------

@@ -33,18 +33,18 @@ def _prefilter(x: np.ndarray, y: np.ndarray, ok: np.ndarray) -> np.ndarray:
     x = np.where(ok, x, x[rows, first][:, None])
     y = np.where(ok, y, y[rows, first][:, None])
     s, d = x + y, y - x
+
     # extreme points for outward directions in counter-clockwise order:
     # +x, +x+y, +y, -x+y, -x, -x-y, -y, +x-y
-    picks = [
-        np.argmax(x, axis=1),
-        np.argmax(s, axis=1),
-        np.argmax(y, axis=1),
-        np.argmax(d, axis=1),
-        np.argmin(x, axis=1),
-        np.argmin(s, axis=1),
-        np.argmin(y, axis=1),
-        np.argmin(d, axis=1),
-    ]
+    # picked among valid points only: a tie must not pick a missing slot, which would
+    # leave every valid point "inside" (identical points after a missing first one)
+    def top(v: np.ndarray) -> np.ndarray:
+        return np.argmax(np.where(ok, v, -np.inf), axis=1)
+
+    def bottom(v: np.ndarray) -> np.ndarray:
+        return np.argmin(np.where(ok, v, np.inf), axis=1)
+
+    picks = [top(x), top(s), top(y), top(d), bottom(x), bottom(s), bottom(y), bottom(d)]
     px = np.stack([x[rows, i] for i in picks], axis=1)  # (B, 8)
     py = np.stack([y[rows, i] for i in picks], axis=1)
     inside = np.ones(x.shape, dtype=bool)
@@ -110,7 +110,8 @@ def hull_area(points: np.ndarray, *, prefilter: bool = False) -> np.ndarray:
     -------
     ndarray, shape (B,), float64
         Areas in the squared unit of ``points``; 0.0 for sets of one or two
-        points, identical or collinear points; NaN for an empty set.
+        points, identical or collinear points; NaN for an empty set and for a
+        set whose coordinates span more than the largest float (overflow).
     """
     pts = np.asarray(points, dtype=np.float64)
     if pts.ndim != 3 or pts.shape[-1] != 2:
@@ -122,11 +123,20 @@ def hull_area(points: np.ndarray, *, prefilter: bool = False) -> np.ndarray:
     if sel.size == 0:
         return area
     p, ok = pts[sel], ok[sel]
-    # centre each set for conditioning (every valid point, so the result is roster-independent)
+    # centre each set for conditioning (every valid point, so the result is roster-independent);
+    # summing p / n cannot overflow where the sum of p would
     cnt = ok.sum(axis=1)
-    ref = np.where(ok[..., None], p, 0.0).sum(axis=1) / cnt[:, None]
-    x = p[..., 0] - ref[:, :1]
-    y = p[..., 1] - ref[:, 1:]
+    ref = np.where(ok[..., None], p / cnt[:, None, None], 0.0).sum(axis=1)
+    with np.errstate(over="ignore", invalid="ignore"):  # checked just below
+        x = p[..., 0] - ref[:, :1]
+        y = p[..., 1] - ref[:, 1:]
+    # a set whose centred coordinates overflow has no finite area: NaN, not computed
+    wide = (ok & ~(np.isfinite(x) & np.isfinite(y))).any(axis=1)
+    if wide.any():
+        area[sel[wide]] = np.nan
+        sel, p, ok, x, y = sel[~wide], p[~wide], ok[~wide], x[~wide], y[~wide]
+        if sel.size == 0:
+            return area
     if prefilter:
         ok = _prefilter(np.where(ok, x, 0.0), np.where(ok, y, 0.0), ok)
     cnt = ok.sum(axis=1)

@@ -240,6 +240,10 @@ def entropy_hist(x: np.ndarray, bins: int) -> np.ndarray:
     if rows.size == 0:
         return out
     vv, okk, lo, hi = v[rows], ok[rows], lo[rows], hi[rows]
+    # a range wider than the largest float (hi - lo overflows) is binned at half scale:
+    # halving is exact and the histogram's counts do not depend on the scale
+    half = np.where(np.isfinite(hi - lo), 1.0, 0.5)
+    vv, lo, hi = vv * half[:, None], lo * half, hi * half
     edges = np.linspace(lo, hi, bins + 1, axis=1)
     # numpy.histogram's uniform-bin assignment, including its edge corrections
     a = np.where(okk, vv, lo[:, None])

@@ -74,9 +74,11 @@ def parse_collection(data: bytes, where: str) -> pa.Table:
         wrong type, null timestamps, aircraft ids or positions (row named).
     """
     import gzip
-    import json
 
     import pyarrow.json as pajson
+
+    from timenet._jsonio import loads_strict
+    from timenet.errors import DocumentError
 
     try:
         raw = gzip.decompress(data).strip()
@@ -86,9 +88,9 @@ def parse_collection(data: bytes, where: str) -> pa.Table:
         raise RawInputError(where, "expected a JSON list of records")
     body = raw[1:-1].replace(b"},{", b"}\n{")
     try:
-        first = json.loads(body.split(b"\n", 1)[0])
-    except ValueError as exc:
-        raise RawInputError(where, f"invalid JSON in the first record: {exc}") from None
+        first = loads_strict(body.split(b"\n", 1)[0], what=where, allow_nan=True)
+    except DocumentError as exc:
+        raise RawInputError(where, f"invalid JSON in the first record: {exc.reason}") from None
     missing = [c for c in REQUIRED if c not in first]
     if missing:
         raise RawInputError(where, f"records lack columns {missing}")
