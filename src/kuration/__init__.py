@@ -26,10 +26,14 @@ from .curate import (
 from .diff import compare_datasets
 from .dsl import CompiledMetric, compile_metric
 from .errors import (
+    BudgetError,
     DataOrderWarning,
     DatasetExistsError,
     DatasetIntegrityError,
+    DestinationError,
     EmptyPoolError,
+    EmptySplitError,
+    GroupCapError,
     JobError,
     KurationError,
     KurationWarning,
@@ -67,6 +71,7 @@ from .strategy import Strategy, load_strategy
 from .tick import Tick, TickTable
 
 __all__ = [
+    "BudgetError",
     "CheckResult",
     "CompiledMetric",
     "CuratedDatasetAdapter",
@@ -76,10 +81,13 @@ __all__ = [
     "DatasetExistsError",
     "DatasetIntegrityError",
     "DatasetWriteResult",
+    "DestinationError",
     "EmptyPoolError",
+    "EmptySplitError",
     "ExperimentResult",
     "FeatureEngine",
     "FieldSpec",
+    "GroupCapError",
     "InputAdapter",
     "InspectReport",
     "JobError",

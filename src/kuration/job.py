@@ -14,7 +14,7 @@
       "seed": 0, "clip_aggregate": "max", "min_track_seconds": 0, "workers": 1, "on_error": "skip",
       "span_seconds": 300 | "span_steps": 300,
       "group_of": {"<source id>": "<group>", ...}, "max_group_overshoot": 1.5,
-      "tag_coverage": false, "min_tag_frac": 0.1,
+      "tag_coverage": false, "min_tag_frac": 0.1, "allow_empty_split": false,
       "encoder": {"type": "<registered encoder>", ...options}
     }
 
@@ -66,6 +66,7 @@ _KEYS = {
     "max_group_overshoot",
     "tag_coverage",
     "min_tag_frac",
+    "allow_empty_split",
     "encoder",
     "plugins",
     "include_plugin_entry_points",
@@ -266,6 +267,9 @@ def _run_loaded(
         isinstance(group_of, Mapping) and all(isinstance(v, str) for v in group_of.values())
     ):
         raise JobError("group_of maps source ids to group names")
+    allow_empty = raw.get("allow_empty_split", False)
+    if not isinstance(allow_empty, bool):
+        raise JobError(f"allow_empty_split is true or false, got {allow_empty!r}")
     budget = raw["budget"]
     if not isinstance(budget, Mapping) or set(budget) - {"train_hours", "test_hours"}:
         raise JobError("budget is {'train_hours': h, 'test_hours': h}")
@@ -298,6 +302,7 @@ def _run_loaded(
         on_error=raw.get("on_error", "skip"),
         group_of=group_of,
         tag_coverage=bool(raw.get("tag_coverage", False)),
+        allow_empty_split=allow_empty,
         progress=progress,
         job=raw,
         plugins=plugins,

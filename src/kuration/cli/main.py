@@ -79,6 +79,14 @@ def _print_run_summary(res: DatasetWriteResult, wall: float, console: Console) -
         "entities add up; whole tracks are admitted, so a split may exceed its request by less "
         "than one track.[/]"
     )
+    for split in ("train", "test"):
+        b = budget[split]
+        if b.get("binding"):
+            console.print(
+                f"[yellow]{split} under-filled[/], binding constraint: [bold]{b['binding']}[/] "
+                f"({b['binding_detail']})",
+                highlight=False,
+            )
     reuse = res.config["results"].get("resume", {})
     if reuse.get("requested"):
         console.print(
@@ -121,6 +129,13 @@ def _print_inspect(rep: InspectReport, console: Console) -> None:
             _hours(b.get("underfill_s", 0)),
         )
     console.print(t)
+    for split, b in sorted(rep.budget.items()):
+        if isinstance(b, dict) and b.get("binding"):
+            console.print(
+                f"[yellow]{split} under-filled[/], binding constraint: [bold]{b['binding']}[/] "
+                f"({b['binding_detail']})",
+                highlight=False,
+            )
     m = Table(title="modalities")
     for col in ("name", "dtype", "shape"):
         m.add_column(col)

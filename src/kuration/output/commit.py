@@ -46,7 +46,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import DatasetExistsError, DatasetIntegrityError
+from ..errors import DatasetExistsError, DatasetIntegrityError, DestinationError
 from ..jsonio import canonical_json, dump_json_atomic, loads_strict
 
 __all__ = [
@@ -175,18 +175,23 @@ class WriterLease:
 
     The lease is released when the process exits, however it exits.  With
     ``cleanup=True``, a run that fails before writing anything removes the
-    directory it created.
+    directory it created, or else the lock file it created, so a refused or
+    failed run into an existing folder leaves it as it was.
 
     Raises
     ------
     DatasetExistsError
         If another writer holds the lease, or ``root`` is not a directory.
+    DestinationError
+        If ``root`` or the lock file cannot be created (permissions, read-only
+        file system, a file in the way of a parent).
     """
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self._fd: int | None = None
         self._created = False
+        self._lock_created = False
 
     def acquire(self) -> WriterLease:
         root = self.root
@@ -194,12 +199,26 @@ class WriterLease:
             raise DatasetExistsError(f"{root} exists and is not a directory")
         self._created = not root.exists()
         for _ in range(8):
-            root.mkdir(parents=True, exist_ok=True)
+            try:
+                root.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise DestinationError(
+                    f"cannot create the output directory: {exc.strerror or exc}",
+                    path=str(exc.filename or root),
+                ) from None
             lock = root / LOCK_NAME
+            existed = os.path.lexists(lock)
             try:
                 fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
             except OSError as exc:
-                raise DatasetExistsError(f"{lock}: cannot open the writer lock ({exc})") from None
+                if exc.errno == errno.ELOOP:
+                    raise DatasetExistsError(
+                        f"{lock}: cannot open the writer lock ({exc})"
+                    ) from None
+                raise DestinationError(
+                    f"cannot create the writer lock: {exc.strerror or exc}", path=str(lock)
+                ) from None
+            self._lock_created = not existed
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -229,10 +248,10 @@ class WriterLease:
         if self._fd is None:
             return
         try:
-            if cleanup and self._created:
+            if cleanup and (self._created or self._lock_created):
                 with contextlib.suppress(OSError):
-                    if [p.name for p in self.root.iterdir()] == [LOCK_NAME]:
-                        (self.root / LOCK_NAME).unlink()
+                    (self.root / LOCK_NAME).unlink()
+                    if self._created and not any(self.root.iterdir()):
                         self.root.rmdir()
         finally:
             fcntl.flock(self._fd, fcntl.LOCK_UN)

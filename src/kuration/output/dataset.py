@@ -31,7 +31,14 @@ import numpy as np
 
 from .. import __version__
 from ..adapters.base import InputAdapter
-from ..errors import DatasetExistsError, DatasetIntegrityError, OutputSpecError
+from ..errors import (
+    DatasetExistsError,
+    DatasetIntegrityError,
+    DestinationError,
+    EmptySplitError,
+    KurationError,
+    OutputSpecError,
+)
 from ..ids import tag_entity_id
 from ..jsonio import dump_json_atomic
 from ..plugins import implementation_fingerprints
@@ -62,7 +69,14 @@ from .commit import (
 )
 from .containers import require_container
 from .encoders import PassthroughEncoder, encoder_identity
-from .fill import Candidate, FillResult, build_candidates, fill_budgets
+from .fill import (
+    Candidate,
+    FillResult,
+    build_candidates,
+    check_group_cap,
+    explain_underfill,
+    fill_budgets,
+)
 from .spec import OutputSpec
 from .summary import feature_distributions
 from .track import track_from_table
@@ -161,6 +175,17 @@ def _destination_in_use(root: Path) -> bool:
         return False
 
 
+def _destination_path(exc: OSError, root: Path) -> str | None:
+    """The path of an OS error raised while writing under ``root`` (None if elsewhere)."""
+    for name in (exc.filename, exc.filename2):
+        if name is None:
+            continue
+        p = Path(os.fsdecode(name)).absolute()
+        if p == root.absolute() or root.absolute() in p.parents:
+            return str(p)
+    return None
+
+
 def _group_fn(
     group_of: Callable[[str], str | None] | Mapping[str, str] | None,
 ) -> Callable[[str], str | None] | None:
@@ -170,6 +195,39 @@ def _group_fn(
         mapping = dict(group_of)
         return mapping.get
     return group_of
+
+
+def _settle_splits(
+    fill: FillResult,
+    planned: Sequence[tuple[str, Candidate, list[dict[str, Any]]]],
+    hz: float,
+    too_short: int,
+    allow_empty_split: bool,
+) -> dict[str, tuple[str | None, str]]:
+    """The binding constraint of each split from the shard plan (before any shard is written).
+
+    Raises
+    ------
+    EmptySplitError
+        A split with a non-zero request plans no shard and ``allow_empty_split`` is false.
+    """
+    out: dict[str, tuple[str | None, str]] = {}
+    for split in SPLITS:
+        b = fill.budget[split]
+        entries = [e for sp, _, es in planned if sp == split for e in es]
+        emitted = sum(e["n_steps"] for e in entries) / hz
+        binding, detail = explain_underfill(b, emitted_s=emitted, too_short=too_short)
+        out[split] = (binding, detail)
+        if b["requested_s"] > 0 and not entries and not allow_empty_split:
+            raise EmptySplitError(
+                f"split {split!r} would be empty ({b['requested_s']:g} s requested); binding "
+                f"constraint: {binding}: {detail}. Set allow_empty_split (job key "
+                '"allow_empty_split": true) to write it anyway',
+                split=split,
+                requested_s=float(b["requested_s"]),
+                binding=binding,
+            )
+    return out
 
 
 def _locate(
@@ -319,6 +377,7 @@ def write_dataset(
     max_group_overshoot: float | None = None,
     tag_coverage: bool = False,
     min_tag_frac: float = 0.1,
+    allow_empty_split: bool = False,
     workers: int = 1,
     on_error: str = "skip",
     resume: bool = False,
@@ -363,6 +422,11 @@ def write_dataset(
         Admit each segment tag's highest-priority track first ...
     min_tag_frac : float
         ... while that reserve stays within this fraction of the budget.
+    allow_empty_split : bool
+        Accept a split with a non-zero request that plans no shard (otherwise
+        :class:`EmptySplitError`).  A non-empty under-filled split is never an
+        error: its budget block names the binding constraint (``binding``,
+        ``binding_detail``) and ``config["warnings"]`` repeats it.
     workers : int
         Processes for the feature pass (results do not depend on it).
     on_error : {"skip", "raise"}
@@ -397,6 +461,14 @@ def write_dataset(
         or another writer holds its lease.
     EmptyPoolError
         No source produced a segment.
+    GroupCapError
+        The group cap is shorter than every group's shortest candidate in a
+        split with a non-zero request (planning, before any shard is written).
+    EmptySplitError
+        A split with a non-zero request would end empty and ``allow_empty_split``
+        is false (planning, before any shard is written).
+    DestinationError
+        ``out`` cannot be created, locked or written.
     """
     if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", str(out)):
         raise OutputSpecError(
@@ -488,6 +560,11 @@ def write_dataset(
             tag_names=tag_names,
             min_tag_frac=min_tag_frac,
         )
+        check_group_cap(
+            fill,
+            overshoot=overshoot,
+            shard_seconds=spec.shard_length / hz if spec.short_policy == "drop" else None,
+        )
         emit(progress, "selection", "complete", total=len(scoring.segments))
 
         source_ids = [
@@ -536,6 +613,7 @@ def write_dataset(
                     spec=spec,
                 )
                 admitted.append((split, c, planned))
+        binding = _settle_splits(fill, admitted, hz, too_short, allow_empty_split)
         trusted: dict[str, dict[str, Any]] = {}
         staged: dict[str, dict[str, Any]] = {}
         resume_notes: list[str] = []
@@ -637,6 +715,7 @@ def write_dataset(
             es = [e for e in entries if e["split"] == split]
             b["emitted_s"] = sum(e["n_steps"] for e in es) / hz
             b["dropped_tail_s"] = b["admitted_s"] - b["emitted_s"]
+            b["binding"], b["binding_detail"] = binding[split]
             budget[split] = b
             splits[split] = {
                 "shards": len(es),
@@ -674,6 +753,9 @@ def write_dataset(
         warnings: list[str] = []
         if not entries:
             warnings.append("no shard was emitted: every candidate was excluded or dropped")
+        for split in SPLITS:
+            if binding[split][0] is not None:
+                warnings.append(f"{split} under-filled: {binding[split][0]}: {binding[split][1]}")
         resume_block = {
             "requested": bool(resume),
             "reused_shards": reused,
@@ -697,6 +779,7 @@ def write_dataset(
                 "max_group_overshoot": overshoot,
                 "tag_coverage": use_tags,
                 "min_tag_frac": float(min_tag_frac),
+                "allow_empty_split": bool(allow_empty_split),
                 "workers": workers,
                 "on_error": on_error,
                 "sources": source_rows,
@@ -744,12 +827,18 @@ def write_dataset(
             n_shards=len(entries),
         )
         _rmtree(root / STAGING_NAME)
-    except BaseException:
+    except BaseException as exc:
         for j in opened:
             j.close()
         if not published and lease.created:
             _rmtree(root, keep={LOCK_NAME})  # a destination this run created holds nothing else
         lease.release(cleanup=not published)
+        if isinstance(exc, OSError) and not isinstance(exc, KurationError):
+            where = _destination_path(exc, root)
+            if where is not None:
+                raise DestinationError(
+                    f"cannot write the dataset: {exc.strerror or exc}", path=where
+                ) from exc
         raise
     lease.release()
     return DatasetWriteResult(
