@@ -81,6 +81,8 @@ def _load_part(value: Any, base: Path, what: str) -> Any:
             return loads_strict(p.read_bytes(), what=str(p))
         except FileNotFoundError:
             raise JobError(f"{what}: file {p} not found") from None
+        except OSError as exc:  # a directory, no permission
+            raise JobError(f"{what}: cannot read {p}: {exc.strerror or exc}") from None
         except ValueError as exc:
             raise JobError(str(exc)) from None
     return value
@@ -102,6 +104,8 @@ def load_job(job: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[dict[str,
             raw = loads_strict(p.read_bytes(), what=str(p))
         except FileNotFoundError:
             raise JobError(f"job file {p} not found") from None
+        except OSError as exc:  # a directory, no permission
+            raise JobError(f"job file {p}: cannot read it: {exc.strerror or exc}") from None
         except ValueError as exc:
             raise JobError(str(exc)) from None
         base = p.parent.resolve()

@@ -44,6 +44,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from timenet._fs import make_dirs, raise_registry_error, remove_empty
 from timenet._integrity import sha256_file
 from timenet.catalog import write_catalog
 from timenet.errors import (
@@ -145,6 +146,8 @@ class TimeFWriter:
     ------
     VersionExistsError
         If the version is already committed.
+    RegistryError
+        If ``root`` cannot be written (the directories created are removed again).
 
     Examples
     --------
@@ -169,10 +172,8 @@ class TimeFWriter:
         self.target = parent / self.card.version
         if os.path.lexists(self.target):
             raise VersionExistsError(str(self.target), str(self.card.ref))
-        parent.mkdir(parents=True, exist_ok=True)
         self.staging = parent / f"{STAGING_PREFIX}{self.card.version}-{uuid.uuid4().hex[:12]}"
-        self.staging.mkdir()
-        (self.staging / "values").mkdir()
+        self._made = make_dirs(self.staging / "values", self.root)  # RegistryError if refused
         self._compression = compression
         self._row_group_rows = int(row_group_rows)
         self._created = created
@@ -632,6 +633,8 @@ class TimeFWriter:
         VersionExistsError
             If another writer committed the same version meanwhile (staging is
             removed).
+        RegistryError
+            If a file cannot be written (nothing is published).
         """
         self._check_open()
         try:
@@ -671,8 +674,9 @@ class TimeFWriter:
                 raise VersionExistsError(str(self.target), str(self.card.ref))
             os.rename(self.staging, self.target)
             _fsync(self.target.parent)
-        except BaseException:
+        except BaseException as exc:
             self.abort()
+            raise_registry_error(exc, self.root)
             raise
         self._state = "committed"
         return self.target
@@ -686,6 +690,7 @@ class TimeFWriter:
             self._close_values()
         finally:
             shutil.rmtree(self.staging, ignore_errors=True)
+            remove_empty(self._made)  # org/name directories this writer created
 
 
 def _to_arrow_values(values: Any, spec: SignalSpec, name: str, record: str) -> pa.Array:
