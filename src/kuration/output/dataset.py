@@ -173,6 +173,8 @@ def _destination_in_use(root: Path) -> bool:
         return any(p.name != LOCK_NAME for p in root.iterdir())
     except FileNotFoundError:
         return False
+    except NotADirectoryError:
+        raise DatasetExistsError(f"{root} exists and is not a directory") from None
 
 
 def _destination_path(exc: OSError, root: Path) -> str | None:
