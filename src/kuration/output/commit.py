@@ -41,6 +41,7 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 import stat
 from collections.abc import Mapping
 from pathlib import Path
@@ -59,13 +60,17 @@ __all__ = [
     "MARKER_FORMAT",
     "MARKER_NAME",
     "METADATA_NAMES",
+    "SPLITS",
     "STAGING_NAME",
     "Journal",
     "WriterLease",
+    "destination_path",
     "fsync_paths",
     "marker_document",
     "read_commit",
     "read_regular",
+    "remove_stale",
+    "remove_tree",
     "reusable_entries",
     "run_fingerprint",
     "shard_matches",
@@ -81,6 +86,7 @@ MARKER_NAME = ".kuration_output_spec.json"
 JOURNAL_NAME = "journal.jsonl"
 STAGING_NAME = ".kuration_staging"
 FORMAT = "kuration-dataset/1"
+SPLITS = ("train", "test")
 MARKER_FORMAT = "kuration-output-spec/1"
 JOURNAL_FORMAT = "kuration-journal/1"
 METADATA_NAMES = (COMMIT_NAME, MANIFEST_NAME, CONFIG_NAME, MARKER_NAME)
@@ -263,6 +269,56 @@ class WriterLease:
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
         self.release(cleanup=exc_type is not None)
+
+
+def destination_path(exc: OSError, root: Path) -> str | None:
+    """The path of an OS error raised while writing under ``root`` (None if elsewhere)."""
+    for name in (exc.filename, exc.filename2):
+        if name is None:
+            continue
+        p = Path(os.fsdecode(name)).absolute()
+        if p == root.absolute() or root.absolute() in p.parents:
+            return str(p)
+    return None
+
+
+def remove_tree(path: Path, keep: set[str] | None = None) -> None:
+    """Remove ``path`` (never following a symlink), or only its entries not in ``keep``."""
+    if path.is_symlink() or not path.exists():
+        if path.is_symlink():
+            path.unlink()
+        return
+    if keep is None:
+        shutil.rmtree(path)
+        return
+    for p in path.iterdir():
+        if p.name in keep:
+            continue
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        else:
+            p.unlink()
+
+
+def remove_stale(root: Path, keep: set[str]) -> None:
+    """Remove files under the split directories that the new manifest does not list
+    (old shards, temp files of killed writers) and temp files of metadata."""
+    for split in SPLITS:
+        d = root / split
+        if not d.is_dir() or d.is_symlink():
+            continue
+        for p in d.iterdir():
+            rel = f"{split}/{p.name}"
+            if rel in keep:
+                continue
+            if p.is_symlink() or p.is_file():
+                p.unlink()
+        with contextlib.suppress(OSError):
+            if not any(d.iterdir()):
+                d.rmdir()
+    for p in root.iterdir():
+        if p.name.startswith(".") and ".tmp-" in p.name and (p.is_file() or p.is_symlink()):
+            p.unlink()
 
 
 def staging_dir(root: Path, fingerprint: str) -> Path:

@@ -14,13 +14,11 @@ A run has three phases (see :mod:`kuration.output.commit`):
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import math
 import os
 import platform
 import re
-import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +33,6 @@ from ..errors import (
     DatasetExistsError,
     DatasetIntegrityError,
     DestinationError,
-    EmptySplitError,
     KurationError,
     OutputSpecError,
 )
@@ -55,12 +52,16 @@ from .commit import (
     LOCK_NAME,
     MANIFEST_NAME,
     MARKER_NAME,
+    SPLITS,
     STAGING_NAME,
     Journal,
     WriterLease,
+    destination_path,
     fsync_paths,
     marker_document,
     read_commit,
+    remove_stale,
+    remove_tree,
     reusable_entries,
     run_fingerprint,
     shard_matches,
@@ -74,8 +75,8 @@ from .fill import (
     FillResult,
     build_candidates,
     check_group_cap,
-    explain_underfill,
     fill_budgets,
+    settle_splits,
 )
 from .spec import OutputSpec
 from .summary import feature_distributions
@@ -84,7 +85,6 @@ from .writer import ShardWriter, ensure_dir, plan_entries
 
 __all__ = ["DatasetWriteResult", "write_dataset"]
 
-SPLITS = ("train", "test")
 _PLAN_KEYS = (
     "split",
     "source_id",
@@ -177,17 +177,6 @@ def _destination_in_use(root: Path) -> bool:
         raise DatasetExistsError(f"{root} exists and is not a directory") from None
 
 
-def _destination_path(exc: OSError, root: Path) -> str | None:
-    """The path of an OS error raised while writing under ``root`` (None if elsewhere)."""
-    for name in (exc.filename, exc.filename2):
-        if name is None:
-            continue
-        p = Path(os.fsdecode(name)).absolute()
-        if p == root.absolute() or root.absolute() in p.parents:
-            return str(p)
-    return None
-
-
 def _group_fn(
     group_of: Callable[[str], str | None] | Mapping[str, str] | None,
 ) -> Callable[[str], str | None] | None:
@@ -197,39 +186,6 @@ def _group_fn(
         mapping = dict(group_of)
         return mapping.get
     return group_of
-
-
-def _settle_splits(
-    fill: FillResult,
-    planned: Sequence[tuple[str, Candidate, list[dict[str, Any]]]],
-    hz: float,
-    too_short: int,
-    allow_empty_split: bool,
-) -> dict[str, tuple[str | None, str]]:
-    """The binding constraint of each split from the shard plan (before any shard is written).
-
-    Raises
-    ------
-    EmptySplitError
-        A split with a non-zero request plans no shard and ``allow_empty_split`` is false.
-    """
-    out: dict[str, tuple[str | None, str]] = {}
-    for split in SPLITS:
-        b = fill.budget[split]
-        entries = [e for sp, _, es in planned if sp == split for e in es]
-        emitted = sum(e["n_steps"] for e in entries) / hz
-        binding, detail = explain_underfill(b, emitted_s=emitted, too_short=too_short)
-        out[split] = (binding, detail)
-        if b["requested_s"] > 0 and not entries and not allow_empty_split:
-            raise EmptySplitError(
-                f"split {split!r} would be empty ({b['requested_s']:g} s requested); binding "
-                f"constraint: {binding}: {detail}. Set allow_empty_split (job key "
-                '"allow_empty_split": true) to write it anyway',
-                split=split,
-                requested_s=float(b["requested_s"]),
-                binding=binding,
-            )
-    return out
 
 
 def _locate(
@@ -255,45 +211,6 @@ def _locate(
         if shard_matches(base, rec):
             return {**planned, "size": rec["size"], "sha256": rec["sha256"]}, where
     return None
-
-
-def _rmtree(path: Path, keep: set[str] | None = None) -> None:
-    """Remove ``path`` (never following a symlink), or only its entries not in ``keep``."""
-    if path.is_symlink() or not path.exists():
-        if path.is_symlink():
-            path.unlink()
-        return
-    if keep is None:
-        shutil.rmtree(path)
-        return
-    for p in path.iterdir():
-        if p.name in keep:
-            continue
-        if p.is_dir() and not p.is_symlink():
-            shutil.rmtree(p)
-        else:
-            p.unlink()
-
-
-def _remove_stale(root: Path, keep: set[str]) -> None:
-    """Remove files under the split directories that the new manifest does not list
-    (old shards, temp files of killed writers) and temp files of metadata."""
-    for split in SPLITS:
-        d = root / split
-        if not d.is_dir() or d.is_symlink():
-            continue
-        for p in d.iterdir():
-            rel = f"{split}/{p.name}"
-            if rel in keep:
-                continue
-            if p.is_symlink() or p.is_file():
-                p.unlink()
-        with contextlib.suppress(OSError):
-            if not any(d.iterdir()):
-                d.rmdir()
-    for p in root.iterdir():
-        if p.name.startswith(".") and ".tmp-" in p.name and (p.is_file() or p.is_symlink()):
-            p.unlink()
 
 
 def preflight(
@@ -615,7 +532,7 @@ def write_dataset(
                     spec=spec,
                 )
                 admitted.append((split, c, planned))
-        binding = _settle_splits(fill, admitted, hz, too_short, allow_empty_split)
+        binding = settle_splits(fill, admitted, hz, too_short, allow_empty_split)
         trusted: dict[str, dict[str, Any]] = {}
         staged: dict[str, dict[str, Any]] = {}
         resume_notes: list[str] = []
@@ -638,7 +555,7 @@ def write_dataset(
         # ---- staging: encode every shard not already in place; the artifact is untouched
         stage = staging_dir(root, fingerprint)
         if not resume and stage.exists():
-            _rmtree(stage)
+            remove_tree(stage)
         journal = Journal(stage, fingerprint, keep=resume)
         opened.append(journal)
         writer = ShardWriter(stage, spec, schema, encoder, on_shard=journal.record)
@@ -701,7 +618,7 @@ def write_dataset(
                 e["shard_index"],
             )
         )
-        _remove_stale(root, {e["path"] for e in entries})
+        remove_stale(root, {e["path"] for e in entries})
         if durable:
             fsync_paths([root / s for s in SPLITS if (root / s).is_dir()] + [root])
 
@@ -828,15 +745,15 @@ def write_dataset(
             output_spec_sha256=marker_sha,
             n_shards=len(entries),
         )
-        _rmtree(root / STAGING_NAME)
+        remove_tree(root / STAGING_NAME)
     except BaseException as exc:
         for j in opened:
             j.close()
         if not published and lease.created:
-            _rmtree(root, keep={LOCK_NAME})  # a destination this run created holds nothing else
+            remove_tree(root, keep={LOCK_NAME})  # a destination this run created holds nothing else
         lease.release(cleanup=not published)
         if isinstance(exc, OSError) and not isinstance(exc, KurationError):
-            where = _destination_path(exc, root)
+            where = destination_path(exc, root)
             if where is not None:
                 raise DestinationError(
                     f"cannot write the dataset: {exc.strerror or exc}", path=where

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GroupCapError
+from ..errors import EmptySplitError, GroupCapError
 from ..ids import tag_entity_id
 from ..segment import Segment
 
@@ -49,6 +49,7 @@ __all__ = [
     "check_group_cap",
     "explain_underfill",
     "fill_budgets",
+    "settle_splits",
 ]
 
 BINDING_CONSTRAINTS = ("group cap", "pool size", "track length")
@@ -438,6 +439,54 @@ def explain_underfill(
         f"{head}: {admitted:.0f} s admitted, but {admitted - emitted_s:.0f} s of track ends "
         "do not fill a whole shard (shard_length, short_policy)"
     )
+
+
+def settle_splits(
+    fill: FillResult,
+    planned: Sequence[tuple[str, Candidate, list[dict[str, Any]]]],
+    hz: float,
+    too_short: int,
+    allow_empty_split: bool,
+) -> dict[str, tuple[str | None, str]]:
+    """The binding constraint of each split from the shard plan (before any shard is written).
+
+    Parameters
+    ----------
+    fill : FillResult
+    planned : sequence of (split, candidate, manifest entries)
+        The shard plan; each entry has ``n_steps``.
+    hz : float
+    too_short : int
+        Tracks left out for being shorter than ``min_track_seconds``.
+    allow_empty_split : bool
+
+    Returns
+    -------
+    dict
+        Per split, :func:`explain_underfill`'s ``(binding, detail)``.
+
+    Raises
+    ------
+    EmptySplitError
+        A split with a non-zero request plans no shard and ``allow_empty_split`` is false.
+    """
+    out: dict[str, tuple[str | None, str]] = {}
+    for split in fill.budget:
+        b = fill.budget[split]
+        entries = [e for sp, _, es in planned if sp == split for e in es]
+        emitted = sum(e["n_steps"] for e in entries) / hz
+        binding, detail = explain_underfill(b, emitted_s=emitted, too_short=too_short)
+        out[split] = (binding, detail)
+        if b["requested_s"] > 0 and not entries and not allow_empty_split:
+            raise EmptySplitError(
+                f"split {split!r} would be empty ({b['requested_s']:g} s requested); binding "
+                f"constraint: {binding}: {detail}. Set allow_empty_split (job key "
+                '"allow_empty_split": true) to write it anyway',
+                split=split,
+                requested_s=float(b["requested_s"]),
+                binding=binding,
+            )
+    return out
 
 
 class _Admission:
