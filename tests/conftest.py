@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,92 @@ def small_job(adsb_job_dict: dict, adsb_sources: list[Path]) -> dict:
     job["sources"] = [str(p) for p in adsb_sources[:4]]
     job["budget"] = {"train_hours": 1.0, "test_hours": 0.25}
     return job
+
+
+def _unprivileged(cmd: list[str]) -> list[str]:
+    """``cmd`` run as uid/gid 65534 (nobody) when the tests run as root, as in CI.
+
+    The interpreter may live where uid 65534 cannot search (pyenv under a 0700 /root), so
+    the dropped process keeps one capability, CAP_DAC_READ_SEARCH (read and traverse
+    anything), through util-linux's ``setpriv``; every write is checked as for nobody.
+    """
+    import os
+    import shutil
+
+    if os.geteuid() != 0:
+        return cmd
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.fail("setpriv (util-linux) is needed to drop root for the permission tests")
+    return [
+        setpriv,
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=+dac_read_search",
+        "--ambient-caps=+dac_read_search",
+        "--",
+        *cmd,
+    ]
+
+
+@pytest.fixture
+def read_only_dir(tmp_path: Path) -> Path:
+    """An empty folder nobody but its owner (root) may write, checked by a real write attempt."""
+    import subprocess
+
+    ro = tmp_path / "read-only"
+    ro.mkdir(mode=0o555)
+    ro.chmod(0o555)
+    probe = subprocess.run(
+        _unprivileged(["sh", "-c", f"id -u; touch '{ro}/probe'"]),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert probe.returncode != 0 and "Permission denied" in probe.stderr, probe
+    assert probe.stdout.strip() != "0"  # really dropped
+    return ro
+
+
+@pytest.fixture(scope="session")
+def unprivileged() -> Callable[[list[str]], list[str]]:
+    """``unprivileged(cmd)``: the command line that runs ``cmd`` as uid/gid 65534 under root."""
+    return _unprivileged
+
+
+@pytest.fixture(scope="session")
+def run_cli_table() -> Callable[..., list[str]]:
+    """``run_cli_table(cases, cwd, prefix=[])``: run every ``(argv, status, needle)`` case
+    (argv[0] a console script of this environment) four at a time; returns one message per
+    case that did not exit ``status`` with exactly one ``<argv[0]>: error: ...`` line
+    containing ``needle`` as the first line of stderr, or that printed a traceback."""
+    return _run_cli_table
+
+
+def _run_cli_table(
+    cases: Sequence[tuple[list[str], int, str]], cwd: Path, prefix: Sequence[str] = ()
+) -> list[str]:
+    import subprocess
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    bindir = Path(sys.executable).parent
+
+    def one(case: tuple[list[str], int, str]) -> str | None:
+        argv, status, needle = case
+        cmd = [*prefix, str(bindir / argv[0]), *argv[1:]]
+        run = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
+        lines = [ln for ln in run.stderr.splitlines() if ln.strip()]
+        errors = [ln for ln in lines if ln.startswith(f"{argv[0]}: error: ")]
+        ok = (
+            "Traceback" not in run.stderr
+            and run.returncode == status
+            and len(errors) == 1
+            and lines[0] == errors[0]
+            and needle in errors[0]
+        )
+        return None if ok else f"{' '.join(argv)} -> exit {run.returncode}: {run.stderr!r}"
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return [m for m in pool.map(one, cases) if m is not None]

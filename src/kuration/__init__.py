@@ -10,11 +10,15 @@ from .contracts.tick import Tick, TickTable
 from .contracts.track import Track, tracks_from_segment, tracks_from_ticks
 from .core.plugins import load_plugins, plugin_failures
 from .errors import (
+    BudgetError,
     DataOrderWarning,
     DatasetExistsError,
     DatasetIntegrityError,
+    DestinationError,
     EmptyPoolError,
+    EmptySplitError,
     EntityIdError,
+    GroupCapError,
     JobError,
     KurationError,
     KurationWarning,
@@ -71,6 +75,7 @@ from .tools.inspect import InspectReport, inspect_dataset
 from .tools.review import hours_selection_review
 
 __all__ = [
+    "BudgetError",
     "CheckResult",
     "CompiledMetric",
     "CuratedDatasetAdapter",
@@ -80,11 +85,14 @@ __all__ = [
     "DatasetExistsError",
     "DatasetIntegrityError",
     "DatasetWriteResult",
+    "DestinationError",
     "EmptyPoolError",
+    "EmptySplitError",
     "EntityIdError",
     "ExperimentResult",
     "FeatureEngine",
     "FieldSpec",
+    "GroupCapError",
     "InputAdapter",
     "InspectReport",
     "JobError",

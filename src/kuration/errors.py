@@ -14,6 +14,10 @@
     ├── EmptyPoolError (RuntimeError)       scoring produced no segments at all
     ├── OutputSpecError (ValueError)        an OutputSpec is invalid or a modality cannot be filled
     │   └── OutputValueError                a value does not fit its modality's dtype (range, integrality)
+    ├── BudgetError (ValueError)            the hours budget cannot be met as configured
+    │   ├── GroupCapError                   the group cap starves every group of a split
+    │   └── EmptySplitError                 a split with a non-zero request would end empty
+    ├── DestinationError (OSError)          the output destination cannot be created or written
     ├── DatasetExistsError (FileExistsError) the destination holds a dataset and neither resume nor force was given
     ├── DatasetIntegrityError (ValueError)  an artifact fails verification (checksum, layout, commit state)
     ├── SampleFetchError (RuntimeError)     a pinned sample could not be fetched or failed its checksum
@@ -28,11 +32,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "BudgetError",
     "DataOrderWarning",
     "DatasetExistsError",
     "DatasetIntegrityError",
+    "DestinationError",
     "EmptyPoolError",
+    "EmptySplitError",
     "EntityIdError",
+    "GroupCapError",
     "JobError",
     "KurationError",
     "KurationWarning",
@@ -319,6 +327,82 @@ class OutputValueError(OutputSpecError):
         self.entity = entity
         self.row = row
         self.value = value
+
+
+class BudgetError(KurationError, ValueError):
+    """The hours budget cannot be met as configured; raised while planning, before any shard.
+
+    Attributes
+    ----------
+    split : str
+        The split at fault.
+    requested_s : float
+        Its request in seconds.
+    """
+
+    def __init__(self, message: str, *, split: str, requested_s: float) -> None:
+        super().__init__(message)
+        self.split = split
+        self.requested_s = requested_s
+
+
+class GroupCapError(BudgetError):
+    """The group cap is shorter than the shortest candidate track of every group of a split.
+
+    Attributes
+    ----------
+    cap_s : float
+        The cap, ``max_group_overshoot * requested_s / n_groups`` seconds.
+    shortest_s : float
+        The shortest candidate track (or span) of the split, seconds.
+    n_groups : int
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        split: str,
+        requested_s: float,
+        cap_s: float,
+        shortest_s: float,
+        n_groups: int,
+    ) -> None:
+        super().__init__(message, split=split, requested_s=requested_s)
+        self.cap_s = cap_s
+        self.shortest_s = shortest_s
+        self.n_groups = n_groups
+
+
+class EmptySplitError(BudgetError):
+    """A split with a non-zero request would end with no shard (and the job does not allow it).
+
+    Attributes
+    ----------
+    binding : str or None
+        The constraint that emptied it: ``"group cap"``, ``"pool size"`` or ``"track length"``.
+    """
+
+    def __init__(
+        self, message: str, *, split: str, requested_s: float, binding: str | None
+    ) -> None:
+        super().__init__(message, split=split, requested_s=requested_s)
+        self.binding = binding
+
+
+class DestinationError(KurationError, OSError):
+    """The output destination cannot be created, locked or written (permissions, disk, a file
+    in the way).
+
+    Attributes
+    ----------
+    path : str
+        The path the operating system refused.
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
 
 
 class DatasetExistsError(KurationError, FileExistsError):

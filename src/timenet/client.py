@@ -29,6 +29,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from timenet._fs import make_dirs, raise_registry_error, remove_empty
 from timenet.errors import DatasetNotFoundError, VersionExistsError
 from timenet.models import Manifest
 from timenet.reader import LoadedDataset, TimeFReader
@@ -247,6 +248,8 @@ class TimeNet:
             If ``dest`` already holds the version.
         IntegrityError
             If a source file fails verification.
+        RegistryError
+            If ``dest`` cannot be written (nothing is left behind).
         """
         handle = self.resolve(ref, verify=True)
         r = handle.ref
@@ -254,9 +257,8 @@ class TimeNet:
         target = parent / str(r.version)
         if os.path.lexists(target):
             raise VersionExistsError(str(target), str(r))
-        parent.mkdir(parents=True, exist_ok=True)
         staging = parent / f"{STAGING_PREFIX}{r.version}-{uuid.uuid4().hex[:12]}"
-        staging.mkdir()
+        made = make_dirs(staging, Path(dest))  # RegistryError if refused
         try:
             for f in handle.manifest.files:
                 dst = staging / f.path
@@ -266,8 +268,10 @@ class TimeNet:
             if os.path.lexists(target):
                 raise VersionExistsError(str(target), str(r))
             os.rename(staging, target)
-        except BaseException:
+        except BaseException as exc:
             shutil.rmtree(staging, ignore_errors=True)
+            remove_empty(made)
+            raise_registry_error(exc, Path(dest))
             raise
         return target
 

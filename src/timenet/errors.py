@@ -17,7 +17,7 @@ or ``except FileNotFoundError`` keeps working::
     ├── StepRangeError (IndexError)           signal, start, stop, length
     ├── RecordNotFoundError (KeyError)        record
     ├── SignalNotFoundError (KeyError)        record, signal
-    └── RegistryError (OSError)               url
+    └── RegistryError (OSError)               url, path
 """
 
 from __future__ import annotations
@@ -190,8 +190,10 @@ class SignalNotFoundError(TimeNetError, KeyError):
 
 
 class RegistryError(TimeNetError, OSError):
-    """A registry cannot be read or written (e.g. writing to a remote registry)."""
+    """A registry cannot be read or written (e.g. writing to a remote registry, or a local
+    one the user may not write); ``path`` is the file or directory refused, if known."""
 
-    def __init__(self, url: str, reason: str) -> None:
+    def __init__(self, url: str, reason: str, *, path: str | None = None) -> None:
         self.url = url
+        self.path = path
         super().__init__(f"registry {url}: {reason}")

@@ -45,6 +45,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from timenet._arrays import check_integral
+from timenet._fs import make_dirs, raise_registry_error, remove_empty
 from timenet._integrity import sha256_file
 from timenet._timebase import NS_MAX, NS_MIN, check_signal_times
 from timenet.catalog import write_catalog
@@ -161,6 +162,8 @@ class TimeFWriter:
     ------
     VersionExistsError
         If the version is already committed.
+    RegistryError
+        If ``root`` cannot be written (the directories created are removed again).
 
     Examples
     --------
@@ -185,10 +188,8 @@ class TimeFWriter:
         self.target = parent / self.card.version
         if os.path.lexists(self.target):
             raise VersionExistsError(str(self.target), str(self.card.ref))
-        parent.mkdir(parents=True, exist_ok=True)
         self.staging = parent / f"{STAGING_PREFIX}{self.card.version}-{uuid.uuid4().hex[:12]}"
-        self.staging.mkdir()
-        (self.staging / "values").mkdir()
+        self._made = make_dirs(self.staging / "values", self.root)  # RegistryError if refused
         self._compression = compression
         self._row_group_rows = int(row_group_rows)
         self._created = created
@@ -666,6 +667,8 @@ class TimeFWriter:
         VersionExistsError
             If another writer committed the same version meanwhile (staging is
             removed).
+        RegistryError
+            If a file cannot be written (nothing is published).
         """
         self._check_open()
         try:
@@ -705,8 +708,9 @@ class TimeFWriter:
                 raise VersionExistsError(str(self.target), str(self.card.ref))
             os.rename(self.staging, self.target)
             _fsync(self.target.parent)
-        except BaseException:
+        except BaseException as exc:
             self.abort()
+            raise_registry_error(exc, self.root)
             raise
         self._state = "committed"
         return self.target
@@ -720,6 +724,7 @@ class TimeFWriter:
             self._close_values()
         finally:
             shutil.rmtree(self.staging, ignore_errors=True)
+            remove_empty(self._made)  # org/name directories this writer created
 
 
 def _to_arrow_values(values: Any, spec: SignalSpec, name: str, record: str) -> pa.Array:

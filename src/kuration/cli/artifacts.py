@@ -62,10 +62,16 @@ def _cmd_diff(args: argparse.Namespace) -> int:
 def _cmd_check(args: argparse.Namespace) -> int:
     res = check_dataset(args.dataset, args.policy)
     if args.json:
-        print(json.dumps({"path": res.path, "ok": res.ok, "gates": res.gates}, indent=2))
+        print(
+            json.dumps(
+                {"path": res.path, "ok": res.ok, "gates": res.gates, "notes": res.notes}, indent=2
+            )
+        )
     else:
         for g in res.gates:
             print(f"{'PASS' if g['ok'] else 'FAIL'}  {g['gate']}: {g['detail']}")
+        for note in res.notes:
+            print(f"NOTE  {note}")
     for g in res.failures:
         print(f"kur check: gate {g['gate']} failed: {g['detail']}", file=sys.stderr)
     return 0 if res.ok else 2

@@ -1,6 +1,8 @@
 """``kur``: run jobs, inspect datasets, fetch samples.
 
-Exit codes: 0 success, 1 a kuration error (message on stderr), 2 usage errors.
+Exit codes: 0 success, 1 an error (one line ``<prog>: error: ...`` on stderr: a bad
+argument, a kuration or TimeNet error, a file-system problem), 2 a failed ``kur check``
+gate.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+
+from timenet._cli import OneLineParser, run_guarded
+from timenet.errors import TimeNetError
 
 from ..core.progress import RichProgress
 from ..errors import KurationError
@@ -87,6 +92,14 @@ def _print_run_summary(res: DatasetWriteResult, wall: float, console: Console) -
         "entities add up; whole tracks are admitted, so a split may exceed its request by less "
         "than one track.[/]"
     )
+    for split in ("train", "test"):
+        b = budget[split]
+        if b.get("binding"):
+            console.print(
+                f"[yellow]{split} under-filled[/], binding constraint: [bold]{b['binding']}[/] "
+                f"({b['binding_detail']})",
+                highlight=False,
+            )
     reuse = res.config["results"].get("resume", {})
     if reuse.get("requested"):
         console.print(
@@ -132,6 +145,13 @@ def _print_inspect(rep: InspectReport, console: Console) -> None:
             _hours(b.get("underfill_s", 0)),
         )
     console.print(t)
+    for split, b in sorted(rep.budget.items()):
+        if isinstance(b, dict) and b.get("binding"):
+            console.print(
+                f"[yellow]{split} under-filled[/], binding constraint: [bold]{b['binding']}[/] "
+                f"({b['binding_detail']})",
+                highlight=False,
+            )
     m = Table(title="modalities")
     for col in ("name", "dtype", "shape"):
         m.add_column(col)
@@ -256,54 +276,60 @@ def _add_inspect(p: argparse.ArgumentParser) -> None:
     p.set_defaults(fn=_cmd_inspect)
 
 
+def _add_plugin_check(p: argparse.ArgumentParser) -> None:
+    p.add_argument("module", nargs="*", help="explicit plugin modules to import too")
+    p.set_defaults(fn=_cmd_plugin_check)
+
+
+def _add_sample(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", choices=["fetch", "build-sources"])
+    p.add_argument(
+        "--out", default="runs/adsb-sources", help="where build-sources writes Parquet files"
+    )
+    p.add_argument("--slice-minutes", type=float, default=15.0)
+    p.set_defaults(fn=_cmd_sample)
+
+
+# every subcommand: how to add its arguments, and its help line
+_COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], str]] = {
+    "run": (_add_run, "run a curation job"),
+    "inspect": (_add_inspect, "summarize a curated dataset"),
+    "diff": (add_diff, "compare two curated datasets"),
+    "check": (add_check, "gate a dataset with a quality policy (exit 2 on failure)"),
+    "curate": (add_curate, "select N segments with a strategy"),
+    "experiment": (add_experiment, "compare strategies on one scored pool"),
+    "plugin-check": (_add_plugin_check, "load plugins and print the full error of any that fail"),
+    "sample": (_add_sample, "fetch the pinned public ADS-B sample"),
+    "schema": (_add_schema, "print the JSON Schema of a job, strategy, output or schema file"),
+}
+
+
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    ap = OneLineParser(
         prog="kur", description="Curate multi-entity time series into training shards."
     )
     sub = ap.add_subparsers(dest="command", required=True)
-    _add_run(sub.add_parser("run", help="run a curation job"))
-    _add_inspect(sub.add_parser("inspect", help="summarize a curated dataset"))
-    add_diff(sub.add_parser("diff", help="compare two curated datasets"))
-    add_check(
-        sub.add_parser("check", help="gate a dataset with a quality policy (exit 2 on failure)")
-    )
-    add_curate(sub.add_parser("curate", help="select N segments with a strategy"))
-    add_experiment(sub.add_parser("experiment", help="compare strategies on one scored pool"))
-    pc = sub.add_parser(
-        "plugin-check", help="load plugins and print the full error of any that fail"
-    )
-    pc.add_argument("module", nargs="*", help="explicit plugin modules to import too")
-    pc.set_defaults(fn=_cmd_plugin_check)
-    _add_schema(
-        sub.add_parser(
-            "schema", help="print the JSON Schema of a job, strategy, output or schema file"
-        )
-    )
-    sp = sub.add_parser("sample", help="fetch the pinned public ADS-B sample")
-    sp.add_argument("action", choices=["fetch", "build-sources"])
-    sp.add_argument(
-        "--out", default="runs/adsb-sources", help="where build-sources writes Parquet files"
-    )
-    sp.add_argument("--slice-minutes", type=float, default=15.0)
-    sp.set_defaults(fn=_cmd_sample)
+    for name, (add, help_text) in _COMMANDS.items():
+        add(sub.add_parser(name, help=help_text))
     return ap
 
 
-def _dispatch(args: argparse.Namespace) -> int:
-    try:
-        return int(args.fn(args))
-    except KurationError as exc:
-        print(f"kur: error: {exc}", file=sys.stderr)
-        return 1
+def _dispatch(prog: str, args: argparse.Namespace) -> int:
+    return run_guarded(prog, lambda: args.fn(args), (KurationError, TimeNetError))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return _dispatch(_parser().parse_args(argv))
+    """``kur``: returns the exit status (0 ok, 1 an error, 2 a failed ``kur check`` gate)."""
+    return _dispatch("kur", _parser().parse_args(argv))
 
 
 def _script(command: str) -> Callable[[Sequence[str] | None], int]:
+    add, help_text = _COMMANDS[command]
+
     def entry(argv: Sequence[str] | None = None) -> int:
-        return main([command, *(sys.argv[1:] if argv is None else argv)])
+        ap = OneLineParser(prog=f"kur-{command}", description=help_text)
+        add(ap)
+        return _dispatch(f"kur-{command}", ap.parse_args(argv))
 
     entry.__name__ = f"{command.replace('-', '_')}_main"
     entry.__doc__ = f"Console script ``kur-{command}``: the same as ``kur {command}``."

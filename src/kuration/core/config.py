@@ -367,6 +367,7 @@ class JobModel(_Model):
     max_group_overshoot: PositiveNumber | None = None
     tag_coverage: bool = False
     min_tag_frac: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.1
+    allow_empty_split: bool = False
     encoder: EncoderModel | None = None
     plugins: list[str] = []
     include_plugin_entry_points: bool = True

@@ -41,13 +41,14 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..core.jsonio import canonical_json, dump_json_atomic, loads_strict
-from ..errors import DatasetExistsError, DatasetIntegrityError
+from ..errors import DatasetExistsError, DatasetIntegrityError, DestinationError
 
 __all__ = [
     "COMMIT_NAME",
@@ -59,13 +60,17 @@ __all__ = [
     "MARKER_FORMAT",
     "MARKER_NAME",
     "METADATA_NAMES",
+    "SPLITS",
     "STAGING_NAME",
     "Journal",
     "WriterLease",
+    "destination_path",
     "fsync_paths",
     "marker_document",
     "read_commit",
     "read_regular",
+    "remove_stale",
+    "remove_tree",
     "reusable_entries",
     "run_fingerprint",
     "shard_matches",
@@ -81,6 +86,7 @@ MARKER_NAME = ".kuration_output_spec.json"
 JOURNAL_NAME = "journal.jsonl"
 STAGING_NAME = ".kuration_staging"
 FORMAT = "kuration-dataset/1"
+SPLITS = ("train", "test")
 MARKER_FORMAT = "kuration-output-spec/1"
 JOURNAL_FORMAT = "kuration-journal/1"
 METADATA_NAMES = (COMMIT_NAME, MANIFEST_NAME, CONFIG_NAME, MARKER_NAME)
@@ -175,18 +181,23 @@ class WriterLease:
 
     The lease is released when the process exits, however it exits.  With
     ``cleanup=True``, a run that fails before writing anything removes the
-    directory it created.
+    directory it created, or else the lock file it created, so a refused or
+    failed run into an existing folder leaves it as it was.
 
     Raises
     ------
     DatasetExistsError
         If another writer holds the lease, or ``root`` is not a directory.
+    DestinationError
+        If ``root`` or the lock file cannot be created (permissions, read-only
+        file system, a file in the way of a parent).
     """
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self._fd: int | None = None
         self._created = False
+        self._lock_created = False
 
     def acquire(self) -> WriterLease:
         root = self.root
@@ -194,12 +205,26 @@ class WriterLease:
             raise DatasetExistsError(f"{root} exists and is not a directory")
         self._created = not root.exists()
         for _ in range(8):
-            root.mkdir(parents=True, exist_ok=True)
+            try:
+                root.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise DestinationError(
+                    f"cannot create the output directory: {exc.strerror or exc}",
+                    path=str(exc.filename or root),
+                ) from None
             lock = root / LOCK_NAME
+            existed = os.path.lexists(lock)
             try:
                 fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
             except OSError as exc:
-                raise DatasetExistsError(f"{lock}: cannot open the writer lock ({exc})") from None
+                if exc.errno == errno.ELOOP:
+                    raise DatasetExistsError(
+                        f"{lock}: cannot open the writer lock ({exc})"
+                    ) from None
+                raise DestinationError(
+                    f"cannot create the writer lock: {exc.strerror or exc}", path=str(lock)
+                ) from None
+            self._lock_created = not existed
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -229,10 +254,10 @@ class WriterLease:
         if self._fd is None:
             return
         try:
-            if cleanup and self._created:
+            if cleanup and (self._created or self._lock_created):
                 with contextlib.suppress(OSError):
-                    if [p.name for p in self.root.iterdir()] == [LOCK_NAME]:
-                        (self.root / LOCK_NAME).unlink()
+                    (self.root / LOCK_NAME).unlink()
+                    if self._created and not any(self.root.iterdir()):
                         self.root.rmdir()
         finally:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
@@ -244,6 +269,56 @@ class WriterLease:
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
         self.release(cleanup=exc_type is not None)
+
+
+def destination_path(exc: OSError, root: Path) -> str | None:
+    """The path of an OS error raised while writing under ``root`` (None if elsewhere)."""
+    for name in (exc.filename, exc.filename2):
+        if name is None:
+            continue
+        p = Path(os.fsdecode(name)).absolute()
+        if p == root.absolute() or root.absolute() in p.parents:
+            return str(p)
+    return None
+
+
+def remove_tree(path: Path, keep: set[str] | None = None) -> None:
+    """Remove ``path`` (never following a symlink), or only its entries not in ``keep``."""
+    if path.is_symlink() or not path.exists():
+        if path.is_symlink():
+            path.unlink()
+        return
+    if keep is None:
+        shutil.rmtree(path)
+        return
+    for p in path.iterdir():
+        if p.name in keep:
+            continue
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        else:
+            p.unlink()
+
+
+def remove_stale(root: Path, keep: set[str]) -> None:
+    """Remove files under the split directories that the new manifest does not list
+    (old shards, temp files of killed writers) and temp files of metadata."""
+    for split in SPLITS:
+        d = root / split
+        if not d.is_dir() or d.is_symlink():
+            continue
+        for p in d.iterdir():
+            rel = f"{split}/{p.name}"
+            if rel in keep:
+                continue
+            if p.is_symlink() or p.is_file():
+                p.unlink()
+        with contextlib.suppress(OSError):
+            if not any(d.iterdir()):
+                d.rmdir()
+    for p in root.iterdir():
+        if p.name.startswith(".") and ".tmp-" in p.name and (p.is_file() or p.is_symlink()):
+            p.unlink()
 
 
 def staging_dir(root: Path, fingerprint: str) -> Path:

@@ -12,6 +12,7 @@ so a shard path never holds a partial file.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
@@ -25,7 +26,13 @@ import numpy as np
 from ..contracts.schema import SchemaSpec
 from ..contracts.track import Track
 from ..core.ids import safe_name, stable_hash12, tag_entity_id
-from ..errors import DatasetIntegrityError, OutputSpecError, OutputValueError
+from ..errors import (
+    DatasetIntegrityError,
+    DestinationError,
+    KurationError,
+    OutputSpecError,
+    OutputValueError,
+)
 from .containers import get_container
 from .encoders import PassthroughEncoder
 from .spec import ROUNDING_POLICIES, ModalitySpec, OutputSpec
@@ -435,14 +442,19 @@ def write_bytes_atomic(path: Path, data: bytes, *, fsync: bool = False) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        if fsync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)  # a full disk leaves no partial temp file
+        raise
 
 
 class ShardWriter:
@@ -506,7 +518,21 @@ class ShardWriter:
             A missing field, encoder value or segment feature for a present entity.
         DatasetIntegrityError
             The split directory is a symlink or not a directory.
+        DestinationError
+            A directory or shard cannot be created or written (permissions, disk, a file
+            in the way), naming the path.
         """
+        try:
+            return self._write(track, split)
+        except OSError as exc:
+            if isinstance(exc, KurationError):
+                raise
+            where = os.fsdecode(exc.filename) if exc.filename is not None else str(self.root)
+            raise DestinationError(
+                f"cannot write a shard: {exc.strerror or exc}", path=where
+            ) from exc
+
+    def _write(self, track: Track, split: str) -> list[dict[str, Any]]:
         entries = plan_entries(
             source_id=track.source_id,
             entity_id=track.entity_id,

@@ -14,13 +14,11 @@ A run has three phases (see :mod:`kuration.output.commit`):
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import math
 import os
 import platform
 import re
-import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,19 +36,29 @@ from ..core.jsonio import dump_json_atomic
 from ..core.plugins import code_unidentified, implementation_fingerprints, run_code, used_names
 from ..core.progress import ProgressCallback, emit
 from ..core.registry import UnknownNameError
-from ..errors import DatasetExistsError, DatasetIntegrityError, OutputSpecError
+from ..errors import (
+    DatasetExistsError,
+    DatasetIntegrityError,
+    DestinationError,
+    KurationError,
+    OutputSpecError,
+)
 from ..output.commit import (
     CONFIG_NAME,
     FORMAT,
     LOCK_NAME,
     MANIFEST_NAME,
     MARKER_NAME,
+    SPLITS,
     STAGING_NAME,
     Journal,
     WriterLease,
+    destination_path,
     fsync_paths,
     marker_document,
     read_commit,
+    remove_stale,
+    remove_tree,
     reusable_entries,
     run_fingerprint,
     shard_matches,
@@ -61,7 +69,14 @@ from ..output.containers import require_container
 from ..output.encoders import PassthroughEncoder, encoder_identity
 from ..output.spec import OutputSpec
 from ..output.writer import ShardWriter, ensure_dir, plan_entries
-from ..selection.fill import Candidate, FillResult, build_candidates, fill_budgets
+from ..selection.fill import (
+    Candidate,
+    FillResult,
+    build_candidates,
+    check_group_cap,
+    fill_budgets,
+    settle_splits,
+)
 from ..selection.select import apply_strategy, assign_splits
 from ..selection.strategy import Strategy
 from ..sources.base import InputAdapter
@@ -70,7 +85,6 @@ from .summary import feature_distributions
 
 __all__ = ["DatasetWriteResult", "write_dataset"]
 
-SPLITS = ("train", "test")
 _PLAN_KEYS = (
     "split",
     "source_id",
@@ -159,6 +173,8 @@ def _destination_in_use(root: Path) -> bool:
         return any(p.name != LOCK_NAME for p in root.iterdir())
     except FileNotFoundError:
         return False
+    except NotADirectoryError:
+        raise DatasetExistsError(f"{root} exists and is not a directory") from None
 
 
 def _group_fn(
@@ -195,45 +211,6 @@ def _locate(
         if shard_matches(base, rec):
             return {**planned, "size": rec["size"], "sha256": rec["sha256"]}, where
     return None
-
-
-def _rmtree(path: Path, keep: set[str] | None = None) -> None:
-    """Remove ``path`` (never following a symlink), or only its entries not in ``keep``."""
-    if path.is_symlink() or not path.exists():
-        if path.is_symlink():
-            path.unlink()
-        return
-    if keep is None:
-        shutil.rmtree(path)
-        return
-    for p in path.iterdir():
-        if p.name in keep:
-            continue
-        if p.is_dir() and not p.is_symlink():
-            shutil.rmtree(p)
-        else:
-            p.unlink()
-
-
-def _remove_stale(root: Path, keep: set[str]) -> None:
-    """Remove files under the split directories that the new manifest does not list
-    (old shards, temp files of killed writers) and temp files of metadata."""
-    for split in SPLITS:
-        d = root / split
-        if not d.is_dir() or d.is_symlink():
-            continue
-        for p in d.iterdir():
-            rel = f"{split}/{p.name}"
-            if rel in keep:
-                continue
-            if p.is_symlink() or p.is_file():
-                p.unlink()
-        with contextlib.suppress(OSError):
-            if not any(d.iterdir()):
-                d.rmdir()
-    for p in root.iterdir():
-        if p.name.startswith(".") and ".tmp-" in p.name and (p.is_file() or p.is_symlink()):
-            p.unlink()
 
 
 def preflight(
@@ -319,6 +296,7 @@ def write_dataset(
     max_group_overshoot: float | None = None,
     tag_coverage: bool = False,
     min_tag_frac: float = 0.1,
+    allow_empty_split: bool = False,
     workers: int = 1,
     on_error: str = "skip",
     resume: bool = False,
@@ -363,6 +341,11 @@ def write_dataset(
         Admit each segment tag's highest-priority track first ...
     min_tag_frac : float
         ... while that reserve stays within this fraction of the budget.
+    allow_empty_split : bool
+        Accept a split with a non-zero request that plans no shard (otherwise
+        :class:`EmptySplitError`).  A non-empty under-filled split is never an
+        error: its budget block names the binding constraint (``binding``,
+        ``binding_detail``) and ``config["warnings"]`` repeats it.
     workers : int
         Processes for the feature pass (results do not depend on it).
     on_error : {"skip", "raise"}
@@ -397,6 +380,14 @@ def write_dataset(
         or another writer holds its lease.
     EmptyPoolError
         No source produced a segment.
+    GroupCapError
+        The group cap is shorter than every group's shortest candidate in a
+        split with a non-zero request (planning, before any shard is written).
+    EmptySplitError
+        A split with a non-zero request would end empty and ``allow_empty_split``
+        is false (planning, before any shard is written).
+    DestinationError
+        ``out`` cannot be created, locked or written.
     """
     if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", str(out)):
         raise OutputSpecError(
@@ -488,6 +479,11 @@ def write_dataset(
             tag_names=tag_names,
             min_tag_frac=min_tag_frac,
         )
+        check_group_cap(
+            fill,
+            overshoot=overshoot,
+            shard_seconds=spec.shard_length / hz if spec.short_policy == "drop" else None,
+        )
         emit(progress, "selection", "complete", total=len(scoring.segments))
 
         source_ids = [
@@ -541,6 +537,7 @@ def write_dataset(
                     spec=spec,
                 )
                 admitted.append((split, c, planned))
+        binding = settle_splits(fill, admitted, hz, too_short, allow_empty_split)
         trusted: dict[str, dict[str, Any]] = {}
         staged: dict[str, dict[str, Any]] = {}
         resume_notes: list[str] = []
@@ -565,7 +562,7 @@ def write_dataset(
         # ---- staging: encode every shard not already in place; the artifact is untouched
         stage = staging_dir(root, fingerprint)
         if not resume and stage.exists():
-            _rmtree(stage)
+            remove_tree(stage)
         journal = Journal(stage, fingerprint, keep=resume)
         opened.append(journal)
         writer = ShardWriter(stage, spec, schema, encoder, on_shard=journal.record)
@@ -628,7 +625,7 @@ def write_dataset(
                 e["shard_index"],
             )
         )
-        _remove_stale(root, {e["path"] for e in entries})
+        remove_stale(root, {e["path"] for e in entries})
         if durable:
             fsync_paths([root / s for s in SPLITS if (root / s).is_dir()] + [root])
 
@@ -644,6 +641,7 @@ def write_dataset(
             es = [e for e in entries if e["split"] == split]
             b["emitted_s"] = sum(e["n_steps"] for e in es) / hz
             b["dropped_tail_s"] = b["admitted_s"] - b["emitted_s"]
+            b["binding"], b["binding_detail"] = binding[split]
             budget[split] = b
             splits[split] = {
                 "shards": len(es),
@@ -682,6 +680,9 @@ def write_dataset(
         warnings: list[str] = []
         if not entries:
             warnings.append("no shard was emitted: every candidate was excluded or dropped")
+        for split in SPLITS:
+            if binding[split][0] is not None:
+                warnings.append(f"{split} under-filled: {binding[split][0]}: {binding[split][1]}")
         resume_block = {
             "requested": bool(resume),
             "reused_shards": reused,
@@ -705,6 +706,7 @@ def write_dataset(
                 "max_group_overshoot": overshoot,
                 "tag_coverage": use_tags,
                 "min_tag_frac": float(min_tag_frac),
+                "allow_empty_split": bool(allow_empty_split),
                 "workers": workers,
                 "on_error": on_error,
                 "sources": source_rows,
@@ -751,13 +753,19 @@ def write_dataset(
             output_spec_sha256=marker_sha,
             n_shards=len(entries),
         )
-        _rmtree(root / STAGING_NAME)
-    except BaseException:
+        remove_tree(root / STAGING_NAME)
+    except BaseException as exc:
         for j in opened:
             j.close()
         if not published and lease.created:
-            _rmtree(root, keep={LOCK_NAME})  # a destination this run created holds nothing else
+            remove_tree(root, keep={LOCK_NAME})  # a destination this run created holds nothing else
         lease.release(cleanup=not published)
+        if isinstance(exc, OSError) and not isinstance(exc, KurationError):
+            where = destination_path(exc, root)
+            if where is not None:
+                raise DestinationError(
+                    f"cannot write the dataset: {exc.strerror or exc}", path=where
+                ) from exc
         raise
     lease.release()
     return DatasetWriteResult(

@@ -14,7 +14,7 @@
       "seed": 0, "clip_aggregate": "max", "min_track_seconds": 0, "workers": 1, "on_error": "skip",
       "span_seconds": 300 | "span_steps": 300,
       "group_of": {"<source id>": "<group>", ...}, "max_group_overshoot": 1.5,
-      "tag_coverage": false, "min_tag_frac": 0.1,
+      "tag_coverage": false, "min_tag_frac": 0.1, "allow_empty_split": false,
       "encoder": {"type": "<registered encoder>", ...options}
     }
 
@@ -56,6 +56,8 @@ def _load_part(value: Any, base: Path, what: str) -> Any:
             return loads_strict(p.read_bytes(), what=str(p))
         except FileNotFoundError:
             raise JobError(f"{what}: file {p} not found") from None
+        except OSError as exc:  # a directory, no permission
+            raise JobError(f"{what}: cannot read {p}: {exc.strerror or exc}") from None
         except ValueError as exc:
             raise JobError(str(exc)) from None
     return value
@@ -92,8 +94,8 @@ def _parse_job(
             raw = loads_strict(p.read_bytes(), what=what)
         except FileNotFoundError:
             raise JobError(f"job file {p} not found") from None
-        except IsADirectoryError:
-            raise JobError(f"{p} is a directory, not a job file") from None
+        except OSError as exc:  # a directory, no permission
+            raise JobError(f"job file {p}: cannot read it: {exc.strerror or exc}") from None
         except ValueError as exc:
             raise JobError(str(exc)) from None
         base = p.parent.resolve()
@@ -293,6 +295,7 @@ def _run_loaded(
         on_error=m.on_error,
         group_of=m.group_of,
         tag_coverage=m.tag_coverage,
+        allow_empty_split=m.allow_empty_split,
         progress=progress,
         job=raw,
         plugins=list(m.plugins),

@@ -18,6 +18,13 @@ aggregated by ``clip_aggregate``.
    one candidate;
 4. with a group cap, a candidate that would take its group past
    ``max_group_overshoot * budget / n_groups`` is skipped and counted.
+
+The fill itself never raises.  :func:`check_group_cap` refuses a plan in
+which the cap is shorter than the shortest candidate of *every* group of a
+split with a non-zero request (nothing could ever be admitted); a cap that
+starves only some groups is recorded (``group_cap_starved``) and, if the
+split ends under-filled, named by :func:`explain_underfill` as the binding
+constraint.
 """
 
 from __future__ import annotations
@@ -31,14 +38,21 @@ import numpy as np
 
 from ..contracts.segment import Segment
 from ..core.ids import tag_entity_id
+from ..errors import EmptySplitError, GroupCapError
 
 __all__ = [
+    "BINDING_CONSTRAINTS",
     "Candidate",
     "FillResult",
     "aggregate_segments",
     "build_candidates",
+    "check_group_cap",
+    "explain_underfill",
     "fill_budgets",
+    "settle_splits",
 ]
+
+BINDING_CONSTRAINTS = ("group cap", "pool size", "track length")
 
 _AGG: dict[str, Callable[[np.ndarray], Any]] = {"max": np.max, "mean": np.mean, "min": np.min}
 
@@ -207,7 +221,10 @@ def fill_budgets(
         Per split: ``requested_s``, ``candidate_s``/``candidate_tracks`` (finite
         pool), ``admitted_s``/``admitted_tracks``, ``underfill_s``,
         ``nonfinite_excluded``/``_s``, ``group_cap_s`` and
-        ``group_cap_excluded``/``_s``, ``tag_reserved``/``_s`` and
+        ``group_cap_excluded``/``_s``, ``group_cap_starved`` (groups whose
+        shortest candidate is longer than the cap), ``shortest_track_s``
+        (finite pool), ``tag_reserved``/``_s``, ``tag_reserve_capped_s``
+        (cap exclusions in groups where the reserve admitted a candidate) and
         ``tags_uncovered``, and the split's ``sources``.
     """
     admitted: dict[str, list[Candidate]] = {}
@@ -255,6 +272,12 @@ def fill_budgets(
                 continue
             adm.admit(c)
         covered = {t for c in adm.taken for t in c.tags}
+        shortest: dict[str, float] = {}
+        for c in finite:
+            g = c.group or ""
+            shortest[g] = min(shortest.get(g, math.inf), c.n_steps / hz)
+        starved = [g for g in groups if cap is not None and shortest[g] > cap + 1e-9]
+        reserved_groups = {c.group or "" for c in adm.taken if c.ident() in adm.reserved_ids}
         admitted[split] = adm.taken
         why: dict[tuple[str, str, int], str] = {c.ident(): "non-finite" for c in nonfinite}
         for c in finite:
@@ -276,12 +299,194 @@ def fill_budgets(
             "groups": len(groups),
             "group_cap_excluded": len(capped),
             "group_cap_excluded_s": sum(c.n_steps for c in capped.values()) / hz,
+            "group_cap_starved": len(starved),
+            "shortest_track_s": min(shortest.values()) if shortest else None,
             "tag_reserved": adm.n_reserved,
             "tag_reserved_s": adm.reserved,
+            "tag_reserve_capped_s": sum(
+                c.n_steps for c in capped.values() if (c.group or "") in reserved_groups
+            )
+            / hz,
             "tags_uncovered": [t for t in all_tags if t not in covered],
             "sources": sorted({c.source_id for c in pool}),
         }
     return FillResult(admitted, budget, decisions, pools)
+
+
+def check_group_cap(
+    fill: FillResult, *, overshoot: float | None, shard_seconds: float | None = None
+) -> None:
+    """Refuse a fill whose group cap starves every group of a split with a non-zero request.
+
+    A group is starved when its shortest candidate is longer than the cap
+    (``max_group_overshoot * requested / n_groups``): none of its tracks can
+    ever be admitted.  When every group of a split is starved the split can
+    only end empty, so planning stops here, before any shard is written.  A
+    cap that starves only some groups is not an error: the other groups fill
+    the split, and if it ends under-filled :func:`explain_underfill` names the
+    cap as the binding constraint.
+
+    Parameters
+    ----------
+    fill : FillResult
+    overshoot : float or None
+        The ``max_group_overshoot`` in effect (named in the message).
+    shard_seconds : float, optional
+        Shortest span length the output accepts (``shard_length`` with
+        ``short_policy: "drop"``), so the span suggestion is one that works.
+
+    Raises
+    ------
+    GroupCapError
+        Naming the split, the cap (seconds), the shortest track and the ways
+        out: a larger ``max_group_overshoot``, coarser groups (``group_of``),
+        or spans (``span_seconds``) no longer than the cap.
+    """
+    for split, b in fill.budget.items():
+        cap, n = b.get("group_cap_s"), b.get("groups", 0)
+        if cap is None or not n or b["requested_s"] <= 0 or b["group_cap_starved"] < n:
+            continue
+        shortest = float(b["shortest_track_s"])
+        need = shortest * n / b["requested_s"]
+        spans = f"split tracks into spans of at most {math.floor(cap)} s (span_seconds)"
+        if shard_seconds is not None and shard_seconds > cap:
+            spans = (
+                f"spans (span_seconds) would have to be at most {math.floor(cap)} s, shorter "
+                f"than one {shard_seconds:g} s shard with short_policy 'drop', so they cannot help"
+            )
+        raise GroupCapError(
+            f"split {split!r}: the group cap ({float(overshoot or 0):g} x {b['requested_s']:g} s / {n} "
+            f"groups = {cap:.1f} s) is shorter than the shortest candidate track "
+            f"({shortest:g} s) of every group, so nothing can be admitted; raise "
+            f"max_group_overshoot to at least {need:.3g}, use coarser groups (group_of) so "
+            f"fewer groups share the budget, or {spans}",
+            split=split,
+            cap_s=cap,
+            shortest_s=shortest,
+            n_groups=n,
+            requested_s=float(b["requested_s"]),
+        )
+
+
+def explain_underfill(
+    b: Mapping[str, Any], *, emitted_s: float, too_short: int = 0
+) -> tuple[str | None, str]:
+    """The constraint that kept one split below its request, and a sentence saying how.
+
+    Parameters
+    ----------
+    b : mapping
+        The split's budget block from :func:`fill_budgets`.
+    emitted_s : float
+        Seconds the split's planned shards hold.
+    too_short : int
+        Tracks left out for being shorter than ``min_track_seconds`` (all splits).
+
+    Returns
+    -------
+    binding : {"group cap", "pool size", "track length"} or None
+        None when the split emits at least its request (or requests nothing).
+        ``group cap``: the cap refused candidates the budget had room for;
+        ``pool size``: every finite-priority candidate was admitted and the pool
+        still held less than the request; ``track length``: enough was admitted
+        but shards dropped the tails (or whole tracks) shorter than a shard.
+        The tag reserve only reorders admission, so it never lowers the admitted
+        total on its own; when it used up the cap of groups the cap then refused,
+        the detail of ``group cap`` says so.
+    detail : str
+    """
+    req = float(b["requested_s"])
+    if req <= 0 or emitted_s >= req:
+        return None, ""
+    admitted = float(b["admitted_s"])
+    head = f"{emitted_s:.0f} s of {req:.0f} s emitted"
+    if admitted < req and b.get("group_cap_excluded", 0):
+        detail = (
+            f"{head}: the group cap of {b['group_cap_s']:.1f} s per group ({b['groups']} groups) "
+            f"refused {b['group_cap_excluded']} tracks ({b['group_cap_excluded_s']:.0f} s)"
+        )
+        if b.get("group_cap_starved"):
+            detail += f"; {b['group_cap_starved']} groups have no track short enough to fit"
+        if b.get("tag_reserve_capped_s"):
+            detail += (
+                f"; the tag reserve used the cap of groups where {b['tag_reserve_capped_s']:.0f} s "
+                "were then refused"
+            )
+        return "group cap", detail + "; raise max_group_overshoot or use coarser groups"
+    if admitted < req and not b["candidate_tracks"]:
+        detail = f"{head}: the split's pool holds no finite-priority track"
+        if not b.get("sources"):
+            detail = f"{head}: no source was assigned to the split"
+        elif b.get("nonfinite_excluded"):
+            detail += f" ({b['nonfinite_excluded']} tracks have no finite priority)"
+        if too_short:
+            detail += f"; {too_short} tracks were shorter than min_track_seconds"
+        return "pool size", detail + "; add sources or lower the request"
+    if admitted < req:
+        detail = (
+            f"{head}: the pool holds {b['candidate_s']:.0f} s in {b['candidate_tracks']} "
+            "finite-priority tracks, all admitted"
+        )
+        if b.get("nonfinite_excluded"):
+            detail += (
+                f"; {b['nonfinite_excluded']} tracks ({b['nonfinite_excluded_s']:.0f} s) "
+                "have no finite priority"
+            )
+        if too_short:
+            detail += f"; {too_short} tracks were shorter than min_track_seconds"
+        return "pool size", detail + "; add sources or lower the request"
+    return "track length", (
+        f"{head}: {admitted:.0f} s admitted, but {admitted - emitted_s:.0f} s of track ends "
+        "do not fill a whole shard (shard_length, short_policy)"
+    )
+
+
+def settle_splits(
+    fill: FillResult,
+    planned: Sequence[tuple[str, Candidate, list[dict[str, Any]]]],
+    hz: float,
+    too_short: int,
+    allow_empty_split: bool,
+) -> dict[str, tuple[str | None, str]]:
+    """The binding constraint of each split from the shard plan (before any shard is written).
+
+    Parameters
+    ----------
+    fill : FillResult
+    planned : sequence of (split, candidate, manifest entries)
+        The shard plan; each entry has ``n_steps``.
+    hz : float
+    too_short : int
+        Tracks left out for being shorter than ``min_track_seconds``.
+    allow_empty_split : bool
+
+    Returns
+    -------
+    dict
+        Per split, :func:`explain_underfill`'s ``(binding, detail)``.
+
+    Raises
+    ------
+    EmptySplitError
+        A split with a non-zero request plans no shard and ``allow_empty_split`` is false.
+    """
+    out: dict[str, tuple[str | None, str]] = {}
+    for split in fill.budget:
+        b = fill.budget[split]
+        entries = [e for sp, _, es in planned if sp == split for e in es]
+        emitted = sum(e["n_steps"] for e in entries) / hz
+        binding, detail = explain_underfill(b, emitted_s=emitted, too_short=too_short)
+        out[split] = (binding, detail)
+        if b["requested_s"] > 0 and not entries and not allow_empty_split:
+            raise EmptySplitError(
+                f"split {split!r} would be empty ({b['requested_s']:g} s requested); binding "
+                f"constraint: {binding}: {detail}. Set allow_empty_split (job key "
+                '"allow_empty_split": true) to write it anyway',
+                split=split,
+                requested_s=float(b["requested_s"]),
+                binding=binding,
+            )
+    return out
 
 
 class _Admission:

@@ -31,10 +31,15 @@ __all__ = ["CheckResult", "PolicyError", "check_dataset", "load_policy"]
 
 @dataclass(frozen=True)
 class CheckResult:
-    """``gates``: one ``{"gate", "ok", "detail"}`` per evaluated rule; ``ok`` when all pass."""
+    """``gates``: one ``{"gate", "ok", "detail"}`` per evaluated rule; ``ok`` when all pass.
+
+    ``notes``: facts worth knowing that no gate of the policy asked about, such as an
+    under-filled split and the constraint that bound it.
+    """
 
     path: str
     gates: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -86,6 +91,11 @@ def check_dataset(
         gates.append({"gate": "readable", "ok": False, "detail": str(exc)})
         return res
     gates.append({"gate": "readable", "ok": True, "detail": "committed and consistent"})
+    for split, b in sorted(rep.budget.items()):
+        if isinstance(b, Mapping) and b.get("binding"):
+            res.notes.append(
+                f"{split} under-filled, binding constraint: {b['binding']} ({b['binding_detail']})"
+            )
     if "required_modalities" in pol:
         missing = sorted(set(pol["required_modalities"]) - set(rep.modalities))
         gates.append(
@@ -148,11 +158,14 @@ def check_dataset(
             if not isinstance(b, Mapping) or not b.get("requested_s"):
                 continue
             u = b.get("emitted_s", 0.0) / b["requested_s"]
+            detail = f"{u:.3f} of the requested hours (need {pol['min_budget_utilization']})"
+            if b.get("binding"):
+                detail += f"; binding constraint: {b['binding']}"
             gates.append(
                 {
                     "gate": f"budget_utilization[{split}]",
                     "ok": u >= pol["min_budget_utilization"],
-                    "detail": f"{u:.3f} of the requested hours (need {pol['min_budget_utilization']})",
+                    "detail": detail,
                 }
             )
     n_err = len(rep.errors)

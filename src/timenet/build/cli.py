@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 
+from timenet._cli import OneLineParser, run_guarded
 from timenet.errors import TimeNetError
 
 __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="timenet-build", description="Build TimeF datasets from installed connectors."
     )
     sub = p.add_subparsers(dest="command", required=True)
@@ -49,54 +49,54 @@ def _default_registry() -> str:
     raise TimeNetError("no local registry configured: pass --registry DIR")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status (0 ok, 1 build or lookup error)."""
-    args = _parser().parse_args(argv)
-    try:
-        if args.command == "list":
-            from timenet.build.discovery import available
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "list":
+        from timenet.build.discovery import available
 
-            for cls in available().values():
-                info = cls().describe()
-                parents = f"  parents={','.join(info['parents'])}" if info["parents"] else ""
-                print(f"{info['ref']}\tlicense={info['license']}{parents}")
-            return 0
-        from timenet.build.engine import build
+        for cls in available().values():
+            info = cls().describe()
+            parents = f"  parents={','.join(info['parents'])}" if info["parents"] else ""
+            print(f"{info['ref']}\tlicense={info['license']}{parents}")
+        return 0
+    from timenet.build.engine import build
 
-        res = build(
-            args.ref,
-            args.registry or _default_registry(),
-            fetch_from=args.fetch_from,
-            cache_dir=args.cache_dir,
+    res = build(
+        args.ref,
+        args.registry or _default_registry(),
+        fetch_from=args.fetch_from,
+        cache_dir=args.cache_dir,
+    )
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "ref": res.ref,
+                    "path": str(res.path),
+                    "built": res.built,
+                    "seconds": round(res.seconds, 3),
+                    "counts": res.manifest.counts.model_dump(),
+                    "bytes": sum(f.size for f in res.manifest.files),
+                    "stats": res.stats,
+                }
+            )
         )
-        if args.json:
-            print(
-                json.dumps(
-                    {
-                        "ref": res.ref,
-                        "path": str(res.path),
-                        "built": res.built,
-                        "seconds": round(res.seconds, 3),
-                        "counts": res.manifest.counts.model_dump(),
-                        "bytes": sum(f.size for f in res.manifest.files),
-                        "stats": res.stats,
-                    }
-                )
-            )
-        else:
-            verb = "built" if res.built else "already present (verified)"
-            c = res.manifest.counts
-            print(
-                f"{res.ref} {verb}: {res.path}\n  records={c.records} signals={c.signals} "
-                f"samples={c.samples} annotations={c.annotations} tasks={c.tasks} "
-                f"bytes={sum(f.size for f in res.manifest.files)} in {res.seconds:.1f}s"
-            )
-            for k, v in sorted(res.stats.items()):
-                print(f"  {k}: {v}")
-    except TimeNetError as exc:
-        print(f"timenet-build: error: {exc}", file=sys.stderr)
-        return 1
+    else:
+        verb = "built" if res.built else "already present (verified)"
+        c = res.manifest.counts
+        print(
+            f"{res.ref} {verb}: {res.path}\n  records={c.records} signals={c.signals} "
+            f"samples={c.samples} annotations={c.annotations} tasks={c.tasks} "
+            f"bytes={sum(f.size for f in res.manifest.files)} in {res.seconds:.1f}s"
+        )
+        for k, v in sorted(res.stats.items()):
+            print(f"  {k}: {v}")
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status (0 ok, 1 an error, printed on one line)."""
+    args = _parser().parse_args(argv)
+    return run_guarded("timenet-build", lambda: _run(args), (TimeNetError,))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -263,3 +263,38 @@ def test_unsupported_entity_ids_are_refused(tmp_path: Path) -> None:
     track.entity_id = object()
     with pytest.raises(ValueError, match="canonical"):
         write_track(tmp_path, track, _spec(), schema=SCHEMA)
+
+
+def test_an_unwritable_destination_names_the_path(tmp_path: Path) -> None:
+    from kuration import DestinationError
+
+    in_the_way = tmp_path / "file"
+    in_the_way.write_text("a file where the dataset folder should be")
+    with pytest.raises(DestinationError, match="cannot write a shard") as info:
+        write_track(in_the_way, _track(), _spec(), schema=SCHEMA)
+    assert isinstance(info.value, OSError) and info.value.path.startswith(str(in_the_way))
+
+
+def test_a_read_only_destination_as_nobody(tmp_path: Path, read_only_dir: Path, unprivileged):
+    import subprocess
+    import sys
+
+    code = f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from test_writer import SCHEMA, _spec, _track
+from kuration import DestinationError, write_track
+try:
+    write_track({str(read_only_dir)!r}, _track(), _spec(), schema=SCHEMA)
+except DestinationError as exc:
+    print(exc.path)
+    print(exc)
+"""
+    run = subprocess.run(
+        unprivileged([sys.executable, "-c", code]), capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
+    path, message = run.stdout.splitlines()
+    assert path == str(read_only_dir / "train")
+    assert message == f"{read_only_dir / 'train'}: cannot write a shard: Permission denied"
+    assert list(read_only_dir.iterdir()) == []

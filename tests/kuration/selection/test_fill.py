@@ -151,3 +151,82 @@ def test_spans_are_budgeted_independently() -> None:
     assert [c.span_index for c in fill.admitted["train"]] == [3, 2]  # the best parts
     short, too_short = build_candidates(ext, {"s": segs}, how="max", features=[], min_steps=101)
     assert short == [] and too_short == 1
+
+
+def test_a_cap_that_starves_every_group_is_refused_naming_the_ways_out() -> None:
+    from kuration import GroupCapError
+    from kuration.selection.fill import check_group_cap
+
+    cands = [_c("s", i, 100 + i, 1.0, f"g{i}") for i in range(3)]
+    fill = fill_budgets(cands, {"s": "train"}, {"train": 100.0}, 1.0, max_group_overshoot=1.5)
+    b = fill.budget["train"]
+    assert b["group_cap_s"] == 50 and b["group_cap_starved"] == 3 and b["shortest_track_s"] == 100
+    with pytest.raises(GroupCapError) as info:
+        check_group_cap(fill, overshoot=1.5)
+    e = info.value
+    assert (e.split, e.cap_s, e.shortest_s, e.n_groups) == ("train", 50.0, 100.0, 3)
+    msg = str(e)
+    assert "50.0 s" in msg and "(100 s)" in msg
+    assert "max_group_overshoot to at least 3" in msg  # 100 s x 3 groups / 100 s
+    assert "spans of at most 50 s (span_seconds)" in msg
+    with pytest.raises(GroupCapError, match="cannot help"):  # 128 s shards, short_policy drop
+        check_group_cap(fill, overshoot=1.5, shard_seconds=128.0)
+    # the same pool with a request of zero asks for nothing: no error
+    zero = fill_budgets(cands, {"s": "train"}, {"train": 0.0}, 1.0, max_group_overshoot=1.5)
+    check_group_cap(zero, overshoot=1.5)
+
+
+def test_a_cap_that_starves_some_groups_is_recorded_and_binds() -> None:
+    from kuration.selection.fill import check_group_cap, explain_underfill
+
+    # g0 holds a 40 s track under the 50 s cap; g1 and g2 only tracks of 100 s
+    cands = [_c("s", 0, 40, 1.0, "g0"), _c("s", 1, 100, 2.0, "g1"), _c("s", 2, 100, 3.0, "g2")]
+    fill = fill_budgets(cands, {"s": "train"}, {"train": 100.0}, 1.0, max_group_overshoot=1.5)
+    check_group_cap(fill, overshoot=1.5)  # not every group starves: no error
+    b = fill.budget["train"]
+    assert b["group_cap_starved"] == 2 and b["admitted_s"] == 40
+    binding, detail = explain_underfill(b, emitted_s=40.0)
+    assert binding == "group cap"
+    assert "40 s of 100 s emitted" in detail and "2 groups have no track short enough" in detail
+
+
+def test_explain_underfill_names_pool_size_and_track_length() -> None:
+    from kuration.selection.fill import explain_underfill
+
+    cands = [_c("s", 0, 60, 1.0), _c("s", 1, 50, -math.inf)]
+    b = fill_budgets(cands, {"s": "train"}, {"train": 100.0}, 1.0).budget["train"]
+    binding, detail = explain_underfill(b, emitted_s=60.0, too_short=3)
+    assert binding == "pool size"
+    assert "1 tracks (50 s) have no finite priority" in detail and "3 tracks were shorter" in detail
+    # admitted in full, but the shards hold less (a tail shorter than a shard was dropped)
+    b = fill_budgets(cands, {"s": "train"}, {"train": 50.0}, 1.0).budget["train"]
+    assert explain_underfill(b, emitted_s=32.0)[0] == "track length"
+    assert explain_underfill(b, emitted_s=60.0) == (None, "")
+    empty = fill_budgets([], {}, {"test": 10.0}, 1.0).budget["test"]
+    assert explain_underfill(empty, emitted_s=0.0)[1].endswith(
+        "no source was assigned to the split; add sources or lower the request"
+    )
+
+
+def test_the_tag_reserve_is_named_when_it_used_a_capped_groups_room() -> None:
+    from kuration.selection.fill import explain_underfill
+
+    # the reserve takes g1's rare 70 s track first; g1's 60 s best track no longer fits its cap
+    cands = [
+        _c("s", 0, 60, 9.0, "g1"),
+        _c("s", 1, 70, 1.0, "g1", tags={"kind=rare"}),
+        _c("s", 2, 30, 5.0, "g2"),
+    ]
+    fill = fill_budgets(
+        cands,
+        {"s": "train"},
+        {"train": 200.0},
+        1.0,
+        max_group_overshoot=1.0,
+        tag_coverage=True,
+        min_tag_frac=0.5,
+    )
+    b = fill.budget["train"]
+    assert b["tag_reserved_s"] == 70 and b["tag_reserve_capped_s"] == 60
+    binding, detail = explain_underfill(b, emitted_s=b["admitted_s"])
+    assert binding == "group cap" and "the tag reserve used the cap" in detail
