@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from timenet._cli import OneLineParser, run_guarded
 from timenet.errors import TimeNetError
 
 from ..core.progress import RichProgress
-from ..errors import KurationError
+from ..errors import KurationError, KurationWarning
 from ..pipeline.hours import DatasetWriteResult
 from ..pipeline.job import run_job
 from ..tools.inspect import InspectReport, inspect_dataset
@@ -315,7 +316,18 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _dispatch(prog: str, args: argparse.Namespace) -> int:
-    return run_guarded(prog, lambda: args.fn(args), (KurationError, TimeNetError))
+    with warnings.catch_warnings():
+        # our own warnings are messages to the user: one line each, no source excerpt
+        default = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+            if issubclass(category, KurationWarning):
+                print(f"{prog}: warning: {message}", file=sys.stderr)
+            else:
+                default(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        return run_guarded(prog, lambda: args.fn(args), (KurationError, TimeNetError))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -563,7 +563,8 @@ def _problems(exc: ValidationError, data: Any, model: type[BaseModel]) -> list[t
 
 
 def config_error(kind: str, what: str, problems: Sequence[tuple[str, str]]) -> KurationError:
-    """The package error for ``problems`` in a ``kind`` file: one line per problem.
+    """The package error for ``problems`` in a ``kind`` file, in one line (``; `` between
+    problems, so a command still prints one ``<prog>: error:`` line).
 
     The error class follows the part the first problem lies in (``schema``,
     ``strategy``, ``output`` of a job are reported as their own kinds).
@@ -576,7 +577,7 @@ def config_error(kind: str, what: str, problems: Sequence[tuple[str, str]]) -> K
     text = (
         f"{what}: " + lines[0]
         if len(lines) == 1
-        else f"{what}: {len(lines)} problems\n  " + ("\n  ".join(lines))
+        else f"{what}: {len(lines)} problems: " + "; ".join(lines)
     )
     return cls(text, path=first, problems=lines)
 

@@ -103,3 +103,21 @@ def test_out_inside_a_read_only_folder(
     ]
     assert run_cli_table(cases, workdir, prefix=unprivileged([])) == []
     assert list(read_only_dir.iterdir()) == []
+
+
+def test_our_warnings_print_as_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+    import warnings
+
+    from kuration.cli.main import _dispatch
+    from kuration.errors import DataOrderWarning
+
+    def command(_: argparse.Namespace) -> int:
+        warnings.warn(DataOrderWarning("a.csv: 3 rows out of time order were sorted"), stacklevel=1)
+        return 0
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        assert _dispatch("kur", argparse.Namespace(fn=command)) == 0
+    err = capsys.readouterr().err
+    assert err == "kur: warning: a.csv: 3 rows out of time order were sorted\n"
