@@ -18,6 +18,7 @@ import numpy as np
 
 from ..core.ids import entity_sort_key
 from ..errors import SourceError
+from .media import MediaColumn
 from .schema import FieldSpec, SchemaSpec
 
 __all__ = ["Tick", "TickTable", "table_from_ticks"]
@@ -69,6 +70,10 @@ class TickTable:
         Whether the entity has a record at the tick.
     globals : mapping of str to ndarray, shape (T, D), float64
     events : mapping of str to ndarray, shape (T,), bool
+    media : mapping of str to MediaColumn
+        Lazy media columns (``media:<name>``): per-tick indices into the
+        source's frame references, ``-1`` where a tick has no frame.  Never
+        pixels, and never part of ``values``.
     """
 
     source_id: str
@@ -79,6 +84,7 @@ class TickTable:
     present: np.ndarray
     globals: Mapping[str, np.ndarray] = field(default_factory=dict)
     events: Mapping[str, np.ndarray] = field(default_factory=dict)
+    media: Mapping[str, MediaColumn] = field(default_factory=dict)
 
     @property
     def n_steps(self) -> int:
@@ -111,7 +117,8 @@ class TickTable:
             if not ents and not evs:
                 continue
             glb = {n: _decode_value(self.schema.field(n), a[t]) for n, a in self.globals.items()}
-            yield Tick(time=float(times[t]), entities=ents, events=evs, globals=glb)
+            med = {n: c.refs[int(c.index[t])] for n, c in self.media.items() if c.index[t] >= 0}
+            yield Tick(time=float(times[t]), entities=ents, events=evs, globals=glb, media=med)
 
 
 def _decode_value(f: FieldSpec, v: np.ndarray) -> Any:

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .media import MediaColumn
 from .schema import SchemaSpec
 from .segment import Segment
 from .tick import Tick, TickTable, table_from_ticks
@@ -38,6 +39,9 @@ class Track:
     k0 : int
         Grid index of the source's first tick, so step ``t`` of the track is at
         ``(k0 + start_idx + t) / sample_hz`` seconds.
+    media : dict of str to MediaColumn
+        Lazy media columns over the track's steps (frame references, decoded
+        by the writer one shard at a time).
     """
 
     source_id: str
@@ -50,6 +54,7 @@ class Track:
     span_index: int | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     k0: int = 0
+    media: dict[str, MediaColumn] = field(default_factory=dict)
 
     @property
     def n_steps(self) -> int:
@@ -91,6 +96,7 @@ def track_from_table(
         span_index=span_index,
         meta=dict(meta or {}),
         k0=table.k0,
+        media={k: c.slice(first, last + 1) for k, c in table.media.items()},
     )
 
 

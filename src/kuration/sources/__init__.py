@@ -7,15 +7,22 @@ from .base import (
     register_adapter,
     registered_adapters,
 )
+from .providers import get_media_provider, register_media_provider, registered_media_providers
 from .timenet import TimenetAdapter
 from .timeseries import TimeseriesAdapter
+from .video import JoinedMediaAdapter, VideoAdapter
 
 __all__ = [
     "InputAdapter",
+    "JoinedMediaAdapter",
     "TimenetAdapter",
     "TimeseriesAdapter",
+    "VideoAdapter",
     "adapter_from_dict",
     "get_adapter",
+    "get_media_provider",
     "register_adapter",
+    "register_media_provider",
     "registered_adapters",
+    "registered_media_providers",
 ]
