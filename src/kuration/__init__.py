@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ._version import __version__
 from .contracts.buffer import WindowBatch, WindowBuffer, build_window
+from .contracts.media import FrameRef, MediaColumn, MediaProvider, MediaSpec, StreamInfo
 from .contracts.schema import FieldSpec, SchemaSpec
 from .contracts.segment import Segment, Segmenter
 from .contracts.tick import Tick, TickTable
@@ -17,6 +18,7 @@ from .errors import (
     JobError,
     KurationError,
     KurationWarning,
+    MediaError,
     MetricCompileError,
     OutputSpecError,
     SampleFetchError,
@@ -55,11 +57,17 @@ from .selection.select import apply_strategy, assign_splits, register_method, re
 from .selection.strategy import Strategy, load_strategy
 from .sources import (
     InputAdapter,
+    JoinedMediaAdapter,
     TimeseriesAdapter,
+    VideoAdapter,
     get_adapter,
+    get_media_provider,
     register_adapter,
+    register_media_provider,
     registered_adapters,
+    registered_media_providers,
 )
+from .sources.video import motion_energy
 from .tools.check import CheckResult, check_dataset
 from .tools.diff import compare_datasets
 from .tools.inspect import InspectReport, inspect_dataset
@@ -79,11 +87,17 @@ __all__ = [
     "ExperimentResult",
     "FeatureEngine",
     "FieldSpec",
+    "FrameRef",
     "InputAdapter",
     "InspectReport",
     "JobError",
+    "JoinedMediaAdapter",
     "KurationError",
     "KurationWarning",
+    "MediaColumn",
+    "MediaError",
+    "MediaProvider",
+    "MediaSpec",
     "MetricCompileError",
     "ModalitySpec",
     "OutputEncoder",
@@ -100,10 +114,12 @@ __all__ = [
     "SourceError",
     "Strategy",
     "StrategyError",
+    "StreamInfo",
     "Tick",
     "TickTable",
     "TimeseriesAdapter",
     "Track",
+    "VideoAdapter",
     "WindowBatch",
     "WindowBuffer",
     "__version__",
@@ -119,12 +135,14 @@ __all__ = [
     "get_adapter",
     "get_container",
     "get_encoder",
+    "get_media_provider",
     "hours_selection_review",
     "inspect_dataset",
     "iter_shards",
     "load_job",
     "load_plugins",
     "load_strategy",
+    "motion_energy",
     "open_dataset",
     "plugin_failures",
     "quantile_bins",
@@ -133,12 +151,14 @@ __all__ = [
     "register_container",
     "register_encoder",
     "register_filter",
+    "register_media_provider",
     "register_method",
     "register_metric",
     "registered_adapters",
     "registered_containers",
     "registered_encoders",
     "registered_filters",
+    "registered_media_providers",
     "registered_methods",
     "registered_metrics",
     "run_experiment",
