@@ -45,3 +45,22 @@ def test_kur_run_video_example_writes_the_decoded_frames(
     energy = np.abs(np.diff(gray.astype(np.float64), axis=0)).mean(axis=(1, 2, 3))
     by_span = [energy[max(50 * k - 1, 0) : 50 * k + 49].mean() for k in range(5)]
     assert set(spans) == set(np.argsort(by_span)[-2:].tolist())
+
+
+@pytest.mark.slow
+def test_video_job_is_byte_identical_across_worker_counts(tmp_path) -> None:
+    import hashlib
+
+    from kuration import run_job
+
+    def digests(root: Path) -> dict[str, str]:
+        skip = {"config.json", "dataset.commit.json", ".kuration-writer.lock"}
+        return {
+            str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*"))
+            if p.is_file() and p.name not in skip
+        }
+
+    run_job(EXAMPLE, tmp_path / "one", workers=1)
+    run_job(EXAMPLE, tmp_path / "two", workers=2)  # spawned workers rebuild VideoAdapter by name
+    assert digests(tmp_path / "one") == digests(tmp_path / "two")
