@@ -84,3 +84,26 @@ def direct_frames():
         return cache[key]
 
     return decode
+
+
+@pytest.fixture(scope="session")
+def remux_with_gap():
+    """``remux_with_gap(src, dst, after, gap)``: copy a video's packets (no re-encode), moving
+    every timestamp >= ``after`` by ``gap`` pts: a real variable-frame-rate file with a hole."""
+    import av
+
+    def remux(src: Path, dst: Path, after: int, gap: int) -> Path:
+        with av.open(str(src)) as inp, av.open(str(dst), "w", format="mp4") as out:
+            ist = inp.streams.video[0]
+            ost = out.add_stream_from_template(ist)
+            ost.time_base = ist.time_base
+            for p in inp.demux(ist):
+                if p.size == 0:
+                    continue
+                p.pts = p.pts + gap if p.pts >= after else p.pts
+                p.dts = p.dts + gap if p.dts >= after else p.dts
+                p.stream = ost
+                out.mux(p)
+        return dst
+
+    return remux

@@ -2,25 +2,41 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from kuration import inspect_dataset, iter_shards
+from kuration import inspect_dataset, iter_shards, run_job
 from kuration.cli.main import main
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "video" / "job.json"
 
 
+@pytest.fixture(scope="module")
+def example_out(tmp_path_factory) -> Path:
+    """The shipped example run once through the CLI (``kur run``), one worker."""
+    out = tmp_path_factory.mktemp("video") / "out"
+    assert main(["run", str(EXAMPLE), "--out", str(out), "--json"]) == 0
+    return out
+
+
+def _digests(root: Path) -> dict[str, str]:
+    skip = {"config.json", "dataset.commit.json", ".kuration-writer.lock"}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name not in skip
+    }
+
+
 @pytest.mark.slow
 def test_kur_run_video_example_writes_the_decoded_frames(
-    tmp_path, video_file, direct_frames, capsys
+    example_out, video_file, direct_frames
 ) -> None:
-    out = tmp_path / "video"
-    assert main(["run", str(EXAMPLE), "--out", str(out), "--json"]) == 0
-    capsys.readouterr()
+    out = example_out
     assert inspect_dataset(out, verify=True).verification["valid"]
     pts, frames = direct_frames(video_file("bikes.mp4"))
     assert pts == [512 * i for i in range(250)]  # 25 fps, time base 1/12800: tick t is frame t
@@ -48,19 +64,24 @@ def test_kur_run_video_example_writes_the_decoded_frames(
 
 
 @pytest.mark.slow
-def test_video_job_is_byte_identical_across_worker_counts(tmp_path) -> None:
-    import hashlib
+def test_video_job_is_byte_identical_across_worker_counts(
+    tmp_path, video_file, remux_with_gap
+) -> None:
+    """Two real sources (carphone and a copy remuxed with a 5-frame hole), so that workers=2
+    really spawns processes, which rebuild VideoAdapter from its registered name."""
+    from kuration.pipeline.job import load_job
 
-    from kuration import run_job
-
-    def digests(root: Path) -> dict[str, str]:
-        skip = {"config.json", "dataset.commit.json", ".kuration-writer.lock"}
-        return {
-            str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*"))
-            if p.is_file() and p.name not in skip
-        }
-
-    run_job(EXAMPLE, tmp_path / "one", workers=1)
-    run_job(EXAMPLE, tmp_path / "two", workers=2)  # spawned workers rebuild VideoAdapter by name
-    assert digests(tmp_path / "one") == digests(tmp_path / "two")
+    src = video_file("carphone_pristine.mp4")
+    gap = remux_with_gap(src, tmp_path / "carphone_gap.mp4", after=60 * 1001, gap=5 * 1001)
+    job, _ = load_job(EXAMPLE)
+    job["sources"] = [str(src), str(gap)]
+    job["schema"]["sample_hz"] = 30000 / 1001
+    frame = {"shape": [144, 176, 3], "frame_rate": "30000/1001", "time_base": "1/30000"}
+    job["schema"]["media"]["frame"].update(frame)
+    job["output"]["modalities"]["frame"]["shape"] = frame["shape"]
+    job["budget"] = {"train_hours": 0.001, "test_hours": 0.0005}
+    run_job(job, tmp_path / "one", workers=1)
+    run_job(job, tmp_path / "two", workers=2)
+    one = _digests(tmp_path / "one")
+    assert one == _digests(tmp_path / "two")
+    assert {p.split("/")[0] for p in one if p.endswith(".npz")} == {"train", "test"}

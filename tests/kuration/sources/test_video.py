@@ -31,23 +31,6 @@ CARPHONE = {
 }
 
 
-def _remux_with_gap(src: Path, dst: Path, after: int, gap: int) -> Path:
-    """Copy a video's packets (no re-encode), moving every timestamp >= ``after`` by ``gap``
-    pts: a real variable-frame-rate file with a hole in it."""
-    with av.open(str(src)) as inp, av.open(str(dst), "w", format="mp4") as out:
-        ist = inp.streams.video[0]
-        ost = out.add_stream_from_template(ist)
-        ost.time_base = ist.time_base
-        for p in inp.demux(ist):
-            if p.size == 0:
-                continue
-            p.pts = p.pts + gap if p.pts >= after else p.pts
-            p.dts = p.dts + gap if p.dts >= after else p.dts
-            p.stream = ost
-            out.mux(p)
-    return dst
-
-
 def test_join_rule_nearest_within_tolerance_and_never_repeated() -> None:
     frames = np.array([0, 10, 20, 50, 51])
     ticks = np.array([-6, 1, 4, 5, 9, 30, 49, 50, 52, 80])
@@ -81,9 +64,11 @@ def test_video_adapter_one_tick_per_frame(video_file, direct_frames) -> None:
     assert adapter_from_dict(adapter.to_dict(), schema).to_dict() == adapter.to_dict()
 
 
-def test_video_adapter_follows_timestamps_through_a_gap(video_file, tmp_path) -> None:
+def test_video_adapter_follows_timestamps_through_a_gap(
+    video_file, remux_with_gap, tmp_path
+) -> None:
     src = video_file("carphone_pristine.mp4")
-    vfr = _remux_with_gap(src, tmp_path / "gap.mp4", after=60 * 1001, gap=5 * 1001)
+    vfr = remux_with_gap(src, tmp_path / "gap.mp4", after=60 * 1001, gap=5 * 1001)
     schema = SchemaSpec.from_dict(CARPHONE)  # the declared frame rate is the grid
     table = VideoAdapter(schema, derived={"motion": "motion_energy"}).read_table(str(vfr))
     idx = table.media["frame"].index
