@@ -85,3 +85,13 @@ def test_video_job_is_byte_identical_across_worker_counts(
     one = _digests(tmp_path / "one")
     assert one == _digests(tmp_path / "two")
     assert {p.split("/")[0] for p in one if p.endswith(".npz")} == {"train", "test"}
+
+
+@pytest.mark.slow
+def test_a_video_dataset_reingests_without_its_frames(example_out) -> None:
+    from kuration import CuratedDatasetAdapter
+
+    adapter = CuratedDatasetAdapter(example_out)
+    assert adapter.schema.field_names == ("motion", "motion_mean")
+    uri = adapter.sources()[0]
+    assert adapter.read_table(uri).values["motion"].shape[1:] == (1, 1)
