@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Union
 
 from ..contracts.media import MediaProvider
 from ..core.registry import Registry
@@ -20,7 +19,7 @@ __all__ = ["get_media_provider", "register_media_provider", "registered_media_pr
 Factory = Callable[[], MediaProvider]
 #: built-ins: ``name -> ("module:attr", extra that installs its dependency)``
 _BUILTIN = {"pyav": ("kuration.sources.pyav:PyAVProvider", "media")}
-_PROVIDERS: Registry[Union[Factory, str]] = Registry("media provider")  # noqa: UP007
+_PROVIDERS: Registry[Factory | str] = Registry("media provider")
 
 
 def register_media_provider(name: str, factory: Factory | str, *, clobber: bool = False) -> None:
