@@ -6,6 +6,10 @@ frame (:class:`FrameRef`), never pixels; a :class:`MediaProvider` turns a
 bounded batch of references into a ``(N, H, W, C)`` uint8 array when (and
 only when) the output layer asks for it.
 
+Providers are registered by name (:func:`register_media_provider`); the
+built-in ``"pyav"`` is listed by dotted path and imported on first use, so the
+contracts import no decoder and no adapter.
+
 Time is exact.  A frame's presentation time is ``pts * time_base`` with an
 integer ``pts`` and a :class:`fractions.Fraction` time base, so a 29.97 fps
 stream (``frame_rate = 30000/1001``, ``time_base = 1/30000``) never drifts:
@@ -15,15 +19,17 @@ travel through JSON as ``"num/den"`` strings; floats are refused.
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from ..errors import MediaError, SchemaError
+from ..core.registry import Registry
+from ..errors import MediaError, MissingExtraError, SchemaError
 
 __all__ = [
     "PIXEL_FORMATS",
@@ -32,7 +38,10 @@ __all__ = [
     "MediaProvider",
     "MediaSpec",
     "StreamInfo",
+    "get_media_provider",
     "parse_fraction",
+    "register_media_provider",
+    "registered_media_providers",
 ]
 
 #: decoded pixel formats and their channel counts (the ``C`` of ``(N, H, W, C)``)
@@ -427,3 +436,62 @@ class MediaProvider(ABC):
     def _decode_batch(
         self, refs: list[FrameRef], size: tuple[int, int] | None, format: str
     ) -> np.ndarray: ...
+
+
+# -- the provider registry --------------------------------------------------
+
+Factory = Callable[[], MediaProvider]
+#: built-ins: ``name -> ("module:attr", extra that installs its dependency)``
+_BUILTIN = {"pyav": ("kuration.sources.pyav:PyAVProvider", "media")}
+_PROVIDERS: Registry[Factory | str] = Registry("media provider")
+
+
+def register_media_provider(name: str, factory: Factory | str, *, clobber: bool = False) -> None:
+    """Register a provider factory (a zero-argument callable, or a ``"module:attr"`` path).
+
+    Raises
+    ------
+    ValueError
+        ``name`` is taken by another factory and ``clobber`` is false.
+    """
+    _PROVIDERS.register(name, factory, clobber=clobber)
+
+
+def registered_media_providers() -> tuple[str, ...]:
+    return _PROVIDERS.names()
+
+
+def _resolve(name: str, path: str) -> Factory:
+    module, _, attr = path.partition(":")
+    try:
+        obj: Factory = getattr(importlib.import_module(module), attr)
+    except ImportError as exc:
+        extra = _BUILTIN.get(name, ("", ""))[1]
+        hint = f": pip install 'kuration-sdk[{extra}]'" if extra else ""
+        raise MissingExtraError(
+            f"media provider {name!r} needs a package that is not installed ({exc}){hint}"
+        ) from None
+    return obj
+
+
+def get_media_provider(name: str) -> MediaProvider:
+    """A fresh instance of the provider registered as ``name``.
+
+    Raises
+    ------
+    UnknownNameError
+        No such provider (a ``KeyError``; the message lists close matches).
+    MissingExtraError
+        A built-in whose optional dependency is missing (the message names the extra).
+    """
+    factory = _PROVIDERS.get(name)
+    if isinstance(factory, str):
+        factory = _resolve(name, factory)
+    provider = factory()
+    if not isinstance(provider, MediaProvider):
+        raise TypeError(f"media provider {name!r} built a {type(provider).__name__}")
+    return provider
+
+
+for _name, (_path, _extra) in _BUILTIN.items():
+    register_media_provider(_name, _path)

@@ -20,10 +20,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..contracts.media import get_media_provider
 from ..contracts.schema import SchemaSpec
 from ..contracts.track import Track
 from ..errors import OutputSpecError
-from ..sources.providers import get_media_provider
 from .spec import ModalitySpec
 
 __all__ = ["media_mask_name", "shard_media"]

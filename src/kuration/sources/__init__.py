@@ -1,5 +1,10 @@
 """Input adapters: raw sources to the canonical tick stream."""
 
+from ..contracts.media import (
+    get_media_provider,
+    register_media_provider,
+    registered_media_providers,
+)
 from .base import (
     InputAdapter,
     adapter_from_dict,
@@ -7,7 +12,6 @@ from .base import (
     register_adapter,
     registered_adapters,
 )
-from .providers import get_media_provider, register_media_provider, registered_media_providers
 from .timenet import TimenetAdapter
 from .timeseries import TimeseriesAdapter
 from .video import JoinedMediaAdapter, VideoAdapter

@@ -29,12 +29,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..contracts.media import FrameRef, MediaColumn, MediaSpec, parse_fraction
+from ..contracts.media import FrameRef, MediaColumn, MediaSpec, get_media_provider, parse_fraction
 from ..contracts.schema import SchemaSpec
 from ..contracts.tick import Tick, TickTable
 from ..errors import MediaError, SchemaError, SourceError
 from .base import InputAdapter, register_adapter
-from .providers import get_media_provider
 from .timeseries import TimeseriesAdapter
 
 __all__ = ["JoinedMediaAdapter", "VideoAdapter", "grid_rate", "match_frames", "motion_energy"]

@@ -14,9 +14,9 @@ from kuration import (
     get_media_provider,
     register_media_provider,
 )
+from kuration.contracts.media import _PROVIDERS
 from kuration.core.registry import UnknownNameError
 from kuration.errors import MissingExtraError
-from kuration.sources.providers import _PROVIDERS
 
 
 @pytest.fixture(scope="module")
