@@ -49,12 +49,13 @@ from .pipeline.count import (
 from .pipeline.hours import DatasetWriteResult, write_dataset
 from .pipeline.job import load_job, run_job
 from .pipeline.scoring import ScoringResult, score_sources
+from .pipeline.strategy import load_strategy
 from .read.curated import CuratedDatasetAdapter
 from .read.loaders import Dataset, iter_shards, open_dataset, read_shard_arrays, shard_entries
 from .selection.binning import bin_segments, quantile_bins
 from .selection.filters import register_filter, registered_filters
 from .selection.select import apply_strategy, assign_splits, register_method, registered_methods
-from .selection.strategy import Strategy, load_strategy
+from .selection.strategy import Strategy
 from .sources import (
     InputAdapter,
     JoinedMediaAdapter,

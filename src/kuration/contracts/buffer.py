@@ -91,7 +91,7 @@ class WindowBatch:
     Attributes
     ----------
     values, present, entity_ids, schema, globals, events, source_id
-        The whole source, laid out as in :class:`~kuration.tick.TickTable`.
+        The whole source, laid out as in :class:`~kuration.contracts.tick.TickTable`.
     starts : ndarray, shape (W,), int64
         The requested window starts, in request order.
     length : int

@@ -62,7 +62,7 @@ class TickTable:
     k0 : int
         Grid index of the first tick: tick ``t`` is at ``(k0 + t) / sample_hz`` seconds.
     entity_ids : tuple
-        The roster, in canonical order (:func:`kuration.ids.entity_sort_key`).
+        The roster, in canonical order (:func:`kuration.core.ids.entity_sort_key`).
     values : mapping of str to ndarray, shape (T, E, D), float64
         Per-entity fields in their declared units; NaN where missing or absent.
         Categorical fields hold integer codes into the field's vocab.

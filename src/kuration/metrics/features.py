@@ -152,7 +152,7 @@ class FeatureEngine:
 
         Segments are grouped by length and each group is scored in one batch
         (:meth:`score_table`); the result equals :meth:`score_window` on each
-        segment's :func:`~kuration.buffer.build_window`.
+        segment's :func:`~kuration.contracts.buffer.build_window`.
         """
         by_len: dict[int, list[Segment]] = {}
         for seg in segments:

@@ -49,7 +49,7 @@ def shard_stem(source_id: str, entity_id: Any, span_index: int | None) -> str:
     Raises
     ------
     ValueError
-        For an entity id without a canonical form (see :func:`kuration.ids.tag_entity_id`).
+        For an entity id without a canonical form (see :func:`kuration.core.ids.tag_entity_id`).
     """
     tag = tag_entity_id(entity_id)
     readable = f"{source_id}_{tag.partition(':')[2]}"

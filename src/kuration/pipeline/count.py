@@ -2,7 +2,7 @@
 
 * :func:`select_segments` -- rank an already scored pool with a strategy and
   keep ``n`` segments under its tag floors and group cap.
-* :func:`curate` -- score sources (:func:`~kuration.scoring.score_sources`)
+* :func:`curate` -- score sources (:func:`~kuration.pipeline.scoring.score_sources`)
   then :func:`select_segments`.
 * :func:`compare_strategies` / :func:`run_experiment` -- several strategies
   over the *same* scored pool, with a table of how each selection's feature
@@ -35,10 +35,11 @@ from ..errors import StrategyError
 from ..selection.binning import feature_matrix
 from ..selection.constraints import constrained_select, resolve_floors, tag_label_sets
 from ..selection.select import rank_pool
-from ..selection.strategy import Strategy, load_strategy
+from ..selection.strategy import Strategy
 from ..sources.base import InputAdapter
 from ..tools.audit import coverage_metrics, distribution_shift, duration_correlations
 from .scoring import ScoringResult, score_sources
+from .strategy import load_strategy
 
 __all__ = [
     "CurationResult",
@@ -80,10 +81,10 @@ class CurationResult:
         ``n_requested - len(selected)``.
     shortfall_reason : str or None
     distribution : dict
-        Per feature: :func:`kuration.audit.distribution_shift` of the
+        Per feature: :func:`kuration.tools.audit.distribution_shift` of the
         selection against the pool.
     audit : dict
-        ``features``: :func:`kuration.audit.duration_correlations`.
+        ``features``: :func:`kuration.tools.audit.duration_correlations`.
     timing : dict
         ``selection_s`` (ranking and selection), ``report_s`` and, from
         :func:`curate`, ``scoring_s``.
@@ -194,7 +195,7 @@ def select_segments(
     The segments are ranked in place (priority, bin, tags and group are set
     on them).  Without tag coverage or a group cap the selection is exactly
     the ``n`` highest priorities (ties by canonical key); with them, see
-    :func:`kuration.constraints.constrained_select`.  Filtered-out segments
+    :func:`kuration.selection.constraints.constrained_select`.  Filtered-out segments
     are never selected, even when fewer than ``n`` remain (the shortfall is
     reported).
 
@@ -338,7 +339,7 @@ def curate(
 ) -> CurationResult:
     """Score ``sources`` and select ``n`` segments with ``strategy`` (the count path).
 
-    Parameters are those of :func:`~kuration.scoring.score_sources` and
+    Parameters are those of :func:`~kuration.pipeline.scoring.score_sources` and
     :func:`select_segments`.
 
     Raises
@@ -392,7 +393,7 @@ class ExperimentResult:
         One row per strategy: method, selected count, selection time, per
         axis the KS statistic and the Wasserstein distance over the pool's
         standard deviation, and the coverage figures of
-        :func:`kuration.audit.coverage_metrics`.
+        :func:`kuration.tools.audit.coverage_metrics`.
     scoring : dict or None
     timing : dict
     """

@@ -38,10 +38,10 @@ from ..core.progress import ProgressCallback
 from ..errors import JobError, KurationError
 from ..output.encoders import get_encoder
 from ..output.spec import OutputSpec
-from ..selection.strategy import load_strategy
 from ..sources.base import InputAdapter, adapter_from_dict
 from ..sources.samples import build_adsb_sources, build_video_sources, cache_dir
 from .hours import DatasetWriteResult, preflight, write_dataset
+from .strategy import load_strategy
 
 __all__ = ["load_job", "resolve_sources", "run_job"]
 
@@ -121,7 +121,7 @@ def resolve_sources(spec: Any, base: Path) -> list[str]:
     """Expand the job's ``sources`` into a sorted list of paths.
 
     ``timenet://org/name@version`` entries become one URI per TimeNet record
-    (or per group with ``?group_by=<key>``), see :mod:`kuration.adapters.timenet`.
+    (or per group with ``?group_by=<key>``), see :mod:`kuration.sources.timenet`.
 
     Raises
     ------

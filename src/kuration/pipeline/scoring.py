@@ -1,6 +1,6 @@
 """score_sources: the feature pass shared by curate and write_dataset.
 
-Each source is read into a :class:`~kuration.tick.TickTable`, cut into
+Each source is read into a :class:`~kuration.contracts.tick.TickTable`, cut into
 windows and scored.  A source that fails is skipped and logged
 (``on_error="skip"``) or re-raised (``"raise"``).  Segments are sorted by
 ``(source_id, start_idx)`` so that the pool is the same whatever the order in
@@ -35,6 +35,7 @@ from ..errors import EmptyPoolError, KurationError
 from ..metrics.features import FeatureEngine
 from ..selection.strategy import Strategy
 from ..sources.base import InputAdapter, adapter_from_dict
+from .strategy import strategy_engine
 
 __all__ = ["ScoringResult", "SourceInfo", "TrackExtent", "score_sources"]
 
@@ -197,7 +198,8 @@ def score_sources(
     if len(set(uris)) != len(uris):
         dup = sorted({u for u in uris if uris.count(u) > 1})
         raise ValueError(f"sources listed more than once: {dup}")
-    engine = strategy.engine(schema)  # compile here first: a bad metric fails before any spawn
+    # compile here first: a bad metric fails before any spawn
+    engine = strategy_engine(strategy, schema)
     total = len(uris)
     emit(progress, "scoring", "start", total=total)
     results: dict[str, tuple[SourceInfo, list[Segment], str | None]] = {}

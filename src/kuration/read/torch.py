@@ -1,10 +1,10 @@
 """PyTorch access to a curated dataset (the ``[torch]`` extra; torch is imported lazily).
 
->>> from kuration.torch import ShardDataset            # doctest: +SKIP
+>>> from kuration.read.torch import ShardDataset            # doctest: +SKIP
 >>> from torch.utils.data import DataLoader            # doctest: +SKIP
 >>> loader = DataLoader(ShardDataset("out/", split="train"), batch_size=8)  # doctest: +SKIP
 
-A thin layer over :mod:`kuration.output.loaders`: every item is read, checked
+A thin layer over :mod:`kuration.read.loaders`: every item is read, checked
 and trimmed by the numpy reader, then turned into tensors.
 """
 
@@ -24,7 +24,7 @@ def _torch() -> Any:
         import torch
     except ImportError:
         raise ImportError(
-            "kuration.torch needs PyTorch: pip install 'kuration-sdk[torch]'"
+            "kuration.read.torch needs PyTorch: pip install 'kuration-sdk[torch]'"
         ) from None
     return torch
 

@@ -13,7 +13,7 @@ Strategy JSON
     }
 
 * ``bins``: equal-frequency bins of the feature, with the rules of
-  :mod:`kuration.binning`, fitted on the segments that pass the filters;
+  :mod:`kuration.selection.binning`, fitted on the segments that pass the filters;
   labels default to ``q0 .. q{k-1}``.
 * ``thresholds``: increasing cut points; a value on a threshold takes the
   upper label; labels default to ``f<t0``, ``t0<=f<t1``, ..., ``f>=tk``.

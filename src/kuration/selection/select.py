@@ -11,7 +11,7 @@
    ``-inf`` means never selected).
 
 The count path then keeps ``n`` segments (:func:`select_top`, or
-:func:`kuration.constraints.constrained_select` with tag floors and a group
+:func:`kuration.selection.constraints.constrained_select` with tag floors and a group
 cap); the hours path aggregates the priorities per track.
 """
 

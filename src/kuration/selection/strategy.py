@@ -19,17 +19,21 @@
       "seed": 0
     }
 
-``filters`` (see :mod:`kuration.filters`) exclude segments before any
+``filters`` (see :mod:`kuration.selection.filters`) exclude segments before any
 method runs: they are never selected.  ``bin.n_bins`` is one count or one
 per axis.  ``method``/``params`` name a registered method (see
-:mod:`kuration.methods`); defaults a method resolves at load (such as the
+:mod:`kuration.selection.methods`); defaults a method resolves at load (such as the
 feature set of a coverage method) are written into ``params``.  ``tags``,
 ``group``, ``tag_coverage`` and ``group_cap`` are described in
-:mod:`kuration.constraints`.
+:mod:`kuration.selection.constraints`.
 
 ``nan_policy`` says what a NaN feature means for selection: ``exclude`` (the
 segment gets priority -inf and is never selected) or ``lowest`` (it ranks
 below every finite segment).
+
+Selection reads features by name and never imports the metric DSL: compiling
+the ``define`` block (validation and the FeatureEngine) is the pipeline's
+:func:`kuration.load_strategy`, which parses with :func:`parse_strategy`.
 """
 
 from __future__ import annotations
@@ -37,14 +41,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..contracts.schema import SchemaSpec
 from ..core.jsonio import loads_strict
 from ..errors import StrategyError
-from ..metrics.features import FeatureEngine
 from .constraints import (
     validate_group,
     validate_group_cap,
@@ -54,7 +56,7 @@ from .constraints import (
 from .filters import normalize_filters
 from .methods import get_method, resolve_params
 
-__all__ = ["Strategy", "load_strategy"]
+__all__ = ["Strategy", "parse_strategy"]
 
 _KEYS = {
     "name",
@@ -96,11 +98,8 @@ class Strategy:
     def feature_names(self) -> tuple[str, ...]:
         return (*self.define, *self.registered)
 
-    def engine(self, schema: SchemaSpec) -> FeatureEngine:
-        return FeatureEngine(self.define, schema, self.registered)
-
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form; ``load_strategy(s.to_dict(), schema)`` gives back an equal strategy."""
+        """The JSON form; ``parse_strategy(s.to_dict())`` gives back an equal strategy."""
         n_bins = self.n_bins if isinstance(self.n_bins, int) else list(self.n_bins)
         d: dict[str, Any] = {
             "name": self.name,
@@ -122,12 +121,19 @@ class Strategy:
         return d
 
 
-def load_strategy(spec: Mapping[str, Any] | str | os.PathLike[str], schema: SchemaSpec) -> Strategy:
-    """Parse and validate a strategy against ``schema`` before any data is read.
+def parse_strategy(
+    spec: Mapping[str, Any] | str | os.PathLike[str],
+    compile_metrics: Callable[[Strategy], object] | None = None,
+) -> Strategy:
+    """Parse and validate a strategy before any data is read (all but its metrics).
 
     Parameters
     ----------
     spec : mapping, JSON text or path to a JSON file
+    compile_metrics : callable, optional
+        Called with the parsed strategy before its feature names are checked;
+        :func:`kuration.load_strategy` passes one that compiles every metric
+        against the schema, so an unknown token raises at load.
 
     Raises
     ------
@@ -135,8 +141,6 @@ def load_strategy(spec: Mapping[str, Any] | str | os.PathLike[str], schema: Sche
         A missing file, unknown keys, missing ``define``/``method``, unknown method or bad
         parameters, binning axes that are not features, malformed filters,
         tags, group rule, tag coverage or group cap.
-    MetricCompileError
-        Any ``define`` expression that does not compile against the schema.
     """
     if isinstance(spec, str | os.PathLike) and not (
         isinstance(spec, str) and spec.lstrip().startswith("{")
@@ -208,7 +212,8 @@ def load_strategy(spec: Mapping[str, Any] | str | os.PathLike[str], schema: Sche
         nan_policy=nan_policy,
         seed=seed,
     )
-    strat.engine(schema)  # compiles every metric now: unknown tokens raise at load
+    if compile_metrics is not None:
+        compile_metrics(strat)  # compiles every metric now: unknown tokens raise at load
     features = strat.feature_names
     for ax in axes:
         if ax not in features:

@@ -247,7 +247,7 @@ class TimenetAdapter(InputAdapter):
         if frag is None:
             raise SourceError(
                 "a source names one record or group (#...); expand the dataset first "
-                "(kuration.adapters.timenet.expand_source)",
+                "(kuration.sources.timenet.expand_source)",
                 source=uri,
             )
         reader = self._reader(ref, uri)

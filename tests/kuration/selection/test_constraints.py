@@ -1,4 +1,4 @@
-"""Tag floors and group caps on the count path (kuration.constraints)."""
+"""Tag floors and group caps on the count path (kuration.selection.constraints)."""
 
 from __future__ import annotations
 

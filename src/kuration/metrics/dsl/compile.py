@@ -6,10 +6,10 @@ whether it is per entity), each token accepts only the types listed in
 ``docs/metrics.md``, and anything else raises :class:`MetricCompileError`
 naming the token, its position, what was expected and a close match.
 
-A :class:`CompiledMetric` evaluates on one :class:`~kuration.buffer.WindowBuffer`
+A :class:`CompiledMetric` evaluates on one :class:`~kuration.contracts.buffer.WindowBuffer`
 (``metric(buf) -> float``) or on every window of a source at once
-(:meth:`CompiledMetric.evaluate` on a :class:`~kuration.buffer.WindowBatch`);
-both run the same kernels, see :mod:`kuration.dsl.frame`.
+(:meth:`CompiledMetric.evaluate` on a :class:`~kuration.contracts.buffer.WindowBatch`);
+both run the same kernels, see :mod:`kuration.metrics.dsl.frame`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ _NAN = np.nan
 class CompiledMetric:
     """A validated metric.
 
-    Call it on a :class:`~kuration.buffer.WindowBuffer` for one float (NaN
+    Call it on a :class:`~kuration.contracts.buffer.WindowBuffer` for one float (NaN
     when the window holds no valid sample), or use :meth:`evaluate` for every
     window of a source at once.
 
@@ -140,7 +140,7 @@ def compile_metric(
     Parameters
     ----------
     expr : str
-        A metric in the grammar of :mod:`kuration.dsl.grammar`, e.g.
+        A metric in the grammar of :mod:`kuration.metrics.dsl.grammar`, e.g.
         ``"field:position | speed | p90"``.
     schema : SchemaSpec
     name : str, optional

@@ -1,6 +1,6 @@
 """The evaluation frame: what a compiled metric reads, and the value stream it transforms.
 
-Metrics are evaluated on a :class:`~kuration.buffer.WindowBatch`: every window
+Metrics are evaluated on a :class:`~kuration.contracts.buffer.WindowBatch`: every window
 of a source at once (or the single window of a WindowBuffer, as a batch of
 one).  A stage that only looks at one tick and its few predecessors is
 computed once on the whole source ("source level", arrays ``(N, E, D)``); the

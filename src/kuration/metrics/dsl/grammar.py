@@ -36,7 +36,7 @@ of maps, filters and entity aggregations, and one final reduce.
 Blanks around ``|`` are ignored; a token holds no blank except inside a
 label.  Every token is listed in :data:`TOKENS` (and in ``docs/metrics.md``);
 anything else is a :class:`~kuration.errors.MetricCompileError`.  Parsing only
-checks form; :func:`kuration.dsl.compile.compile_metric` checks every stage
+checks form; :func:`kuration.metrics.dsl.compile.compile_metric` checks every stage
 against the schema and the value type flowing into it.
 """
 

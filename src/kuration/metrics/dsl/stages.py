@@ -3,8 +3,8 @@
 Each ``compile_*`` function checks a token against the :class:`ValueType`
 flowing into it (raising :class:`~kuration.errors.MetricCompileError` through
 ``cx.fail``) and returns the compiled operations and the type flowing out.
-The operations are closures over numpy kernels (:mod:`kuration.dsl.kernels`,
-:mod:`kuration.dsl.reduces`) that run on a :class:`~kuration.dsl.frame.Stream`.
+The operations are closures over numpy kernels (:mod:`kuration.metrics.dsl.kernels`,
+:mod:`kuration.metrics.dsl.reduces`) that run on a :class:`~kuration.metrics.dsl.frame.Stream`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Coverage selection: greedy k-center and greedy facility location.
 
 Both build a selection *order* over a normalised feature space; the method
-turns it into priorities with :func:`~kuration.methods.base.order_to_priorities`
+turns it into priorities with :func:`~kuration.selection.methods.base.order_to_priorities`
 so the top ``n`` priorities are exactly the greedy selection of ``n``.
 
 * k-center (Gonzalez 1985, "Clustering to minimize the maximum intercluster

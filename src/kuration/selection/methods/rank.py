@@ -55,7 +55,7 @@ class Weighted:
 
     Each weighted feature is normalised over the pool (``zscore`` default,
     ``minmax``, ``rank`` or ``none``; see
-    :func:`kuration.methods.base.normalize_columns`) so weights compare
+    :func:`kuration.selection.methods.base.normalize_columns`) so weights compare
     features of different units.  A negative weight prefers low values.  A
     segment with a non-finite weighted feature follows ``nan_policy``.
     """
@@ -92,7 +92,7 @@ class FilterMethod:
 
     ``params``::
 
-        {"where": [filter entries, see kuration.filters],
+        {"where": [filter entries, see kuration.selection.filters],
          "then": {"method": "top-k", "params": {"by": "turn_p90"}}}
 
     Failing segments get ``-inf``: they are never selected, even when the

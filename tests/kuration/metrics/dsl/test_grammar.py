@@ -22,7 +22,7 @@ EXAMPLES = {
     "field:<name>": "field:hp | mean",
     "global:<name>": "global:wind | mean",
     "event:<name>": "event:goal | frac",
-    "feature:<name>": None,  # needs a define block: tests/kuration/test_features.py
+    "feature:<name>": None,  # needs a define block: tests/kuration/metrics/test_features.py
     "speed": "field:pos | speed | mean",
     "accel": "field:pos | accel | mean",
     "jerk": "field:pos | jerk | mean",
