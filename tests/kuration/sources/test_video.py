@@ -87,7 +87,8 @@ def test_video_adapter_follows_timestamps_through_a_gap(
 
 @pytest.fixture(scope="module")
 def bunny_rms(video_file, tmp_path_factory) -> tuple[Path, Path]:
-    """bigbuckbunny.mp4 and its audio's RMS envelope per half video-frame interval (50 Hz),
+    """bigbuckbunny.mp4 and its audio's RMS envelope per half video-frame interval (50 Hz; the
+    25 Hz envelope, one value per frame interval, is next to it as ``bunny_rms25.parquet``),
     computed with PyAV from the file's own 48 kHz 5.1 AAC track: a real series on the video's clock."""
     video = video_file("bigbuckbunny.mp4")
     with av.open(str(video)) as c:
@@ -95,12 +96,13 @@ def bunny_rms(video_file, tmp_path_factory) -> tuple[Path, Path]:
     start = chunks[0][0]
     samples = np.concatenate([a for _, a in chunks], axis=1)  # (channels, n), planar float
     assert start == 0 and samples.shape[0] == 6
-    hop = 48000 // 50
-    n = samples.shape[1] // hop
-    rms = np.sqrt((samples[:, : n * hop].reshape(6, n, hop) ** 2).mean(axis=(0, 2)))
-    path = tmp_path_factory.mktemp("bunny") / "bunny_rms.parquet"
-    pq.write_table(pa.table({"time": np.arange(n) / 50.0, "rms": rms}), path)
-    return path, video
+    root = tmp_path_factory.mktemp("bunny")
+    for hz, name in ((25, "bunny_rms25.parquet"), (50, "bunny_rms.parquet")):
+        hop = 48000 // hz
+        n = samples.shape[1] // hop
+        rms = np.sqrt((samples[:, : n * hop].reshape(6, n, hop) ** 2).mean(axis=(0, 2)))
+        pq.write_table(pa.table({"time": np.arange(n) / hz, "rms": rms}), root / name)
+    return root / "bunny_rms.parquet", video
 
 
 def _bunny_schema(**media) -> SchemaSpec:
@@ -135,6 +137,12 @@ def test_joined_adapter_pairs_audio_ticks_with_frames(bunny_rms) -> None:
     strict = JoinedMediaAdapter(_bunny_schema(start_offset="1/100"), tolerance="1/200", **opts)
     assert (strict.read_table(str(series)).media["frame"].index == -1).all()
     assert len(adapter.fingerprint(str(series))) == 64
+    # one RMS value per frame interval (25 Hz): every tick has its own frame
+    per_frame = SchemaSpec.from_dict({**_bunny_schema().to_dict(), "sample_hz": 25.0})
+    table25 = JoinedMediaAdapter(per_frame, **opts).read_table(
+        str(series.with_name("bunny_rms25.parquet"))
+    )
+    assert table25.n_steps == 132 and table25.media["frame"].index.tolist() == list(range(132))
 
 
 def test_joined_shards_hold_the_matched_frames_and_zeros_elsewhere(
