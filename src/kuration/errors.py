@@ -13,6 +13,8 @@
     ├── DatasetExistsError (FileExistsError) the destination holds a dataset and neither resume nor force was given
     ├── DatasetIntegrityError (ValueError)  an artifact fails verification (checksum, layout, commit state)
     ├── SampleFetchError (RuntimeError)     a pinned sample could not be fetched or failed its checksum
+    ├── PipelineError (ValueError)          a Pipeline is built or used inconsistently (unknown seam name, no source)
+    ├── ExecutionTraitsError (ValueError)   a component declares invalid execution traits (raised at registration)
     └── MissingExtraError (ImportError)     an optional feature's extra is not installed
 
 Warnings: ``KurationWarning`` (root) and ``DataOrderWarning`` (input rows were reordered).
@@ -25,12 +27,14 @@ __all__ = [
     "DatasetExistsError",
     "DatasetIntegrityError",
     "EmptyPoolError",
+    "ExecutionTraitsError",
     "JobError",
     "KurationError",
     "KurationWarning",
     "MetricCompileError",
     "MissingExtraError",
     "OutputSpecError",
+    "PipelineError",
     "SampleFetchError",
     "SchemaError",
     "SourceError",
@@ -151,6 +155,34 @@ class MissingExtraError(KurationError, ImportError):
 
 class SampleFetchError(KurationError, RuntimeError):
     """A pinned public sample could not be downloaded or did not match its pinned SHA-256."""
+
+
+class PipelineError(KurationError, ValueError):
+    """A :class:`~kuration.Pipeline` is incomplete or inconsistent (checked before any row is read).
+
+    Attributes
+    ----------
+    step : str or None
+        The builder step at fault (``"source"``, ``"transform"``, ...), when there is one.
+    """
+
+    def __init__(self, message: str, *, step: str | None = None) -> None:
+        super().__init__(f"{step}: {message}" if step else message)
+        self.step = step
+
+
+class ExecutionTraitsError(KurationError, ValueError):
+    """A registered component's ``execution_traits`` are invalid (raised at registration).
+
+    Attributes
+    ----------
+    component : str or None
+        ``"<kind>:<name>"`` of the component being registered.
+    """
+
+    def __init__(self, message: str, *, component: str | None = None) -> None:
+        super().__init__(f"{component}: {message}" if component else message)
+        self.component = component
 
 
 class KurationWarning(UserWarning):
