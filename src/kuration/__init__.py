@@ -9,16 +9,19 @@ from .contracts.segment import Segment, Segmenter
 from .contracts.tick import Tick, TickTable
 from .contracts.track import Track, tracks_from_segment, tracks_from_ticks
 from .core.plugins import load_plugins, plugin_failures
+from .core.traits import ExecutionTraits
 from .errors import (
     DataOrderWarning,
     DatasetExistsError,
     DatasetIntegrityError,
     EmptyPoolError,
+    ExecutionTraitsError,
     JobError,
     KurationError,
     KurationWarning,
     MetricCompileError,
     OutputSpecError,
+    PipelineError,
     SampleFetchError,
     SchemaError,
     SourceError,
@@ -34,6 +37,7 @@ from .output.encoders import (
     register_encoder,
     registered_encoders,
 )
+from .output.presets import OutputPreset, get_preset, register_preset, registered_presets
 from .output.spec import ModalitySpec, OutputSpec
 from .output.writer import ShardWriter, write_track
 from .pipeline.count import (
@@ -44,8 +48,18 @@ from .pipeline.count import (
     run_experiment,
     select_segments,
 )
+from .pipeline.execute import PipelineRun
 from .pipeline.hours import DatasetWriteResult, write_dataset
 from .pipeline.job import load_job, run_job
+from .pipeline.operators import (
+    Operator,
+    get_operator,
+    operators_markdown,
+    register_operator,
+    registered_operators,
+)
+from .pipeline.pipeline import CountSelection, HoursSelection, Pipeline, PipelineOptions
+from .pipeline.plan import PhysicalPlan, PlanComponent, PlanStage, StageTelemetry
 from .pipeline.scoring import ScoringResult, score_sources
 from .pipeline.strategy import load_strategy
 from .read.curated import CuratedDatasetAdapter
@@ -61,14 +75,24 @@ from .sources import (
     register_adapter,
     registered_adapters,
 )
+from .tools.analyzers import (
+    AnalysisSubject,
+    Analyzer,
+    get_analyzer,
+    register_analyzer,
+    registered_analyzers,
+)
 from .tools.check import CheckResult, check_dataset
 from .tools.diff import compare_datasets
 from .tools.inspect import InspectReport, inspect_dataset
 from .tools.review import hours_selection_review
 
 __all__ = [
+    "AnalysisSubject",
+    "Analyzer",
     "CheckResult",
     "CompiledMetric",
+    "CountSelection",
     "CuratedDatasetAdapter",
     "CurationResult",
     "DataOrderWarning",
@@ -77,9 +101,12 @@ __all__ = [
     "DatasetIntegrityError",
     "DatasetWriteResult",
     "EmptyPoolError",
+    "ExecutionTraits",
+    "ExecutionTraitsError",
     "ExperimentResult",
     "FeatureEngine",
     "FieldSpec",
+    "HoursSelection",
     "InputAdapter",
     "InspectReport",
     "JobError",
@@ -87,10 +114,19 @@ __all__ = [
     "KurationWarning",
     "MetricCompileError",
     "ModalitySpec",
+    "Operator",
     "OutputEncoder",
+    "OutputPreset",
     "OutputSpec",
     "OutputSpecError",
     "PassthroughEncoder",
+    "PhysicalPlan",
+    "Pipeline",
+    "PipelineError",
+    "PipelineOptions",
+    "PipelineRun",
+    "PlanComponent",
+    "PlanStage",
     "SampleFetchError",
     "SchemaError",
     "SchemaSpec",
@@ -99,6 +135,7 @@ __all__ = [
     "Segmenter",
     "ShardWriter",
     "SourceError",
+    "StageTelemetry",
     "Strategy",
     "StrategyError",
     "Tick",
@@ -118,8 +155,11 @@ __all__ = [
     "compile_metric",
     "curate",
     "get_adapter",
+    "get_analyzer",
     "get_container",
     "get_encoder",
+    "get_operator",
+    "get_preset",
     "hours_selection_review",
     "inspect_dataset",
     "iter_shards",
@@ -127,21 +167,28 @@ __all__ = [
     "load_plugins",
     "load_strategy",
     "open_dataset",
+    "operators_markdown",
     "plugin_failures",
     "quantile_bins",
     "read_shard_arrays",
     "register_adapter",
+    "register_analyzer",
     "register_container",
     "register_encoder",
     "register_filter",
     "register_method",
     "register_metric",
+    "register_operator",
+    "register_preset",
     "registered_adapters",
+    "registered_analyzers",
     "registered_containers",
     "registered_encoders",
     "registered_filters",
     "registered_methods",
     "registered_metrics",
+    "registered_operators",
+    "registered_presets",
     "run_experiment",
     "run_job",
     "score_sources",

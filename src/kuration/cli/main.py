@@ -22,6 +22,7 @@ from ..pipeline.job import run_job
 from ..tools.inspect import InspectReport, inspect_dataset
 from .artifacts import add_check, add_diff
 from .curate import add_curate, add_experiment
+from .explain import add_explain, add_operators
 
 __all__ = [
     "check_main",
@@ -242,6 +243,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_curate(sub.add_parser("curate", help="select N segments with a strategy"))
     add_experiment(sub.add_parser("experiment", help="compare strategies on one scored pool"))
+    add_explain(sub.add_parser("explain", help="print a job's physical plan without reading data"))
+    add_operators(sub.add_parser("operators", help="list operators, analyzers and presets"))
     pc = sub.add_parser(
         "plugin-check", help="load plugins and print the full error of any that fail"
     )
@@ -286,6 +289,7 @@ curate_main = _script("curate")
 experiment_main = _script("experiment")
 plugin_check_main = _script("plugin-check")
 sample_main = _script("sample")
+explain_main = _script("explain")
 
 
 if __name__ == "__main__":

@@ -137,6 +137,7 @@ def coerce_traits(
 #: What the planner assumes for a component that declares nothing: metrics are
 #: window-local maps, anything else conservatively a single-pass pool barrier.
 DEFAULT_TRAITS: Mapping[str, ExecutionTraits] = {
+    "adapter": ExecutionTraits(scope="source", shape="source", state="bounded"),
     "metric": ExecutionTraits(),
     "filter": ExecutionTraits(scope="pool", shape="filter", fusion="barrier"),
     "method": ExecutionTraits(scope="pool", shape="rank", fusion="barrier", state="pool"),

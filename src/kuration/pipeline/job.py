@@ -37,7 +37,7 @@ from ..core.plugins import load_plugins, without_entry_point_plugins
 from ..core.progress import ProgressCallback
 from ..errors import JobError, KurationError
 from ..output.encoders import get_encoder
-from ..output.spec import OutputSpec
+from ..output.presets import resolve_output
 from ..sources.base import InputAdapter, adapter_from_dict
 from ..sources.samples import build_adsb_sources, cache_dir
 from .hours import DatasetWriteResult, preflight, write_dataset
@@ -247,7 +247,7 @@ def _run_loaded(
     schema, adapter, segmenter = job_components(raw)
     try:
         strategy = load_strategy(raw["strategy"], schema)
-        spec = OutputSpec.from_dict(raw["output"])
+        spec = resolve_output(raw["output"])  # {"preset": name, ...} or a full spec
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, KurationError):
             raise
