@@ -2,8 +2,8 @@
 
 :func:`execute` plans first (:func:`~kuration.pipeline.planner.compile_plan`:
 every check that needs no data), then resolves sources (the ``provenance``
-progress phase) and drives the established entry points: ``curate`` for a
-count selection, ``write_dataset`` for an hours budget.  Registered analyzers
+progress phase) and drives the established entry points: ``score_sources`` and
+``select_segments`` (what ``curate`` runs) for a count selection, ``write_dataset`` for an hours budget.  Registered analyzers
 run on the finished selection.
 
 Stage telemetry is coarse in this version: wall time per progress phase,
@@ -16,6 +16,7 @@ yet) and stays None.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from contextlib import nullcontext
@@ -28,12 +29,13 @@ from ..core.progress import ProgressCallback, emit
 from ..errors import PipelineError
 from ..tools.analyzers import AnalysisSubject, get_analyzer, overlapping_rows, selected_rows
 from ..tools.review import hours_selection_review
-from .count import CurationResult, curate
+from .count import CurationResult, select_segments
 from .hours import DatasetWriteResult, preflight, write_dataset
 from .job import resolve_sources
 from .logical import HoursSelection
 from .plan import PhysicalPlan, StageTelemetry
 from .planner import compile_plan
+from .scoring import score_sources
 
 if TYPE_CHECKING:
     from .pipeline import Pipeline
@@ -176,36 +178,56 @@ def execute(
     scope = nullcontext() if p.include_entry_points else without_entry_point_plugins()
     with scope:
         sources = _resolve(p, rec)
+        steps: dict[str, int] = {}
         if hours:
             result = _run_hours(p, dest, sources, rec, force=force, resume=resume)
         else:
-            result = curate(
-                p.schema,  # type: ignore[arg-type]
-                p.adapter,  # type: ignore[arg-type]
-                sources,
-                p.segmenter,  # type: ignore[arg-type]
-                p.strategy_,  # type: ignore[arg-type]
-                p.selection.n,  # type: ignore[union-attr]
-                seed=p.opts.seed,
-                workers=p.opts.workers,
-                on_error=p.opts.on_error,
-                progress=rec,
-                plugins=list(p.plugin_modules),
-            )
+            result, steps = _run_count(p, sources, rec)
             if dest is not None:
                 dump_json_atomic(os.fspath(dest), result.to_dict(segments=True))
-    analyses, enrich_s = _enrich(p, result)
+    analyses, enrich_s = _enrich(p, result, steps)
     telemetry = _telemetry(rec, result, len(sources), enrich_s)
     return PipelineRun(plan, result, telemetry, analyses)
 
 
-def _subject(p: Pipeline, result: Any) -> AnalysisSubject:
+def _run_count(
+    p: Pipeline, sources: list[str], rec: _Recorder
+) -> tuple[CurationResult, dict[str, int]]:
+    """``curate``, step by step, keeping the source lengths the audit needs."""
+    assert p.schema and p.adapter and p.segmenter and p.strategy_
+    t0 = time.perf_counter()
+    scoring = score_sources(
+        p.schema,
+        p.adapter,
+        sources,
+        p.segmenter,
+        p.strategy_,
+        workers=p.opts.workers,
+        on_error=p.opts.on_error,
+        progress=rec,
+        plugins=list(p.plugin_modules),
+        include_entry_points=p.include_entry_points,
+    )
+    scoring_s = time.perf_counter() - t0
+    steps = {sid: info.n_steps for sid, info in scoring.sources.items()}
+    res = select_segments(
+        scoring.segments,
+        p.strategy_,
+        p.selection.n,  # type: ignore[union-attr]
+        seed=p.opts.seed,
+        source_steps=steps,
+        progress=rec,
+    )
+    timing = {"scoring_s": scoring_s, **res.timing}
+    return dataclasses.replace(res, timing=timing, scoring=scoring.summary()), steps
+
+
+def _subject(p: Pipeline, result: Any, steps: dict[str, int]) -> AnalysisSubject:
     st = p.strategy_
     assert st is not None
     if isinstance(result, CurationResult):
         pool = tuple(result.pool)
         rows = selected_rows(pool, result.selected)
-        steps = {}
     else:
         pool = tuple(result.scoring.segments)
         fill = result.fill
@@ -219,11 +241,11 @@ def _subject(p: Pipeline, result: Any) -> AnalysisSubject:
     return AnalysisSubject(pool, rows, tuple(st.feature_names), tuple(st.bin_axes), steps)
 
 
-def _enrich(p: Pipeline, result: Any) -> tuple[dict[str, Any], float]:
+def _enrich(p: Pipeline, result: Any, steps: dict[str, int]) -> tuple[dict[str, Any], float]:
     if not p.analyzers:
         return {}, 0.0
     t0 = time.perf_counter()
-    subject = _subject(p, result)
+    subject = _subject(p, result, steps)
     out = {a.name: get_analyzer(a.name).analyze(subject, a.params) for a in p.analyzers}
     return out, time.perf_counter() - t0
 
