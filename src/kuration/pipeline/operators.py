@@ -133,10 +133,15 @@ def _wrapper(exp: _Exposed, name: str) -> Operator:
     def fn(pipeline: Pipeline, **params: Any) -> Pipeline:
         return exp.apply(pipeline, name, **params)
 
-    doc = (type(obj).__doc__ or "").strip().splitlines()
     builtin = type(obj).__module__.startswith("kuration.")
     params = dict(getattr(obj, "parameters", None) or {})
-    return Operator(name, fn, MappingProxyType(params), doc[0] if doc else "", exp.kind, builtin)
+    return Operator(name, fn, MappingProxyType(params), summary(obj), exp.kind, builtin)
+
+
+def summary(obj: Any) -> str:
+    """The first paragraph of the docstring of ``obj``'s type, on one line."""
+    text = (type(obj).__doc__ or "").strip().split("\n\n", 1)[0]
+    return " ".join(line.strip() for line in text.splitlines())
 
 
 def _sync() -> None:
@@ -200,7 +205,7 @@ def operators_markdown(*, builtin_only: bool = True) -> str:
         if not chosen:
             continue
         lines += [f"## {kind} operators", ""]
-        lines += _table([(o.name, _param_text(o.params), o.doc) for o in chosen])
+        lines += _table([(o.name, _param_text(o.params), _escape(o.doc)) for o in chosen])
         lines.append("")
     lines += ["## analyzers (`Pipeline.enrich(name, **params)`)", ""]
     rows = []
@@ -208,8 +213,7 @@ def operators_markdown(*, builtin_only: bool = True) -> str:
         a = get_analyzer(n)
         if builtin_only and not type(a).__module__.startswith("kuration."):
             continue
-        doc = (type(a).__doc__ or "").strip().splitlines()
-        rows.append((n, _param_text(getattr(a, "parameters", {})), doc[0] if doc else ""))
+        rows.append((n, _param_text(getattr(a, "parameters", {})), _escape(summary(a))))
     lines += [*_table(rows), ""]
     lines += ['## output presets (`"output": {"preset": name, ...}`)', ""]
     prow = []
