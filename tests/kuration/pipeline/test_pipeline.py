@@ -186,3 +186,18 @@ def test_count_path_matches_curate_and_the_audit_analyzer(
     assert phases == {"provenance", "scoring", "transforms", "scorers", "selection"}
     assert [e for e in events if e["phase"] == "selection" and e["event"] == "advance"]
     assert run.plan.mode == "count" and "select" in run.plan.barriers
+
+
+def test_review_and_write_on_both_paths(small_job: dict, tmp_path: Path) -> None:
+    p = Pipeline.from_job(small_job)
+    review = p.review(tmp_path / "hours")
+    assert set(review["reasons"]) >= {"admitted", "budget-full"}
+    assert (tmp_path / "hours" / "dataset_manifest.json").is_file()
+    with pytest.raises(PipelineError, match="path"):
+        p.review()
+    counted = p.select(5)
+    res = counted.write(tmp_path / "selection.json")
+    doc = json.loads((tmp_path / "selection.json").read_text())
+    assert doc["n_selected"] == res.n_selected == 5
+    assert len(doc["audit"]["segments"]) == len(res.pool)
+    assert counted.review()["selected"] == doc["selected"]
