@@ -134,3 +134,20 @@ class PipelineOptions:
             "durable": self.durable,
             "progress": self.progress is not None,
         }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PipelineOptions:
+        """Inverse of :meth:`to_dict`, without a callback (an executor that equals the one
+        ``workers`` implies reads back as None, as it was before ``to_dict`` resolved it).
+
+        Raises
+        ------
+        PipelineError
+            Invalid values.
+        """
+        keys = ("workers", "executor", "seed", "on_error", "durable")
+        kw = {k: d[k] for k in keys if k in d}
+        implied = "local" if kw.get("workers", 1) == 1 else "process-pool"
+        if kw.get("executor") == implied:
+            kw["executor"] = None
+        return cls(**kw)

@@ -49,6 +49,7 @@ from ..output.spec import OutputSpec
 from ..selection.strategy import Strategy
 from ..sources.base import InputAdapter, adapter_from_dict
 from ..tools.analyzers import get_analyzer
+from .count import CurationResult
 from .execute import PipelineRun, execute, review
 from .logical import CountSelection, HoursSelection, PipelineOptions, SeamUse
 from .plan import PhysicalPlan
@@ -56,7 +57,6 @@ from .planner import compile_plan
 from .strategy import load_strategy
 
 if TYPE_CHECKING:
-    from .count import CurationResult
     from .hours import DatasetWriteResult
 
 __all__ = ["CountSelection", "HoursSelection", "Pipeline", "PipelineOptions", "SeamUse"]
@@ -500,8 +500,8 @@ class Pipeline:
         if not isinstance(self.selection, CountSelection):
             raise PipelineError("run() is for .select(n=...); write an hours budget", step="run")
         res = self.execute().result
-        assert not isinstance(res, dict)
-        return res  # type: ignore[return-value]
+        assert isinstance(res, CurationResult)
+        return res
 
     def review(
         self,

@@ -201,3 +201,15 @@ def test_review_and_write_on_both_paths(small_job: dict, tmp_path: Path) -> None
     assert doc["n_selected"] == res.n_selected == 5
     assert len(doc["audit"]["segments"]) == len(res.pool)
     assert counted.review()["selected"] == doc["selected"]
+
+
+def test_logical_parts_round_trip() -> None:
+    from kuration import CountSelection, HoursSelection, PipelineOptions
+    from kuration.pipeline.logical import SeamUse
+
+    hours = HoursSelection(2.0, 0.5, clip_aggregate="mean", span_seconds=300.0, group_of={"a": "g"})
+    opts = PipelineOptions(workers=3, seed=7, on_error="raise", durable=False)
+    for obj in (hours, CountSelection(12), opts, SeamUse("audit", {"n_bins": 3})):
+        doc = json.loads(json.dumps(obj.to_dict()))
+        assert type(obj).from_dict(doc) == obj
+    assert opts.to_dict()["executor"] == "process-pool"
