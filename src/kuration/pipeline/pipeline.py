@@ -97,7 +97,7 @@ class Pipeline:
     analyzers: tuple[SeamUse, ...] = ()
     plugin_modules: tuple[str, ...] = ()
     include_entry_points: bool = True
-    job: Mapping[str, Any] | None = None
+    job: Mapping[str, Any] | None = field(default=None, repr=False)
 
     # ---- builders -------------------------------------------------------------------------
 
