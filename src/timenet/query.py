@@ -113,6 +113,9 @@ def _refusal(exc: Exception) -> str:
     text = " ".join(str(exc).split("\nLINE ")[0].split())
     if isinstance(exc, duckdb.PermissionException):
         return f"refused: a query may only read this version's catalog ({text})"
+    if isinstance(exc, duckdb.CatalogException) and " extension" in text:
+        first = text.split(". ")[0]
+        return f"refused: a query cannot install or load extensions ({first})"
     return text
 
 

@@ -89,6 +89,8 @@ def _escapes(root: Path, secret: Path, version: Path) -> list[tuple[str, str]]:
         ("SET enable_external_access = true", "only SELECT queries"),
         ("PRAGMA database_list", "only SELECT queries"),
         ("CREATE TEMP TABLE t AS SELECT 1", "only SELECT queries"),
+        (f"SELECT * FROM sqlite_scan('{root / 'x.db'}', 't')", "cannot install or load ext"),
+        (f"SELECT * FROM query('ATTACH ''{root / 'q.db'}'' AS q')", "single SELECT statement"),
         ("SELECT 1; SELECT 2", "expected one SQL statement, got 2"),
         ("SELECT * FROM secret_table", "does not exist"),  # no scan of Python variables
     ]
