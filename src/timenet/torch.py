@@ -262,42 +262,44 @@ class TorchDataset(Dataset[Any]):
         r = int(self._item_record[index])
         start = int(self._item_start[index])
         rid, total = self.record_ids[r], int(self._lengths[r])
-        steps = total - start if self.window is None else min(self.window, total - start)
-        size = steps if self.window is None else self.window
         sigs = self.reader.signals(rid)
-        values, mask, times = {}, {}, {}
-        axes: dict[tuple[int, int], np.ndarray] = {}  # a shared time axis is read once
+        values: dict[str, np.ndarray] = {}
+        mask: dict[str, np.ndarray] = {}
+        times: dict[str, np.ndarray] = {}
+        axes: dict[tuple[int, int, int], np.ndarray] = {}  # a shared time axis is read once
+        axis: np.ndarray | None = None  # times of the first present signal
         for name in self.signal_names:
+            # without windows each signal keeps its own length; a missing one takes the axis
+            sig = sigs.get(name)
+            length = total if sig is None else len(sig)
+            steps = length - start if self.window is None else min(self.window, length - start)
+            size = steps if self.window is None else self.window
             dtype, shape = self._dtypes[name], self.specs[name].shape
             v = np.full((size, *shape), _fill_value(dtype), dtype=dtype)
             m = np.zeros(size, dtype=bool)
             t = np.zeros(size, dtype=np.int64)
-            if name in sigs:
-                sig = sigs[name]
+            if sig is not None:
                 v[:steps], m[:steps] = self._read(sig, start, start + steps)
-                key = (id(sig._times.source), sig._times.offset) if sig._times else None
+                h = sig._times
+                key = None if h is None else (id(h.source), h.offset + start, steps)
                 if key is None or key not in axes:
                     t[:steps] = sig.read_times(start, start + steps)
                     if key is not None:
                         axes[key] = t[:steps]
                 else:
                     t[:steps] = axes[key]
-            values[name], mask[name], times[name] = (
-                torch.from_numpy(v),
-                torch.from_numpy(m),
-                torch.from_numpy(t),
-            )
-        present = [n for n in self.signal_names if n in sigs]
-        for name in self.signal_names:  # a missing signal is timed like the first present one
-            if name not in sigs and present:
-                times[name][:steps] = times[present[0]][:steps]
+                axis = t[:steps] if axis is None else axis
+            values[name], mask[name], times[name] = v, m, t
+        for name in self.signal_names:
+            if name not in sigs and axis is not None:
+                times[name][: len(axis)] = axis
         item: dict[str, Any] = {
             "record_id": rid,
             "index": int(index),
             "start": start,
-            "signals": values,
-            "mask": mask,
-            "times": times,
+            "signals": {n: torch.from_numpy(a) for n, a in values.items()},
+            "mask": {n: torch.from_numpy(a) for n, a in mask.items()},
+            "times": {n: torch.from_numpy(a) for n, a in times.items()},
         }
         return self.transform(item) if self.transform is not None else item
 

@@ -112,6 +112,9 @@ def test_windows(mixed: tn.TimeNet, tmp_path: Path) -> None:
     demo = write_demo(tmp_path / "demo")
     with pytest.raises(tn.SchemaError, match="record 'rec-0'.*same number of steps"):
         TorchDataset(tn.TimeFReader.open(demo), window=4)
+    item = TorchDataset(tn.TimeFReader.open(demo), signals=["ecg", "acc"])[0]
+    assert item["signals"]["ecg"].shape == (500,) and item["signals"]["acc"].shape == (40, 3)
+    assert item["times"]["acc"][-1] == 39 * 20_000_000  # each signal keeps its own axis
     for kw in ({"nulls": "drop"}, {"window": 0}, {"stride": 2}, {"window": 2.5}):
         with pytest.raises(tn.OptionError):
             mixed.open_torch("acme/mixed", **kw)  # type: ignore[arg-type]
