@@ -167,6 +167,7 @@ def test_every_block_runs_as_written_on_a_fresh_clone(tmp_path: Path) -> None:
     env.pop("TIMENET_REGISTRY", None)
     env.pop("PYTHONPATH", None)
     env["MPLBACKEND"] = "Agg"
+    env["TIMENET_TERMS_FILE"] = str(tmp_path / "accepted-terms.json")  # not the user's own
     used: set[str] = set()
     ran = 0
     for block in all_blocks(clone):
