@@ -20,7 +20,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -286,41 +286,71 @@ def score_sources(
                 out = exc
             record(uri, out)
     else:
-        base = {
-            "schema": schema.to_dict(),
-            "adapter": adapter.to_dict(),
-            "define": dict(strategy.define),
-            "registered": list(strategy.registered),
-            "segmenter": segmenter.to_dict(),
-            "plugins": list(plugins),
-            "entry_points": include_entry_points,
-        }
-        ctx = mp.get_context("spawn")
-        pool = ProcessPoolExecutor(max_workers=min(workers, total), mp_context=ctx)
-        try:
-            futs: dict[Future[Any], str] = {
-                pool.submit(_worker, {**base, "uri": u}): u for u in uris
-            }
-            for fut in as_completed(futs):
-                try:
-                    out = fut.result()
-                except BrokenProcessPool as exc:
-                    raise KurationError(
-                        f"the scoring process pool broke while scoring {futs[fut]} "
-                        f"(a worker process died: {exc}); rerun with workers=1 to find the source"
-                    ) from exc
-                except Exception as exc:
-                    out = exc
-                record(futs[fut], out)
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        _score_in_pool(
+            {
+                "schema": schema.to_dict(),
+                "adapter": adapter.to_dict(),
+                "define": dict(strategy.define),
+                "registered": list(strategy.registered),
+                "segmenter": segmenter.to_dict(),
+                "plugins": list(plugins),
+                "entry_points": include_entry_points,
+            },
+            uris,
+            workers,
+            record,
+        )
     timing = {"read+segment+features" if fused else "read+segment": time.perf_counter() - t0}
     if not fused:
         t1 = time.perf_counter()
         _features_pass(adapter, engine, results, errors, on_error)
         timing["features"] = time.perf_counter() - t1
     emit(progress, "scoring", "complete", total=total)
+    return _merge(results, errors, total, timing)
 
+
+def _score_in_pool(
+    base: dict[str, Any],
+    uris: list[str],
+    workers: int,
+    record: Callable[[str, Any], None],
+) -> None:
+    """Score ``uris`` in a spawn-based process pool, recording each result as it completes."""
+    total = len(uris)
+    ctx = mp.get_context("spawn")
+    pool = ProcessPoolExecutor(max_workers=min(workers, total), mp_context=ctx)
+    try:
+        futs: dict[Future[Any], str] = {pool.submit(_worker, {**base, "uri": u}): u for u in uris}
+        for fut in as_completed(futs):
+            try:
+                out = fut.result()
+            except BrokenProcessPool as exc:
+                raise KurationError(
+                    f"the scoring process pool broke while scoring {futs[fut]} "
+                    f"(a worker process died: {exc}); rerun with workers=1 to find the source"
+                ) from exc
+            except Exception as exc:
+                out = exc
+            record(futs[fut], out)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _merge(
+    results: dict[str, tuple[SourceInfo, list[Segment], str | None]],
+    errors: dict[str, str],
+    total: int,
+    timing: dict[str, float],
+) -> ScoringResult:
+    """The pool in sorted order (identical for any worker count and completion order).
+
+    Raises
+    ------
+    KurationError
+        Two sources share an id.
+    EmptyPoolError
+        No source yielded a segment.
+    """
     infos: dict[str, SourceInfo] = {}
     segments: list[Segment] = []
     skipped: dict[str, str] = {}
