@@ -33,6 +33,7 @@ import dataclasses
 import math
 import os
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segmenter
 from ..core.jsonio import loads_strict
-from ..core.plugins import load_plugins
+from ..core.plugins import load_plugins, without_entry_point_plugins
 from ..errors import PipelineError
 from ..metrics.seams import SCORERS, TRANSFORMS
 from ..output.encoders import get_encoder
@@ -404,12 +405,20 @@ class Pipeline:
         PluginError
             A listed plugin module fails to import.
         """
-        from .job import job_components, job_encoder, job_selection, parse_job
+        from .job import parse_job
 
         raw, base, m = parse_job(job)
         p = cls(base=base).plugins(m.plugins, include_entry_points=m.include_plugin_entry_points)
+        hide = not m.include_plugin_entry_points
+        with without_entry_point_plugins() if hide else nullcontext():
+            return p._from_model(raw, m)
+
+    def _from_model(self, raw: dict[str, Any], m: Any) -> Pipeline:
+        """The job's parts, built from its validated model ``m`` (a JobModel)."""
+        from .job import job_components, job_encoder, job_selection
+
         schema, adapter, segmenter = job_components(raw)
-        return p._with(
+        return self._with(
             schema=schema,
             adapter=adapter,
             sources=raw["sources"],
