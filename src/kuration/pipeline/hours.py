@@ -1,8 +1,8 @@
 """write_dataset: score, rank tracks, fill the hour budgets, write and commit a dataset.
 
-:func:`write_dataset` is a thin wrapper: it builds a :class:`~kuration.Pipeline`
-from its arguments and runs it (:func:`kuration.pipeline.execute.execute`),
-which calls :func:`run_hours` here: validation, the writer lease, then the
+:func:`~kuration.write_dataset` (:mod:`kuration.pipeline.entry`) is a thin
+wrapper: it builds a :class:`~kuration.Pipeline` from its arguments and runs
+it (:func:`kuration.pipeline.execute.execute`), which calls :func:`run_hours` here: validation, the writer lease, then the
 named steps of :mod:`kuration.pipeline.hours_steps`.
 
 A run has three phases (see :mod:`kuration.output.commit`):
@@ -30,8 +30,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..contracts.schema import SchemaSpec
-from ..contracts.segment import Segmenter
-from ..core.progress import ProgressCallback
 from ..core.registry import UnknownNameError
 from ..errors import DatasetExistsError, DestinationError, KurationError, OutputSpecError
 from ..output.commit import LOCK_NAME, WriterLease, destination_path, remove_tree
@@ -40,7 +38,6 @@ from ..output.encoders import PassthroughEncoder
 from ..output.spec import OutputSpec
 from ..selection.fill import FillResult
 from ..selection.strategy import Strategy
-from ..sources.base import InputAdapter
 from .hours_steps import HoursRun, run_steps
 from .logical import HoursSelection as HoursSelectionT
 from .plan import PhysicalPlan, StageTelemetry
@@ -49,7 +46,7 @@ from .scoring import ScoringResult
 if TYPE_CHECKING:
     from .pipeline import Pipeline
 
-__all__ = ["DatasetWriteResult", "preflight", "run_hours", "write_dataset"]
+__all__ = ["DatasetWriteResult", "preflight", "run_hours"]
 
 
 @dataclass(frozen=True)
@@ -207,165 +204,6 @@ def preflight(
     has_encoder = not isinstance(encoder, PassthroughEncoder)
     spec.validate_against(schema, strategy.feature_names, has_encoder=has_encoder)
     return span, encoder
-
-
-def write_dataset(
-    out: str | os.PathLike[str],
-    *,
-    schema: SchemaSpec,
-    adapter: InputAdapter,
-    sources: Sequence[str],
-    strategy: Strategy,
-    segmenter: Segmenter,
-    spec: OutputSpec,
-    encoder: Any = None,
-    train_hours: float,
-    test_hours: float,
-    sample_hz: float | None = None,
-    seed: int = 0,
-    group_of: Callable[[str], str | None] | Mapping[str, str] | None = None,
-    clip_aggregate: str = "max",
-    min_track_seconds: float = 0.0,
-    span_steps: int | None = None,
-    span_seconds: float | None = None,
-    max_group_overshoot: float | None = None,
-    tag_coverage: bool = False,
-    min_tag_frac: float = 0.1,
-    allow_empty_split: bool = False,
-    workers: int = 1,
-    on_error: str = "skip",
-    resume: bool = False,
-    force: bool = False,
-    durable: bool = True,
-    progress: ProgressCallback | None = None,
-    job: Mapping[str, Any] | None = None,
-    plugins: Sequence[str] = (),
-    include_entry_points: bool = True,
-) -> DatasetWriteResult:
-    """Score ``sources``, rank tracks by priority, fill the train/test hour budgets and write shards.
-
-    Parameters
-    ----------
-    out : path
-        Destination directory.  An existing dataset (anything but the lock
-        file) is refused unless ``resume`` or ``force`` is given.
-    schema, adapter, sources, strategy, segmenter :
-        The input side and the selection.
-    spec : OutputSpec
-    encoder : OutputEncoder, optional
-        Fills ``encoder:`` modalities (:class:`PassthroughEncoder` when omitted).
-    train_hours, test_hours : float
-        Budgets in hours of track time per split.
-    sample_hz : float, optional
-        Must equal ``schema.sample_hz`` (no resampling).
-    seed : int
-        Seeds the split assignment and the method's tie-breaks.
-    group_of : mapping or callable, optional
-        Source id to group label: stratifies the split and feeds the group cap.
-    clip_aggregate : {"max", "mean", "min"}
-        How a track's (or span's) overlapping segment priorities and features
-        aggregate: max for inclusion strategies, mean/min for avoidance.
-    min_track_seconds : float
-        Tracks shorter than this never enter the pool (counted in the budget block).
-    span_steps, span_seconds : optional
-        Subdivide each track into independently budgeted spans of this length.
-    max_group_overshoot : float, optional
-        Group cap: a group's admitted time never exceeds this times
-        ``budget / n_groups`` (per split).
-    tag_coverage : bool
-        Admit each segment tag's highest-priority track first ...
-    min_tag_frac : float
-        ... while that reserve stays within this fraction of the budget.
-    allow_empty_split : bool
-        Accept a split with a non-zero request that plans no shard (otherwise
-        :class:`EmptySplitError`).  A non-empty under-filled split is never an
-        error: its budget block names the binding constraint (``binding``,
-        ``binding_detail``) and ``config["warnings"]`` repeats it.
-    workers : int
-        Processes for the feature pass (results do not depend on it).
-    on_error : {"skip", "raise"}
-    resume : bool
-        Continue or repeat a run into an existing ``out``: a shard whose bytes
-        match the size and SHA-256 recorded by the last committed manifest or
-        by the staging journal of an interrupted run is reused, provided that
-        run had the same fingerprint; everything else is rebuilt.
-    force : bool
-        Replace an existing dataset.  The old one stays readable and
-        byte-identical until every new shard is staged and the new run
-        starts publishing.
-    durable : bool
-        ``fsync`` staged shards before publication and the directories before
-        the manifest is published.
-    progress : callable, optional
-    job : mapping, optional
-        The job document, recorded in ``config.json``.
-
-    Returns
-    -------
-    DatasetWriteResult
-
-    Raises
-    ------
-    OutputSpecError
-        Invalid options or an output spec that does not fit the schema and
-        strategy (before any work), a missing container dependency, or a
-        value missing for a present entity while writing.
-    DatasetExistsError
-        ``out`` holds a dataset and neither ``resume`` nor ``force`` is set,
-        or another writer holds its lease.
-    EmptyPoolError
-        No source produced a segment.
-    GroupCapError
-        The group cap is shorter than every group's shortest candidate in a
-        split with a non-zero request (planning, before any shard is written).
-    EmptySplitError
-        A split with a non-zero request would end empty and ``allow_empty_split``
-        is false (planning, before any shard is written).
-    DestinationError
-        ``out`` cannot be created, locked or written.
-    """
-    from .logical import HoursSelection, PipelineOptions
-    from .pipeline import Pipeline
-
-    selection = HoursSelection(
-        train_hours,
-        test_hours,
-        clip_aggregate=clip_aggregate,
-        min_track_seconds=min_track_seconds,
-        span_steps=span_steps,
-        span_seconds=span_seconds,
-        group_of=group_of,  # type: ignore[arg-type]  # a callable is accepted here
-        max_group_overshoot=max_group_overshoot,
-        tag_coverage=tag_coverage,
-        min_tag_frac=min_tag_frac,
-        allow_empty_split=allow_empty_split,
-        sample_hz=sample_hz,
-    )
-    try:
-        opts = PipelineOptions(
-            progress=progress, workers=workers, seed=seed, on_error=on_error, durable=durable
-        )
-    except KurationError as exc:  # write_dataset reports bad options as OutputSpecError
-        raise OutputSpecError(str(exc)) from None
-    p = Pipeline(
-        schema=schema,
-        adapter=adapter,
-        sources=list(sources),
-        segmenter=segmenter,
-        strategy_=strategy,
-        selection=selection,
-        output_spec=spec,
-        encoder=encoder,
-        opts=opts,
-        plugin_modules=tuple(plugins),
-        include_entry_points=include_entry_points,
-        job=job,
-    )
-    from .execute import execute
-
-    run = execute(p, out, force=force, resume=resume, resolved_sources=[str(s) for s in sources])
-    assert isinstance(run.result, DatasetWriteResult)
-    return run.result
 
 
 def run_hours(

