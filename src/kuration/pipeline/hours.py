@@ -658,8 +658,10 @@ def write_dataset(
             "presence_mask": spec.presence_mask,
             "sample_hz": hz,
             "modalities": {
-                k: {"dtype": m.dtype, "shape": list(m.shape), "source": m.source}
-                for k, m in spec.modalities.items()
+                k: {"dtype": m.dtype, "shape": list(m.shape), "source": m.source, "unit": unit}
+                for (k, m), unit in zip(
+                    spec.modalities.items(), spec.units(schema, encoder).values(), strict=True
+                )
             },
             "splits": splits,
             "budget": budget,
