@@ -25,12 +25,15 @@ from .errors import (
     MetricCompileError,
     OutputSpecError,
     OutputValueError,
+    ReaderOptionError,
     SampleFetchError,
     SchemaError,
     SnapCollisionWarning,
     SourceError,
     StrategyError,
     TimeRangeError,
+    UnknownModalityError,
+    UnknownSplitError,
 )
 from .metrics.dsl import CompiledMetric, compile_metric
 from .metrics.features import FeatureEngine, register_metric, registered_metrics
@@ -58,6 +61,7 @@ from .pipeline.scoring import ScoringResult, score_sources
 from .pipeline.strategy import load_strategy
 from .read.curated import CuratedDatasetAdapter
 from .read.loaders import Dataset, iter_shards, open_dataset, read_shard_arrays, shard_entries
+from .read.table import FeatureInfo
 from .selection.binning import bin_segments, quantile_bins
 from .selection.filters import register_filter, registered_filters
 from .selection.select import apply_strategy, assign_splits, register_method, registered_methods
@@ -91,6 +95,7 @@ __all__ = [
     "EntityIdError",
     "ExperimentResult",
     "FeatureEngine",
+    "FeatureInfo",
     "FieldSpec",
     "GroupCapError",
     "InputAdapter",
@@ -105,6 +110,7 @@ __all__ = [
     "OutputSpecError",
     "OutputValueError",
     "PassthroughEncoder",
+    "ReaderOptionError",
     "SampleFetchError",
     "SchemaError",
     "SchemaSpec",
@@ -121,6 +127,8 @@ __all__ = [
     "TimeRangeError",
     "TimeseriesAdapter",
     "Track",
+    "UnknownModalityError",
+    "UnknownSplitError",
     "WindowBatch",
     "WindowBuffer",
     "__version__",

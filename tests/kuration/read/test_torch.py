@@ -40,8 +40,14 @@ def test_items_are_tensors_in_the_declared_dtypes(padded) -> None:
     assert item["_present"].dtype == torch.bool
     assert item["_meta"]["path"] == entries[0]["path"]
     ref = next(iter_shards(padded.path, split="train"))
-    for k, v in ref.items():
-        assert torch.equal(item[k], torch.from_numpy(v))
+    n = int(item["_n_steps"])
+    assert n == entries[0]["n_steps"] == len(ref["_time_s"])
+    for k, v in ref.items():  # real steps first ...
+        assert torch.equal(item[k][:n], torch.from_numpy(v))
+    length = padded.manifest["shard_length"]  # ... then pad rows up to the shard length
+    assert item["_time_s"].shape == (length,) and item["_time_s"][n:].isnan().all()
+    assert not item["_present"][n:].any() and not item["altitude"][n:].any()
+    assert ds.units["altitude"] == "ft" and ds.features["position"].shape == (2,)
     assert ds[-1]["_meta"]["path"] == entries[-1]["path"]
     with pytest.raises(IndexError):
         ds[len(ds)]
@@ -50,7 +56,7 @@ def test_items_are_tensors_in_the_declared_dtypes(padded) -> None:
 def test_dataloader_with_two_workers(padded) -> None:
     length = padded.manifest["shard_length"]
 
-    ds = ShardDataset(padded.path, trim=False, transform=_scale_altitude, include_meta=True)
+    ds = ShardDataset(padded.path, transform=_scale_altitude, include_meta=True)
     loader = DataLoader(ds, batch_size=4, num_workers=2, shuffle=False)
     seen = 0
     paths = []
