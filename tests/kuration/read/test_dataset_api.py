@@ -109,3 +109,17 @@ def test_filter_shuffle_and_streaming(path: Path) -> None:
     batches = list(ds["train"].select_columns(["position"]).iter_batches())
     assert len(batches) == len(ds["train"])
     assert sum(b.num_rows for b in batches) == sum(e["n_steps"] for e in ds["train"].entries())
+
+
+def test_kur_inspect_shows_each_modality_unit(path: Path) -> None:
+    import subprocess
+    import sys
+
+    kur = str(Path(sys.executable).parent / "kur")
+    text = subprocess.run([kur, "inspect", str(path)], capture_output=True, text=True, check=True)
+    line = next(ln for ln in text.stdout.splitlines() if "vertical_rate" in ln)
+    assert "ft/min" in line and "field:vertical_rate" in line
+    rep = subprocess.run(
+        [kur, "inspect", str(path), "--json"], capture_output=True, text=True, check=True
+    )
+    assert json.loads(rep.stdout)["modalities"]["position"]["unit"] == "deg"
