@@ -64,7 +64,8 @@ def test_features_carry_dtype_shape_and_the_schema_unit(path: Path) -> None:
     f = open_dataset(path).features
     assert f["position"] == FeatureInfo("float64", (2,), "deg", "field:position")
     assert f["altitude"].unit == "ft" and f["vertical_rate"].unit == "ft/min"
-    assert f["onground"].unit is None and f["turn_p90"].unit is None  # unitless, segment
+    assert f["onground"].unit is None  # unitless
+    assert f["turn_p90"] == FeatureInfo("float32", (), "deg", "segment:turn_p90")  # declared
 
 
 def test_to_arrow_has_one_row_per_real_step(path: Path) -> None:
