@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ._version import __version__
 from .contracts.buffer import WindowBatch, WindowBuffer, build_window
+from .contracts.media import FrameRef, MediaColumn, MediaProvider, MediaSpec, StreamInfo
 from .contracts.schema import FieldSpec, SchemaSpec
 from .contracts.segment import Segment, Segmenter
 from .contracts.tick import Tick, TickTable
@@ -22,6 +23,7 @@ from .errors import (
     JobError,
     KurationError,
     KurationWarning,
+    MediaError,
     MetricCompileError,
     OutputSpecError,
     OutputValueError,
@@ -68,11 +70,17 @@ from .selection.select import apply_strategy, assign_splits, register_method, re
 from .selection.strategy import Strategy
 from .sources import (
     InputAdapter,
+    JoinedMediaAdapter,
     TimeseriesAdapter,
+    VideoAdapter,
     get_adapter,
+    get_media_provider,
     register_adapter,
+    register_media_provider,
     registered_adapters,
+    registered_media_providers,
 )
+from .sources.video import motion_energy
 from .tools.check import CheckResult, check_dataset
 from .tools.diff import compare_datasets
 from .tools.inspect import InspectReport, inspect_dataset
@@ -97,12 +105,18 @@ __all__ = [
     "FeatureEngine",
     "FeatureInfo",
     "FieldSpec",
+    "FrameRef",
     "GroupCapError",
     "InputAdapter",
     "InspectReport",
     "JobError",
+    "JoinedMediaAdapter",
     "KurationError",
     "KurationWarning",
+    "MediaColumn",
+    "MediaError",
+    "MediaProvider",
+    "MediaSpec",
     "MetricCompileError",
     "ModalitySpec",
     "OutputEncoder",
@@ -122,6 +136,7 @@ __all__ = [
     "SourceError",
     "Strategy",
     "StrategyError",
+    "StreamInfo",
     "Tick",
     "TickTable",
     "TimeRangeError",
@@ -129,6 +144,7 @@ __all__ = [
     "Track",
     "UnknownModalityError",
     "UnknownSplitError",
+    "VideoAdapter",
     "WindowBatch",
     "WindowBuffer",
     "__version__",
@@ -144,12 +160,14 @@ __all__ = [
     "get_adapter",
     "get_container",
     "get_encoder",
+    "get_media_provider",
     "hours_selection_review",
     "inspect_dataset",
     "iter_shards",
     "load_job",
     "load_plugins",
     "load_strategy",
+    "motion_energy",
     "open_dataset",
     "plugin_failures",
     "quantile_bins",
@@ -158,12 +176,14 @@ __all__ = [
     "register_container",
     "register_encoder",
     "register_filter",
+    "register_media_provider",
     "register_method",
     "register_metric",
     "registered_adapters",
     "registered_containers",
     "registered_encoders",
     "registered_filters",
+    "registered_media_providers",
     "registered_methods",
     "registered_metrics",
     "run_experiment",

@@ -24,6 +24,7 @@
     ├── UnknownModalityError (KeyError)     a reader was asked for a modality the dataset does not have
     ├── ReaderOptionError (ValueError)      a reader option is invalid (pad_to, delta_timestamps)
     ├── SampleFetchError (RuntimeError)     a pinned sample could not be fetched or failed its checksum
+    ├── MediaError (ValueError)             a media file, stream or frame cannot be probed or decoded
     └── MissingExtraError (ImportError)     an optional feature's extra is not installed
 
 Warnings: ``KurationWarning`` (root), ``DataOrderWarning`` (input rows were reordered) and
@@ -47,6 +48,7 @@ __all__ = [
     "JobError",
     "KurationError",
     "KurationWarning",
+    "MediaError",
     "MetricCompileError",
     "MissingExtraError",
     "OutputSpecError",
@@ -470,6 +472,33 @@ class MissingExtraError(KurationError, ImportError):
 
 class SampleFetchError(KurationError, RuntimeError):
     """A pinned public sample could not be downloaded or did not match its pinned SHA-256."""
+
+
+class MediaError(KurationError, ValueError):
+    """A media source cannot be probed or decoded, or a frame reference does not resolve.
+
+    Attributes
+    ----------
+    uri : str
+        The media file.
+    stream : int or None
+        Stream index within the container, when known.
+    frame : int or None
+        Frame index (presentation order) at fault, when known.
+    """
+
+    def __init__(
+        self, message: str, *, uri: str, stream: int | None = None, frame: int | None = None
+    ) -> None:
+        where = str(uri)
+        if stream is not None:
+            where += f", stream {stream}"
+        if frame is not None:
+            where += f", frame {frame}"
+        super().__init__(f"{where}: {message}")
+        self.uri = str(uri)
+        self.stream = stream
+        self.frame = frame
 
 
 class KurationWarning(UserWarning):

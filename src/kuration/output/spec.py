@@ -24,7 +24,8 @@ ROUNDING_POLICIES = ("error", "round", "floor", "ceil", "trunc")
 @dataclass(frozen=True)
 class ModalitySpec:
     """One output modality: ``dtype``, per-timestep ``shape`` and a ``source`` route
-    (``field:<name>``, ``segment:<feature>`` or ``encoder:<hook>``).
+    (``field:<name>``, ``segment:<feature>``, ``encoder:<hook>`` or ``media:<column>``;
+    a media modality is ``uint8`` of the column's decoded ``[H, W, C]``).
 
     Parameters
     ----------
@@ -140,10 +141,9 @@ class OutputSpec:
                     f"modality {name!r}: source must be field:/segment:/encoder:/media:<name>, "
                     f"got {m.source!r}"
                 )
-            if m.route == "media":
+            if m.route == "media" and m.dtype != "uint8":
                 raise OutputSpecError(
-                    f"modality {name!r}: media: routes need a MediaProvider, which this "
-                    "version does not ship yet"
+                    f"modality {name!r}: media frames are uint8, got dtype {m.dtype!r}"
                 )
             try:
                 np.dtype(m.dtype)
@@ -255,7 +255,8 @@ class OutputSpec:
         OutputSpecError
             A field that does not exist or whose dims disagree with ``shape``,
             a segment feature the strategy does not define, an encoder route
-            without an encoder.
+            without an encoder, a media route to a column the schema does not
+            declare or whose decoded shape differs from ``shape``.
         """
         for name, m in self.modalities.items():
             if m.route == "field":
@@ -279,6 +280,18 @@ class OutputSpec:
                 if m.shape:
                     raise OutputSpecError(
                         f"modality {name!r}: a segment feature is a scalar (shape [])"
+                    )
+            elif m.route == "media":
+                try:
+                    media = schema.media_column(m.arg)
+                except KeyError:
+                    raise OutputSpecError(
+                        f"modality {name!r}: schema has no media column {m.arg!r}"
+                    ) from None
+                if m.shape != media.shape:
+                    raise OutputSpecError(
+                        f"modality {name!r}: media column {m.arg!r} decodes to "
+                        f"{list(media.shape)}, shape {list(m.shape)} does not match"
                     )
             elif m.route == "encoder" and not has_encoder:
                 raise OutputSpecError(f"modality {name!r}: encoder: routes need an OutputEncoder")

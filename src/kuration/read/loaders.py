@@ -574,7 +574,9 @@ def iter_shards(
     dict of str to ndarray
         ``arrays[name]`` has shape (n_steps, *shape) (``shard_length`` rows
         untrimmed) and the declared dtype; ``_present`` is bool; ``_time_s``
-        is float64 seconds since the Unix epoch (UTC), NaN on pad rows.
+        is float64 seconds since the Unix epoch (UTC), NaN on pad rows.  A
+        ``media:`` modality ``name`` comes as uint8 ``(n_steps, H, W, C)`` with
+        its bool frame mask ``_present_<name>`` (zeros where false).
 
     Raises
     ------

@@ -164,7 +164,8 @@ def shard_arrays(
     verify: bool = True,
     container: Container | None = None,
 ) -> dict[str, np.ndarray]:
-    """One shard's modalities ``columns``, ``_present`` (when written) and ``_time_s``.
+    """One shard's modalities ``columns``, ``_present`` (when written), the frame masks
+    ``_present_<name>`` of ``media:`` modalities, and ``_time_s``.
 
     ``_time_s`` is float64 seconds since the Unix epoch per step (NaN on pad
     rows); shards written before it existed get it from the manifest
@@ -184,6 +185,9 @@ def shard_arrays(
     out = {k: arrays[k] for k in columns}
     if "_present" in arrays:
         out["_present"] = arrays["_present"].astype(bool, copy=False)
+    for k in columns:  # media modalities carry their frame mask (see kuration.output.media)
+        if f"_present_{k}" in arrays:
+            out[f"_present_{k}"] = arrays[f"_present_{k}"].astype(bool, copy=False)
     time_s = arrays.get("_time_s")
     if time_s is None:  # written before _time_s existed
         length = len(out[columns[0]]) if columns else n

@@ -393,9 +393,7 @@ class FrameDataset:
         step = int(self._shard_start[shard]) + row
         here = self._shard(shard)
         item: dict[str, Any] = {}
-        for key in (*self.columns, "_present", "_time_s"):
-            if key not in here:
-                continue
+        for key in here:  # modalities, _present (and media frame masks), _time_s
             if key not in self.deltas:
                 item[key] = torch.from_numpy(np.array(here[key][row], copy=True))
                 continue

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 
 from kuration import OutputSpec, OutputSpecError
@@ -19,7 +21,7 @@ def _spec(**extra) -> OutputSpec:
 
 
 class _Encoder:
-    units = {"frame": "count"}
+    units: ClassVar[dict[str, str]] = {"frame": "count"}
 
 
 def test_units_come_from_the_spec_the_schema_or_the_encoder(adsb_schema) -> None:
