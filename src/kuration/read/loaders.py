@@ -302,15 +302,14 @@ class Dataset:
             ``split`` is not one of :attr:`splits`.
         """
         self.check_split(split)
-        out = []
-        for e in self._shards:
-            if split is None or e.get("split") == split:
-                d = dict(e)
-                if self.root is not None:
-                    d[ROOT_KEY] = str(self.root)
-                    d[COMMIT_KEY] = hashlib.sha256(self.commit_bytes).hexdigest()
-                out.append(d)
-        return out
+        return [self._entry(e) for e in self._shards if split is None or e.get("split") == split]
+
+    def _entry(self, e: Mapping[str, Any]) -> dict[str, Any]:
+        d = dict(e)
+        if self.root is not None:
+            d[ROOT_KEY] = str(self.root)
+            d[COMMIT_KEY] = hashlib.sha256(self.commit_bytes).hexdigest()
+        return d
 
     def shard_path(self, entry: Mapping[str, Any]) -> Path:
         """Where ``entry``'s bytes live (legacy absolute paths are rebased onto the root).
@@ -373,7 +372,7 @@ class Dataset:
             i = int(key)
             if not -len(self) <= i < len(self):
                 raise IndexError(f"shard index {i} out of range ({len(self)} shards)")
-            return self.item(self.entries()[i])
+            return self.item(self._entry(self._shards[i]))
         raise TypeError(f"a Dataset is indexed by int, slice or split name, not {key!r}")
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
