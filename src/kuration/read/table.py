@@ -136,9 +136,3 @@ def shard_record_batch(
             width = int(np.prod(a.shape[1:]))
             cols.append(pa.FixedSizeListArray.from_arrays(pa.array(a.reshape(-1)), width))
     return pa.RecordBatch.from_arrays(cols, schema=schema)
-
-
-def empty_table(schema: Any) -> Any:
-    import pyarrow as pa
-
-    return pa.Table.from_batches([], schema=schema)
