@@ -30,12 +30,15 @@ from .errors import (
     OutputSpecError,
     OutputValueError,
     PipelineError,
+    ReaderOptionError,
     SampleFetchError,
     SchemaError,
     SnapCollisionWarning,
     SourceError,
     StrategyError,
     TimeRangeError,
+    UnknownModalityError,
+    UnknownSplitError,
 )
 from .metrics.dsl import CompiledMetric, compile_metric
 from .metrics.features import FeatureEngine, register_metric, registered_metrics
@@ -75,6 +78,7 @@ from .pipeline.scoring import ScoringResult, score_sources
 from .pipeline.strategy import load_strategy
 from .read.curated import CuratedDatasetAdapter
 from .read.loaders import Dataset, iter_shards, open_dataset, read_shard_arrays, shard_entries
+from .read.table import FeatureInfo
 from .selection.binning import bin_segments, quantile_bins
 from .selection.filters import register_filter, registered_filters
 from .selection.select import apply_strategy, assign_splits, register_method, registered_methods
@@ -126,6 +130,7 @@ __all__ = [
     "ExecutionTraitsError",
     "ExperimentResult",
     "FeatureEngine",
+    "FeatureInfo",
     "FieldSpec",
     "FrameRef",
     "GroupCapError",
@@ -156,6 +161,7 @@ __all__ = [
     "PipelineRun",
     "PlanComponent",
     "PlanStage",
+    "ReaderOptionError",
     "SampleFetchError",
     "SchemaError",
     "SchemaSpec",
@@ -174,6 +180,8 @@ __all__ = [
     "TimeRangeError",
     "TimeseriesAdapter",
     "Track",
+    "UnknownModalityError",
+    "UnknownSplitError",
     "VideoAdapter",
     "WindowBatch",
     "WindowBuffer",

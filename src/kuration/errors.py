@@ -20,6 +20,9 @@
     ├── DestinationError (OSError)          the output destination cannot be created or written
     ├── DatasetExistsError (FileExistsError) the destination holds a dataset and neither resume nor force was given
     ├── DatasetIntegrityError (ValueError)  an artifact fails verification (checksum, layout, commit state)
+    ├── UnknownSplitError (KeyError)        a reader was asked for a split the dataset does not have
+    ├── UnknownModalityError (KeyError)     a reader was asked for a modality the dataset does not have
+    ├── ReaderOptionError (ValueError)      a reader option is invalid (pad_to, delta_timestamps)
     ├── SampleFetchError (RuntimeError)     a pinned sample could not be fetched or failed its checksum
     ├── MediaError (ValueError)             a media file, stream or frame cannot be probed or decoded
     ├── PipelineError (ValueError)          a Pipeline is built or used inconsistently (unknown seam name, no source)
@@ -55,12 +58,15 @@ __all__ = [
     "OutputValueError",
     "PipelineError",
     "PolicyError",
+    "ReaderOptionError",
     "SampleFetchError",
     "SchemaError",
     "SnapCollisionWarning",
     "SourceError",
     "StrategyError",
     "TimeRangeError",
+    "UnknownModalityError",
+    "UnknownSplitError",
 ]
 
 
@@ -425,6 +431,47 @@ class DatasetIntegrityError(KurationError, ValueError):
     def __init__(self, message: str, *, path: str | None = None) -> None:
         super().__init__(f"{path}: {message}" if path else message)
         self.path = path
+
+
+class UnknownSplitError(KurationError, KeyError):
+    """A reader was asked for a split the dataset does not have.
+
+    Attributes
+    ----------
+    split : str
+        The name asked for.
+    available : tuple of str
+        The dataset's splits.
+    path : str or None
+        The dataset.
+    """
+
+    def __init__(
+        self, split: str, available: Sequence[str], *, path: str | None = None, hint: str = ""
+    ) -> None:
+        self.split = split
+        self.available = tuple(available)
+        self.path = path
+        msg = (
+            f"no split {split!r} (the dataset has {', '.join(map(repr, self.available)) or 'none'})"
+        )
+        self.message = f"{path}: {msg}{hint}" if path else f"{msg}{hint}"
+        super().__init__(self.message)
+
+    def __str__(self) -> str:  # KeyError would print the repr of the message
+        return self.message
+
+
+class UnknownModalityError(KurationError, KeyError):
+    """A reader was asked for a modality the dataset does not have (the message lists them)."""
+
+    def __str__(self) -> str:  # KeyError would print the repr of the message
+        return str(self.args[0]) if self.args else ""
+
+
+class ReaderOptionError(KurationError, ValueError):
+    """A reader option is invalid: a ``pad_to`` shorter than a shard, a ``delta_timestamps``
+    offset off the sample grid or naming an unknown key."""
 
 
 class MissingExtraError(KurationError, ImportError):

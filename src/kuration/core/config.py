@@ -177,6 +177,7 @@ class ModalityModel(_Model):
     source: str
     overflow: Literal["error", "saturate"] = "error"
     rounding: Literal["error", "round", "floor", "ceil", "trunc"] = "error"
+    unit: str | list[str] | None = None
 
 
 class OutputModel(_Model):

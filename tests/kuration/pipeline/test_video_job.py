@@ -55,6 +55,7 @@ def test_kur_run_video_example_writes_the_decoded_frames(
         "dtype": "uint8",
         "shape": [272, 640, 3],
         "source": "media:frame",
+        "unit": None,  # pixel values: no unit
     }
     # the admitted spans are the two with the most motion, by numpy on an independent decode
     _, gray = direct_frames(video_file("bikes.mp4"), "gray", (36, 64))
