@@ -29,13 +29,31 @@ from .errors import (
     OutputValueError,
     SampleFetchError,
     SchemaError,
+    ScorerError,
     SnapCollisionWarning,
     SourceError,
     StrategyError,
     TimeRangeError,
+    TransformError,
 )
 from .metrics.dsl import CompiledMetric, compile_metric
 from .metrics.features import FeatureEngine, register_metric, registered_metrics
+from .metrics.media_transforms import MotionEnergy
+from .metrics.mutual_info import MutualInformationScorer, ksg_mutual_information
+from .metrics.scorers import (
+    NoveltyScorer,
+    ScorerContext,
+    SegmentScorer,
+    register_scorer,
+    registered_scorers,
+)
+from .metrics.transforms import (
+    BatchTransform,
+    MediaRequest,
+    TransformContext,
+    register_transform,
+    registered_transforms,
+)
 from .output.containers import get_container, register_container, registered_containers
 from .output.encoders import (
     OutputEncoder,
@@ -56,6 +74,7 @@ from .pipeline.count import (
 )
 from .pipeline.hours import DatasetWriteResult, write_dataset
 from .pipeline.job import load_job, run_job
+from .pipeline.scorer_pass import run_scorers
 from .pipeline.scoring import ScoringResult, score_sources
 from .pipeline.strategy import load_strategy
 from .read.curated import CuratedDatasetAdapter
@@ -83,6 +102,7 @@ from .tools.inspect import InspectReport, inspect_dataset
 from .tools.review import hours_selection_review
 
 __all__ = [
+    "BatchTransform",
     "BudgetError",
     "CheckResult",
     "CompiledMetric",
@@ -111,9 +131,13 @@ __all__ = [
     "MediaColumn",
     "MediaError",
     "MediaProvider",
+    "MediaRequest",
     "MediaSpec",
     "MetricCompileError",
     "ModalitySpec",
+    "MotionEnergy",
+    "MutualInformationScorer",
+    "NoveltyScorer",
     "OutputEncoder",
     "OutputSpec",
     "OutputSpecError",
@@ -122,8 +146,11 @@ __all__ = [
     "SampleFetchError",
     "SchemaError",
     "SchemaSpec",
+    "ScorerContext",
+    "ScorerError",
     "ScoringResult",
     "Segment",
+    "SegmentScorer",
     "Segmenter",
     "ShardWriter",
     "SnapCollisionWarning",
@@ -136,6 +163,8 @@ __all__ = [
     "TimeRangeError",
     "TimeseriesAdapter",
     "Track",
+    "TransformContext",
+    "TransformError",
     "VideoAdapter",
     "WindowBatch",
     "WindowBuffer",
@@ -156,6 +185,7 @@ __all__ = [
     "hours_selection_review",
     "inspect_dataset",
     "iter_shards",
+    "ksg_mutual_information",
     "load_job",
     "load_plugins",
     "load_strategy",
@@ -171,6 +201,8 @@ __all__ = [
     "register_media_provider",
     "register_method",
     "register_metric",
+    "register_scorer",
+    "register_transform",
     "registered_adapters",
     "registered_containers",
     "registered_encoders",
@@ -178,8 +210,11 @@ __all__ = [
     "registered_media_providers",
     "registered_methods",
     "registered_metrics",
+    "registered_scorers",
+    "registered_transforms",
     "run_experiment",
     "run_job",
+    "run_scorers",
     "score_sources",
     "select_segments",
     "shard_entries",
