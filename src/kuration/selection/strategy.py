@@ -7,6 +7,8 @@
       "define": {"speed_p90": "field:position | speed | p90",
                  "turn_p90": "field:track | angle_delta | abs | p90"},
       "registered": [],
+      "transforms": [{"name": "my_transform", "inputs": {"series": "field:track"}}],
+      "scorers": [{"name": "novelty", "params": {"features": ["speed_p90", "turn_p90"]}}],
       "filters": [{"feature": "speed_p90", "op": ">=", "value": 100}],
       "bin": {"axes": ["speed_p90", "turn_p90"], "n_bins": [4, 3]},
       "method": "uniform-bins",
@@ -19,6 +21,10 @@
       "seed": 0
     }
 
+``transforms`` and ``scorers`` name registered BatchTransforms and
+SegmentScorers (:mod:`kuration.metrics.transforms`, :mod:`kuration.metrics.scorers`);
+their outputs are features like the others.  Selection keeps them as plain
+descriptors: :func:`kuration.load_strategy` resolves them against the schema.
 ``filters`` (see :mod:`kuration.selection.filters`) exclude segments before any
 method runs: they are never selected.  ``bin.n_bins`` is one count or one
 per axis.  ``method``/``params`` name a registered method (see
