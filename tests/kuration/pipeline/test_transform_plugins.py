@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kuration import Segmenter, load_strategy, run_job, score_sources
+from kuration import load_strategy, run_job
 from kuration.core.plugins import load_plugins
 
 PLUGIN = '''
@@ -89,41 +89,33 @@ def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 def test_plugin_transform_and_scorer_agree_across_worker_counts(
     plugin, tmp_path, adsb_schema, adsb_adapter, adsb_sources, adsb_job_dict, digests
 ) -> None:
-    srcs = [str(p) for p in adsb_sources[:2]]
-    strategy = load_strategy(STRATEGY, adsb_schema)
-    seg = Segmenter(window=120, stride=60)
-    loads = tmp_path / "loads.txt"
-    feats = {}
-    for w in (1, 2):
-        loads.write_text("")
-        res = score_sources(
-            adsb_schema, adsb_adapter, srcs, seg, strategy, workers=w, plugins=[plugin]
-        )
-        feats[w] = [(s.key, s.features) for s in res.segments]
-        pids = loads.read_text().split()
-        assert len(pids) == len(set(pids)) <= w  # built once per runner (per process)
-    assert feats[1] == feats[2] and len(feats[1]) > 20
-    ranks = sorted(f["climb_rank"] for _, f in feats[1])
-    assert ranks[-1] == 1.0 and ranks[0] == pytest.approx(1 / len(ranks))
-
     job = json.loads(json.dumps(adsb_job_dict))
     job.update(
-        sources=srcs,
+        sources=[str(p) for p in adsb_sources[:2]],
         plugins=[plugin],
         strategy=STRATEGY,
-        budget={"train_hours": 0.5, "test_hours": 0.1},
+        budget={"train_hours": 0.1, "test_hours": 0.05},
     )
     mods = job["output"]["modalities"]
     for name in [n for n, m in mods.items() if m["source"].startswith("segment:")]:
         del mods[name]  # the example strategy's features: not in this strategy
     mods["climb_rank"] = {"dtype": "float64", "shape": [], "source": "segment:climb_rank"}
-    one = run_job(job, tmp_path / "one", workers=1)
-    run_job(job, tmp_path / "two", workers=2)
-    assert digests(tmp_path / "one") == digests(tmp_path / "two")
-    config = json.loads((Path(one.path) / "config.json").read_text())
-    text = json.dumps(config)
+    loads = tmp_path / "loads.txt"
+    feats, runs = {}, {}
+    for w in (1, 2):
+        loads.write_text("")
+        runs[w] = run_job(job, tmp_path / f"w{w}", workers=w)
+        feats[w] = [(s.key, s.features) for s in runs[w].scoring.segments]
+        pids = loads.read_text().split()
+        assert len(pids) == len(set(pids)) <= w  # built once per runner (per worker process)
+    assert feats[1] == feats[2] and len(feats[1]) > 20
+    ranks = sorted(f["climb_rank"] for _, f in feats[1])
+    assert ranks[-1] == 1.0 and ranks[0] == pytest.approx(1 / len(ranks))
+    assert digests(tmp_path / "w1") == digests(tmp_path / "w2")  # byte-identical shards
+    text = json.dumps(runs[1].config)
     assert '"plug-abs-quantile"' in text and '"climb_q90"' in text and '"plug-pool-rank"' in text
-    mods = config["provenance"]["implementations"]["modules"]
+    assert runs[1].fingerprint == runs[2].fingerprint
+    mods = runs[1].config["provenance"]["implementations"]["modules"]
     assert len(mods[plugin]) == 64  # the plugin's source digest
 
 
