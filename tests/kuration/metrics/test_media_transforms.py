@@ -8,10 +8,13 @@ import numpy as np
 import pytest
 
 from kuration import (
+    BatchTransform,
+    MediaRequest,
     SchemaSpec,
     Segmenter,
     TransformError,
     load_strategy,
+    register_transform,
     score_sources,
 )
 from kuration.sources import adapter_from_dict
@@ -89,3 +92,75 @@ def test_a_media_role_takes_only_a_media_token() -> None:
             },
             schema,
         )
+
+
+SEEN: list = []
+
+
+class _Capture(BatchTransform):
+    def transform(self, batch, ctx):
+        SEEN.append((batch, ctx))
+        return {"n_frames": ctx.present[ctx.input_token("frames")].sum(axis=1)}
+
+
+register_transform(
+    "test-capture-frames",
+    _Capture,
+    inputs={"frames": "media"},
+    outputs=["n_frames"],
+    media={"frames": MediaRequest(size=(36, 64), format="gray")},
+    execution_traits={"batch_size": 3},
+    clobber=True,
+)
+
+
+def test_ragged_media_batches_on_a_video_with_a_hole(
+    tmp_path, video_file, remux_with_gap, direct_frames
+) -> None:
+    """carphone remuxed with a 5-frame hole after frame 60 (ticks 60-64 have no frame): rows are
+    padded to the widest, absent ticks are zeros with present False, never a repeated frame;
+    lookbehind/lookahead are clipped at the ends of the video."""
+    src = video_file("carphone_pristine.mp4")
+    gap = remux_with_gap(src, tmp_path / "gap.mp4", after=60 * 1001, gap=5 * 1001)
+    schema = SchemaSpec.from_dict(CARPHONE)
+    adapter = adapter_from_dict({"type": "video", "derived": {"motion": "frame_time"}}, schema)
+    strategy = load_strategy(
+        {
+            "define": {},
+            "method": "top-k",
+            "params": {"by": "n_frames"},
+            "transforms": [
+                {
+                    "name": "test-capture-frames",
+                    "inputs": {"frames": "media:frame"},
+                    "lookbehind": 4,
+                    "lookahead": 4,
+                }
+            ],
+        },
+        schema,
+    )
+    SEEN.clear()
+    res = score_sources(schema, adapter, [str(gap)], Segmenter(window=30, stride=25), strategy)
+    _, gray = direct_frames(src, "gray", (36, 64))
+    token = "media:frame"
+    rows = 0
+    for batch, ctx in SEEN:
+        frames, have = batch[token], ctx.present[token]
+        assert frames.dtype == np.uint8 and frames.shape[2:] == (36, 64, 1)
+        assert frames.shape[1] == ctx.valid_steps[token].max()
+        for i, sid in enumerate(ctx.segment_ids):
+            start, off = int(sid.rsplit(":", 1)[1]), int(ctx.offsets[token][i])
+            n = int(ctx.valid_steps[token][i])
+            assert off == min(4, start) and n == off + 30 + min(4, 125 - start - 30)
+            for t in range(frames.shape[1]):
+                tick = start - off + t
+                k = tick if tick < 60 else (tick - 5 if tick >= 65 else None)
+                if t >= n or k is None:
+                    assert not have[i, t] and not frames[i, t].any()
+                else:
+                    assert have[i, t]
+                    np.testing.assert_array_equal(frames[i, t], gray[k])
+        rows += len(ctx.segment_ids)
+    assert rows == len(res.segments) == 4
+    assert sorted(s.features["n_frames"] for s in res.segments)[0] < 38  # the hole's row
