@@ -10,6 +10,7 @@ from .contracts.segment import Segment, Segmenter
 from .contracts.tick import Tick, TickTable
 from .contracts.track import Track, tracks_from_segment, tracks_from_ticks
 from .core.plugins import load_plugins, plugin_failures
+from .core.traits import ExecutionTraits
 from .errors import (
     BudgetError,
     DataOrderWarning,
@@ -19,6 +20,7 @@ from .errors import (
     EmptyPoolError,
     EmptySplitError,
     EntityIdError,
+    ExecutionTraitsError,
     GroupCapError,
     JobError,
     KurationError,
@@ -27,6 +29,7 @@ from .errors import (
     MetricCompileError,
     OutputSpecError,
     OutputValueError,
+    PipelineError,
     SampleFetchError,
     SchemaError,
     ScorerError,
@@ -62,6 +65,7 @@ from .output.encoders import (
     register_encoder,
     registered_encoders,
 )
+from .output.presets import OutputPreset, get_preset, register_preset, registered_presets
 from .output.spec import ModalitySpec, OutputSpec
 from .output.writer import ShardWriter, write_track
 from .pipeline.count import (
@@ -72,8 +76,18 @@ from .pipeline.count import (
     run_experiment,
     select_segments,
 )
+from .pipeline.execute import PipelineRun
 from .pipeline.hours import DatasetWriteResult, write_dataset
 from .pipeline.job import load_job, run_job
+from .pipeline.operators import (
+    Operator,
+    get_operator,
+    operators_markdown,
+    register_operator,
+    registered_operators,
+)
+from .pipeline.pipeline import CountSelection, HoursSelection, Pipeline, PipelineOptions
+from .pipeline.plan import PhysicalPlan, PlanComponent, PlanStage, StageTelemetry
 from .pipeline.scorer_pass import run_scorers
 from .pipeline.scoring import ScoringResult, score_sources
 from .pipeline.strategy import load_strategy
@@ -96,16 +110,26 @@ from .sources import (
     registered_media_providers,
 )
 from .sources.video import motion_energy
+from .tools.analyzers import (
+    AnalysisSubject,
+    Analyzer,
+    get_analyzer,
+    register_analyzer,
+    registered_analyzers,
+)
 from .tools.check import CheckResult, check_dataset
 from .tools.diff import compare_datasets
 from .tools.inspect import InspectReport, inspect_dataset
 from .tools.review import hours_selection_review
 
 __all__ = [
+    "AnalysisSubject",
+    "Analyzer",
     "BatchTransform",
     "BudgetError",
     "CheckResult",
     "CompiledMetric",
+    "CountSelection",
     "CuratedDatasetAdapter",
     "CurationResult",
     "DataOrderWarning",
@@ -117,11 +141,14 @@ __all__ = [
     "EmptyPoolError",
     "EmptySplitError",
     "EntityIdError",
+    "ExecutionTraits",
+    "ExecutionTraitsError",
     "ExperimentResult",
     "FeatureEngine",
     "FieldSpec",
     "FrameRef",
     "GroupCapError",
+    "HoursSelection",
     "InputAdapter",
     "InspectReport",
     "JobError",
@@ -138,11 +165,20 @@ __all__ = [
     "MotionEnergy",
     "MutualInformationScorer",
     "NoveltyScorer",
+    "Operator",
     "OutputEncoder",
+    "OutputPreset",
     "OutputSpec",
     "OutputSpecError",
     "OutputValueError",
     "PassthroughEncoder",
+    "PhysicalPlan",
+    "Pipeline",
+    "PipelineError",
+    "PipelineOptions",
+    "PipelineRun",
+    "PlanComponent",
+    "PlanStage",
     "SampleFetchError",
     "SchemaError",
     "SchemaSpec",
@@ -155,6 +191,7 @@ __all__ = [
     "ShardWriter",
     "SnapCollisionWarning",
     "SourceError",
+    "StageTelemetry",
     "Strategy",
     "StrategyError",
     "StreamInfo",
@@ -179,9 +216,12 @@ __all__ = [
     "compile_metric",
     "curate",
     "get_adapter",
+    "get_analyzer",
     "get_container",
     "get_encoder",
     "get_media_provider",
+    "get_operator",
+    "get_preset",
     "hours_selection_review",
     "inspect_dataset",
     "iter_shards",
@@ -191,25 +231,32 @@ __all__ = [
     "load_strategy",
     "motion_energy",
     "open_dataset",
+    "operators_markdown",
     "plugin_failures",
     "quantile_bins",
     "read_shard_arrays",
     "register_adapter",
+    "register_analyzer",
     "register_container",
     "register_encoder",
     "register_filter",
     "register_media_provider",
     "register_method",
     "register_metric",
+    "register_operator",
+    "register_preset",
     "register_scorer",
     "register_transform",
     "registered_adapters",
+    "registered_analyzers",
     "registered_containers",
     "registered_encoders",
     "registered_filters",
     "registered_media_providers",
     "registered_methods",
     "registered_metrics",
+    "registered_operators",
+    "registered_presets",
     "registered_scorers",
     "registered_transforms",
     "run_experiment",

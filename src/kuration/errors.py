@@ -24,6 +24,8 @@
     ├── MediaError (ValueError)             a media file, stream or frame cannot be probed or decoded
     ├── TransformError (ValueError)         a BatchTransform use is invalid or its output is (names transform, source, segment, token)
     ├── ScorerError (RuntimeError)          a SegmentScorer use is invalid or it failed (names scorer, source, segment)
+    ├── PipelineError (ValueError)          a Pipeline is built or used inconsistently (unknown seam name, no source)
+    ├── ExecutionTraitsError (ValueError)   a component declares invalid execution traits (raised at registration)
     └── MissingExtraError (ImportError)     an optional feature's extra is not installed
 
 Warnings: ``KurationWarning`` (root), ``DataOrderWarning`` (input rows were reordered) and
@@ -43,6 +45,7 @@ __all__ = [
     "EmptyPoolError",
     "EmptySplitError",
     "EntityIdError",
+    "ExecutionTraitsError",
     "GroupCapError",
     "JobError",
     "KurationError",
@@ -52,6 +55,7 @@ __all__ = [
     "MissingExtraError",
     "OutputSpecError",
     "OutputValueError",
+    "PipelineError",
     "PolicyError",
     "SampleFetchError",
     "SchemaError",
@@ -456,6 +460,34 @@ class MediaError(KurationError, ValueError):
         self.uri = str(uri)
         self.stream = stream
         self.frame = frame
+
+
+class PipelineError(KurationError, ValueError):
+    """A :class:`~kuration.Pipeline` is incomplete or inconsistent (checked before any row is read).
+
+    Attributes
+    ----------
+    step : str or None
+        The builder step at fault (``"source"``, ``"transform"``, ...), when there is one.
+    """
+
+    def __init__(self, message: str, *, step: str | None = None) -> None:
+        super().__init__(f"{step}: {message}" if step else message)
+        self.step = step
+
+
+class ExecutionTraitsError(KurationError, ValueError):
+    """A registered component's ``execution_traits`` are invalid (raised at registration).
+
+    Attributes
+    ----------
+    component : str or None
+        ``"<kind>:<name>"`` of the component being registered.
+    """
+
+    def __init__(self, message: str, *, component: str | None = None) -> None:
+        super().__init__(f"{component}: {message}" if component else message)
+        self.component = component
 
 
 class KurationWarning(UserWarning):

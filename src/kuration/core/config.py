@@ -212,6 +212,9 @@ class OutputModel(_Model):
     container: str = "npz"
     presence_mask: bool = True
     modalities: dict[str, ModalityModel]
+    preset: str | None = None
+    """A registered output preset; its policy fills the keys this document leaves out
+    (expanded by :func:`kuration.output.presets.resolve_output`)."""
 
 
 # -- job file: adapters ---------------------------------------------------------------

@@ -289,7 +289,7 @@ def run_code(used: Mapping[str, Iterable[str]], modules: Sequence[str] = ()) -> 
     Parameters
     ----------
     used : mapping of str to iterable of str
-        Registry kind (``"registered metric"``, ``"transform"``, ``"scorer"``,
+        Registry kind (``"registered metric"``, ``"batch transform"``, ``"segment scorer"``,
         ``"filter"``, ``"selection method"``, ``"adapter"``, ``"container"``,
         ``"encoder"``) to the names
         the run looks up in it.
@@ -352,8 +352,8 @@ def used_names(strategy: Mapping[str, Any], adapter: str, container: str) -> dic
     """
     return {
         "registered metric": list(strategy.get("registered", [])),
-        "transform": [t["name"] for t in strategy.get("transforms", [])],
-        "scorer": [t["name"] for t in strategy.get("scorers", [])],
+        "batch transform": [t["name"] for t in strategy.get("transforms", [])],
+        "segment scorer": [t["name"] for t in strategy.get("scorers", [])],
         "filter": ["predicate", *_values_under(strategy, "filter")],
         "selection method": _values_under(strategy, "method"),
         "adapter": [adapter],

@@ -71,5 +71,6 @@ register_transform(
     inputs={"frames": "media:frame"},
     outputs=["motion_energy"],
     media={"frames": _request},
-    execution_traits={"batch_size": 8, "device": "cpu", "deterministic": True},
+    batch_size=8,
+    execution_traits={"scope": "window", "shape": "map", "state": "bounded"},
 )

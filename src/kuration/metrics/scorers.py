@@ -35,8 +35,10 @@ import numpy as np
 from ..contracts.buffer import WindowBuffer
 from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segment
-from ..core.registry import Registry
+from ..core.traits import ExecutionTraits, coerce_traits, declare_traits
 from ..errors import MissingExtraError, ScorerError
+from .seams import SCORERS as _SCORERS
+from .seams import registered_scorers
 
 __all__ = [
     "NoveltyScorer",
@@ -69,15 +71,13 @@ class ScorerInfo:
         return self.factory
 
 
-_SCORERS: Registry[ScorerInfo] = Registry("scorer")
-
-
 def register_scorer(
     name: str,
     factory: Callable[..., Any],
     *,
     needs_buffers: bool = False,
     check: Check | None = None,
+    execution_traits: ExecutionTraits | Mapping[str, Any] | None = None,
     clobber: bool = False,
 ) -> ScorerInfo:
     """Register a SegmentScorer.
@@ -94,20 +94,24 @@ def register_scorer(
     check : callable, optional
         ``check(params, schema, features)`` raising :class:`ScorerError` for a
         bad use, called when the strategy is loaded.
+    execution_traits : ExecutionTraits or mapping, optional
+        What the planner is told (:mod:`kuration.core.traits`); default: a
+        pool-scoped barrier.
 
     Raises
     ------
+    ExecutionTraitsError
+        Invalid ``execution_traits``.
     ValueError
         If ``name`` is taken and ``clobber`` is false.
     """
+    traits = None
+    if execution_traits is not None:
+        traits = coerce_traits(execution_traits, component=f"scorer:{name}")
     info = ScorerInfo(name, factory, bool(needs_buffers), check)
     _SCORERS.register(name, info, clobber=clobber)
+    declare_traits("scorer", name, traits)
     return info
-
-
-def registered_scorers() -> tuple[str, ...]:
-    """Names of every registered scorer, sorted."""
-    return _SCORERS.names()
 
 
 def get_scorer(name: str) -> ScorerInfo:

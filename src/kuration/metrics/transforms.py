@@ -8,7 +8,7 @@ its output feature names and its execution traits::
         "motion_energy", MotionEnergy,
         inputs={"frames": "media:frame"}, outputs=["motion_energy"],
         media={"frames": lambda params: MediaRequest(size=params.get("size", (36, 64)), format="gray")},
-        execution_traits={"batch_size": 8},
+        batch_size=8,
     )
 
 A strategy uses it with a per-use remap (one same-kind token per role),
@@ -39,8 +39,10 @@ import numpy as np
 
 from ..contracts.media import PIXEL_FORMATS, MediaSpec
 from ..contracts.schema import SchemaSpec
-from ..core.registry import Registry
+from ..core.traits import ExecutionTraits, coerce_traits, declare_traits
 from ..errors import TransformError
+from .seams import TRANSFORMS as _TRANSFORMS
+from .seams import registered_transforms
 
 __all__ = [
     "BatchTransform",
@@ -55,7 +57,6 @@ __all__ = [
 ]
 
 KINDS = ("field", "feature", "media")
-_TRAITS = {"batch_size": int, "device": str, "deterministic": bool}
 
 
 @dataclass(frozen=True)
@@ -135,16 +136,13 @@ class TransformInfo:
     factory: Callable[..., Any]
     inputs: Mapping[str, str]
     outputs: tuple[str, ...]
-    execution_traits: Mapping[str, Any] = field(default_factory=dict)
+    batch_size: int = 16
     media: MediaRequests = field(default_factory=dict)
 
     @property
     def implementation(self) -> Any:
         """The code the run fingerprint identifies (the factory)."""
         return self.factory
-
-
-_TRANSFORMS: Registry[TransformInfo] = Registry("transform")
 
 
 def _kind(token_or_kind: str) -> str:
@@ -157,7 +155,8 @@ def register_transform(
     *,
     inputs: Mapping[str, str],
     outputs: Sequence[str],
-    execution_traits: Mapping[str, Any] | None = None,
+    batch_size: int = 16,
+    execution_traits: ExecutionTraits | Mapping[str, Any] | None = None,
     media: MediaRequests | None = None,
     clobber: bool = False,
 ) -> TransformInfo:
@@ -174,17 +173,22 @@ def register_transform(
         token of that kind (``"media:frame"``).
     outputs : sequence of str
         Output names; each becomes a feature (renamable per use).
-    execution_traits : mapping, optional
-        ``batch_size`` (int >= 1, segments per call; default 16), ``device``
-        (str, recorded), ``deterministic`` (bool, recorded).
+    batch_size : int
+        Segments per call (>= 1); bounds the memory of a ``media:`` batch.
+    execution_traits : ExecutionTraits or mapping, optional
+        What the planner (:meth:`kuration.Pipeline.explain`) is told
+        (:mod:`kuration.core.traits`: resources such as ``gpu``, determinism);
+        default: a window-scoped map with bounded state.
     media : mapping of str to MediaRequest or callable, optional
         Per media role, the decode request (or ``fn(params) -> MediaRequest``).
 
     Raises
     ------
     TransformError
-        A bad role kind, no outputs, duplicate outputs, unknown traits or a
+        A bad role kind, no outputs, duplicate outputs, a bad batch size or a
         media request for a role that is not a media role.
+    ExecutionTraitsError
+        Invalid ``execution_traits``.
     ValueError
         If ``name`` is taken and ``clobber`` is false.
     """
@@ -200,26 +204,23 @@ def register_transform(
         raise TransformError(
             f"outputs must be distinct non-empty names, got {outs!r}", transform=name
         )
-    traits = dict(execution_traits or {})
-    for k, v in traits.items():
-        if k not in _TRAITS or not isinstance(v, _TRAITS[k]) or (k == "batch_size" and v < 1):
-            raise TransformError(
-                f"bad execution trait {k}={v!r} (known: {sorted(_TRAITS)})", transform=name
-            )
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise TransformError(
+            f"batch_size must be an integer >= 1, got {batch_size!r}", transform=name
+        )
+    traits = None
+    if execution_traits is not None:
+        traits = coerce_traits(execution_traits, component=f"transform:{name}")
     med = dict(media or {})
     for role in med:
         if _kind(ins.get(role, "")) != "media":
             raise TransformError(
                 f"media request for {role!r}, which is not a media role", transform=name
             )
-    info = TransformInfo(name, factory, ins, outs, traits, med)
+    info = TransformInfo(name, factory, ins, outs, batch_size, med)
     _TRANSFORMS.register(name, info, clobber=clobber)
+    declare_traits("transform", name, traits)
     return info
-
-
-def registered_transforms() -> tuple[str, ...]:
-    """Names of every registered transform, sorted."""
-    return _TRANSFORMS.names()
 
 
 def get_transform(name: str) -> TransformInfo:
@@ -395,7 +396,7 @@ def resolve_transform(
         params=params,
         outputs={o: str(rename.get(o, o)) for o in info.outputs},
         media=media,
-        batch_size=int(info.execution_traits.get("batch_size", 16)),
+        batch_size=info.batch_size,
     )
 
 

@@ -163,8 +163,14 @@ class OutputSpec:
         Raises
         ------
         OutputSpecError
-            On values that are invalid together (routes, dtypes, reserved names).
+            On values that are invalid together (routes, dtypes, reserved names), or a
+            ``preset`` key (presets are expanded by ``resolve_output`` first).
         """
+        if m.preset is not None:
+            raise OutputSpecError(
+                f"output names the preset {m.preset!r}: expand it with "
+                "kuration.output.presets.resolve_output (job files do this)"
+            )
         mods = {
             name: ModalitySpec(name=name, **{**dict(mm), "shape": tuple(mm.shape)})
             for name, mm in m.modalities.items()

@@ -38,7 +38,7 @@ from ..core.plugins import load_plugins, without_entry_point_plugins
 from ..core.progress import ProgressCallback
 from ..errors import JobError, KurationError
 from ..output.encoders import get_encoder
-from ..output.spec import OutputSpec
+from ..output.presets import resolve_output
 from ..sources.base import InputAdapter, adapter_from_dict
 from ..sources.samples import build_adsb_sources, build_video_sources, cache_dir
 from .hours import DatasetWriteResult, preflight, write_dataset
@@ -262,7 +262,7 @@ def _run_loaded(
 ) -> DatasetWriteResult:
     schema, adapter, segmenter = job_components(raw)
     strategy = load_strategy(raw["strategy"], schema, what="job strategy")
-    spec = OutputSpec.from_dict(raw["output"], what="job output")
+    spec = resolve_output(raw["output"], what="job output")  # {"preset": name, ...} or a spec
     encoder = None
     if m.encoder is not None:
         try:

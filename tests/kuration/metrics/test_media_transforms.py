@@ -109,7 +109,7 @@ register_transform(
     inputs={"frames": "media"},
     outputs=["n_frames"],
     media={"frames": MediaRequest(size=(36, 64), format="gray")},
-    execution_traits={"batch_size": 3},
+    batch_size=3,
     clobber=True,
 )
 

@@ -58,7 +58,7 @@ register_transform(
     Spread,
     inputs={"level": "field:groundspeed", "ref": "feature"},
     outputs=["spread", "echo"],
-    execution_traits={"batch_size": 4},
+    batch_size=4,
     clobber=True,
 )
 register_transform(
@@ -147,7 +147,7 @@ def test_remap_and_valid_steps_on_ragged_batches(adsb_schema, adsb_adapter, adsb
             {"name": "test-spread", "inputs": {"ref": "feature:alt_mean"}, "outputs": {"x": "y"}},
             "renames unknown outputs",
         ),
-        ({"name": "no-such-transform"}, "unknown transform"),
+        ({"name": "no-such-transform"}, "unknown batch transform"),
     ],
 )
 def test_a_bad_use_fails_at_load(adsb_schema, use: dict, needle: str) -> None:

@@ -52,7 +52,7 @@ class PoolRank(SegmentScorer):
 
 
 register_transform("plug-abs-quantile", AbsQuantile, inputs={"series": "field"},
-                   outputs=["level"], execution_traits={"batch_size": 3})
+                   outputs=["level"], batch_size=3)
 register_scorer("plug-pool-rank", PoolRank)
 '''
 
@@ -124,7 +124,10 @@ def test_the_run_fingerprint_covers_the_plugin_transform_code(plugin, adsb_schem
 
     strategy = load_strategy(STRATEGY, adsb_schema)
     code = run_code(used_names(strategy.to_dict(), "timeseries", "npz"), [plugin])
-    assert code["registered"]["transform:plug-abs-quantile"]["object"] == (
+    assert code["registered"]["batch transform:plug-abs-quantile"]["object"] == (
         "kur_media2_plug.AbsQuantile"
     )
-    assert code["registered"]["scorer:plug-pool-rank"]["sha256"] == (code["plugin_modules"][plugin])
+    assert (
+        code["registered"]["segment scorer:plug-pool-rank"]["sha256"]
+        == (code["plugin_modules"][plugin])
+    )
