@@ -33,15 +33,33 @@ from .errors import (
     ReaderOptionError,
     SampleFetchError,
     SchemaError,
+    ScorerError,
     SnapCollisionWarning,
     SourceError,
     StrategyError,
     TimeRangeError,
+    TransformError,
     UnknownModalityError,
     UnknownSplitError,
 )
 from .metrics.dsl import CompiledMetric, compile_metric
 from .metrics.features import FeatureEngine, register_metric, registered_metrics
+from .metrics.media_transforms import MotionEnergy
+from .metrics.mutual_info import MutualInformationScorer, ksg_mutual_information
+from .metrics.scorers import (
+    NoveltyScorer,
+    ScorerContext,
+    SegmentScorer,
+    register_scorer,
+    registered_scorers,
+)
+from .metrics.transforms import (
+    BatchTransform,
+    MediaRequest,
+    TransformContext,
+    register_transform,
+    registered_transforms,
+)
 from .output.containers import get_container, register_container, registered_containers
 from .output.encoders import (
     OutputEncoder,
@@ -74,6 +92,7 @@ from .pipeline.operators import (
 )
 from .pipeline.pipeline import CountSelection, HoursSelection, Pipeline, PipelineOptions
 from .pipeline.plan import PhysicalPlan, PlanComponent, PlanStage, StageTelemetry
+from .pipeline.scorer_pass import run_scorers
 from .pipeline.scoring import ScoringResult, score_sources
 from .pipeline.strategy import load_strategy
 from .read.curated import CuratedDatasetAdapter
@@ -111,6 +130,7 @@ from .tools.review import hours_selection_review
 __all__ = [
     "AnalysisSubject",
     "Analyzer",
+    "BatchTransform",
     "BudgetError",
     "CheckResult",
     "CompiledMetric",
@@ -144,9 +164,13 @@ __all__ = [
     "MediaColumn",
     "MediaError",
     "MediaProvider",
+    "MediaRequest",
     "MediaSpec",
     "MetricCompileError",
     "ModalitySpec",
+    "MotionEnergy",
+    "MutualInformationScorer",
+    "NoveltyScorer",
     "Operator",
     "OutputEncoder",
     "OutputPreset",
@@ -165,8 +189,11 @@ __all__ = [
     "SampleFetchError",
     "SchemaError",
     "SchemaSpec",
+    "ScorerContext",
+    "ScorerError",
     "ScoringResult",
     "Segment",
+    "SegmentScorer",
     "Segmenter",
     "ShardWriter",
     "SnapCollisionWarning",
@@ -180,6 +207,8 @@ __all__ = [
     "TimeRangeError",
     "TimeseriesAdapter",
     "Track",
+    "TransformContext",
+    "TransformError",
     "UnknownModalityError",
     "UnknownSplitError",
     "VideoAdapter",
@@ -205,6 +234,7 @@ __all__ = [
     "hours_selection_review",
     "inspect_dataset",
     "iter_shards",
+    "ksg_mutual_information",
     "load_job",
     "load_plugins",
     "load_strategy",
@@ -224,6 +254,8 @@ __all__ = [
     "register_metric",
     "register_operator",
     "register_preset",
+    "register_scorer",
+    "register_transform",
     "registered_adapters",
     "registered_analyzers",
     "registered_containers",
@@ -234,8 +266,11 @@ __all__ = [
     "registered_metrics",
     "registered_operators",
     "registered_presets",
+    "registered_scorers",
+    "registered_transforms",
     "run_experiment",
     "run_job",
+    "run_scorers",
     "score_sources",
     "select_segments",
     "shard_entries",
