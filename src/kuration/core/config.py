@@ -182,6 +182,38 @@ Floor = Annotated[Exact, Field(ge=0)]
 """An integer count or a fraction in (0, 1) of the request."""
 
 
+Context = NonNegativeInt | dict[str, NonNegativeInt]
+"""Ticks of context: one count for every input, or a count per role or input token."""
+
+
+class TransformUseModel(_Model):
+    """One use of a registered BatchTransform (see :mod:`kuration.metrics.transforms`)."""
+
+    name: str
+    """The registered transform."""
+    inputs: dict[str, str] = {}
+    """Role to input token (`field:<name>`, `feature:<name>`, `media:<name>`)."""
+    lookbehind: Context = 0
+    """Ticks of context before each segment: one count, or one per role or token."""
+    lookahead: Context = 0
+    """Ticks of context after each segment: one count, or one per role or token."""
+    params: dict[str, JsonValue] = {}
+    """The transform's parameters."""
+    outputs: dict[str, str] = {}
+    """Declared output to feature name (default: the declared names)."""
+
+
+class ScorerUseModel(_Model):
+    """One use of a registered SegmentScorer (see :mod:`kuration.metrics.scorers`)."""
+
+    name: str
+    """The registered scorer."""
+    params: dict[str, JsonValue] = {}
+    """The scorer's parameters."""
+    output: str | None = None
+    """Feature name of its value (default: the scorer's name)."""
+
+
 class StrategyModel(_Model):
     """A strategy file (see :mod:`kuration.selection.strategy`)."""
 
@@ -191,6 +223,10 @@ class StrategyModel(_Model):
     """Feature name to metric expression (docs/metrics.md), one value per window."""
     registered: list[str] = []
     """Names of plugin metrics (`register_metric`) computed as features too."""
+    transforms: list[TransformUseModel] = []
+    """Registered BatchTransforms run over each batch of windows (docs/media.md)."""
+    scorers: list[ScorerUseModel] = []
+    """Registered SegmentScorers run once over the whole pool (docs/media.md)."""
     filters: list[dict[str, JsonValue]] = []
     """Filters applied before ranking, each `{"filter": name, ...params}` (see Filters below)."""
     bin: BinModel | None = None
@@ -227,6 +263,8 @@ class ModalityModel(_Model):
     """A value out of the dtype's range is an error or saturates."""
     rounding: Literal["error", "round", "floor", "ceil", "trunc"] = "error"
     """A non-integral value for an integer dtype is an error or is rounded this way."""
+    unit: str | list[str] | None = None
+    """The values' pint unit, one or one per component (default: the field's or encoder's)."""
 
 
 class OutputModel(_Model):

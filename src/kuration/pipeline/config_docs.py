@@ -32,6 +32,8 @@ _FILES: tuple[tuple[str, type[BaseModel], str], ...] = (
     ("Strategy `tags` entry", cfg.TagModel, "strategy"),
     ("Strategy `group` / tag `source` rule", cfg.SourceRuleModel, "strategy"),
     ("Strategy `group_cap`", cfg.GroupCapModel, "strategy"),
+    ("Strategy `transforms` entry", cfg.TransformUseModel, "strategy"),
+    ("Strategy `scorers` entry", cfg.ScorerUseModel, "strategy"),
     ("Output file (`output.json`)", cfg.OutputModel, "output"),
     ("Output modality (an entry of `modalities`)", cfg.ModalityModel, "output"),
     ("Adapter `timeseries` (CSV / Parquet)", cfg.TimeseriesAdapterModel, "job"),
@@ -55,6 +57,8 @@ _SCALARS = {
 }
 _OBJECTS: dict[type[BaseModel], str] = {
     cfg.FieldModel: "schema field",
+    cfg.TransformUseModel: "transform use",
+    cfg.ScorerUseModel: "scorer use",
     cfg.ModalityModel: "output modality",
     cfg.TagModel: "tag rule",
     cfg.SourceRuleModel: "source rule",
@@ -101,10 +105,12 @@ reading, writing and queries.  Features that pull heavy dependencies are extras:
 | `array` | h5py | the `hdf5` shard container |
 | `parquet` | pyarrow | nothing more: pyarrow is a core dependency (the extra is kept for old install lines) |
 | `torch` | torch | `kuration.read.torch` (`ShardDataset`), `timenet` `open_torch` |
+| `polars` | polars | `.to_polars()` on shard readers (docs/format.md) |
 | `s3` | s3fs | `s3://` sources and registries |
 | `report` | matplotlib | `kur inspect --html` |
 | `connectors` | kloppy | the `kloppy/football-tracking` connector |
 | `media` | av (PyAV) | lazy video sources (`docs/media.md`) |
+| `scorers` | scikit-learn | the built-in segment scorers (mutual information, novelty) |
 | `bench` | tsfresh, pandas | `bench/` comparisons |
 | `dev` | all of the above and the test tools | the test suite |
 """

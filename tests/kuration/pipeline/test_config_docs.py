@@ -75,3 +75,12 @@ def test_defaults_and_allowed_values_come_from_the_models() -> None:
     assert '| `short_policy` | `"keep"` \\| `"pad"` \\| `"drop"` | `"keep"` |' in text
     assert "| `sample_hz` | number (> 0) | **required** |" in text
     assert "| `shard_length` | integer (>= 1) | `64` |" in text
+
+
+def test_every_extra_of_pyproject_is_in_the_extras_table() -> None:
+    import tomllib
+
+    pyproject = tomllib.loads((DOC.parents[1] / "pyproject.toml").read_text())
+    text = configuration_markdown()
+    for extra in pyproject["project"]["optional-dependencies"]:
+        assert f"| `{extra}` |" in text, f"extra {extra!r} is not in docs/configuration.md"
