@@ -11,6 +11,7 @@ from .contracts.track import Track, tracks_from_segment, tracks_from_ticks
 from .core.plugins import load_plugins, plugin_failures
 from .errors import (
     BudgetError,
+    BudgetGranularityWarning,
     DataOrderWarning,
     DatasetExistsError,
     DatasetIntegrityError,
@@ -19,6 +20,7 @@ from .errors import (
     EmptySplitError,
     EntityIdError,
     GroupCapError,
+    InitError,
     JobError,
     KurationError,
     KurationWarning,
@@ -53,6 +55,7 @@ from .pipeline.count import (
     select_segments,
 )
 from .pipeline.hours import DatasetWriteResult, write_dataset
+from .pipeline.init import InitResult, init_job
 from .pipeline.job import load_job, run_job
 from .pipeline.scoring import ScoringResult, score_sources
 from .pipeline.strategy import load_strategy
@@ -76,6 +79,7 @@ from .tools.review import hours_selection_review
 
 __all__ = [
     "BudgetError",
+    "BudgetGranularityWarning",
     "CheckResult",
     "CompiledMetric",
     "CuratedDatasetAdapter",
@@ -93,6 +97,8 @@ __all__ = [
     "FeatureEngine",
     "FieldSpec",
     "GroupCapError",
+    "InitError",
+    "InitResult",
     "InputAdapter",
     "InspectReport",
     "JobError",
@@ -137,6 +143,7 @@ __all__ = [
     "get_container",
     "get_encoder",
     "hours_selection_review",
+    "init_job",
     "inspect_dataset",
     "iter_shards",
     "load_job",
