@@ -114,6 +114,8 @@ def _strategy(fields: Sequence[FieldGuess], entity: bool) -> tuple[dict[str, Any
     ]
     for f in scalars[: max(0, 3 - len(define))]:
         define[f"{f.name}_std"] = f"field:{f.name} | std"
+    if pos is not None and len(define) < 2:
+        define["speed_std"] = f"field:{pos.name} | speed | std"
     if pos is not None and entity:
         define["entities_mean"] = f"field:{pos.name} | speed | entities:count | mean"
     if not define:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -302,6 +303,34 @@ def _group_key(records: Sequence[Any]) -> str | None:
     return None
 
 
+def _one_kind(
+    recs: list[Any], params: dict[str, str], lines: list[str], uri: str
+) -> tuple[list[Any], dict[str, str]]:
+    """Records that share their signals: when some have none in common with the others,
+    the most common signal set is kept through a metadata filter that singles it out."""
+    sets = [frozenset(r.signal_names) for r in recs]
+    if frozenset.intersection(*sets):
+        return recs, params
+    best = Counter(sets).most_common(1)[0][0]
+    keep = [r for r, x in zip(recs, sets, strict=True) if x == best]
+    rest = [r for r, x in zip(recs, sets, strict=True) if x != best]
+    for key in sorted({k for r in keep for k in r.metadata}):
+        vals = {str(r.metadata.get(key)) for r in keep}
+        if len(vals) == 1 and key in keep[0].metadata:
+            (val,) = vals
+            if all(str(r.metadata.get(key)) != val for r in rest):
+                lines.append(
+                    f"  records have no signal in common: kept the {len(keep)} with signals "
+                    f"{sorted(best)} ({key}={val}), left out {len(rest)}"
+                )
+                return keep, {**params, key: val}
+    raise InitError(
+        f"the records share no signal and no metadata key singles out one kind; choose records "
+        f"with ?key=value filters (signal sets: {sorted(sorted(x) for x in set(sets))})",
+        source=uri,
+    )
+
+
 def inventory_timenet(
     uri: str, *, hints: Mapping[str, str], registries: Sequence[str] | None = None
 ) -> Inventory:
@@ -328,6 +357,7 @@ def inventory_timenet(
     if not recs:
         raise InitError(f"no record of {reader.ref} matches {filters}", source=uri)
     lines = [f"inputs: {reader.ref}, {len(recs)} records (one entity each)"]
+    recs, params = _one_kind(recs, params, lines, uri)
     group = params.get("group_by") or _group_key(recs)
     if group and "group_by" not in params:
         params = {**params, "group_by": group}
@@ -339,13 +369,16 @@ def inventory_timenet(
     columns = []
     sig_sets = [set(r.signal_names) for r in recs]
     common = set.intersection(*sig_sets)
-    for s in reader.schema().signals:
+    for s in reader.schema.signals:
         if tuple(s.shape) != ():
             lines.append(f"  signal {s.name}: shape {tuple(s.shape)}, not a scalar: not a field")
             continue
         if s.name not in common:
             have = sum(s.name in x for x in sig_sets)
-            lines.append(f"  signal {s.name}: in {have} of {len(recs)} records only: not a field")
+            if have:
+                lines.append(
+                    f"  signal {s.name}: in {have} of {len(recs)} records only: not a field"
+                )
             continue
         unit, unit_from = (s.unit or None), "TimeNet catalog"
         if s.name in hints:
@@ -372,7 +405,8 @@ def inventory_timenet(
         stats = step_stats(np.concatenate(steps) if steps else np.zeros(0))
     except ValueError as exc:
         raise InitError(f"{reader.ref}: {exc}", source=uri) from None
-    rates = {r for s in reader.schema().signals for r in s.rates_hz}
+    names = {c.name for c in columns}
+    rates = {r for s in reader.schema.signals if s.name in names for r in s.rates_hz}
     return Inventory(
         kind="timenet",
         inputs=(uri,),

@@ -197,7 +197,7 @@ def schema_with_catalog_units(
             continue
         ref = parse_source(str(uri))[0]
         try:
-            catalog = _client(registries).open(ref).schema().signals
+            catalog = _client(registries).open(ref).schema.signals
         except tn.TimeNetError as exc:
             raise SourceError(f"cannot open {ref}: {exc}", source=str(uri)) from exc
         for sig in catalog:

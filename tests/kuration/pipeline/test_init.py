@@ -110,7 +110,7 @@ def test_every_connector_version(ref: str, tmp_path_factory: pytest.TempPathFact
     # units come from the catalog: every field with a unit names the catalog's
     import timenet as tn
 
-    catalog = {s.name: s.unit for s in tn.TimeNet([reg]).open(ref).schema().signals}
+    catalog = {s.name: s.unit for s in tn.TimeNet([reg]).open(ref).schema.signals}
     for f in schema["fields"]:
         sigs = res.job["adapter"]["fields"][f["name"]]["signals"]
         want = [catalog[s] for s in sigs if catalog[s]]
