@@ -204,7 +204,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         from ..tools.report import render_inspect_html, write_html
 
         ds = Dataset(args.dataset)
-        write_html(args.html, render_inspect_html(rep, ds.manifest, ds.config))
+        write_html(args.html, render_inspect_html(rep, ds.manifest, ds.config, ds))
     if args.json:
         print(json.dumps(rep.to_dict(), indent=2, sort_keys=True))
     else:

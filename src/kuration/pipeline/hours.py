@@ -81,7 +81,7 @@ from ..selection.select import apply_strategy, assign_splits
 from ..selection.strategy import Strategy
 from ..sources.base import InputAdapter
 from .scoring import ScoringResult, score_sources
-from .summary import feature_distributions
+from .summary import feature_distributions, ranking_examples
 
 __all__ = ["DatasetWriteResult", "write_dataset"]
 
@@ -722,6 +722,7 @@ def write_dataset(
                 "distributions": feature_distributions(
                     scoring.segments, fill, strategy.feature_names
                 ),
+                "examples": ranking_examples(scoring.segments, strategy.feature_names),
             },
             "warnings": warnings,
             "provenance": {
