@@ -14,6 +14,9 @@ import pytest
 from kuration import compare_datasets, hours_selection_review, run_job
 from kuration.tools.check import PolicyError, check_dataset
 
+# small budgets filled with whole 15-minute tracks overshoot their request on purpose here
+pytestmark = pytest.mark.filterwarnings("ignore::kuration.errors.BudgetGranularityWarning")
+
 KUR = [sys.executable, "-m", "kuration.cli.main"]
 
 
