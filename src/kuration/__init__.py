@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from ._version import __version__
 from .contracts.buffer import WindowBatch, WindowBuffer, build_window
+from .contracts.media import FrameRef, MediaColumn, MediaProvider, MediaSpec, StreamInfo
 from .contracts.schema import FieldSpec, SchemaSpec
 from .contracts.segment import Segment, Segmenter
 from .contracts.tick import Tick, TickTable
 from .contracts.track import Track, tracks_from_segment, tracks_from_ticks
 from .core.plugins import load_plugins, plugin_failures
+from .core.traits import ExecutionTraits
 from .errors import (
     BudgetError,
     BudgetGranularityWarning,
@@ -19,14 +21,17 @@ from .errors import (
     EmptyPoolError,
     EmptySplitError,
     EntityIdError,
+    ExecutionTraitsError,
     GroupCapError,
     InitError,
     JobError,
     KurationError,
     KurationWarning,
+    MediaError,
     MetricCompileError,
     OutputSpecError,
     OutputValueError,
+    PipelineError,
     SampleFetchError,
     SchemaError,
     SnapCollisionWarning,
@@ -44,6 +49,7 @@ from .output.encoders import (
     register_encoder,
     registered_encoders,
 )
+from .output.presets import OutputPreset, get_preset, register_preset, registered_presets
 from .output.spec import ModalitySpec, OutputSpec
 from .output.writer import ShardWriter, write_track
 from .pipeline.count import (
@@ -54,9 +60,19 @@ from .pipeline.count import (
     run_experiment,
     select_segments,
 )
+from .pipeline.execute import PipelineRun
 from .pipeline.hours import DatasetWriteResult, write_dataset
 from .pipeline.init import InitResult, init_job
 from .pipeline.job import load_job, run_job
+from .pipeline.operators import (
+    Operator,
+    get_operator,
+    operators_markdown,
+    register_operator,
+    registered_operators,
+)
+from .pipeline.pipeline import CountSelection, HoursSelection, Pipeline, PipelineOptions
+from .pipeline.plan import PhysicalPlan, PlanComponent, PlanStage, StageTelemetry
 from .pipeline.scoring import ScoringResult, score_sources
 from .pipeline.strategy import load_strategy
 from .read.curated import CuratedDatasetAdapter
@@ -67,10 +83,23 @@ from .selection.select import apply_strategy, assign_splits, register_method, re
 from .selection.strategy import Strategy
 from .sources import (
     InputAdapter,
+    JoinedMediaAdapter,
     TimeseriesAdapter,
+    VideoAdapter,
     get_adapter,
+    get_media_provider,
     register_adapter,
+    register_media_provider,
     registered_adapters,
+    registered_media_providers,
+)
+from .sources.video import motion_energy
+from .tools.analyzers import (
+    AnalysisSubject,
+    Analyzer,
+    get_analyzer,
+    register_analyzer,
+    registered_analyzers,
 )
 from .tools.check import CheckResult, check_dataset
 from .tools.diff import compare_datasets
@@ -78,10 +107,13 @@ from .tools.inspect import InspectReport, inspect_dataset
 from .tools.review import hours_selection_review
 
 __all__ = [
+    "AnalysisSubject",
+    "Analyzer",
     "BudgetError",
     "BudgetGranularityWarning",
     "CheckResult",
     "CompiledMetric",
+    "CountSelection",
     "CuratedDatasetAdapter",
     "CurationResult",
     "DataOrderWarning",
@@ -93,24 +125,42 @@ __all__ = [
     "EmptyPoolError",
     "EmptySplitError",
     "EntityIdError",
+    "ExecutionTraits",
+    "ExecutionTraitsError",
     "ExperimentResult",
     "FeatureEngine",
     "FieldSpec",
+    "FrameRef",
     "GroupCapError",
+    "HoursSelection",
     "InitError",
     "InitResult",
     "InputAdapter",
     "InspectReport",
     "JobError",
+    "JoinedMediaAdapter",
     "KurationError",
     "KurationWarning",
+    "MediaColumn",
+    "MediaError",
+    "MediaProvider",
+    "MediaSpec",
     "MetricCompileError",
     "ModalitySpec",
+    "Operator",
     "OutputEncoder",
+    "OutputPreset",
     "OutputSpec",
     "OutputSpecError",
     "OutputValueError",
     "PassthroughEncoder",
+    "PhysicalPlan",
+    "Pipeline",
+    "PipelineError",
+    "PipelineOptions",
+    "PipelineRun",
+    "PlanComponent",
+    "PlanStage",
     "SampleFetchError",
     "SchemaError",
     "SchemaSpec",
@@ -120,13 +170,16 @@ __all__ = [
     "ShardWriter",
     "SnapCollisionWarning",
     "SourceError",
+    "StageTelemetry",
     "Strategy",
     "StrategyError",
+    "StreamInfo",
     "Tick",
     "TickTable",
     "TimeRangeError",
     "TimeseriesAdapter",
     "Track",
+    "VideoAdapter",
     "WindowBatch",
     "WindowBuffer",
     "__version__",
@@ -140,8 +193,12 @@ __all__ = [
     "compile_metric",
     "curate",
     "get_adapter",
+    "get_analyzer",
     "get_container",
     "get_encoder",
+    "get_media_provider",
+    "get_operator",
+    "get_preset",
     "hours_selection_review",
     "init_job",
     "inspect_dataset",
@@ -149,22 +206,32 @@ __all__ = [
     "load_job",
     "load_plugins",
     "load_strategy",
+    "motion_energy",
     "open_dataset",
+    "operators_markdown",
     "plugin_failures",
     "quantile_bins",
     "read_shard_arrays",
     "register_adapter",
+    "register_analyzer",
     "register_container",
     "register_encoder",
     "register_filter",
+    "register_media_provider",
     "register_method",
     "register_metric",
+    "register_operator",
+    "register_preset",
     "registered_adapters",
+    "registered_analyzers",
     "registered_containers",
     "registered_encoders",
     "registered_filters",
+    "registered_media_providers",
     "registered_methods",
     "registered_metrics",
+    "registered_operators",
+    "registered_presets",
     "run_experiment",
     "run_job",
     "score_sources",

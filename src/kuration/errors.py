@@ -22,6 +22,9 @@
     ├── DatasetExistsError (FileExistsError) the destination holds a dataset and neither resume nor force was given
     ├── DatasetIntegrityError (ValueError)  an artifact fails verification (checksum, layout, commit state)
     ├── SampleFetchError (RuntimeError)     a pinned sample could not be fetched or failed its checksum
+    ├── MediaError (ValueError)             a media file, stream or frame cannot be probed or decoded
+    ├── PipelineError (ValueError)          a Pipeline is built or used inconsistently (unknown seam name, no source)
+    ├── ExecutionTraitsError (ValueError)   a component declares invalid execution traits (raised at registration)
     └── MissingExtraError (ImportError)     an optional feature's extra is not installed
 
 Warnings: ``KurationWarning`` (root), ``DataOrderWarning`` (input rows were reordered) and
@@ -44,15 +47,18 @@ __all__ = [
     "EmptyPoolError",
     "EmptySplitError",
     "EntityIdError",
+    "ExecutionTraitsError",
     "GroupCapError",
     "InitError",
     "JobError",
     "KurationError",
     "KurationWarning",
+    "MediaError",
     "MetricCompileError",
     "MissingExtraError",
     "OutputSpecError",
     "OutputValueError",
+    "PipelineError",
     "PolicyError",
     "SampleFetchError",
     "SchemaError",
@@ -443,6 +449,61 @@ class MissingExtraError(KurationError, ImportError):
 
 class SampleFetchError(KurationError, RuntimeError):
     """A pinned public sample could not be downloaded or did not match its pinned SHA-256."""
+
+
+class MediaError(KurationError, ValueError):
+    """A media source cannot be probed or decoded, or a frame reference does not resolve.
+
+    Attributes
+    ----------
+    uri : str
+        The media file.
+    stream : int or None
+        Stream index within the container, when known.
+    frame : int or None
+        Frame index (presentation order) at fault, when known.
+    """
+
+    def __init__(
+        self, message: str, *, uri: str, stream: int | None = None, frame: int | None = None
+    ) -> None:
+        where = str(uri)
+        if stream is not None:
+            where += f", stream {stream}"
+        if frame is not None:
+            where += f", frame {frame}"
+        super().__init__(f"{where}: {message}")
+        self.uri = str(uri)
+        self.stream = stream
+        self.frame = frame
+
+
+class PipelineError(KurationError, ValueError):
+    """A :class:`~kuration.Pipeline` is incomplete or inconsistent (checked before any row is read).
+
+    Attributes
+    ----------
+    step : str or None
+        The builder step at fault (``"source"``, ``"transform"``, ...), when there is one.
+    """
+
+    def __init__(self, message: str, *, step: str | None = None) -> None:
+        super().__init__(f"{step}: {message}" if step else message)
+        self.step = step
+
+
+class ExecutionTraitsError(KurationError, ValueError):
+    """A registered component's ``execution_traits`` are invalid (raised at registration).
+
+    Attributes
+    ----------
+    component : str or None
+        ``"<kind>:<name>"`` of the component being registered.
+    """
+
+    def __init__(self, message: str, *, component: str | None = None) -> None:
+        super().__init__(f"{component}: {message}" if component else message)
+        self.component = component
 
 
 class KurationWarning(UserWarning):

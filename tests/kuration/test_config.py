@@ -343,3 +343,10 @@ def test_unknown_registered_names_point_at_their_key(job: dict[str, Any]) -> Non
     ) as exc2:
         load_strategy({**job["strategy"], "method": "top_k"}, schema)
     assert exc2.value.path == "method"
+
+
+def test_a_sample_option_it_does_not_take_is_named(tmp_path: Path) -> None:
+    with pytest.raises(
+        JobError, match=r"sample 'adsb-paris' does not take the options \['files'\]"
+    ):
+        resolve_sources({"sample": "adsb-paris", "files": ["bikes.mp4"]}, tmp_path)

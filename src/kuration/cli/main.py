@@ -28,6 +28,7 @@ from ..pipeline.job import run_job
 from ..tools.inspect import InspectReport, inspect_dataset
 from .artifacts import add_check, add_diff
 from .curate import add_curate, add_experiment
+from .explain import add_explain, add_operators
 
 __all__ = [
     "check_main",
@@ -337,6 +338,8 @@ _COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], str]] = {
     "check": (add_check, "gate a dataset with a quality policy (exit 2 on failure)"),
     "curate": (add_curate, "select N segments with a strategy"),
     "experiment": (add_experiment, "compare strategies on one scored pool"),
+    "explain": (add_explain, "print a job's physical plan without reading data"),
+    "operators": (add_operators, "list operators, analyzers and presets"),
     "plugin-check": (_add_plugin_check, "load plugins and print the full error of any that fail"),
     "sample": (_add_sample, "fetch the pinned public ADS-B sample"),
     "schema": (_add_schema, "print the JSON Schema of a job, strategy, output or schema file"),
@@ -395,6 +398,7 @@ curate_main = _script("curate")
 experiment_main = _script("experiment")
 plugin_check_main = _script("plugin-check")
 sample_main = _script("sample")
+explain_main = _script("explain")
 
 
 if __name__ == "__main__":

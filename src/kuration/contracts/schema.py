@@ -19,6 +19,7 @@ import numpy as np
 from ..core.config import FieldModel, SchemaModel, validate_config
 from ..core.units import is_angle, is_length, parse_unit
 from ..errors import SchemaError
+from .media import MediaSpec
 
 __all__ = ["FieldSpec", "SchemaSpec", "bit_indexes"]
 
@@ -393,6 +394,9 @@ class SchemaSpec:
         Names of per-tick event flags a tick may carry.
     name : str
         A label for reports.
+    media : sequence of MediaSpec
+        The media namespace: lazy frame columns (``media:<name>``), kept apart
+        from ``fields`` so that the metric grammar never sees them.
 
     Raises
     ------
@@ -405,9 +409,11 @@ class SchemaSpec:
     globals: tuple[FieldSpec, ...] = ()
     events: tuple[str, ...] = ()
     name: str = "schema"
+    media: tuple[MediaSpec, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fields", tuple(self.fields))
+        object.__setattr__(self, "media", tuple(self.media))
         object.__setattr__(self, "globals", tuple(self.globals))
         object.__setattr__(self, "events", tuple(self.events))
         if (
@@ -418,7 +424,7 @@ class SchemaSpec:
             raise SchemaError(f"sample_hz must be a positive finite number, got {self.sample_hz!r}")
         if not self.fields:
             raise SchemaError("a schema needs at least one field")
-        names = [f.name for f in (*self.fields, *self.globals)]
+        names = [f.name for f in (*self.fields, *self.globals)] + [m.name for m in self.media]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise SchemaError(f"duplicate field names {dupes}")
@@ -436,6 +442,19 @@ class SchemaSpec:
                 return f
         raise KeyError(name)
 
+    def media_column(self, name: str) -> MediaSpec:
+        """The media column ``name`` (``media:<name>``).
+
+        Raises
+        ------
+        KeyError
+            If the schema declares no such media column.
+        """
+        for m in self.media:
+            if m.name == name:
+                return m
+        raise KeyError(name)
+
     @property
     def field_names(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.fields)
@@ -451,6 +470,8 @@ class SchemaSpec:
             d["globals"] = [f.to_dict() for f in self.globals]
         if self.events:
             d["events"] = list(self.events)
+        if self.media:
+            d["media"] = {m.name: m.to_dict() for m in self.media}
         return d
 
     @classmethod
@@ -485,6 +506,7 @@ class SchemaSpec:
             globals=tuple(FieldSpec.from_model(f) for f in m.globals),
             events=tuple(m.events),
             name=m.name,
+            media=tuple(MediaSpec.from_dict(k, v) for k, v in m.media.items()),
         )
 
     def to_json(self) -> str:

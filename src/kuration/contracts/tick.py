@@ -18,6 +18,7 @@ import numpy as np
 
 from ..core.ids import entity_sort_key
 from ..errors import EntityIdError, SourceError, TimeRangeError
+from .media import MediaColumn
 from .schema import FieldSpec, SchemaSpec
 
 __all__ = ["Tick", "TickTable", "table_from_ticks"]
@@ -86,6 +87,10 @@ class TickTable:
     ``valid_max``): such values become NaN (and 0 in ``ints``), and a record
     whose every field is then missing becomes absent.  Every adapter builds a
     TickTable, so no metric or output ever sees a sentinel.
+    media : mapping of str to MediaColumn
+        Lazy media columns (``media:<name>``): per-tick indices into the
+        source's frame references, ``-1`` where a tick has no frame.  Never
+        pixels, and never part of ``values``.
     """
 
     source_id: str
@@ -98,6 +103,7 @@ class TickTable:
     events: Mapping[str, np.ndarray] = field(default_factory=dict)
     counts: Mapping[str, int] = field(default_factory=dict)
     ints: Mapping[str, np.ndarray] = field(default_factory=dict)
+    media: Mapping[str, MediaColumn] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ints", dict(self.ints))
@@ -140,7 +146,8 @@ class TickTable:
                 )
                 for n, a in self.globals.items()
             }
-            yield Tick(time=float(times[t]), entities=ents, events=evs, globals=glb)
+            med = {n: c.refs[int(c.index[t])] for n, c in self.media.items() if c.index[t] >= 0}
+            yield Tick(time=float(times[t]), entities=ents, events=evs, globals=glb, media=med)
 
 
 def _mask_invalid(table: TickTable) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .media import MediaColumn
 from .schema import SchemaSpec
 from .segment import Segment
 from .tick import Tick, TickTable, table_from_ticks
@@ -42,6 +43,9 @@ class Track:
         Exact values of integer-dtype fields and globals (0 where missing, i.e.
         where ``fields``/``globals`` hold NaN); integer output modalities read
         them, so a ``uint64`` above 2**53 reaches the shard exactly.
+    media : dict of str to MediaColumn
+        Lazy media columns over the track's steps (frame references, decoded
+        by the writer one shard at a time).
     """
 
     source_id: str
@@ -55,6 +59,7 @@ class Track:
     meta: dict[str, Any] = field(default_factory=dict)
     k0: int = 0
     ints: dict[str, np.ndarray] = field(default_factory=dict)
+    media: dict[str, MediaColumn] = field(default_factory=dict)
 
     @property
     def n_steps(self) -> int:
@@ -100,6 +105,7 @@ def track_from_table(
             k: v[sl].copy() if v.ndim == 2 else v[sl, entity_index].copy()
             for k, v in table.ints.items()
         },
+        media={k: c.slice(first, last + 1) for k, c in table.media.items()},
     )
 
 

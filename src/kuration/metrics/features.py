@@ -13,6 +13,7 @@ from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segment
 from ..contracts.tick import TickTable
 from ..core.registry import Registry
+from ..core.traits import ExecutionTraits, coerce_traits, declare_traits
 from ..errors import StrategyError
 from .dsl.compile import CompiledMetric, compile_metric
 from .dsl.frame import Frame
@@ -23,19 +24,33 @@ MetricFn = Callable[[WindowBuffer], float]
 _METRICS: Registry[MetricFn] = Registry("registered metric")
 
 
-def register_metric(name: str, *, clobber: bool = False) -> Callable[[MetricFn], MetricFn]:
+def register_metric(
+    name: str,
+    *,
+    clobber: bool = False,
+    execution_traits: ExecutionTraits | Mapping[str, Any] | None = None,
+) -> Callable[[MetricFn], MetricFn]:
     """Decorator registering a per-segment metric ``fn(WindowBuffer) -> float`` under ``name``.
 
     Register at module scope of an importable module so worker processes see it.
+    ``execution_traits`` (see :mod:`kuration.core.traits`) default to a
+    window-local, fusible, stateless map.
 
     Raises
     ------
     ValueError
         If ``name`` is already registered to another function and ``clobber`` is false.
+    ExecutionTraitsError
+        Invalid ``execution_traits``, raised when the decorator is created
+        (nothing is registered).
     """
+    traits = None
+    if execution_traits is not None:
+        traits = coerce_traits(execution_traits, component=f"metric:{name}")
 
     def deco(fn: MetricFn) -> MetricFn:
         _METRICS.register(name, fn, clobber=clobber)
+        declare_traits("metric", name, traits)
         return fn
 
     return deco

@@ -23,7 +23,8 @@ ROUNDING_POLICIES = ("error", "round", "floor", "ceil", "trunc")
 @dataclass(frozen=True)
 class ModalitySpec:
     """One output modality: ``dtype``, per-timestep ``shape`` and a ``source`` route
-    (``field:<name>``, ``segment:<feature>`` or ``encoder:<hook>``).
+    (``field:<name>``, ``segment:<feature>``, ``encoder:<hook>`` or ``media:<column>``;
+    a media modality is ``uint8`` of the column's decoded ``[H, W, C]``).
 
     Parameters
     ----------
@@ -115,10 +116,9 @@ class OutputSpec:
                     f"modality {name!r}: source must be field:/segment:/encoder:/media:<name>, "
                     f"got {m.source!r}"
                 )
-            if m.route == "media":
+            if m.route == "media" and m.dtype != "uint8":
                 raise OutputSpecError(
-                    f"modality {name!r}: media: routes need a MediaProvider, which this "
-                    "version does not ship yet"
+                    f"modality {name!r}: media frames are uint8, got dtype {m.dtype!r}"
                 )
             try:
                 np.dtype(m.dtype)
@@ -163,8 +163,14 @@ class OutputSpec:
         Raises
         ------
         OutputSpecError
-            On values that are invalid together (routes, dtypes, reserved names).
+            On values that are invalid together (routes, dtypes, reserved names), or a
+            ``preset`` key (presets are expanded by ``resolve_output`` first).
         """
+        if m.preset is not None:
+            raise OutputSpecError(
+                f"output names the preset {m.preset!r}: expand it with "
+                "kuration.output.presets.resolve_output (job files do this)"
+            )
         mods = {
             name: ModalitySpec(name=name, **{**dict(mm), "shape": tuple(mm.shape)})
             for name, mm in m.modalities.items()
@@ -196,7 +202,8 @@ class OutputSpec:
         OutputSpecError
             A field that does not exist or whose dims disagree with ``shape``,
             a segment feature the strategy does not define, an encoder route
-            without an encoder.
+            without an encoder, a media route to a column the schema does not
+            declare or whose decoded shape differs from ``shape``.
         """
         for name, m in self.modalities.items():
             if m.route == "field":
@@ -220,6 +227,18 @@ class OutputSpec:
                 if m.shape:
                     raise OutputSpecError(
                         f"modality {name!r}: a segment feature is a scalar (shape [])"
+                    )
+            elif m.route == "media":
+                try:
+                    media = schema.media_column(m.arg)
+                except KeyError:
+                    raise OutputSpecError(
+                        f"modality {name!r}: schema has no media column {m.arg!r}"
+                    ) from None
+                if m.shape != media.shape:
+                    raise OutputSpecError(
+                        f"modality {name!r}: media column {m.arg!r} decodes to "
+                        f"{list(media.shape)}, shape {list(m.shape)} does not match"
                     )
             elif m.route == "encoder" and not has_encoder:
                 raise OutputSpecError(f"modality {name!r}: encoder: routes need an OutputEncoder")

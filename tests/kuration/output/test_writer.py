@@ -75,8 +75,8 @@ def test_spec_round_trips_and_rejects_bad_input() -> None:
     spec = _spec()
     assert OutputSpec.from_dict(spec.to_dict()) == spec
     assert spec.presence_mask is True  # on by default
-    with pytest.raises(OutputSpecError, match="media"):
-        _spec(modalities={"f": {"dtype": "uint8", "shape": [2], "source": "media:frame"}})
+    with pytest.raises(OutputSpecError, match="media frames are uint8"):
+        _spec(modalities={"f": {"dtype": "float32", "shape": [2], "source": "media:frame"}})
     with pytest.raises(OutputSpecError, match="short_policy"):
         _spec(short_policy="trim")
     with pytest.raises(OutputSpecError, match="reserved"):

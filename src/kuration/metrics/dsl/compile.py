@@ -244,6 +244,12 @@ def _compile_source(
         if arg not in fields:
             if arg in globs:
                 raise cx.fail(f"{arg!r} is a global; read it with global:{arg}", st)
+            if arg in {m.name for m in schema.media}:
+                raise cx.fail(
+                    f"{arg!r} is a media column: media is never visible to the metric grammar "
+                    "(derive a numeric field from it, or use a transform)",
+                    st,
+                )
             raise cx.fail(
                 f"schema {schema.name!r} has no field {arg!r}"
                 + suggestion(arg, [*fields, *globs])

@@ -33,14 +33,17 @@ __all__ = [
     "resolve_params",
 ]
 
-register_method("uniform-bins", UniformBins())
-register_method("target-distribution", TargetDistribution())
-register_method("top-k", TopK())
-register_method("weighted", Weighted())
-register_method("filter", FilterMethod())
-register_method("k-center", KCenter())
-register_method("facility-location", FacilityLocation())
-register_method("importance", ImportanceResampling())
+# execution traits (kuration.core.traits): every method ranks the whole pool (a barrier);
+# the greedy coverage methods and importance resampling make more than one pass
+_POOL = {"scope": "pool", "shape": "rank", "fusion": "barrier", "state": "pool"}
+register_method("uniform-bins", UniformBins(), execution_traits=_POOL)
+register_method("target-distribution", TargetDistribution(), execution_traits=_POOL)
+register_method("top-k", TopK(), execution_traits=_POOL)
+register_method("weighted", Weighted(), execution_traits={**_POOL, "passes": 2})
+register_method("filter", FilterMethod(), execution_traits={**_POOL, "passes": 2})
+register_method("k-center", KCenter(), execution_traits={**_POOL, "passes": 2})
+register_method("facility-location", FacilityLocation(), execution_traits={**_POOL, "passes": 2})
+register_method("importance", ImportanceResampling(), execution_traits={**_POOL, "passes": 2})
 
 
 def resolve_params(

@@ -18,6 +18,7 @@ import numpy as np
 
 from ...contracts.segment import Segment
 from ...core.registry import Registry
+from ...core.traits import ExecutionTraits, coerce_traits, declare_traits
 from ...errors import StrategyError
 from ..binning import feature_matrix
 
@@ -65,8 +66,19 @@ class Method(Protocol):
 _METHODS: Registry[Method] = Registry("selection method")
 
 
-def register_method(name: str, method: Method, *, clobber: bool = False) -> None:
+def register_method(
+    name: str,
+    method: Method,
+    *,
+    clobber: bool = False,
+    execution_traits: ExecutionTraits | Mapping[str, Any] | None = None,
+) -> None:
     """Register a selection method under ``name``.
+
+    ``execution_traits`` (see :mod:`kuration.core.traits`) tell
+    :meth:`kuration.Pipeline.explain` how the method runs; a method may
+    also declare ``parameters`` (name -> one-line description), listed by
+    its built-in operator.
 
     Raises
     ------
@@ -74,10 +86,16 @@ def register_method(name: str, method: Method, *, clobber: bool = False) -> None
         If ``name`` is taken and ``clobber`` is false.
     TypeError
         If ``method`` lacks ``validate`` or ``priorities``.
+    ExecutionTraitsError
+        Invalid ``execution_traits`` (nothing is registered).
     """
     if not isinstance(method, Method):
         raise TypeError(f"a method needs validate() and priorities(), got {type(method).__name__}")
+    traits = None
+    if execution_traits is not None:
+        traits = coerce_traits(execution_traits, component=f"method:{name}")
     _METHODS.register(name, method, clobber=clobber)
+    declare_traits("method", name, traits)
 
 
 def get_method(name: str) -> Method:

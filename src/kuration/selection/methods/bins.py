@@ -6,7 +6,8 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -66,10 +67,17 @@ class UniformBins:
     coordinate (non-finite axis feature) follows ``nan_policy``.
     """
 
+    #: the parameters this method takes (validate() accepts exactly these keys)
+    parameters: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {
+            "within": "{'by': feature, 'descending': bool}: order inside a bin (default: seeded shuffle)",
+        }
+    )
+
     def validate(
         self, params: Mapping[str, Any], features: Sequence[str], axes: Sequence[str]
     ) -> None:
-        check_keys(params, {"within"}, "uniform-bins")
+        check_keys(params, set(self.parameters), "uniform-bins")
         if not axes:
             raise StrategyError(
                 "method 'uniform-bins' needs bin axes (strategy 'bin': {'axes': [...]})"
@@ -153,10 +161,19 @@ class TargetDistribution:
     goes to the upper range; a non-finite value follows ``nan_policy``.
     """
 
+    #: the parameters this method takes (validate() accepts exactly these keys)
+    parameters: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {
+            "target": "'uniform', {'bins': {coords: weight}} or {'feature', 'edges', 'weights'} (required)",
+            "within": "{'by': feature, 'descending': bool}: order inside a bin",
+            "others": "'last' (default) or 'exclude': segments in zero-weight bins",
+        }
+    )
+
     def validate(
         self, params: Mapping[str, Any], features: Sequence[str], axes: Sequence[str]
     ) -> None:
-        check_keys(params, {"target", "within", "others"}, "target-distribution")
+        check_keys(params, set(self.parameters), "target-distribution")
         _check_within(params, features, "target-distribution")
         if params.get("others", "last") not in ("last", "exclude"):
             raise StrategyError("target-distribution 'others' must be 'last' or 'exclude'")

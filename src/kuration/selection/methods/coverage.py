@@ -36,7 +36,8 @@ import heapq
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -236,6 +237,15 @@ class KCenter:
     segment nearest the pool mean, ties go to the canonical order.
     """
 
+    #: the parameters this method takes (validate() accepts exactly these keys)
+    parameters: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {
+            "features": "feature names (default: the bin axes, else every feature)",
+            "normalize": "zscore (default), minmax, rank or none",
+            "limit": "greedy picks to compute (default: the whole pool)",
+        }
+    )
+
     def validate(
         self, params: Mapping[str, Any], features: Sequence[str], axes: Sequence[str]
     ) -> None:
@@ -280,6 +290,17 @@ class FacilityLocation:
     Cost: one pass over all pairs (in blocks of 1024 columns) plus one column
     per lazy re-evaluation; memory is O(N).
     """
+
+    #: the parameters this method takes (validate() accepts exactly these keys)
+    parameters: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {
+            "features": "feature names (default: the bin axes, else every feature)",
+            "normalize": "zscore (default), minmax, rank or none",
+            "limit": "greedy picks to compute (default: the whole pool)",
+            "kernel": "distance (default) or rbf",
+            "sigma": "rbf bandwidth (kernel rbf only)",
+        }
+    )
 
     def validate(
         self, params: Mapping[str, Any], features: Sequence[str], axes: Sequence[str]

@@ -35,7 +35,8 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -103,10 +104,21 @@ class ImportanceResampling:
     every feature), ``bins`` (8), ``smoothing`` (1.0), ``gumbel`` (true).
     """
 
+    #: the parameters this method takes (validate() accepts exactly these keys)
+    parameters: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {
+            "target": "the target sample to resample toward (required)",
+            "features": "feature names (default: the bin axes, else every feature)",
+            "bins": "histogram bins per feature (8)",
+            "smoothing": "additive smoothing of the histograms (1.0)",
+            "gumbel": "true (default): Gumbel-top-k sampling, false: deterministic ranking",
+        }
+    )
+
     def validate(
         self, params: Mapping[str, Any], features: Sequence[str], axes: Sequence[str]
     ) -> None:
-        check_keys(params, {"target", "features", "bins", "smoothing", "gumbel"}, "importance")
+        check_keys(params, set(self.parameters), "importance")
         feature_list(params, features, axes, "importance")
         names = params.get("features") or (list(axes) if axes else list(features))
         t = params.get("target")

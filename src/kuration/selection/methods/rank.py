@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -27,10 +28,18 @@ __all__ = ["FilterMethod", "TopK", "Weighted"]
 class TopK:
     """Rank by one feature: ``{"by": name, "descending": true}``."""
 
+    #: the parameters this method takes (validate() accepts exactly these keys)
+    parameters: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {
+            "by": "the feature to rank by (required)",
+            "descending": "true (default) keeps the highest values first",
+        }
+    )
+
     def validate(
         self, params: Mapping[str, Any], features: Sequence[str], axes: Sequence[str]
     ) -> None:
-        check_keys(params, {"by", "descending"}, "top-k")
+        check_keys(params, set(self.parameters), "top-k")
         by = params.get("by")
         if by not in features:
             raise StrategyError(
@@ -60,10 +69,18 @@ class Weighted:
     segment with a non-finite weighted feature follows ``nan_policy``.
     """
 
+    #: the parameters this method takes (validate() accepts exactly these keys)
+    parameters: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {
+            "weights": "{feature: weight}; a negative weight prefers low values (required)",
+            "normalize": "zscore (default), minmax, rank or none",
+        }
+    )
+
     def validate(
         self, params: Mapping[str, Any], features: Sequence[str], axes: Sequence[str]
     ) -> None:
-        check_keys(params, {"weights", "normalize"}, "weighted")
+        check_keys(params, set(self.parameters), "weighted")
         w = params.get("weights")
         if not isinstance(w, Mapping) or not w:
             raise StrategyError("method 'weighted' needs 'weights': {feature: weight, ...}")
@@ -102,10 +119,18 @@ class FilterMethod:
     the passing segments.
     """
 
+    #: the parameters this method takes (validate() accepts exactly these keys)
+    parameters: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {
+            "where": "a non-empty list of filter entries (required)",
+            "then": "{'method': name, 'params': {...}}: ranks the passing segments (default: seeded shuffle)",
+        }
+    )
+
     def validate(
         self, params: Mapping[str, Any], features: Sequence[str], axes: Sequence[str]
     ) -> None:
-        check_keys(params, {"where", "then"}, "filter")
+        check_keys(params, set(self.parameters), "filter")
         if not params.get("where"):
             raise StrategyError("method 'filter' needs a non-empty 'where' list")
         normalize_filters(params["where"], features, where="params.where")

@@ -1,0 +1,314 @@
+"""Running a :class:`~kuration.Pipeline` on the reference runtime.
+
+:func:`execute` plans first (:func:`~kuration.pipeline.planner.compile_plan`:
+every check that needs no data), then resolves sources (the ``provenance``
+progress phase) and drives the established entry points: ``score_sources`` and
+``select_segments`` (what ``curate`` runs) for a count selection, ``write_dataset`` for an hours budget.  Registered analyzers
+run on the finished selection.
+
+Stage telemetry is coarse in this version: wall time per progress phase,
+measured by timing the start/complete events those functions emit, with row
+counts read from their results (sources, segments, selected segments or
+admitted tracks, shards, reused/rebuilt shards as checkpoint hits/misses).
+Partitions are sources; queue depth is not measured (no bounded queue exists
+yet) and stays None.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..core.jsonio import dump_json_atomic
+from ..core.plugins import without_entry_point_plugins
+from ..core.progress import ProgressCallback, emit
+from ..errors import PipelineError
+from ..tools.analyzers import AnalysisSubject, get_analyzer, overlapping_rows, selected_rows
+from ..tools.review import hours_selection_review
+from .count import CurationResult, select_segments
+from .hours import DatasetWriteResult, preflight, write_dataset
+from .job import resolve_sources
+from .logical import HoursSelection
+from .plan import PhysicalPlan, StageTelemetry
+from .planner import compile_plan
+from .scoring import score_sources
+
+if TYPE_CHECKING:
+    from .pipeline import Pipeline
+
+__all__ = ["PipelineRun", "execute", "review"]
+
+# progress phase -> the plan stages one call runs under it
+_PHASE_STAGES = {
+    "provenance": "provenance",
+    "scoring": "read+segment+features",
+    "transforms": "transforms",
+    "scorers": "scorers",
+    "writing": "tracks+write",
+}
+
+
+@dataclass(frozen=True)
+class PipelineRun:
+    """One executed pipeline.
+
+    Attributes
+    ----------
+    plan : PhysicalPlan
+        The plan compiled before anything was read.
+    result : DatasetWriteResult or CurationResult
+    telemetry : tuple of StageTelemetry
+        Coarse, per progress phase (see the module docs).
+    analyses : dict
+        Each ``.enrich`` analyzer's report, by name.
+    """
+
+    plan: PhysicalPlan
+    result: DatasetWriteResult | CurationResult
+    telemetry: tuple[StageTelemetry, ...] = ()
+    analyses: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plan, telemetry and analyses (the result has its own ``to_dict``/config)."""
+        return {
+            "plan": self.plan.to_dict(),
+            "telemetry": [t.to_dict() for t in self.telemetry],
+            "analyses": self.analyses,
+        }
+
+
+class _Recorder:
+    """A progress callback that times phases, forwards events, and emits the empty
+    transforms/scorers phases right after scoring completes."""
+
+    def __init__(self, user: ProgressCallback | None) -> None:
+        self.user = user
+        self.started: dict[str, float] = {}
+        self.wall: dict[str, float] = {}
+        self.totals: dict[str, Any] = {}
+
+    def __call__(self, ev: dict[str, Any]) -> None:
+        phase, event, now = ev["phase"], ev["event"], time.perf_counter()
+        if event == "start":
+            self.started[phase] = now
+            self.totals[phase] = ev.get("total")
+        elif event == "complete" and phase in self.started:
+            self.wall[phase] = self.wall.get(phase, 0.0) + now - self.started.pop(phase)
+        if self.user is not None:
+            self.user(ev)
+        if phase == "scoring" and event == "complete":
+            for seam in ("transforms", "scorers"):  # the seams are empty: nothing to advance
+                emit(self, seam, "start", total=0)
+                emit(self, seam, "complete", total=0)
+
+
+def _resolve(p: Pipeline, progress: _Recorder) -> list[str]:
+    emit(progress, "provenance", "start", total=None)
+    sources = resolve_sources(p.sources, p.base)
+    for i, uri in enumerate(sources, 1):
+        emit(progress, "provenance", "advance", current=i, total=len(sources), source=uri)
+    emit(progress, "provenance", "complete", total=len(sources))
+    return sources
+
+
+def _run_hours(p: Pipeline, dest: Any, sources: list[str], rec: _Recorder, **kw: Any) -> Any:
+    sel = p.selection
+    assert p.schema and p.adapter and p.segmenter and p.strategy_ and p.output_spec
+    return write_dataset(
+        dest,
+        schema=p.schema,
+        adapter=p.adapter,
+        sources=sources,
+        strategy=p.strategy_,
+        segmenter=p.segmenter,
+        spec=p.output_spec,
+        encoder=p.encoder,
+        seed=p.opts.seed,
+        min_track_seconds=sel.min_track_seconds,  # type: ignore[union-attr]
+        workers=p.opts.workers,
+        on_error=p.opts.on_error,
+        group_of=sel.group_of,  # type: ignore[union-attr]
+        tag_coverage=sel.tag_coverage,  # type: ignore[union-attr]
+        durable=p.opts.durable,
+        progress=rec,
+        job=p.job,
+        plugins=list(p.plugin_modules),
+        include_entry_points=p.include_entry_points,
+        **sel.write_options(),  # type: ignore[union-attr]
+        **kw,
+    )
+
+
+def execute(
+    p: Pipeline, dest: str | os.PathLike[str] | None, *, force: bool, resume: bool
+) -> PipelineRun:
+    """Plan ``p``, run it on the reference runtime and collect telemetry and analyses.
+
+    Raises
+    ------
+    PipelineError
+        From planning; also for a non-empty transform/scorer seam (no runtime
+        executes them yet) and for an hours budget without ``dest``.
+    OutputSpecError
+        From ``preflight`` (before any source is resolved).
+    KurationError
+        From scoring, selection and writing.
+    """
+    plan = compile_plan(p)
+    if p.transforms or p.scorers:
+        raise PipelineError("no runtime executes batch transforms or segment scorers yet")
+    hours = isinstance(p.selection, HoursSelection)
+    if hours and dest is None:
+        raise PipelineError("an hours budget writes a dataset: give a destination", step="write")
+    if hours:  # every write option checked before sources are fetched
+        preflight(
+            schema=p.schema,  # type: ignore[arg-type]
+            strategy=p.strategy_,  # type: ignore[arg-type]
+            spec=p.output_spec,  # type: ignore[arg-type]
+            encoder=p.encoder,
+            resume=resume,
+            force=force,
+            **p.selection.write_options(),  # type: ignore[union-attr]
+        )
+    rec = _Recorder(p.opts.progress)
+    scope = nullcontext() if p.include_entry_points else without_entry_point_plugins()
+    with scope:
+        sources = _resolve(p, rec)
+        steps: dict[str, int] = {}
+        if hours:
+            result = _run_hours(p, dest, sources, rec, force=force, resume=resume)
+        else:
+            result, steps = _run_count(p, sources, rec)
+            if dest is not None:
+                dump_json_atomic(os.fspath(dest), result.to_dict(segments=True))
+    analyses, enrich_s = _enrich(p, result, steps)
+    telemetry = _telemetry(rec, result, len(sources), enrich_s)
+    return PipelineRun(plan, result, telemetry, analyses)
+
+
+def _run_count(
+    p: Pipeline, sources: list[str], rec: _Recorder
+) -> tuple[CurationResult, dict[str, int]]:
+    """``curate``, step by step, keeping the source lengths the audit needs."""
+    assert p.schema and p.adapter and p.segmenter and p.strategy_
+    t0 = time.perf_counter()
+    scoring = score_sources(
+        p.schema,
+        p.adapter,
+        sources,
+        p.segmenter,
+        p.strategy_,
+        workers=p.opts.workers,
+        on_error=p.opts.on_error,
+        progress=rec,
+        plugins=list(p.plugin_modules),
+        include_entry_points=p.include_entry_points,
+    )
+    scoring_s = time.perf_counter() - t0
+    steps = {sid: info.n_steps for sid, info in scoring.sources.items()}
+    res = select_segments(
+        scoring.segments,
+        p.strategy_,
+        p.selection.n,  # type: ignore[union-attr]
+        seed=p.opts.seed,
+        source_steps=steps,
+        progress=rec,
+    )
+    timing = {"scoring_s": scoring_s, **res.timing}
+    return dataclasses.replace(res, timing=timing, scoring=scoring.summary()), steps
+
+
+def _subject(p: Pipeline, result: Any, steps: dict[str, int]) -> AnalysisSubject:
+    st = p.strategy_
+    assert st is not None
+    if isinstance(result, CurationResult):
+        pool = tuple(result.pool)
+        rows = selected_rows(pool, result.selected)
+    else:
+        pool = tuple(result.scoring.segments)
+        fill = result.fill
+        spans = [
+            (c.source_id, c.first, c.last)
+            for split in ("train", "test")
+            for c in (fill.admitted.get(split, []) if fill is not None else [])
+        ]
+        rows = overlapping_rows(pool, spans)
+        steps = {sid: info.n_steps for sid, info in result.scoring.sources.items()}
+    return AnalysisSubject(pool, rows, tuple(st.feature_names), tuple(st.bin_axes), steps)
+
+
+def _enrich(p: Pipeline, result: Any, steps: dict[str, int]) -> tuple[dict[str, Any], float]:
+    if not p.analyzers:
+        return {}, 0.0
+    t0 = time.perf_counter()
+    subject = _subject(p, result, steps)
+    out = {a.name: get_analyzer(a.name).analyze(subject, a.params) for a in p.analyzers}
+    return out, time.perf_counter() - t0
+
+
+def _telemetry(
+    rec: _Recorder, result: Any, n_sources: int, enrich_s: float
+) -> tuple[StageTelemetry, ...]:
+    if isinstance(result, CurationResult):
+        n_seg = len(result.pool)
+        sel_out: int | None = result.n_selected
+        scored = (result.scoring or {}).get("sources_scored")
+    else:
+        n_seg = len(result.scoring.segments)
+        fill = result.fill
+        sel_out = sum(len(v) for v in fill.admitted.values()) if fill is not None else None
+        scored = result.scoring.summary().get("sources_scored")
+    rows: dict[str, dict[str, Any]] = {
+        "provenance": {"rows_out": n_sources, "partitions": n_sources},
+        "scoring": {"rows_in": n_sources, "rows_out": n_seg, "partitions": scored},
+        "transforms": {"rows_in": n_seg, "rows_out": n_seg},
+        "scorers": {"rows_in": n_seg, "rows_out": n_seg},
+        "selection": {"rows_in": n_seg, "rows_out": sel_out},
+    }
+    if isinstance(result, DatasetWriteResult):
+        shards = result.manifest.get("shards", [])
+        rows["writing"] = {
+            "rows_in": sel_out,
+            "rows_out": len(shards),
+            "partitions": rec.totals.get("writing"),
+            "bytes": sum(int(e.get("size", 0)) for e in shards),
+            "checkpoint_hits": result.resume.get("reused_shards"),
+            "checkpoint_misses": result.resume.get("rebuilt_shards"),
+        }
+    sel_name = "bin+select" if isinstance(result, CurationResult) else "bin+fill"
+    out = []
+    for phase, measured in rows.items():
+        if phase not in rec.wall:
+            continue
+        name = sel_name if phase == "selection" else _PHASE_STAGES[phase]
+        out.append(StageTelemetry(name, rec.wall[phase], **measured))
+    if enrich_s:
+        out.append(StageTelemetry("enrich", enrich_s, rows_in=n_seg))
+    return tuple(out)
+
+
+def review(
+    p: Pipeline,
+    path: str | os.PathLike[str] | None,
+    *,
+    max_examples: int,
+    force: bool,
+    resume: bool,
+) -> dict[str, Any]:
+    """See :meth:`kuration.Pipeline.review`."""
+    if isinstance(p.selection, HoursSelection):
+        if path is None:
+            raise PipelineError("reviewing an hours budget writes it: give path=", step="review")
+        res = execute(p, path, force=force, resume=resume).result
+        assert isinstance(res, DatasetWriteResult)
+        return hours_selection_review(res, max_examples=max_examples)
+    run = execute(p, None, force=False, resume=False)
+    assert isinstance(run.result, CurationResult)
+    doc = run.result.to_dict(segments=True)
+    if path is not None:
+        dump_json_atomic(os.fspath(path), doc)
+    return doc

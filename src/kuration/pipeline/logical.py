@@ -1,0 +1,153 @@
+"""The logical parts of a Pipeline that planning and execution read: selections, options, seam uses.
+
+Frozen, and round-tripping through ``to_dict``/``from_dict`` (options leave
+the progress callback out: only whether one is set is recorded).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.progress import ProgressCallback
+from ..errors import PipelineError
+
+__all__ = ["CountSelection", "HoursSelection", "PipelineOptions", "SeamUse"]
+
+_EXECUTORS = ("local", "process-pool")
+
+
+@dataclass(frozen=True)
+class SeamUse:
+    """One use of a registered component (transform, scorer or analyzer) with its parameters."""
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "params": dict(self.params)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SeamUse:
+        return cls(str(d["name"]), dict(d.get("params", {})))
+
+
+@dataclass(frozen=True)
+class CountSelection:
+    """Keep the ``n`` best segments (the count path, :func:`kuration.curate`)."""
+
+    n: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mode": "count", "n": self.n}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> CountSelection:
+        return cls(int(d["n"]))
+
+
+@dataclass(frozen=True)
+class HoursSelection:
+    """Fill train/test hour budgets with whole tracks (the hours path,
+    :func:`kuration.write_dataset`; the fields are its options of the same name)."""
+
+    train_hours: float
+    test_hours: float = 0.0
+    clip_aggregate: str = "max"
+    min_track_seconds: float = 0.0
+    span_steps: int | None = None
+    span_seconds: float | None = None
+    group_of: Mapping[str, str] | None = None
+    max_group_overshoot: float | None = None
+    tag_coverage: bool = False
+    min_tag_frac: float = 0.1
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["group_of"] = dict(self.group_of) if self.group_of is not None else None
+        return {"mode": "hours", **d}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> HoursSelection:
+        return cls(**{k: v for k, v in d.items() if k != "mode"})
+
+    def write_options(self) -> dict[str, Any]:
+        """Keyword arguments of ``write_dataset``/``preflight`` (all but ``group_of``,
+        ``tag_coverage`` and ``min_track_seconds``, which preflight does not take)."""
+        return {
+            "train_hours": self.train_hours,
+            "test_hours": self.test_hours,
+            "clip_aggregate": self.clip_aggregate,
+            "span_steps": self.span_steps,
+            "span_seconds": self.span_seconds,
+            "max_group_overshoot": self.max_group_overshoot,
+            "min_tag_frac": self.min_tag_frac,
+        }
+
+
+@dataclass(frozen=True)
+class PipelineOptions:
+    """Execution options: ``progress`` callback, ``workers``, ``executor``
+    (``local`` or ``process-pool``; derived from ``workers`` when None), ``seed``,
+    ``on_error`` (``skip``/``raise``) and ``durable`` (fsync before publishing)."""
+
+    progress: ProgressCallback | None = None
+    workers: int = 1
+    executor: str | None = None
+    seed: int = 0
+    on_error: str = "skip"
+    durable: bool = True
+
+    def __post_init__(self) -> None:
+        w = self.workers
+        if isinstance(w, bool) or not isinstance(w, int) or w < 1:
+            raise PipelineError(f"workers must be an integer >= 1, got {w!r}", step="options")
+        if self.executor is not None and self.executor not in _EXECUTORS:
+            raise PipelineError(
+                f"executor must be one of {_EXECUTORS} in this version, got {self.executor!r}",
+                step="options",
+            )
+        if self.executor == "local" and w > 1:
+            raise PipelineError("executor 'local' runs one worker", step="options")
+        if self.executor == "process-pool" and w < 2:
+            raise PipelineError("executor 'process-pool' needs workers >= 2", step="options")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise PipelineError(f"seed must be an integer, got {self.seed!r}", step="options")
+        if self.on_error not in ("skip", "raise"):
+            raise PipelineError(f"on_error must be skip or raise, not {self.on_error!r}")
+        if self.progress is not None and not callable(self.progress):
+            raise PipelineError("progress must be callable(event: dict)", step="options")
+
+    @property
+    def resolved_executor(self) -> str:
+        return self.executor or ("local" if self.workers == 1 else "process-pool")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (the callback is not serializable: only whether one is set)."""
+        return {
+            "workers": self.workers,
+            "executor": self.resolved_executor,
+            "seed": self.seed,
+            "on_error": self.on_error,
+            "durable": self.durable,
+            "progress": self.progress is not None,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PipelineOptions:
+        """Inverse of :meth:`to_dict`, without a callback (an executor that equals the one
+        ``workers`` implies reads back as None, as it was before ``to_dict`` resolved it).
+
+        Raises
+        ------
+        PipelineError
+            Invalid values.
+        """
+        keys = ("workers", "executor", "seed", "on_error", "durable")
+        kw = {k: d[k] for k in keys if k in d}
+        implied = "local" if kw.get("workers", 1) == 1 else "process-pool"
+        if kw.get("executor") == implied:
+            kw["executor"] = None
+        return cls(**kw)
