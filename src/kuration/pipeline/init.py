@@ -246,7 +246,7 @@ def _compose(
     }
     job: dict[str, Any] = {
         "name": name,
-        "description": f"Written by kur init from {', '.join(inv.inputs)}.",
+        "description": f"Written by kur init from {', '.join(inv.job_sources(out))}.",
         "schema": schema,
         "adapter": _adapter(inv, fields),
         "sources": inv.job_sources(out),

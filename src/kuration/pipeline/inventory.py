@@ -331,6 +331,55 @@ def _one_kind(
     )
 
 
+def _signal_columns(
+    reader: Any, recs: Sequence[Any], hints: Mapping[str, str], lines: list[str], uri: str
+) -> list[Column]:
+    """Scalar signals every record has, with their catalog (or hinted) units."""
+    columns = []
+    sig_sets = [set(r.signal_names) for r in recs]
+    common = set.intersection(*sig_sets)
+    for s in reader.schema.signals:
+        if tuple(s.shape) != ():
+            lines.append(f"  signal {s.name}: shape {tuple(s.shape)}, not a scalar: not a field")
+            continue
+        if s.name not in common:
+            have = sum(s.name in x for x in sig_sets)
+            if have:
+                lines.append(
+                    f"  signal {s.name}: in {have} of {len(recs)} records only: not a field"
+                )
+            continue
+        unit, unit_from = (s.unit or None), "TimeNet catalog"
+        if s.name in hints:
+            unit, unit_from = hints[s.name], "hint file"
+        if unit:
+            check_unit(unit, f"{reader.ref}: signal {s.name!r}")
+        kind = _kind(pa.from_numpy_dtype(np.dtype(s.dtype)))
+        columns.append(Column(s.name, kind, s.dtype, unit, unit_from if unit else None))
+    if not columns:
+        raise InitError(f"{reader.ref} has no scalar signal", source=uri)
+    return columns
+
+
+def _record_steps(
+    reader: Any, recs: Sequence[Any], columns: Sequence[Column]
+) -> tuple[list[np.ndarray], list[float], bool]:
+    """(time steps per record, record lengths in seconds, whether any signal is irregular)."""
+    steps, tracks, irregular = [], [], False
+    for rec in recs:
+        sigs = reader.signals(rec.id)
+        sig = next((sigs[c.name] for c in columns if c.name in sigs), None)
+        if sig is None or sig.length < 2:
+            continue
+        if sig.spec.rate_hz:
+            steps.append(np.full(sig.length - 1, 1.0 / sig.spec.rate_hz))
+        else:
+            steps.append(np.diff(sig.times().astype(np.float64) / 1e9))
+            irregular = True
+        tracks.append(float(steps[-1].sum()))
+    return steps, tracks, irregular
+
+
 def inventory_timenet(
     uri: str, *, hints: Mapping[str, str], registries: Sequence[str] | None = None
 ) -> Inventory:
@@ -366,41 +415,8 @@ def inventory_timenet(
             "are the entities)"
         )
     n_sources = len({str(r.metadata.get(group)) for r in recs}) if group else len(recs)
-    columns = []
-    sig_sets = [set(r.signal_names) for r in recs]
-    common = set.intersection(*sig_sets)
-    for s in reader.schema.signals:
-        if tuple(s.shape) != ():
-            lines.append(f"  signal {s.name}: shape {tuple(s.shape)}, not a scalar: not a field")
-            continue
-        if s.name not in common:
-            have = sum(s.name in x for x in sig_sets)
-            if have:
-                lines.append(
-                    f"  signal {s.name}: in {have} of {len(recs)} records only: not a field"
-                )
-            continue
-        unit, unit_from = (s.unit or None), "TimeNet catalog"
-        if s.name in hints:
-            unit, unit_from = hints[s.name], "hint file"
-        if unit:
-            check_unit(unit, f"{reader.ref}: signal {s.name!r}")
-        kind = _kind(pa.from_numpy_dtype(np.dtype(s.dtype)))
-        columns.append(Column(s.name, kind, s.dtype, unit, unit_from if unit else None))
-    if not columns:
-        raise InitError(f"{reader.ref} has no scalar signal", source=uri)
-    steps, tracks, irregular = [], [], False
-    for rec in recs:
-        sigs = reader.signals(rec.id)
-        sig = next((sigs[c.name] for c in columns if c.name in sigs), None)
-        if sig is None or sig.length < 2:
-            continue
-        if sig.spec.rate_hz:
-            steps.append(np.full(sig.length - 1, 1.0 / sig.spec.rate_hz))
-        else:
-            steps.append(np.diff(sig.times().astype(np.float64) / 1e9))
-            irregular = True
-        tracks.append(float(steps[-1].sum()))
+    columns = _signal_columns(reader, recs, hints, lines, uri)
+    steps, tracks, irregular = _record_steps(reader, recs, columns)
     try:
         stats = step_stats(np.concatenate(steps) if steps else np.zeros(0))
     except ValueError as exc:
