@@ -100,7 +100,8 @@ def field_name(column: str, taken: set[str]) -> str:
 
 def _unit_note(cols: Sequence[Column]) -> str:
     froms = sorted({c.unit_from for c in cols if c.unit_from})
-    return f"unit from {', '.join(froms)}" if froms else "no unit metadata"
+    units = ", ".join(str(c.unit) for c in cols if c.unit)
+    return f"{units}, from {', '.join(froms)}" if froms else "no unit metadata"
 
 
 def _position(
