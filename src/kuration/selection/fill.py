@@ -516,8 +516,8 @@ def warn_coarse_units(fill: FillResult, hz: float, tolerance: float = BUDGET_TOL
             BudgetGranularityWarning(
                 f"split {split!r}: {adm / 3600:.3g} h admitted for {req / 3600:.3g} h requested "
                 f"(+{(adm / req - 1):.0%}): whole tracks are admitted and the admitted ones are up "
-                f"to {longest:.0f} s long; set span_seconds (job key) to at most "
-                f"{max(1, math.floor(tolerance * req))} s so tracks are cut into spans and the "
+                f"to {longest:.3g} s long; set span_seconds (job key) to at most "
+                f"{tolerance * req:.3g} s so tracks are cut into spans and the "
                 f"split lands within {tolerance:.0%} of its request",
                 split=split,
                 requested_s=req,
