@@ -13,6 +13,7 @@ from .core.plugins import load_plugins, plugin_failures
 from .core.traits import ExecutionTraits
 from .errors import (
     BudgetError,
+    BudgetGranularityWarning,
     DataOrderWarning,
     DatasetExistsError,
     DatasetIntegrityError,
@@ -22,6 +23,7 @@ from .errors import (
     EntityIdError,
     ExecutionTraitsError,
     GroupCapError,
+    InitError,
     JobError,
     KurationError,
     KurationWarning,
@@ -82,6 +84,7 @@ from .pipeline.count import (
 from .pipeline.entry import run_job, write_dataset
 from .pipeline.execute import PipelineRun
 from .pipeline.hours import DatasetWriteResult
+from .pipeline.init import InitResult, init_job
 from .pipeline.job import load_job
 from .pipeline.operators import (
     Operator,
@@ -132,6 +135,7 @@ __all__ = [
     "Analyzer",
     "BatchTransform",
     "BudgetError",
+    "BudgetGranularityWarning",
     "CheckResult",
     "CompiledMetric",
     "CountSelection",
@@ -155,6 +159,8 @@ __all__ = [
     "FrameRef",
     "GroupCapError",
     "HoursSelection",
+    "InitError",
+    "InitResult",
     "InputAdapter",
     "InspectReport",
     "JobError",
@@ -232,6 +238,7 @@ __all__ = [
     "get_operator",
     "get_preset",
     "hours_selection_review",
+    "init_job",
     "inspect_dataset",
     "iter_shards",
     "ksg_mutual_information",

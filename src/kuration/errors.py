@@ -7,6 +7,7 @@
     ├── MetricCompileError (ValueError)     a metric expression does not compile against a schema
     ├── StrategyError (ValueError)          a strategy file is malformed or inconsistent
     ├── JobError (ValueError)               a job file is malformed
+    │   └── InitError                       ``kur init`` cannot guess a job from its inputs
     ├── PolicyError (ValueError)            a quality policy (``kur check``) is malformed
     ├── SourceError (ValueError)            raw input is malformed (names source and row)
     │   ├── EntityIdError                   an entity id is missing or has no canonical form (names column)
@@ -32,7 +33,9 @@
     └── MissingExtraError (ImportError)     an optional feature's extra is not installed
 
 Warnings: ``KurationWarning`` (root), ``DataOrderWarning`` (input rows were reordered) and
-``SnapCollisionWarning`` (rows of one entity snapped to one grid point; all but one dropped).
+``SnapCollisionWarning`` (rows of one entity snapped to one grid point; all but one dropped),
+``BudgetGranularityWarning`` (a split's admitted hours miss its request by more than 10% because
+its smallest admissible unit, a whole track or span, is too long).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from collections.abc import Sequence
 
 __all__ = [
     "BudgetError",
+    "BudgetGranularityWarning",
     "DataOrderWarning",
     "DatasetExistsError",
     "DatasetIntegrityError",
@@ -50,6 +54,7 @@ __all__ = [
     "EntityIdError",
     "ExecutionTraitsError",
     "GroupCapError",
+    "InitError",
     "JobError",
     "KurationError",
     "KurationWarning",
@@ -178,6 +183,21 @@ class JobError(KurationError, ValueError):
         super().__init__(message)
         self.path = path
         self.problems = tuple(problems) or (message,)
+
+
+class InitError(JobError):
+    """``kur init`` cannot write a job for its inputs (no time column, an unreadable file,
+    a unit in a hint file that pint does not know, a job folder that already exists).
+
+    Attributes
+    ----------
+    source : str or None
+        The input (file or ``timenet://`` reference) at fault, when one is.
+    """
+
+    def __init__(self, message: str, *, source: str | None = None) -> None:
+        super().__init__(message)
+        self.source = source
 
 
 class PolicyError(KurationError, ValueError):
@@ -633,3 +653,35 @@ class ScorerError(KurationError, RuntimeError):
         self.scorer = scorer
         self.source = source
         self.segment = segment
+
+
+class BudgetGranularityWarning(KurationWarning):
+    """A split's admitted hours exceed its request by more than 10% because whole tracks
+    (or spans) are admitted and the last one admitted is long next to the request.
+
+    The fix is ``span_seconds`` (job key): tracks are cut into spans of that length, so the
+    fill can stop within one span of the request.
+
+    Attributes
+    ----------
+    split : str
+    requested_s, admitted_s : float
+        Seconds requested and admitted.
+    unit_s : float
+        Length of the longest admitted unit (track or span), seconds.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        split: str = "",
+        requested_s: float = 0.0,
+        admitted_s: float = 0.0,
+        unit_s: float = 0.0,
+    ) -> None:
+        super().__init__(message)
+        self.split = split
+        self.requested_s = requested_s
+        self.admitted_s = admitted_s
+        self.unit_s = unit_s

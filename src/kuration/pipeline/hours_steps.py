@@ -72,7 +72,7 @@ from ..selection.strategy import Strategy
 from ..sources.base import InputAdapter
 from .plan import PhysicalPlan, StageTelemetry
 from .scoring import ScoringResult, score_sources
-from .summary import feature_distributions
+from .summary import feature_distributions, ranking_examples
 
 __all__ = ["STEPS", "HoursRun", "run_steps"]
 
@@ -624,6 +624,7 @@ def step_commit(r: HoursRun) -> dict[str, Any]:
             "distributions": feature_distributions(
                 pool.segments, r.filled(), r.strategy.feature_names
             ),
+            "examples": ranking_examples(pool.segments, r.strategy.feature_names),
         },
         "warnings": _warnings(r),
         "provenance": _provenance(r),

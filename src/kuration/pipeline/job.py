@@ -186,7 +186,18 @@ def job_components(raw: Mapping[str, Any]) -> tuple[SchemaSpec, InputAdapter, Se
     JobError, SchemaError
         On malformed parts (before any data is read).
     """
-    schema = SchemaSpec.from_dict(raw["schema"], what="job schema")
+    raw_schema = raw["schema"]
+    if isinstance(raw.get("adapter"), Mapping) and raw["adapter"].get("type") == "timenet":
+        from ..sources.timenet import schema_with_catalog_units
+
+        # fields without a unit are read in the catalog's units: the schema says which
+        raw_schema = schema_with_catalog_units(
+            raw_schema,
+            raw["adapter"].get("fields", {}),
+            raw["sources"] if isinstance(raw.get("sources"), list) else [],
+            registries=raw["adapter"].get("registries"),
+        )
+    schema = SchemaSpec.from_dict(raw_schema, what="job schema")
     try:
         adapter = adapter_from_dict(raw["adapter"], schema)
     except KeyError as exc:  # an unknown adapter name (UnknownNameError lists close matches)

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from timenet.build.fetch import PinnedFile
 
 __all__ = [
+    "ADSB_UNITS",
     "SAMPLES",
     "VIDEO_FILES",
     "Sample",
@@ -148,6 +149,16 @@ _ADSB_COLUMNS = {
     "squawk": pa.string(),
     "onground": pa.bool_(),
 }
+# units as the traffic package documents them (OpenSky state vectors), written into each
+# source's Parquet field metadata (key ``unit``) so that ``kur init`` can read them
+ADSB_UNITS = {
+    "latitude": "deg",
+    "longitude": "deg",
+    "altitude": "ft",
+    "groundspeed": "kt",
+    "track": "deg",
+    "vertical_rate": "ft/min",
+}
 
 
 def load_adsb_records(data: bytes, name: str = ADSB_MEMBER) -> pa.Table:
@@ -167,7 +178,12 @@ def load_adsb_records(data: bytes, name: str = ADSB_MEMBER) -> pa.Table:
     missing = sorted(set(_ADSB_COLUMNS) - set(rows[0]))
     if missing:
         raise SampleFetchError(f"{name}: records lack columns {missing}")
-    schema = pa.schema([(k, t) for k, t in _ADSB_COLUMNS.items()])
+    schema = pa.schema(
+        [
+            pa.field(k, t, metadata={"unit": ADSB_UNITS[k]} if k in ADSB_UNITS else None)
+            for k, t in _ADSB_COLUMNS.items()
+        ]
+    )
     return pa.Table.from_pylist(rows, schema=schema)
 
 
@@ -177,7 +193,8 @@ def build_adsb_sources(
     """Cut the ADS-B quickstart sample into Parquet sources, one per ``slice_minutes`` of airspace.
 
     Each file holds every aircraft seen in its time slice (entity column
-    ``icao24``), rows sorted by (icao24, timestamp).  Sorting matters: the raw
+    ``icao24``), rows sorted by (icao24, timestamp).  Columns with a unit carry
+    it in their Parquet field metadata (key ``unit``, see ``ADSB_UNITS``).  Sorting matters: the raw
     JSON has rows out of time order within an aircraft.  Files are written
     atomically and are reused when already present with the same content.
 

@@ -57,7 +57,7 @@ from ..errors import EntityIdError, SourceError, TimeRangeError
 from ._snap import COLLISION_POLICIES, group_starts, merge_groups, warn_dropped
 from .base import InputAdapter, register_adapter
 
-__all__ = ["TimenetAdapter", "expand_source", "parse_source"]
+__all__ = ["TimenetAdapter", "expand_source", "parse_source", "schema_with_catalog_units"]
 
 SCHEME = "timenet://"
 
@@ -132,6 +132,92 @@ def expand_source(uri: str, *, registries: Sequence[str] | None = None) -> list[
             out.append(_format(exact, params, value))
     if not out:
         raise SourceError("no record matches", source=uri)
+    return out
+
+
+def _mapped_signals(spec: Any) -> tuple[list[str], str | None]:
+    if isinstance(spec, str):
+        return [spec], None
+    if isinstance(spec, Mapping):
+        sigs = spec.get("signals", [])
+        return ([sigs] if isinstance(sigs, str) else list(sigs)), spec.get("unit")
+    return list(spec), None
+
+
+def schema_with_catalog_units(
+    schema: Mapping[str, Any],
+    fields: Mapping[str, Any],
+    sources: Sequence[str],
+    *,
+    registries: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """A schema dict whose fields without a unit take the TimeNet catalog's units.
+
+    A field that declares no ``unit`` (and whose adapter mapping names none) is
+    read in its signals' catalog units, so the schema says so: the unit of each
+    mapped signal is looked up in the catalog of every ``timenet://`` source and
+    written into the field (one unit, or one per component when they differ).
+    Fields with a unit, and signals the catalog gives no unit, are left as they are.
+
+    Parameters
+    ----------
+    schema : mapping
+        The job's schema (``fields`` a list of field dicts).
+    fields : mapping
+        The adapter's ``fields`` mapping.
+    sources : sequence of str
+        The job's sources; only ``timenet://`` entries are read.
+    registries : sequence of str, optional
+
+    Returns
+    -------
+    dict
+        A copy of ``schema`` with units filled in.
+
+    Raises
+    ------
+    SourceError
+        A dataset cannot be opened, or two sources give one signal different units.
+    """
+    import timenet as tn
+
+    todo = {
+        f["name"]: _mapped_signals(fields[f["name"]])[0]
+        for f in schema.get("fields", [])
+        if isinstance(f, Mapping)
+        and f.get("unit") in (None, "", [])
+        and f.get("name") in fields
+        and _mapped_signals(fields[f["name"]])[1] is None
+    }
+    if not todo:
+        return dict(schema)
+    units: dict[str, str] = {}
+    for uri in sources:
+        if not str(uri).startswith(SCHEME):
+            continue
+        ref = parse_source(str(uri))[0]
+        try:
+            catalog = _client(registries).open(ref).schema.signals
+        except tn.TimeNetError as exc:
+            raise SourceError(f"cannot open {ref}: {exc}", source=str(uri)) from exc
+        for sig in catalog:
+            if not sig.unit:
+                continue
+            if units.setdefault(sig.name, sig.unit) != sig.unit:
+                raise SourceError(
+                    f"signal {sig.name!r} is in {units[sig.name]!r} in one source and "
+                    f"{sig.unit!r} in another; declare the field's unit in the schema",
+                    source=str(uri),
+                )
+    out = dict(schema)
+    new_fields = []
+    for f in schema.get("fields", []):
+        sigs = todo.get(f.get("name")) if isinstance(f, Mapping) else None
+        if sigs and all(s in units for s in sigs):
+            found = [units[s] for s in sigs]
+            f = {**f, "unit": found[0] if len(set(found)) == 1 else found}
+        new_fields.append(f)
+    out["fields"] = new_fields
     return out
 
 
