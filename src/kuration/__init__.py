@@ -30,15 +30,36 @@ from .errors import (
     OutputSpecError,
     OutputValueError,
     PipelineError,
+    ReaderOptionError,
     SampleFetchError,
     SchemaError,
+    ScorerError,
     SnapCollisionWarning,
     SourceError,
     StrategyError,
     TimeRangeError,
+    TransformError,
+    UnknownModalityError,
+    UnknownSplitError,
 )
 from .metrics.dsl import CompiledMetric, compile_metric
 from .metrics.features import FeatureEngine, register_metric, registered_metrics
+from .metrics.media_transforms import MotionEnergy
+from .metrics.mutual_info import MutualInformationScorer, ksg_mutual_information
+from .metrics.scorers import (
+    NoveltyScorer,
+    ScorerContext,
+    SegmentScorer,
+    register_scorer,
+    registered_scorers,
+)
+from .metrics.transforms import (
+    BatchTransform,
+    MediaRequest,
+    TransformContext,
+    register_transform,
+    registered_transforms,
+)
 from .output.containers import get_container, register_container, registered_containers
 from .output.encoders import (
     OutputEncoder,
@@ -71,10 +92,12 @@ from .pipeline.operators import (
 )
 from .pipeline.pipeline import CountSelection, HoursSelection, Pipeline, PipelineOptions
 from .pipeline.plan import PhysicalPlan, PlanComponent, PlanStage, StageTelemetry
+from .pipeline.scorer_pass import run_scorers
 from .pipeline.scoring import ScoringResult, score_sources
 from .pipeline.strategy import load_strategy
 from .read.curated import CuratedDatasetAdapter
 from .read.loaders import Dataset, iter_shards, open_dataset, read_shard_arrays, shard_entries
+from .read.table import FeatureInfo
 from .selection.binning import bin_segments, quantile_bins
 from .selection.filters import register_filter, registered_filters
 from .selection.select import apply_strategy, assign_splits, register_method, registered_methods
@@ -107,6 +130,7 @@ from .tools.review import hours_selection_review
 __all__ = [
     "AnalysisSubject",
     "Analyzer",
+    "BatchTransform",
     "BudgetError",
     "CheckResult",
     "CompiledMetric",
@@ -126,6 +150,7 @@ __all__ = [
     "ExecutionTraitsError",
     "ExperimentResult",
     "FeatureEngine",
+    "FeatureInfo",
     "FieldSpec",
     "FrameRef",
     "GroupCapError",
@@ -139,9 +164,13 @@ __all__ = [
     "MediaColumn",
     "MediaError",
     "MediaProvider",
+    "MediaRequest",
     "MediaSpec",
     "MetricCompileError",
     "ModalitySpec",
+    "MotionEnergy",
+    "MutualInformationScorer",
+    "NoveltyScorer",
     "Operator",
     "OutputEncoder",
     "OutputPreset",
@@ -156,11 +185,15 @@ __all__ = [
     "PipelineRun",
     "PlanComponent",
     "PlanStage",
+    "ReaderOptionError",
     "SampleFetchError",
     "SchemaError",
     "SchemaSpec",
+    "ScorerContext",
+    "ScorerError",
     "ScoringResult",
     "Segment",
+    "SegmentScorer",
     "Segmenter",
     "ShardWriter",
     "SnapCollisionWarning",
@@ -174,6 +207,10 @@ __all__ = [
     "TimeRangeError",
     "TimeseriesAdapter",
     "Track",
+    "TransformContext",
+    "TransformError",
+    "UnknownModalityError",
+    "UnknownSplitError",
     "VideoAdapter",
     "WindowBatch",
     "WindowBuffer",
@@ -197,6 +234,7 @@ __all__ = [
     "hours_selection_review",
     "inspect_dataset",
     "iter_shards",
+    "ksg_mutual_information",
     "load_job",
     "load_plugins",
     "load_strategy",
@@ -216,6 +254,8 @@ __all__ = [
     "register_metric",
     "register_operator",
     "register_preset",
+    "register_scorer",
+    "register_transform",
     "registered_adapters",
     "registered_analyzers",
     "registered_containers",
@@ -226,8 +266,11 @@ __all__ = [
     "registered_metrics",
     "registered_operators",
     "registered_presets",
+    "registered_scorers",
+    "registered_transforms",
     "run_experiment",
     "run_job",
+    "run_scorers",
     "score_sources",
     "select_segments",
     "shard_entries",
