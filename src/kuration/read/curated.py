@@ -27,7 +27,7 @@ import numpy as np
 from ..contracts.schema import FieldSpec, SchemaSpec
 from ..contracts.tick import Tick, TickTable, field_ints, is_int_field
 from ..errors import DatasetIntegrityError, SchemaError
-from ..sources.base import InputAdapter, register_adapter
+from ..sources.base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
 from .loaders import Dataset, read_shard_arrays
 
 __all__ = ["CuratedDatasetAdapter", "curated_schema"]
@@ -254,4 +254,4 @@ def _factory(schema: SchemaSpec | None = None, **options: Any) -> CuratedDataset
     return CuratedDatasetAdapter(options.pop("dataset"), schema, **options)
 
 
-register_adapter("curated", _factory)
+register_adapter("curated", _factory, execution_traits=SOURCE_READER_TRAITS)

@@ -55,7 +55,7 @@ from ..core.ids import ENTITY_DTYPES, entity_sort_key
 from ..core.units import parse_unit, to_unit
 from ..errors import EntityIdError, SourceError, TimeRangeError
 from ._snap import COLLISION_POLICIES, group_starts, merge_groups, warn_dropped
-from .base import InputAdapter, register_adapter
+from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
 
 __all__ = ["TimenetAdapter", "expand_source", "parse_source"]
 
@@ -569,4 +569,4 @@ def _exact_ints(f: FieldSpec, data: Any, uri: str, what: str) -> np.ndarray:
     return field_ints(f, x, valid, uri, what)
 
 
-register_adapter("timenet", TimenetAdapter)
+register_adapter("timenet", TimenetAdapter, execution_traits=SOURCE_READER_TRAITS)

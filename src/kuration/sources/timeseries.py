@@ -47,7 +47,7 @@ from ..contracts.tick import Tick, TickTable, field_ints, is_int_field
 from ..core.ids import ENTITY_DTYPES, entity_sort_key
 from ..errors import DataOrderWarning, EntityIdError, SourceError, TimeRangeError
 from ._snap import COLLISION_POLICIES, group_starts, merge_groups, warn_dropped
-from .base import InputAdapter, register_adapter
+from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
 
 __all__ = ["TimeseriesAdapter"]
 
@@ -619,4 +619,4 @@ def _as_cols(v: str | Sequence[str]) -> tuple[str, ...]:
     return cols
 
 
-register_adapter("timeseries", TimeseriesAdapter)
+register_adapter("timeseries", TimeseriesAdapter, execution_traits=SOURCE_READER_TRAITS)

@@ -33,7 +33,7 @@ from ..contracts.media import FrameRef, MediaColumn, MediaSpec, get_media_provid
 from ..contracts.schema import SchemaSpec
 from ..contracts.tick import Tick, TickTable
 from ..errors import MediaError, SchemaError, SourceError
-from .base import InputAdapter, register_adapter
+from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
 from .timeseries import TimeseriesAdapter
 
 __all__ = ["JoinedMediaAdapter", "VideoAdapter", "grid_rate", "match_frames", "motion_energy"]
@@ -433,5 +433,5 @@ class JoinedMediaAdapter(_MediaSource, InputAdapter):
         return self.read_table(uri).iter_ticks()
 
 
-register_adapter("video", VideoAdapter)
-register_adapter("joined-media", JoinedMediaAdapter)
+register_adapter("video", VideoAdapter, execution_traits=SOURCE_READER_TRAITS)
+register_adapter("joined-media", JoinedMediaAdapter, execution_traits=SOURCE_READER_TRAITS)
