@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segmenter
 from ..core.jsonio import loads_strict
@@ -49,11 +51,11 @@ from ..output.spec import OutputSpec
 from ..selection.strategy import Strategy
 from ..sources.base import InputAdapter, adapter_from_dict
 from ..tools.analyzers import get_analyzer
-from .count import CurationResult
-from .execute import PipelineRun, execute, review
+from .execute import PipelineRun, compare, execute, review
 from .logical import CountSelection, HoursSelection, PipelineOptions, SeamUse
 from .plan import PhysicalPlan
 from .planner import compile_plan
+from .pool import CurationResult, ExperimentResult
 from .strategy import load_strategy
 
 if TYPE_CHECKING:
@@ -115,7 +117,8 @@ class Pipeline:
         """Set the input: an adapter (object, or ``{"type": name, ...}`` with ``schema``) and
         ``sources`` as in a job file (paths, ``{"glob": ...}``, ``{"sample": ...}``,
         ``timenet://`` URIs), resolved against ``base`` (default: the working directory)
-        only when the pipeline runs.
+        only when the pipeline runs; or ``{"uris": [...]}``, sources resolved already and
+        read as given.
 
         Raises
         ------
@@ -252,15 +255,16 @@ class Pipeline:
 
     def select(self, n: int) -> Pipeline:
         """Keep the ``n`` best segments (the count path; replaces :meth:`sample`).
+        ``n=0`` selects nothing but still audits the pool.
 
         Raises
         ------
         PipelineError
-            ``n`` is not a positive integer.
+            ``n`` is not an integer >= 0.
         """
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise PipelineError(f"n must be a positive integer, got {n!r}", step="select")
-        return self._with(selection=CountSelection(n))
+        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
+            raise PipelineError(f"n must be an integer >= 0, got {n!r}", step="select")
+        return self._with(selection=CountSelection(int(n)))
 
     def sample(self, *, hours: float, test_hours: float = 0.0, **options: Any) -> Pipeline:
         """Fill ``hours`` of train and ``test_hours`` of test tracks (the hours path; replaces
@@ -503,6 +507,38 @@ class Pipeline:
         assert isinstance(res, CurationResult)
         return res
 
+    def compare(
+        self,
+        strategies: Sequence[Strategy | Mapping[str, Any] | str | os.PathLike[str]],
+        n: int,
+        *,
+        axes: Sequence[str] | None = None,
+        n_bins: int = 4,
+    ) -> ExperimentResult:
+        """Score the pool once with every strategy's features, then select ``n`` segments
+        with each strategy and compare the selections (what ``run_experiment`` runs).
+
+        The pipeline's own strategy and selection are not used.
+
+        Raises
+        ------
+        PipelineError
+            A missing source or segmenter, or ``n`` not an integer >= 0.
+        StrategyError
+            No strategy, two strategies defining one feature differently, or repeated names.
+        EmptyPoolError
+            No source produced a segment.
+        """
+        if self.schema is None:
+            raise PipelineError("call .source() before .compare()", step="compare")
+        sts = [
+            s
+            if isinstance(s, Strategy)
+            else load_strategy(_read_json(s, self.base, "compare"), self.schema)
+            for s in strategies
+        ]
+        return compare(self, sts, n, axes=axes, n_bins=n_bins)
+
     def review(
         self,
         path: str | os.PathLike[str] | None = None,
@@ -551,6 +587,9 @@ def _require(registry: Any, name: str, step: str) -> None:
 
 
 def _check_sources(sources: Any) -> None:
+    uris = sources.get("uris") if isinstance(sources, Mapping) else None
+    if isinstance(uris, list) and all(isinstance(u, str) for u in uris):
+        return  # resolved already: used as given (what curate() passes)
     ok = (isinstance(sources, Mapping) and ("sample" in sources or "glob" in sources)) or (
         isinstance(sources, list | tuple)
         and bool(sources)
@@ -558,6 +597,7 @@ def _check_sources(sources: Any) -> None:
     )
     if not ok:
         raise PipelineError(
-            "sources is a non-empty list of paths, {'glob': pattern} or {'sample': name}",
+            "sources is a non-empty list of paths, {'glob': pattern}, {'sample': name} "
+            "or {'uris': [resolved URIs]}",
             step="source",
         )
