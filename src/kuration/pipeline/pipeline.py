@@ -43,6 +43,7 @@ from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segmenter
 from ..core.jsonio import loads_strict
 from ..core.plugins import load_plugins
+from ..core.progress import ProgressCallback
 from ..errors import JobError, KurationError, PipelineError
 from ..metrics.seams import SCORERS, TRANSFORMS
 from ..output.encoders import get_encoder
@@ -559,7 +560,9 @@ class Pipeline:
         return review(self, path, max_examples=max_examples, force=force, resume=resume)
 
     def to_dict(self) -> dict[str, Any]:
-        """The logical pipeline as JSON (the adapter by its registered form; no callbacks)."""
+        """The logical pipeline as JSON (the adapter and encoder by their registered form; no
+        callbacks); :meth:`from_dict` reads it back."""
+        enc = getattr(self.encoder, "to_dict", None)
         return {
             "schema": self.schema.to_dict() if self.schema else None,
             "adapter": self.adapter.to_dict() if self.adapter else None,
@@ -570,11 +573,74 @@ class Pipeline:
             "scorers": [s.to_dict() for s in self.scorers],
             "selection": self.selection.to_dict() if self.selection else None,
             "output": self.output_spec.to_dict() if self.output_spec else None,
+            "encoder": enc() if callable(enc) else None,
             "options": self.opts.to_dict(),
             "enrich": [a.to_dict() for a in self.analyzers],
             "plugins": list(self.plugin_modules),
             "include_plugin_entry_points": self.include_entry_points,
         }
+
+    @classmethod
+    def from_dict(
+        cls,
+        d: Mapping[str, Any],
+        *,
+        base: str | os.PathLike[str] | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> Pipeline:
+        """Rebuild a pipeline from :meth:`to_dict` (plugins are imported first, so their
+        names resolve).  ``base`` resolves relative sources (default: the working
+        directory) and ``progress`` restores the callback; ``to_dict`` records neither.
+
+        Every part is validated as by its builder; an encoder without a registered
+        ``to_dict`` form (``{"type": name, ...}``) is not restored.
+
+        Raises
+        ------
+        PipelineError
+            A malformed document, or a part that does not fit the others.
+        KurationError
+            From the builders (SchemaError, StrategyError, OutputSpecError, ...).
+        """
+        if not isinstance(d, Mapping):
+            raise PipelineError("a pipeline document is a JSON object", step="from_dict")
+        try:
+            p = cls(base=Path(base) if base is not None else Path.cwd()).plugins(
+                d.get("plugins", []),
+                include_entry_points=d.get("include_plugin_entry_points", True),
+            )
+            if d.get("adapter") is not None:
+                sch = SchemaSpec.from_dict(d["schema"])
+                p = p.source(d["adapter"], d["sources"], schema=sch, base=p.base)
+            if d.get("segmenter") is not None:
+                p = p.segment(Segmenter(**d["segmenter"]))
+            if d.get("strategy") is not None:
+                p = p.metrics(d["strategy"])
+            for u in map(SeamUse.from_dict, d.get("transforms", [])):
+                p = p.transform(u.name, **u.params)
+            for u in map(SeamUse.from_dict, d.get("scorers", [])):
+                p = p.score(u.name, **u.params)
+            for u in map(SeamUse.from_dict, d.get("enrich", [])):
+                p = p.enrich(u.name, **u.params)
+            if d.get("selection") is not None:
+                p = _select_from_dict(p, d["selection"])
+            if d.get("output") is not None:
+                p = p.output(d["output"], encoder=d.get("encoder"))
+            opts = PipelineOptions.from_dict(d.get("options", {}))
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise PipelineError(f"malformed pipeline document: {exc}", step="from_dict") from None
+        return p._with(opts=dataclasses.replace(opts, progress=progress))
+
+
+def _select_from_dict(p: Pipeline, d: Mapping[str, Any]) -> Pipeline:
+    mode = d.get("mode")
+    if mode == "count":
+        return p.select(d["n"])
+    if mode == "hours":
+        sel = HoursSelection.from_dict(d).to_dict()
+        del sel["mode"]
+        return p.sample(hours=sel.pop("train_hours"), **sel)
+    raise PipelineError(f"selection mode is 'count' or 'hours', got {mode!r}", step="from_dict")
 
 
 def _require(registry: Any, name: str, step: str) -> None:
