@@ -12,6 +12,7 @@ from .contracts.track import Track, tracks_from_segment, tracks_from_ticks
 from .core.plugins import load_plugins, plugin_failures
 from .core.traits import ExecutionTraits
 from .errors import (
+    AdapterError,
     BudgetError,
     DataOrderWarning,
     DatasetExistsError,
@@ -30,12 +31,17 @@ from .errors import (
     OutputSpecError,
     OutputValueError,
     PipelineError,
+    PluginError,
+    PluginWarning,
+    RegistrationError,
     SampleFetchError,
     SchemaError,
     SnapCollisionWarning,
     SourceError,
     StrategyError,
+    StrictJSONError,
     TimeRangeError,
+    UnknownNameError,
 )
 from .metrics.dsl import CompiledMetric, compile_metric
 from .metrics.features import FeatureEngine, register_metric, registered_metrics
@@ -104,6 +110,7 @@ from .tools.inspect import InspectReport, inspect_dataset
 from .tools.review import hours_selection_review
 
 __all__ = [
+    "AdapterError",
     "AnalysisSubject",
     "Analyzer",
     "BudgetError",
@@ -155,6 +162,9 @@ __all__ = [
     "PipelineRun",
     "PlanComponent",
     "PlanStage",
+    "PluginError",
+    "PluginWarning",
+    "RegistrationError",
     "SampleFetchError",
     "SchemaError",
     "SchemaSpec",
@@ -168,11 +178,13 @@ __all__ = [
     "Strategy",
     "StrategyError",
     "StreamInfo",
+    "StrictJSONError",
     "Tick",
     "TickTable",
     "TimeRangeError",
     "TimeseriesAdapter",
     "Track",
+    "UnknownNameError",
     "VideoAdapter",
     "WindowBatch",
     "WindowBuffer",

@@ -24,10 +24,16 @@
     ├── MediaError (ValueError)             a media file, stream or frame cannot be probed or decoded
     ├── PipelineError (ValueError)          a Pipeline is built or used inconsistently (unknown seam name, no source)
     ├── ExecutionTraitsError (ValueError)   a component declares invalid execution traits (raised at registration)
+    ├── AdapterError (ValueError)           an adapter's options do not fit its schema or format (names adapter)
+    ├── StrictJSONError (ValueError)        a JSON document has duplicate keys, NaN/Infinity or bad syntax
+    ├── RegistrationError (ValueError, TypeError)  a name is taken or empty, or a component lacks its interface
+    ├── UnknownNameError (KeyError)         a name is not registered (the message lists close matches)
+    ├── PluginError (ImportError)           an explicitly listed plugin module could not be imported
     └── MissingExtraError (ImportError)     an optional feature's extra is not installed
 
-Warnings: ``KurationWarning`` (root), ``DataOrderWarning`` (input rows were reordered) and
-``SnapCollisionWarning`` (rows of one entity snapped to one grid point; all but one dropped).
+Warnings: ``KurationWarning`` (root), ``DataOrderWarning`` (input rows were reordered),
+``SnapCollisionWarning`` (rows of one entity snapped to one grid point; all but one dropped)
+and ``PluginWarning`` (an installed entry-point plugin failed and was rolled back).
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "AdapterError",
     "BudgetError",
     "DataOrderWarning",
     "DatasetExistsError",
@@ -54,13 +61,18 @@ __all__ = [
     "OutputSpecError",
     "OutputValueError",
     "PipelineError",
+    "PluginError",
+    "PluginWarning",
     "PolicyError",
+    "RegistrationError",
     "SampleFetchError",
     "SchemaError",
     "SnapCollisionWarning",
     "SourceError",
     "StrategyError",
+    "StrictJSONError",
     "TimeRangeError",
+    "UnknownNameError",
 ]
 
 
@@ -486,6 +498,45 @@ class ExecutionTraitsError(KurationError, ValueError):
         self.component = component
 
 
+class AdapterError(KurationError, ValueError):
+    """An adapter's options do not fit its schema or its input format (a column mapping
+    naming no schema field, an unknown time unit, a missing option).
+
+    Attributes
+    ----------
+    adapter : str
+        The adapter's registered name.
+    """
+
+    def __init__(self, message: str, *, adapter: str) -> None:
+        super().__init__(message)
+        self.adapter = adapter
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_error, (type(self), self.args), self.__dict__)
+
+
+class StrictJSONError(KurationError, ValueError):
+    """A JSON document is malformed, repeats a key or holds NaN/Infinity (strict JSON)."""
+
+
+class RegistrationError(KurationError, ValueError, TypeError):
+    """A registration is refused: the name is empty or taken (without ``clobber``), or the
+    component lacks the interface its registry needs.  A ``ValueError`` and a ``TypeError``,
+    the two builtins registration raised before this class existed."""
+
+
+class UnknownNameError(KurationError, KeyError):
+    """A name is not registered; the message lists close matches."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class PluginError(KurationError, ImportError):
+    """An explicitly listed plugin module could not be imported."""
+
+
 class KurationWarning(UserWarning):
     """Root of kuration's warnings."""
 
@@ -509,3 +560,7 @@ class SnapCollisionWarning(KurationWarning):
         super().__init__(message)
         self.source = source
         self.count = count
+
+
+class PluginWarning(KurationWarning):
+    """An installed entry-point plugin failed and was rolled back."""

@@ -23,7 +23,6 @@ import pyarrow as pa
 
 from timenet._arrays import (
     ArrayHandle,
-    HasNullsError,
     MemorySource,
     ParquetSource,
     Source,
@@ -33,6 +32,8 @@ from timenet._arrays import (
 )
 from timenet.catalog import Catalog, SignalRow
 from timenet.errors import (
+    ArgumentError,
+    HasNullsError,
     NullValuesError,
     RecordNotFoundError,
     SignalNotFoundError,
@@ -338,7 +339,9 @@ class _DatasetView:
             If there is no such object (or it was not imported from ``parent``).
         """
         if kind not in ("record", "annotation", "task"):
-            raise ValueError(f"kind must be record, annotation or task, got {kind!r}")
+            raise ArgumentError(
+                f"kind must be record, annotation or task, got {kind!r}", argument="kind"
+            )
         key = str(id)
         if parent is not None:
             child = self._catalog.child_id(kind, parent, key)

@@ -36,7 +36,7 @@ from ..core.config import JobModel, check_workers, validate_config
 from ..core.jsonio import loads_strict
 from ..core.plugins import load_plugins, without_entry_point_plugins
 from ..core.progress import ProgressCallback
-from ..errors import JobError, KurationError
+from ..errors import AdapterError, JobError, KurationError
 from ..output.encoders import get_encoder
 from ..output.presets import resolve_output
 from ..sources.base import InputAdapter, adapter_from_dict
@@ -196,7 +196,7 @@ def job_components(raw: Mapping[str, Any]) -> tuple[SchemaSpec, InputAdapter, Se
     except KeyError as exc:  # an unknown adapter name (UnknownNameError lists close matches)
         raise JobError(f"adapter.type: {exc}", path="adapter.type") from None
     except (TypeError, ValueError) as exc:
-        if isinstance(exc, KurationError):
+        if isinstance(exc, KurationError) and not isinstance(exc, AdapterError):
             raise
         raise JobError(f"adapter: {exc}", path="adapter") from None
     seg_opts = dict(raw["segmenter"])

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..contracts.schema import SchemaSpec
 from ..core.jsonio import loads_strict
-from ..errors import DatasetIntegrityError, SchemaError
+from ..errors import DatasetIntegrityError, SchemaError, UnknownNameError
 from ..output.commit import (
     COMMIT_NAME,
     CONFIG_NAME,
@@ -232,7 +232,7 @@ class Dataset:
         wanted = list(mods) if names is None else list(names)
         unknown = [m for m in wanted if m not in mods]
         if unknown:
-            raise KeyError(f"unknown modalities {unknown} (dataset has {sorted(mods)})")
+            raise UnknownNameError(f"unknown modalities {unknown} (dataset has {sorted(mods)})")
         return wanted
 
     def entries(self, split: str | None = None) -> list[dict[str, Any]]:

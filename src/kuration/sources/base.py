@@ -99,7 +99,7 @@ def register_adapter(
 
     Raises
     ------
-    ValueError
+    RegistrationError
         ``name`` is taken and ``clobber`` is false.
     ExecutionTraitsError
         Invalid ``execution_traits`` (nothing is registered).

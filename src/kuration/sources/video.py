@@ -32,7 +32,7 @@ import numpy as np
 from ..contracts.media import FrameRef, MediaColumn, MediaSpec, get_media_provider, parse_fraction
 from ..contracts.schema import SchemaSpec
 from ..contracts.tick import Tick, TickTable
-from ..errors import MediaError, SchemaError, SourceError
+from ..errors import AdapterError, MediaError, SchemaError, SourceError
 from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
 from .timeseries import TimeseriesAdapter
 
@@ -254,7 +254,7 @@ class VideoAdapter(_MediaSource, InputAdapter):
                 raise SchemaError("derived fields must be per-entity schema fields", field=name)
         self.motion_size = (int(motion_size[0]), int(motion_size[1]))
         if chunk < 2:
-            raise ValueError(f"chunk must be >= 2 frames, got {chunk}")
+            raise AdapterError(f"chunk must be >= 2 frames, got {chunk}", adapter="video")
         self.chunk = int(chunk)
         self._tol_opt = tolerance
         self.tolerance = _tolerance(tolerance, grid_rate(schema))

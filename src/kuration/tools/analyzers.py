@@ -38,7 +38,7 @@ import numpy as np
 from ..contracts.segment import Segment
 from ..core.registry import Registry
 from ..core.traits import ExecutionTraits, coerce_traits, declare_traits
-from ..errors import PipelineError
+from ..errors import PipelineError, RegistrationError
 from ..selection.binning import feature_matrix
 from .audit import coverage_metrics, distribution_shift, duration_correlations
 
@@ -106,16 +106,16 @@ def register_analyzer(
 
     Raises
     ------
-    TypeError
+    RegistrationError
         ``analyzer`` lacks ``validate``/``analyze``/``scope``, or its scope is not
         ``stream`` or ``artifact``.
-    ValueError
-        ``name`` is taken and ``clobber`` is false.
+    RegistrationError
+        A ``ValueError``: ``name`` is taken and ``clobber`` is false.
     ExecutionTraitsError
         Invalid ``execution_traits`` (nothing is registered).
     """
     if not isinstance(analyzer, Analyzer) or getattr(analyzer, "scope", None) not in _SCOPES:
-        raise TypeError(
+        raise RegistrationError(
             "an analyzer needs validate(), analyze() and scope 'stream' or 'artifact', got "
             f"{type(analyzer).__name__}"
         )
