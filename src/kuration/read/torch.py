@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..errors import MissingExtraError
 from .loaders import Dataset, read_shard_arrays
 
 __all__ = ["ShardDataset"]
@@ -23,7 +24,7 @@ def _torch() -> Any:
     try:
         import torch
     except ImportError:
-        raise ImportError(
+        raise MissingExtraError(
             "kuration.read.torch needs PyTorch: pip install 'kuration-sdk[torch]'"
         ) from None
     return torch
