@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import pickle
 from pathlib import Path
 
@@ -44,6 +45,11 @@ ALLOWED = {
 }
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(), str(path))
+
+
 def _modules(pkg: str) -> list[Path]:
     return sorted((SRC / pkg).rglob("*.py"))
 
@@ -63,15 +69,14 @@ def _bare_raises(path: Path) -> list[tuple[str, int, str]]:
                     out.append((fn, child.lineno, exc.id))
             visit(child, name)
 
-    visit(ast.parse(path.read_text(), str(path)), "<module>")
+    visit(_tree(path), "<module>")
     return out
 
 
 def _exception_classes(path: Path) -> list[str]:
     """Names of classes in ``path`` deriving (by name) from an exception or warning."""
-    tree = ast.parse(path.read_text(), str(path))
     out = []
-    for node in ast.walk(tree):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.ClassDef):
             bases = {
                 b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases
