@@ -243,3 +243,33 @@ def test_curate_job_is_from_job_select(small_job, monkeypatch) -> None:
     ref = Pipeline.from_job(small_job).metrics(STRATEGIES / "top-k.json").select(7)
     assert p.to_dict() == {**ref.to_dict(), "options": {**ref.opts.to_dict(), "seed": 2}}
     assert res.n_selected == 7 and res.strategy.name == "top-k"
+
+
+def test_kur_curate_and_experiment_bars_show_every_pipeline_phase(
+    small_job, tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """``kur curate``/``kur experiment`` run the Pipeline: their rich bars get every phase."""
+    from kuration.cli import curate as cli_curate
+
+    seen: list[set[str]] = []
+
+    class Recording:
+        def __enter__(self):
+            seen.append(set())
+            return self
+
+        def __exit__(self, *exc) -> None:
+            return None
+
+        def __call__(self, ev: dict) -> None:
+            seen[-1].add(ev["phase"])
+
+    monkeypatch.setattr(cli_curate, "RichProgress", Recording)
+    job = _job_file(tmp_path, small_job)
+    assert main(["curate", str(job), "--n", "4", "--json"]) == 0
+    top_k = str(STRATEGIES / "top-k.json")
+    assert main(["experiment", str(job), "--strategy", top_k, "--n", "4", "--json"]) == 0
+    capsys.readouterr()
+    pipeline_phases = {"provenance", "scoring", "transforms", "scorers", "selection"}
+    assert seen[0] == pipeline_phases
+    assert seen[1] == pipeline_phases | {"experiment"}
