@@ -282,9 +282,13 @@ class EmptyPoolError(KurationError, RuntimeError):
     """Scoring produced an empty segment pool; ``errors`` lists why each source was skipped."""
 
     def __init__(self, message: str, *, errors: dict[str, str] | None = None) -> None:
+        # one line (a command prints it as its one error line); ``errors`` holds every reason
         detail = ""
         if errors:
-            detail = "\n" + "\n".join(f"  {k}: {v}" for k, v in sorted(errors.items()))
+            items = sorted(errors.items())
+            detail = "; " + "; ".join(f"{k}: {v}" for k, v in items[:3])
+            if len(items) > 3:
+                detail += f"; and {len(items) - 3} more"
         super().__init__(message + detail)
         self.errors = dict(errors or {})
 

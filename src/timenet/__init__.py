@@ -14,11 +14,13 @@ from timenet.errors import (
     InvalidRefError,
     ManifestError,
     NullValuesError,
+    QueryError,
     RecordNotFoundError,
     RegistryError,
     SchemaError,
     SignalNotFoundError,
     StepRangeError,
+    TermsNotAcceptedError,
     TimeNetError,
     UnitError,
     VersionExistsError,
@@ -28,7 +30,9 @@ from timenet.models import (
     Counts,
     DatasetCard,
     DatasetSchema,
+    EffectiveAccess,
     FileEntry,
+    InheritedAccess,
     Manifest,
     SignalSchema,
 )
@@ -43,6 +47,7 @@ from timenet.registry import (
     default_registries,
 )
 from timenet.specs import Label, Numeric, QuestionAnswer, SignalSpec, Text
+from timenet.terms import TermsStore
 from timenet.units import get_unit_registry
 from timenet.versions import Ref, parse_ref, version_key
 from timenet.writer import TimeFWriter
@@ -56,7 +61,9 @@ __all__ = [
     "DatasetNotFoundError",
     "DatasetSchema",
     "DocumentError",
+    "EffectiveAccess",
     "FileEntry",
+    "InheritedAccess",
     "IntegrityError",
     "InvalidRefError",
     "Label",
@@ -66,6 +73,7 @@ __all__ = [
     "ManifestError",
     "NullValuesError",
     "Numeric",
+    "QueryError",
     "QuestionAnswer",
     "Record",
     "RecordNotFoundError",
@@ -80,6 +88,8 @@ __all__ = [
     "SignalSpec",
     "StepRangeError",
     "Task",
+    "TermsNotAcceptedError",
+    "TermsStore",
     "Text",
     "TimeFReader",
     "TimeFWriter",

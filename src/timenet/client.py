@@ -16,22 +16,34 @@ installed for the reference), else none and nothing is built. The client
 never imports ``timenet.build`` itself. A client whose registries are all
 remote never runs connector code. A child version's payload sources (its parents' files)
 are resolved the same way before the first read.
+
+``fetch_from`` (registries, local or remote) comes before a build: a version
+missing from every registry, a missing payload source, and a missing parent
+release of a dataset being built are copied (verified) from the first
+``fetch_from`` registry holding them into the first local registry; only what
+none holds is built.
+
+Terms: a version whose effective access is not ``open`` is opened, loaded or
+downloaded only once its terms are accepted (``accept_terms=`` or
+:meth:`TimeNet.accept_terms`, see :mod:`timenet.terms`); otherwise
+:class:`TermsNotAcceptedError` says what to accept and how.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from timenet._fs import make_dirs, raise_registry_error, remove_empty
-from timenet.errors import DatasetNotFoundError, VersionExistsError
-from timenet.models import Manifest
+from timenet.errors import DatasetNotFoundError, TermsNotAcceptedError, VersionExistsError
+from timenet.models import EffectiveAccess, Manifest
 from timenet.reader import LoadedDataset, TimeFReader
 from timenet.registry import (
     LocalRegistry,
@@ -40,15 +52,23 @@ from timenet.registry import (
     as_registry,
     default_registries,
 )
+from timenet.terms import TermsStore
 from timenet.versions import Ref, parse_ref, version_key
 from timenet.writer import STAGING_PREFIX
 
 if TYPE_CHECKING:
     from timenet.torch import TorchDataset
 
-__all__ = ["BUILDER_ENTRY_POINT_GROUP", "DatasetListing", "TimeNet", "register_builder"]
+__all__ = [
+    "BUILDER_ENTRY_POINT_GROUP",
+    "DatasetListing",
+    "TimeNet",
+    "copy_version",
+    "register_builder",
+]
 
-Builder = Callable[[Ref, LocalRegistry], object]
+Builder = Callable[..., object]
+FetchFrom = Registry | str | os.PathLike[str] | Sequence[Registry | str | os.PathLike[str]]
 
 BUILDER_ENTRY_POINT_GROUP = "timenet.builders"
 _registered_builder: Builder | None = None
@@ -58,11 +78,21 @@ def register_builder(builder: Builder | None) -> None:
     """Set the default ``auto_build`` builder of clients created without ``builder=``.
 
     ``builder(ref, local_registry)`` writes the missing version and returns
-    False when it cannot build ``ref``. ``None`` restores the default: the
-    first ``timenet.builders`` entry point (by name).
+    False when it cannot build ``ref``. A builder that takes a ``fetch_from``
+    keyword receives the client's ``fetch_from`` registries (where to copy
+    missing parent releases from). ``None`` restores the default: the first
+    ``timenet.builders`` entry point (by name).
     """
     global _registered_builder
     _registered_builder = builder
+
+
+def _takes_fetch_from(builder: Builder) -> bool:
+    try:
+        params = inspect.signature(builder).parameters.values()
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        return False
+    return any(p.name == "fetch_from" or p.kind is p.VAR_KEYWORD for p in params)
 
 
 def _default_builder() -> Builder | None:
@@ -106,6 +136,14 @@ class TimeNet:
         ``builder(ref, local_registry)`` that writes the missing version;
         default: see :func:`register_builder` (:func:`timenet.build.auto_build`,
         the installed connectors, through the ``timenet.builders`` entry point).
+    fetch_from : path, URL, Registry or a sequence of them, optional
+        Registries (local or remote) to copy a missing version, payload source
+        or parent release from, before any build; see the module docstring.
+    accept_terms : iterable of str
+        References (``org/name@version``, or ``org/name`` for every version)
+        whose access terms the user accepts for this client only.
+    terms_file : path, optional
+        The user's persisted acceptances (default: see :mod:`timenet.terms`).
     """
 
     def __init__(
@@ -117,15 +155,27 @@ class TimeNet:
         storage_options: Mapping[str, Any] | None = None,
         auto_build: bool = True,
         builder: Builder | None = None,
+        fetch_from: FetchFrom | None = None,
+        accept_terms: Iterable[str] = (),
+        terms_file: str | os.PathLike[str] | None = None,
     ) -> None:
         specs = list(registries) if registries is not None else list(default_registries())
         opts = dict(storage_options or {})
-        self.registries: tuple[Registry, ...] = tuple(
-            as_registry(r, storage_options=opts, cache_dir=cache_dir) for r in specs
-        )
+
+        def reg(r: Registry | str | os.PathLike[str]) -> Registry:
+            return as_registry(r, storage_options=opts, cache_dir=cache_dir)
+
+        self.registries: tuple[Registry, ...] = tuple(reg(r) for r in specs)
+        if fetch_from is None:
+            fetch_from = ()
+        elif isinstance(fetch_from, str | os.PathLike | Registry):
+            fetch_from = (fetch_from,)
+        self.fetch_from: tuple[Registry, ...] = tuple(reg(r) for r in fetch_from)
         self.verify = verify
         self.auto_build = auto_build
         self.builder = builder
+        self.accepted_terms = frozenset(str(parse_ref(r)) for r in accept_terms)
+        self.terms = TermsStore(terms_file)
 
     # -- resolution --------------------------------------------------------
     def _find(self, ref: Ref, verify: bool) -> VersionHandle | None:
@@ -145,17 +195,38 @@ class TimeNet:
             return None
         return best[1].open_version(ref.with_version(best[2]), verify=verify)
 
+    def _local(self) -> LocalRegistry | None:
+        return next((r for r in self.registries if isinstance(r, LocalRegistry)), None)
+
+    def _fetch_missing(self, ref: Ref, local: LocalRegistry) -> bool:
+        """Copy ``ref`` from the first ``fetch_from`` registry holding it. True if copied."""
+        for source in self.fetch_from:
+            version = ref.version or source.latest(ref.org, ref.name)
+            if version is None or not source.has(ref.with_version(version)):
+                continue
+            handle = source.open_version(ref.with_version(version), verify=True)
+            if not os.path.lexists(local.version_dir(handle.ref)):
+                copy_version(handle, local.root)
+            return True
+        return False
+
     def _build_missing(self, ref: Ref) -> bool:
-        """auto_build hook: build ``ref`` into the first local registry. True if attempted."""
-        if not self.auto_build:
-            return False
-        local = next((r for r in self.registries if isinstance(r, LocalRegistry)), None)
+        """Provide a missing ``ref`` in the first local registry: copy it from
+        ``fetch_from``, else build it (auto_build). True if attempted."""
+        local = self._local()
         if local is None:
+            return False
+        if self._fetch_missing(ref, local):
+            return True
+        if not self.auto_build:
             return False
         builder = self.builder if self.builder is not None else _default_builder()
         if builder is None:
             return False
-        return builder(ref, local) is not False
+        kwargs: dict[str, Any] = {}
+        if self.fetch_from and _takes_fetch_from(builder):
+            kwargs["fetch_from"] = self.fetch_from
+        return builder(ref, local, **kwargs) is not False
 
     def resolve(self, ref: str | Ref, *, verify: bool | None = None) -> VersionHandle:
         """Find a version and return its handle.
@@ -180,6 +251,55 @@ class TimeNet:
             handle = resolve_payloads(handle, self.registries, build=self._build_missing)
         return handle
 
+    # -- terms ----------------------------------------------------------------
+    def terms_accepted(self, handle: VersionHandle) -> bool:
+        """True if the version needs no acceptance or its terms were accepted."""
+        access = handle.manifest.effective_access
+        r = handle.ref
+        if not access.requires_acceptance:
+            return True
+        if {str(r), f"{r.org}/{r.name}"} & self.accepted_terms:
+            return True
+        return self.terms.accepted(str(r), access)
+
+    def _accepted(self, handle: VersionHandle) -> VersionHandle:
+        """``handle`` if its terms are accepted.
+
+        Raises
+        ------
+        TermsNotAcceptedError
+            Naming the version, level, terms and how to accept them.
+        """
+        if not self.terms_accepted(handle):
+            a = handle.manifest.effective_access
+            raise TermsNotAcceptedError(
+                str(handle.ref), a.level, a.terms, a.url, [s.ref for s in a.sources]
+            )
+        return handle
+
+    def accept_terms(self, ref: str | Ref) -> EffectiveAccess:
+        """Accept the access terms of a version explicitly, persisted for this user.
+
+        The acceptance is recorded in :attr:`terms` (see :mod:`timenet.terms`)
+        against the exact version and its requirement, and holds for every
+        later client of this user.
+
+        Returns
+        -------
+        EffectiveAccess
+            The requirement accepted (its ``terms`` are what was agreed to).
+
+        Raises
+        ------
+        DatasetNotFoundError, InvalidRefError
+            If the version cannot be found.
+        """
+        handle = self.resolve(ref)
+        access = handle.manifest.effective_access
+        if access.requires_acceptance:
+            self.terms.accept(str(handle.ref), access)
+        return access
+
     # -- access ---------------------------------------------------------------
     def open(self, ref: str | Ref, *, verify: bool | None = None) -> TimeFReader:
         """Open a version lazily (only the manifest is read now).
@@ -187,8 +307,11 @@ class TimeNet:
         Raises
         ------
         DatasetNotFoundError, InvalidRefError, ManifestError, IntegrityError
+        TermsNotAcceptedError
+            If the version's effective access requires accepting terms that
+            were not accepted (see :meth:`accept_terms`).
         """
-        return TimeFReader.open(self.resolve(ref, verify=verify))
+        return TimeFReader.open(self._accepted(self.resolve(ref, verify=verify)))
 
     def load(self, ref: str | Ref, *, verify: bool | None = None) -> LoadedDataset:
         """Open a version and read everything into memory.
@@ -250,30 +373,53 @@ class TimeNet:
             If a source file fails verification.
         RegistryError
             If ``dest`` cannot be written (nothing is left behind).
+        TermsNotAcceptedError
+            If the version's terms were not accepted.
         """
-        handle = self.resolve(ref, verify=True)
-        r = handle.ref
-        parent = Path(dest) / r.org / r.name
-        target = parent / str(r.version)
-        if os.path.lexists(target):
-            raise VersionExistsError(str(target), str(r))
-        staging = parent / f"{STAGING_PREFIX}{r.version}-{uuid.uuid4().hex[:12]}"
-        made = make_dirs(staging, Path(dest))  # RegistryError if refused
-        try:
-            for f in handle.manifest.files:
-                dst = staging / f.path
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(handle.path(f.path), dst)
-            (staging / "manifest.json").write_text(handle.manifest.to_json(), encoding="utf-8")
-            if os.path.lexists(target):
-                raise VersionExistsError(str(target), str(r))
-            os.rename(staging, target)
-        except BaseException as exc:
-            shutil.rmtree(staging, ignore_errors=True)
-            remove_empty(made)
-            raise_registry_error(exc, Path(dest))
-            raise
-        return target
+        return copy_version(self._accepted(self.resolve(ref, verify=True)), dest)
 
     def __repr__(self) -> str:
         return f"TimeNet(registries={[r.url for r in self.registries]!r})"
+
+
+def copy_version(handle: VersionHandle, dest: str | os.PathLike[str]) -> Path:
+    """Copy a version into the local registry ``dest`` by staging and one rename.
+
+    Every file is read through ``handle`` (so verified when it verifies).
+
+    Returns
+    -------
+    Path
+        The new version directory ``<dest>/<org>/<name>/<version>``.
+
+    Raises
+    ------
+    VersionExistsError
+        If ``dest`` already holds the version.
+    IntegrityError
+        If a source file fails verification.
+    RegistryError
+        If ``dest`` cannot be written (nothing is left behind).
+    """
+    r = handle.ref
+    parent = Path(dest) / r.org / r.name
+    target = parent / str(r.version)
+    if os.path.lexists(target):
+        raise VersionExistsError(str(target), str(r))
+    staging = parent / f"{STAGING_PREFIX}{r.version}-{uuid.uuid4().hex[:12]}"
+    made = make_dirs(staging, Path(dest))  # RegistryError if refused
+    try:
+        for f in handle.manifest.files:
+            dst = staging / f.path
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(handle.path(f.path), dst)
+        (staging / "manifest.json").write_text(handle.manifest.to_json(), encoding="utf-8")
+        if os.path.lexists(target):
+            raise VersionExistsError(str(target), str(r))
+        os.rename(staging, target)
+    except BaseException as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        remove_empty(made)
+        raise_registry_error(exc, Path(dest))
+        raise
+    return target

@@ -17,6 +17,8 @@ or ``except FileNotFoundError`` keeps working::
     ├── StepRangeError (IndexError)           signal, start, stop, length
     ├── RecordNotFoundError (KeyError)        record
     ├── SignalNotFoundError (KeyError)        record, signal
+    ├── QueryError (ValueError)               ref, sql, reason
+    ├── TermsNotAcceptedError (PermissionError)  ref, level, terms, url, sources
     ├── RegistryError (OSError)               url, path
     ├── ArgumentError (ValueError)            argument
     └── BuildError (RuntimeError)             ref        (building from a connector)
@@ -52,12 +54,14 @@ __all__ = [
     "ManifestError",
     "NullValuesError",
     "ParentError",
+    "QueryError",
     "RawInputError",
     "RecordNotFoundError",
     "RegistryError",
     "SchemaError",
     "SignalNotFoundError",
     "StepRangeError",
+    "TermsNotAcceptedError",
     "TimeNetError",
     "UnitError",
     "VersionExistsError",
@@ -209,6 +213,64 @@ class SignalNotFoundError(TimeNetError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class QueryError(TimeNetError, ValueError):
+    """A catalog query was refused (not one read-only ``SELECT``, or it reached outside
+    the version) or failed in DuckDB.
+
+    Attributes
+    ----------
+    ref : str
+        The version queried.
+    sql : str
+    reason : str
+    """
+
+    def __init__(self, ref: str, sql: str, reason: str) -> None:
+        self.ref = ref
+        self.sql = sql
+        self.reason = reason
+        super().__init__(f"query on {ref}: {reason}")
+
+
+class TermsNotAcceptedError(TimeNetError, PermissionError):
+    """A version's (effective) access requirement asks the user to accept terms first.
+
+    Attributes
+    ----------
+    ref : str
+        The version refused.
+    level : str
+        The effective access level (``registration``, ``credentialed``, ``restricted``).
+    terms : str
+        The terms to accept (each release's own, named).
+    url : str or None
+        Where to obtain access.
+    sources : tuple of str
+        The releases whose requirements apply (the version itself and/or its parents).
+    """
+
+    def __init__(
+        self,
+        ref: str,
+        level: str,
+        terms: str,
+        url: str | None = None,
+        sources: Sequence[str] = (),
+    ) -> None:
+        self.ref = ref
+        self.level = level
+        self.terms = terms
+        self.url = url
+        self.sources = tuple(sources)
+        where = f" (from {', '.join(self.sources)})" if self.sources else ""
+        link = f"; access: {url}" if url else ""
+        super().__init__(
+            f"{ref} requires accepting its terms ({level}{where}): {terms or '(no text)'}{link}; "
+            f"accept them with TimeNet(..., accept_terms=[{ref!r}]), "
+            f"TimeNet(...).accept_terms({ref!r}) or `timenet accept {ref}`"
+        )
 
 
 class RegistryError(TimeNetError, OSError):

@@ -20,7 +20,9 @@ __all__ = [
     "Counts",
     "DatasetCard",
     "DatasetSchema",
+    "EffectiveAccess",
     "FileEntry",
+    "InheritedAccess",
     "Manifest",
     "PayloadSource",
     "RawInput",
@@ -52,6 +54,72 @@ class AccessRequirements(_Frozen):
     level: Literal["open", "registration", "credentialed", "restricted"] = "open"
     terms: str = ""
     url: str | None = None
+
+    @property
+    def rank(self) -> int:
+        """How restrictive ``level`` is: 0 (open) to 3 (restricted)."""
+        return ACCESS_LEVELS.index(self.level)
+
+
+ACCESS_LEVELS = ("open", "registration", "credentialed", "restricted")
+
+
+class InheritedAccess(_Frozen):
+    """The access requirement of one release (a version or one of its ancestors)."""
+
+    ref: str
+    access: AccessRequirements
+
+
+class EffectiveAccess(_Frozen):
+    """What using a version requires: the most restrictive of its own and its ancestors'.
+
+    Attributes
+    ----------
+    level : {"open", "registration", "credentialed", "restricted"}
+        The most restrictive level of :attr:`sources` (``open`` when empty).
+    sources : tuple of InheritedAccess
+        Every release whose requirement is not ``open``: the version itself
+        first (if it has one), then its parents' effective sources, each once.
+    """
+
+    level: Literal["open", "registration", "credentialed", "restricted"] = "open"
+    sources: tuple[InheritedAccess, ...] = ()
+
+    @classmethod
+    def combine(
+        cls, ref: str, own: AccessRequirements, parents: tuple[EffectiveAccess, ...] = ()
+    ) -> EffectiveAccess:
+        """The effective access of release ``ref`` with requirement ``own`` and these parents'."""
+        sources: list[InheritedAccess] = []
+        if own.level != "open":
+            sources.append(InheritedAccess(ref=ref, access=own))
+        for parent in parents:
+            sources += [s for s in parent.sources if s.ref not in {x.ref for x in sources}]
+        rank = max((s.access.rank for s in sources), default=0)
+        return cls(level=ACCESS_LEVELS[rank], sources=tuple(sources))
+
+    @property
+    def requires_acceptance(self) -> bool:
+        """True unless the level is ``open``: terms must be accepted before use."""
+        return self.level != "open"
+
+    @property
+    def terms(self) -> str:
+        """Every source's terms, each prefixed by its release."""
+        return "; ".join(f"{s.ref}: {s.access.terms or '(no text)'}" for s in self.sources)
+
+    @property
+    def url(self) -> str | None:
+        """Where to obtain access: the URL of the most restrictive source that has one."""
+        ranked = sorted(self.sources, key=lambda s: -s.access.rank)
+        return next((s.access.url for s in ranked if s.access.url), None)
+
+    def digest(self) -> str:
+        """SHA-256 of this requirement (what an acceptance is recorded against)."""
+        import hashlib
+
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
 
 
 class DatasetCard(_Frozen):
@@ -260,6 +328,14 @@ class Manifest(_Frozen):
     created: str
     raw_inputs: tuple[RawInput, ...] = ()
     payloads: tuple[PayloadSource, ...] = ()
+    access: EffectiveAccess | None = None
+
+    @property
+    def effective_access(self) -> EffectiveAccess:
+        """The recorded effective access; the card's own one in manifests that lack it."""
+        if self.access is not None:
+            return self.access
+        return EffectiveAccess.combine(str(self.ref), self.card.access)
 
     @field_validator("files")
     @classmethod

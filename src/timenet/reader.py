@@ -315,6 +315,34 @@ class _DatasetView:
         idx = None if record_id is None else self._index(record_id)
         return self._catalog.tasks(idx, name)
 
+    def query(self, sql: str) -> pa.Table:
+        """Run one read-only SQL ``SELECT`` over this version's catalog.
+
+        The tables are typed views of the catalog: ``records``, ``signals``,
+        ``annotations`` and ``tasks`` (content as columns ``label``, ``text``,
+        ``value``, ``unit``, ``question``, ``answer``) and ``lineage``; see
+        :mod:`timenet.query`. Nothing outside the version can be read.
+
+        Returns
+        -------
+        pyarrow.Table
+
+        Raises
+        ------
+        QueryError
+            If the SQL is not one ``SELECT``, reaches outside the version
+            (files, URLs, ``ATTACH``, extensions, settings) or fails.
+        IntegrityError
+            If the catalog file fails verification.
+
+        Examples
+        --------
+        >>> reader.query("SELECT label, count(*) AS n FROM tasks GROUP BY label")  # doctest: +SKIP
+        """
+        from timenet.query import run_query
+
+        return run_query(self._catalog.path, sql, ref=str(self.ref))
+
     def get(
         self,
         kind: Literal["record", "annotation", "task"],

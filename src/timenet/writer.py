@@ -59,6 +59,7 @@ from timenet.models import (
     Counts,
     DatasetCard,
     DatasetSchema,
+    EffectiveAccess,
     FileEntry,
     Manifest,
     PayloadSource,
@@ -157,6 +158,8 @@ class TimeFWriter:
         Reproducible builds pass a fixed value.
     raw_inputs : sequence of RawInput
         Pinned raw inputs the version was built from, listed in the manifest.
+    access : EffectiveAccess, optional
+        A child's effective access (its own and its parents'), recorded in the manifest.
 
     Raises
     ------
@@ -181,6 +184,7 @@ class TimeFWriter:
         row_group_rows: int = 1 << 17,
         created: str | None = None,
         raw_inputs: Sequence[RawInput] = (),
+        access: EffectiveAccess | None = None,
     ) -> None:
         self.card = card if isinstance(card, DatasetCard) else DatasetCard.model_validate(card)
         self.root = Path(root)
@@ -193,16 +197,11 @@ class TimeFWriter:
         self._compression = compression
         self._row_group_rows = int(row_group_rows)
         self._created = created
-        self._raw_inputs = tuple(raw_inputs)
+        self._raw_inputs, self._access = tuple(raw_inputs), access
         self._payloads: dict[str, dict[str, FileEntry]] = {}
         self._records: dict[str, _RecordState] = {}
-        self._rows: dict[str, list[tuple[Any, ...]]] = {
-            "records": [],
-            "signals": [],
-            "annotations": [],
-            "tasks": [],
-            "lineage": [],
-        }
+        tables = ("records", "signals", "annotations", "tasks", "lineage")
+        self._rows: dict[str, list[tuple[Any, ...]]] = {t: [] for t in tables}
         self._names: dict[str, _NameStore] = {}
         self._samples = 0
         self._state: Literal["open", "committed", "aborted"] = "open"
@@ -698,6 +697,7 @@ class TimeFWriter:
                     PayloadSource(ref=ref, files=tuple(pins[k] for k in sorted(pins)))
                     for ref, pins in sorted(self._payloads.items())
                 ),
+                access=self._access,
             )
             mpath = self.staging / "manifest.json"
             mpath.write_text(manifest.to_json(), encoding="utf-8")

@@ -6,6 +6,8 @@ so a dataset is built once however many tests (and the kuration tests) use it.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -106,8 +108,47 @@ def test_adsb_and_flight_phases_child(session_registry: Path) -> None:
 
 
 @pytest.mark.slow
+def test_auto_build_copies_a_missing_parent_from_fetch_from(
+    session_registry: Path, tmp_path: Path, s3: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The installed builder (entry point) gets the client's fetch_from: the parent release
+    comes from the S3 registry, and its connector is never run."""
+    from timenet.build import engine
+
+    _open(session_registry, "opensky/adsb-traffic@1.0")  # built once per session
+    parent = session_registry / "opensky" / "adsb-traffic" / "1.0"
+    url = f"s3://{s3['bucket']}/public"
+    tn.publish(parent, url, storage_options=s3["storage_options"])
+
+    def no_parent_build(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"the parent was built, not fetched: {args}")
+
+    monkeypatch.setattr(engine, "_build_parent", no_parent_build)
+    local = tmp_path / "local"
+    client = tn.TimeNet(
+        [local], fetch_from=url, storage_options=s3["storage_options"], cache_dir=tmp_path / "c"
+    )
+    child = client.open("opensky/flight-phases@1.0")
+    copied = local / "opensky" / "adsb-traffic" / "1.0" / "manifest.json"
+    assert copied.read_bytes() == (parent / "manifest.json").read_bytes()
+    assert child.manifest.effective_access.level == "open"
+    assert len(child) == len(tn.TimeNet([session_registry]).open("opensky/flight-phases@1.0"))
+
+
+@pytest.mark.slow
 def test_football_tracking(session_registry: Path) -> None:
+    # built (unless an earlier test did) by auto_build from a plain script without a
+    # `if __name__ == "__main__":` guard: its parse workers must not re-run the script
+    script = session_registry.parent / "football_unguarded.py"
+    script.write_text(
+        "import timenet as tn\n"
+        f"reader = tn.TimeNet([{str(session_registry)!r}]).open('kloppy/football-tracking@1.0')\n"
+        "print('records', len(reader))\n"
+    )
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert res.returncode == 0 and "bootstrapping" not in res.stderr, res.stderr
     reader = _open(session_registry, "kloppy/football-tracking@1.0")
+    assert res.stdout.splitlines() == [f"records {len(reader)}"]
     groups: dict[str, list[tn.Record]] = {}
     for rec in reader.records():
         groups.setdefault(rec.metadata["group"], []).append(rec)

@@ -121,3 +121,81 @@ def test_missing_payload_source_is_named(built: Path, tmp_path: Path) -> None:
         tn.TimeFReader.open(moved / "acme" / "child" / "1.0", registries=[tmp_path / "none"])
     reader = tn.TimeFReader.open(moved / "acme" / "child" / "1.0", registries=[built])
     assert len(reader.signal("c-rec-0", "ecg")) == 500
+
+
+class TwiceConnector(ChildConnector):
+    """Imports rec-0 with one signal, then again with every signal among other records."""
+
+    def convert(self, writer: tn.TimeFWriter) -> None:
+        parent = self.parents[PARENT]
+        first = parent.import_record(writer, "rec-0", as_id="c-rec-0", signals=["ecg"])
+        ids = parent.import_records(writer, ["rec-1", "rec-0"], as_id=lambda rid: f"c-{rid}")
+        assert first == "c-rec-0" and ids == ["c-rec-0", "c-rec-1"]
+        assert parent.import_record(writer, "rec-0") == "c-rec-0"  # the ID map, not a new copy
+
+
+def test_importing_a_record_twice_reuses_the_copy(tmp_path: Path) -> None:
+    reg = tmp_path / "reg"
+    parent_dir = write_demo(reg)
+    res = tb.run_pipeline(TwiceConnector, reg)
+    child = tn.TimeFReader.open(res.path)
+    parent = tn.TimeFReader.open(parent_dir)
+    assert [r.id for r in child.records()] == ["c-rec-0", "c-rec-1"]
+    assert child.record("c-rec-0").signal_names == ("ecg", "temp", "acc", "events")
+    np.testing.assert_array_equal(
+        child.signal("c-rec-0", "acc").to_numpy(), parent.signal("rec-0", "acc").to_numpy()
+    )
+    # each parent annotation and task copied once: the lineage maps every parent id once
+    assert len(child.annotations("c-rec-0")) == len(parent.annotations("rec-0"))
+    assert len(child.tasks("c-rec-0")) == len(parent.tasks("rec-0"))
+    lineage = child.query("SELECT kind, count(*) AS n FROM lineage GROUP BY kind ORDER BY kind")
+    assert lineage.to_pylist() == [
+        {"kind": "annotation", "n": 4},
+        {"kind": "record", "n": 2},
+        {"kind": "task", "n": 2},
+    ]
+
+    class Clash(ChildConnector):
+        def convert(self, writer: tn.TimeFWriter) -> None:
+            self.parents[PARENT].import_record(writer, "rec-0", as_id="a")
+            self.parents[PARENT].import_record(writer, "rec-0", as_id="b")
+
+    with pytest.raises(tb.ParentError, match="'rec-0' is already imported as 'a', not 'b'"):
+        tb.run_pipeline(Clash, tmp_path / "other", fetch_from=reg)
+
+
+def _build_child(ref: tn.Ref, registry: tn.LocalRegistry, *, fetch_from: tuple = ()) -> bool:
+    """A builder hook that knows one connector (the client passes its fetch_from)."""
+    if (ref.org, ref.name) != ("acme", "child"):
+        return False
+    tb.run_pipeline(ChildConnector, registry, parent_sources=fetch_from)
+    return True
+
+
+def test_client_fetch_from_pulls_a_missing_parent_from_s3(tmp_path: Path, s3: dict) -> None:
+    parent_dir = write_demo(tmp_path / "publisher")
+    url = f"s3://{s3['bucket']}/registry"
+    tn.publish(parent_dir, url, storage_options=s3["storage_options"])
+    local = tmp_path / "local"
+    local.mkdir()
+    opts = {"storage_options": s3["storage_options"], "cache_dir": tmp_path / "cache"}
+    client = tn.TimeNet([local], fetch_from=url, builder=_build_child, **opts)
+    # the parent has no connector: only the copy from the remote registry can provide it
+    child = client.open("acme/child@1.0")
+    copied = local / "acme" / "demo" / "1.0.0"
+    assert (copied / "manifest.json").read_bytes() == (parent_dir / "manifest.json").read_bytes()
+    np.testing.assert_array_equal(
+        child.signal("c-rec-2", "ecg").to_numpy(),
+        tn.TimeFReader.open(parent_dir).signal("rec-2", "ecg").to_numpy(),
+    )
+    # a missing payload source is fetched again, before any build
+    shutil.rmtree(copied)
+    again = tn.TimeNet([local], fetch_from=url, auto_build=False, **opts)
+    assert len(again.open("acme/child@1.0").signal("c-rec-0", "acc")) == 40
+    assert (copied / "manifest.json").is_file()
+    # and a missing dataset itself comes from fetch_from rather than a build
+    shutil.rmtree(copied)
+    assert again.open("acme/demo").ref == tn.parse_ref("acme/demo@1.0.0")
+    without = tn.TimeNet([tmp_path / "empty"], builder=_build_child, **opts)
+    with pytest.raises(tb.ParentError, match="no connector found"):
+        without.open("acme/child@1.0")

@@ -22,6 +22,7 @@ from rich.table import Table
 
 from ..core.progress import RichProgress
 from ..pipeline.count import CurationResult, ExperimentResult, curate_job, experiment_job
+from ._args import non_negative_int, positive_int
 
 __all__ = ["add_curate", "add_experiment"]
 
@@ -168,10 +169,12 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("job", help="job JSON file (schema, adapter, sources, segmenter)")
-    p.add_argument("--n", type=int, required=True, help="segments to select")
-    p.add_argument("--seed", type=int, default=None, help="selection seed (default: the job's)")
+    p.add_argument("--n", type=non_negative_int, required=True, help="segments to select")
     p.add_argument(
-        "--workers", type=int, default=None, help="scoring processes (default: the job's)"
+        "--seed", type=non_negative_int, default=None, help="selection seed (default: the job's)"
+    )
+    p.add_argument(
+        "--workers", type=positive_int, default=None, help="scoring processes (default: the job's)"
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 

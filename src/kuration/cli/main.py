@@ -26,6 +26,7 @@ from ..errors import KurationError, KurationWarning
 from ..pipeline.hours import DatasetWriteResult
 from ..pipeline.job import run_job
 from ..tools.inspect import InspectReport, inspect_dataset
+from ._args import positive_float
 from .artifacts import add_check, add_diff
 from .curate import add_curate, add_experiment
 from .explain import add_explain, add_operators
@@ -288,7 +289,7 @@ def _add_sample(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--out", default="runs/adsb-sources", help="where build-sources writes Parquet files"
     )
-    p.add_argument("--slice-minutes", type=float, default=15.0)
+    p.add_argument("--slice-minutes", type=positive_float, default=15.0)
     p.set_defaults(fn=_cmd_sample)
 
 

@@ -11,7 +11,14 @@ from timenet.units import define_sensor_units
 
 from ..errors import SchemaError
 
-__all__ = ["conversion_factor", "get_registry", "is_angle", "is_length", "parse_unit"]
+__all__ = [
+    "conversion_factor",
+    "get_registry",
+    "is_angle",
+    "is_length",
+    "linear_conversion",
+    "parse_unit",
+]
 
 
 @lru_cache(maxsize=1)
@@ -88,3 +95,31 @@ def to_unit(values: np.ndarray, src: str, dst: str) -> np.ndarray:
     """Convert an array from ``src`` to ``dst`` with pint (offset units handled by pint)."""
     q = get_registry().Quantity(np.asarray(values, dtype=np.float64), parse_unit(src))
     return np.asarray(q.to(parse_unit(dst)).magnitude)
+
+
+def _has_offset(unit: str) -> bool:
+    """Whether ``unit`` is an offset scale (degC, degF, mdegC...): its zero is not the root's."""
+    reg = get_registry()
+    q = reg.Quantity(0.0, parse_unit(unit))
+    return bool(q.to_root_units().magnitude != 0.0)
+
+
+def linear_conversion(src: str, dst: str) -> tuple[float, float]:
+    """``(a, b)`` with ``dst_value = a * src_value + b``, from pint.
+
+    For offset scales the slope is the ratio of the units' root factors (pint's
+    ``get_root_units``), not the difference of two converted points, which loses
+    about ten digits next to a 273.15 K offset (20000 mdegC would read 19.9999999995 degC).
+
+    Raises
+    ------
+    pint.errors.DimensionalityError
+        If the units are of different dimensions.
+    """
+    b, a1 = (float(v) for v in to_unit(np.array([0.0, 1.0]), src, dst))
+    if not (_has_offset(src) or _has_offset(dst)):
+        return a1 - b, b
+    reg = get_registry()
+    fs = float(reg.get_root_units(parse_unit(src))[0])
+    fd = float(reg.get_root_units(parse_unit(dst))[0])
+    return fs / fd, b

@@ -342,30 +342,40 @@ def check_group_cap(
         out: a larger ``max_group_overshoot``, coarser groups (``group_of``),
         or spans (``span_seconds``) no longer than the cap.
     """
-    for split, b in fill.budget.items():
-        cap, n = b.get("group_cap_s"), b.get("groups", 0)
-        if cap is None or not n or b["requested_s"] <= 0 or b["group_cap_starved"] < n:
-            continue
-        shortest = float(b["shortest_track_s"])
-        need = shortest * n / b["requested_s"]
-        spans = f"split tracks into spans of at most {math.floor(cap)} s (span_seconds)"
-        if shard_seconds is not None and shard_seconds > cap:
-            spans = (
-                f"spans (span_seconds) would have to be at most {math.floor(cap)} s, shorter "
-                f"than one {shard_seconds:g} s shard with short_policy 'drop', so they cannot help"
-            )
-        raise GroupCapError(
-            f"split {split!r}: the group cap ({float(overshoot or 0):g} x {b['requested_s']:g} s / {n} "
-            f"groups = {cap:.1f} s) is shorter than the shortest candidate track "
-            f"({shortest:g} s) of every group, so nothing can be admitted; raise "
-            f"max_group_overshoot to at least {need:.3g}, use coarser groups (group_of) so "
-            f"fewer groups share the budget, or {spans}",
-            split=split,
-            cap_s=cap,
-            shortest_s=shortest,
-            n_groups=n,
-            requested_s=float(b["requested_s"]),
+    capped = {
+        split: b
+        for split, b in fill.budget.items()
+        if b.get("group_cap_s") is not None and b.get("groups", 0) and b["requested_s"] > 0
+    }
+    starved = [s for s, b in capped.items() if b["group_cap_starved"] >= b["groups"]]
+    if not starved:
+        return
+    split, b = starved[0], capped[starved[0]]
+    cap, n, shortest = float(b["group_cap_s"]), int(b["groups"]), float(b["shortest_track_s"])
+    # the overshoot that lets a first track into every split, rounded up so it is enough
+    need = max(
+        float(c["shortest_track_s"]) * c["groups"] / c["requested_s"] for c in capped.values()
+    )
+    need = math.ceil(need * 100) / 100
+    spans = f"split tracks into spans of at most {math.floor(cap)} s (span_seconds)"
+    if shard_seconds is not None and shard_seconds > cap:
+        spans = (
+            f"spans (span_seconds) would have to be at most {math.floor(cap)} s, shorter "
+            f"than one {shard_seconds:g} s shard with short_policy 'drop', so they cannot help"
         )
+    raise GroupCapError(
+        f"split {split!r}: the group cap ({float(overshoot or 0):g} x {b['requested_s']:g} s / {n} "
+        f"groups = {cap:.1f} s) is shorter than the shortest candidate track "
+        f"({shortest:g} s) of every group, so nothing can be admitted; raise "
+        f"max_group_overshoot to at least {need:g} (that admits a first track in every split; "
+        f"filling the budgets takes more), use coarser groups (group_of) so fewer groups share "
+        f"the budget, or {spans}",
+        split=split,
+        cap_s=cap,
+        shortest_s=shortest,
+        n_groups=n,
+        requested_s=float(b["requested_s"]),
+    )
 
 
 def explain_underfill(

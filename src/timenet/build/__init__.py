@@ -25,6 +25,7 @@ from timenet.build.errors import (
 from timenet.build.fetch import PinnedFile, default_cache_dir, fetch_pinned, read_member
 from timenet.build.inherit import ParentRelease, prepare_parent, verify_version
 from timenet.build.progress import BuildProgress
+from timenet.build.workers import run_parallel
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -47,6 +48,7 @@ __all__ = [
     "prepare_parent",
     "read_member",
     "resolve",
+    "run_parallel",
     "run_pipeline",
     "verify_version",
 ]

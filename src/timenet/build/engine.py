@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,8 +26,8 @@ from timenet.build.connector import Connector
 from timenet.build.errors import BuildError, ParentError
 from timenet.build.progress import BuildProgress
 from timenet.errors import IntegrityError, ManifestError, TimeNetError
-from timenet.models import Manifest
-from timenet.registry import LocalRegistry
+from timenet.models import EffectiveAccess, Manifest
+from timenet.registry import LocalRegistry, Registry
 from timenet.versions import Ref, parse_ref
 from timenet.writer import TimeFWriter
 
@@ -86,6 +87,7 @@ def run_pipeline(
     fetch_from: str | os.PathLike[str] | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
     progress: BuildProgress | None = None,
+    parent_sources: Sequence[Registry] = (),
     _building: tuple[str, ...] = (),
 ) -> BuildResult:
     """Build one dataset version into ``registry``.
@@ -102,6 +104,10 @@ def run_pipeline(
         Download cache for pinned files.
     progress : BuildProgress, optional
         Default: bars on a terminal, quiet otherwise.
+    parent_sources : sequence of Registry
+        Further registries (local or remote) to copy a missing parent release
+        from, after ``fetch_from`` and before building it (the client's
+        ``fetch_from``).
 
     Returns
     -------
@@ -148,21 +154,37 @@ def run_pipeline(
             if card.parents:
                 from timenet.build.inherit import prepare_parent
 
+                sources = [*([fetch_from] if fetch_from is not None else []), *parent_sources]
                 for parent in card.parents:
                     with prog.stage(f"{ref}: parent {parent}"):
                         conn.parents[parent] = prepare_parent(
                             parent,
                             reg,
                             child=ref,
-                            fetch_from=fetch_from,
+                            fetch_from=sources,
                             build=lambda p: _build_parent(
-                                p, reg, ref, fetch_from, cache_dir, prog, (*_building, ref)
+                                p,
+                                reg,
+                                ref,
+                                (fetch_from, parent_sources),
+                                cache_dir,
+                                prog,
+                                (*_building, ref),
                             ),
                         )
+            access = EffectiveAccess.combine(
+                ref,
+                card.access,
+                tuple(p.manifest.effective_access for p in conn.parents.values()),
+            )
             with prog.stage(f"{ref}: download"):
                 conn.download()
             writer = TimeFWriter(
-                reg.root, card, created=_created(conn), raw_inputs=tuple(conn.raw_inputs)
+                reg.root,
+                card,
+                created=_created(conn),
+                raw_inputs=tuple(conn.raw_inputs),
+                access=access,
             )
             try:
                 with prog.stage(f"{ref}: convert"):
@@ -194,7 +216,7 @@ def _build_parent(
     parent: str,
     reg: LocalRegistry,
     child: str,
-    fetch_from: Any,
+    fetch_from: tuple[Any, Sequence[Registry]],
     cache_dir: Any,
     progress: BuildProgress,
     building: tuple[str, ...],
@@ -213,7 +235,13 @@ def _build_parent(
             child, parent, f"the installed connector builds version {have}, not {p.version}"
         )
     return run_pipeline(
-        conn, reg, fetch_from=fetch_from, cache_dir=cache_dir, progress=progress, _building=building
+        conn,
+        reg,
+        fetch_from=fetch_from[0],
+        cache_dir=cache_dir,
+        progress=progress,
+        parent_sources=fetch_from[1],
+        _building=building,
     ).path
 
 
@@ -246,12 +274,14 @@ def build(
     )
 
 
-def auto_build(ref: Ref, registry: LocalRegistry) -> bool:
+def auto_build(ref: Ref, registry: LocalRegistry, *, fetch_from: Sequence[Registry] = ()) -> bool:
     """The client's default ``auto_build`` builder.
 
     Builds ``ref`` into ``registry`` when an installed connector provides it
     (and, if ``ref`` pins a version, builds exactly that version). Returns
-    False, doing nothing, otherwise.
+    False, doing nothing, otherwise. A missing parent release is copied from
+    the first of ``fetch_from`` (the client's registries to fetch from) that
+    holds it before it would be built.
     """
     from timenet.build.discovery import resolve
     from timenet.build.errors import ConnectorNotFoundError
@@ -263,5 +293,5 @@ def auto_build(ref: Ref, registry: LocalRegistry) -> bool:
     conn = cls()
     if ref.version is not None and conn.metadata().version != ref.version:
         return False
-    run_pipeline(conn, registry)
+    run_pipeline(conn, registry, parent_sources=fetch_from)
     return True

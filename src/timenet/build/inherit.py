@@ -6,7 +6,8 @@ registry, in this order of preference:
 
 1. a complete local copy already there (every file is re-hashed against its
    manifest; a copy that no longer verifies stops the build);
-2. a copy from ``fetch_from`` (a registry directory holding the release),
+2. a copy from ``fetch_from`` (registries: a directory, or a remote URL such
+   as ``s3://bucket/prefix``, or the client's ``fetch_from`` registries),
    verified while copying;
 3. a build from the installed connector of that dataset.
 
@@ -20,7 +21,9 @@ manifest by path, size and SHA-256.
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +33,7 @@ from timenet.errors import IntegrityError, ManifestError, TimeNetError
 from timenet.models import FileEntry, Manifest
 from timenet.payloads import payload_entries, split_payload_path
 from timenet.reader import TimeFReader
-from timenet.registry import LocalRegistry
+from timenet.registry import LocalRegistry, Registry, as_registry
 from timenet.versions import parse_ref
 from timenet.writer import TimeFWriter
 
@@ -53,6 +56,16 @@ def verify_version(version_dir: Path) -> Manifest:
     return manifest
 
 
+@dataclass
+class _Copy:
+    """What one writer already holds of one parent record (the ID map, per record)."""
+
+    child: str
+    signals: set[str] = field(default_factory=set)
+    notes: set[int] = field(default_factory=set)
+    tasks: set[int] = field(default_factory=set)
+
+
 class ParentRelease:
     """A prepared parent release, read at build time (catalog included).
 
@@ -70,6 +83,9 @@ class ParentRelease:
         self.manifest: Manifest = reader.manifest
         self._pins = payload_entries(self.manifest)
         self._by_record: dict[str, tuple[list[Any], list[Any]]] | None = None
+        self._copies: weakref.WeakKeyDictionary[TimeFWriter, dict[str, _Copy]] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def _extras(self, record_id: str) -> tuple[list[Any], list[Any]]:
         """Annotations and tasks of one record (all read with two queries, then grouped)."""
@@ -111,6 +127,10 @@ class ParentRelease:
     ) -> str:
         """Copy one record (and its signals, annotations, tasks) into the child.
 
+        Importing a record that this writer already holds reuses the copy (the
+        ID map): only signals, annotations and tasks it lacks are added, and
+        its id is returned.
+
         Parameters
         ----------
         writer : TimeFWriter
@@ -135,56 +155,76 @@ class ParentRelease:
         ------
         RecordNotFoundError, SignalNotFoundError
             If the parent lacks the record or a requested signal.
+        ParentError
+            If the record is already imported under another id than ``as_id``.
         """
         from timenet.errors import SignalNotFoundError
 
         reader = self.reader
         rec = reader.record(record_id)
-        child = as_id if as_id is not None else record_id
-        writer.add_record(child, dict(rec.metadata) if metadata is None else metadata)
-        writer.add_lineage("record", self.ref, rec.id, child)
+        copies = self._copies.setdefault(writer, {})
+        copy = copies.get(rec.id)
+        if copy is None:
+            child = as_id if as_id is not None else record_id
+            writer.add_record(child, dict(rec.metadata) if metadata is None else metadata)
+            writer.add_lineage("record", self.ref, rec.id, child)
+            copy = copies[rec.id] = _Copy(child)
+        elif as_id is not None and as_id != copy.child:
+            raise ParentError(
+                str(writer.card.ref),
+                self.ref,
+                f"record {rec.id!r} is already imported as {copy.child!r}, not {as_id!r}",
+            )
         rows = reader._catalog.signal_rows(rec.index)
         names = list(rows) if signals is None else list(signals)
         for name in names:
             if name not in rows:
                 raise SignalNotFoundError(record_id, name)
-            row = rows[name]
-            ref, rel, pins = self._resolve(row.file)
-            times_rel = None
-            if row.times_file is not None:
-                tref, times_rel, tpins = self._resolve(row.times_file)
-                if tref != ref:  # pragma: no cover - the writer keeps them together
-                    raise TimeNetError(f"values and times of {name!r} live in different releases")
-                pins = pins + tpins
-            writer.link_signal(
-                child,
-                name,
-                row.spec,
-                payload=ref,
-                file=rel,
-                storage="zarr" if row.storage == "zarr" else "parquet",
-                row_offset=row.row_offset,
-                length=row.length,
-                pins=pins,
-                null_count=row.null_count,
-                times_file=times_rel,
-                times_offset=row.times_offset,
-            )
-        imported = set(names)
+            if name not in copy.signals:
+                self._link(writer, copy.child, rows[name])
+                copy.signals.add(name)
         record_annotations, record_tasks = self._extras(rec.id)
         if annotations:
             for a in record_annotations:
-                if a.signal is not None and a.signal not in imported:
+                if (a.signal is not None and a.signal not in copy.signals) or a.id in copy.notes:
                     continue
                 aid = writer.add_annotation(
-                    child, a.content, start_ns=a.start_ns, stop_ns=a.stop_ns, signal=a.signal
+                    copy.child, a.content, start_ns=a.start_ns, stop_ns=a.stop_ns, signal=a.signal
                 )
                 writer.add_lineage("annotation", self.ref, str(a.id), str(aid))
+                copy.notes.add(a.id)
         if tasks:
             for t in record_tasks:
-                tid = writer.add_task(child, t.name, t.content)
+                if t.id in copy.tasks:
+                    continue
+                tid = writer.add_task(copy.child, t.name, t.content)
                 writer.add_lineage("task", self.ref, str(t.id), str(tid))
-        return child
+                copy.tasks.add(t.id)
+        return copy.child
+
+    def _link(self, writer: TimeFWriter, child: str, row: Any) -> None:
+        """Link one parent signal instance into record ``child`` (values stay in the parent)."""
+        ref, rel, pins = self._resolve(row.file)
+        times_rel = None
+        if row.times_file is not None:
+            tref, times_rel, tpins = self._resolve(row.times_file)
+            if tref != ref:  # pragma: no cover - the writer keeps them together
+                raise TimeNetError(f"values and times of {row.name!r} live in different releases")
+            pins = pins + tpins
+        writer.link_signal(
+            child,
+            row.name,
+            row.spec,
+            payload=ref,
+            file=rel,
+            storage="zarr" if row.storage == "zarr" else "parquet",
+            row_offset=row.row_offset,
+            length=row.length,
+            pins=pins,
+            null_count=row.null_count,
+            times_file=times_rel,
+            times_offset=row.times_offset,
+        )
 
     def import_records(
         self,
@@ -208,12 +248,31 @@ class ParentRelease:
         ]
 
 
+def _sources(fetch_from: Any) -> list[Registry]:
+    """Registries named by ``fetch_from``: a directory, URL, Registry, or a sequence of them."""
+    if fetch_from is None:
+        return []
+    if isinstance(fetch_from, str | os.PathLike | Registry):
+        fetch_from = [fetch_from]
+    out: list[Registry] = []
+    for item in fetch_from:
+        if isinstance(item, Registry):
+            out.append(item)
+            continue
+        text = os.fspath(item)
+        if "://" in text and not text.startswith("file://"):
+            out.append(as_registry(text))
+        elif os.path.isdir(text.removeprefix("file://")):  # else a raw-input file, not a registry
+            out.append(LocalRegistry(text.removeprefix("file://")))
+    return out
+
+
 def prepare_parent(
     parent: str,
     registry: LocalRegistry,
     *,
     child: str,
-    fetch_from: str | os.PathLike[str] | None = None,
+    fetch_from: Any = None,
     build: Callable[[str], Path] | None = None,
 ) -> ParentRelease:
     """Make a parent release available in ``registry`` and open it.
@@ -226,8 +285,9 @@ def prepare_parent(
         Where the child is built; the parent lands here too.
     child : str
         The child's reference (for messages).
-    fetch_from : path, optional
-        A registry directory that may hold the release.
+    fetch_from : path, URL, Registry or a sequence of them, optional
+        Registries (local directories or remote URLs) that may hold the
+        release; the first that does is copied from, verified.
     build : callable, optional
         ``build(parent) -> version dir`` for a release found nowhere.
 
@@ -239,6 +299,9 @@ def prepare_parent(
     """
     ref = parse_ref(parent)
     vdir = registry.version_dir(ref)
+    source = None
+    if not os.path.lexists(vdir):
+        source = next((r for r in _sources(fetch_from) if r.has(ref)), None)
     if os.path.lexists(vdir):
         try:
             verify_version(vdir)
@@ -246,13 +309,13 @@ def prepare_parent(
             raise ParentError(
                 child, parent, f"the local copy at {vdir} is not complete or changed: {exc}"
             ) from exc
-    elif fetch_from is not None and LocalRegistry(fetch_from).has(ref):
-        from timenet.client import TimeNet
+    elif source is not None:
+        from timenet.client import copy_version
 
         try:
-            TimeNet([fetch_from], auto_build=False).download(ref, registry.root)
+            copy_version(source.open_version(ref, verify=True), registry.root)
         except TimeNetError as exc:
-            raise ParentError(child, parent, f"cannot copy it from {fetch_from}: {exc}") from exc
+            raise ParentError(child, parent, f"cannot copy it from {source.url}: {exc}") from exc
     elif build is not None:
         build(parent)
     else:

@@ -52,6 +52,20 @@ def test_schema_field_in_mdegC_converts_with_to() -> None:
     buf = build_window(table, 0, 3)
     assert compile_metric("field:temp | to:degC | mean", schema)(buf) == pytest.approx(21.0)
     assert compile_metric("field:temp | to:degF | max", schema)(buf) == pytest.approx(71.6)
+    # exactly, not 19.9999999995: the slope of an offset scale is the ratio of root factors
+    assert compile_metric("field:temp | to:degC | min", schema)(buf) == 20.0
+    assert compile_metric("field:temp | to:K | min", schema)(buf) == 20.0 + 273.15
+
+
+@pytest.mark.parametrize(
+    ("src", "dst", "a", "b"),
+    [("mdegC", "degC", 0.001, 0.0), ("degC", "K", 1.0, 273.15), ("ft", "m", 0.3048, 0.0)],
+)
+def test_linear_conversion(src: str, dst: str, a: float, b: float) -> None:
+    from kuration.core.units import linear_conversion
+
+    got_a, got_b = linear_conversion(src, dst)
+    assert got_a == pytest.approx(a, rel=1e-15) and got_b == pytest.approx(b, abs=1e-12)
 
 
 def test_schema_still_rejects_unknown_units() -> None:

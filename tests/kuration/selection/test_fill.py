@@ -176,6 +176,24 @@ def test_a_cap_that_starves_every_group_is_refused_naming_the_ways_out() -> None
     check_group_cap(zero, overshoot=1.5)
 
 
+def test_the_suggested_overshoot_admits_a_first_track_in_every_split() -> None:
+    from kuration import GroupCapError
+    from kuration.selection.fill import check_group_cap
+
+    # train needs 100 s x 3 groups / 100 s = 3.0; test needs 70 s x 2 groups / 40 s = 3.5
+    cands = [_c(f"a{i}", i, 100, 1.0, f"g{i}") for i in range(3)]
+    cands += [_c(f"b{i}", i, 70, 1.0, f"h{i}") for i in range(2)]
+    split_of = {**{f"a{i}": "train" for i in range(3)}, **{f"b{i}": "test" for i in range(2)}}
+    fill = fill_budgets(
+        cands, split_of, {"train": 100.0, "test": 40.0}, 1.0, max_group_overshoot=1.5
+    )
+    with pytest.raises(GroupCapError, match=r"at least 3\.5 \(that admits a first track in every"):
+        check_group_cap(fill, overshoot=1.5)
+    ok = fill_budgets(cands, split_of, {"train": 100.0, "test": 40.0}, 1.0, max_group_overshoot=3.5)
+    check_group_cap(ok, overshoot=3.5)  # the suggestion is enough for both splits
+    assert ok.budget["train"]["admitted_s"] > 0 and ok.budget["test"]["admitted_s"] > 0
+
+
 def test_a_cap_that_starves_some_groups_is_recorded_and_binds() -> None:
     from kuration.selection.fill import check_group_cap, explain_underfill
 

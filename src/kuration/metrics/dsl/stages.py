@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...contracts.schema import FieldSpec, bit_indexes
-from ...core.units import conversion_factor, is_angle, parse_unit, to_unit
+from ...core.units import conversion_factor, is_angle, linear_conversion, parse_unit
 from . import kernels, reduces
 from .frame import Frame, Stream
 from .grammar import Stage, suggestion
@@ -278,14 +278,13 @@ def _compile_to(st: Stage, vt: ValueType, cx: Ctx) -> tuple[list[Op], ValueType]
     except Exception:  # pint raises several types on malformed text
         raise cx.fail(f"unknown unit {target!r}" + _unit_suggestion(target), st) from None
     try:
-        b, a1 = (float(v) for v in to_unit(np.array([0.0, 1.0]), vt.unit, target))
+        a, b = linear_conversion(vt.unit, target)
     except Exception as exc:
         raise cx.fail(
             f"cannot convert {vt.unit!r} to {target!r} (different dimensions)", st
         ) from exc
     if vt.semantics == "angular" and not is_angle(target):
         raise cx.fail(f"an angle converts to an angle unit (deg, rad, ...), not {target!r}", st)
-    a = a1 - b
     max_rate = None if vt.max_rate is None else vt.max_rate * a
 
     def conv(s: Stream, fr: Frame, key: Key) -> Stream:

@@ -2,14 +2,14 @@
 
 kloppy (the ``connectors`` extra) parses the files after they are extracted
 from the pinned wheel. The two providers are parsed in two worker processes
-(kloppy's parsers are pure Python and take most of the build time).
+(kloppy's parsers are pure Python and take most of the build time), started by
+:func:`timenet.build.workers.run_parallel` so that a script without a
+``__main__`` guard can build it.
 """
 
 from __future__ import annotations
 
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,6 +17,7 @@ import numpy as np
 
 from timenet.build import BuildError, Connector, PinnedFile, RawInputError
 from timenet.build.fetch import extract_member
+from timenet.build.workers import run_parallel
 from timenet.specs import SignalSpec
 from timenet.writer import TimeFWriter
 
@@ -166,13 +167,14 @@ class FootballTrackingConnector(Connector):
             he_meta = get(HAWKEYE_META)
             balls = [get(b) for b, _c in HAWKEYE_FEEDS]
             cents = [get(c) for _b, c in HAWKEYE_FEEDS]
-            with (
-                self.progress.stage("parsing with kloppy"),
-                ProcessPoolExecutor(2, mp_context=get_context("spawn")) as pool,
-            ):
-                f_sc = pool.submit(_parse_skillcorner, *sc)
-                f_he = pool.submit(_parse_hawkeye, he_meta, balls, cents)
-                parsed = {"skillcorner": f_sc.result(), "hawkeye": f_he.result()}
+            with self.progress.stage("parsing with kloppy"):
+                # worker processes that never re-import __main__: a script without an
+                # `if __name__ == "__main__":` guard can build this dataset
+                skillcorner, hawkeye = run_parallel(
+                    [(_parse_skillcorner, sc), (_parse_hawkeye, (he_meta, balls, cents))],
+                    what="kloppy/football-tracking: parsing with kloppy",
+                )
+            parsed = {"skillcorner": skillcorner, "hawkeye": hawkeye}
         for provider, data in parsed.items():
             self._write(writer, provider, data)
 
