@@ -161,7 +161,7 @@ def test_user_mistakes_raise_package_errors() -> None:
     from kuration.core.jsonio import loads_strict
     from kuration.core.registry import Registry
     from kuration.sources.timeseries import TimeseriesAdapter
-    from timenet.errors import ArgumentError, InvalidRefError
+    from timenet.errors import InvalidRefError, OptionError
 
     with pytest.raises(StrictJSONError, match="duplicate key"):
         loads_strict('{"a": 1, "a": 2}')
@@ -177,4 +177,4 @@ def test_user_mistakes_raise_package_errors() -> None:
     assert info.value.adapter == "timeseries"
     err = pickle.loads(pickle.dumps(info.value))
     assert type(err) is AdapterError and err.adapter == "timeseries"
-    assert issubclass(ArgumentError, ValueError) and issubclass(InvalidRefError, ValueError)
+    assert issubclass(OptionError, ValueError) and issubclass(InvalidRefError, ValueError)

@@ -14,13 +14,15 @@ or ``except FileNotFoundError`` keeps working::
     ├── SchemaError (ValueError)              signal, record
     ├── UnitError (ValueError)                signal, unit
     ├── NullValuesError (ValueError)          signal, record, null_count
+    ├── OptionError (ValueError)              option, value
     ├── StepRangeError (IndexError)           signal, start, stop, length
+    ├── RecordIndexError (IndexError)         index, length
     ├── RecordNotFoundError (KeyError)        record
     ├── SignalNotFoundError (KeyError)        record, signal
+    │   └── MissingSignalsError               missing (signal -> record ids)
     ├── QueryError (ValueError)               ref, sql, reason
     ├── TermsNotAcceptedError (PermissionError)  ref, level, terms, url, sources
     ├── RegistryError (OSError)               url, path
-    ├── ArgumentError (ValueError)            argument
     └── BuildError (RuntimeError)             ref        (building from a connector)
         ├── FetchError (OSError)              package, filename, path
         ├── RawInputError (ValueError)        path, row
@@ -41,7 +43,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
-    "ArgumentError",
     "BuildError",
     "ConnectorDefinitionError",
     "ConnectorNotFoundError",
@@ -52,10 +53,13 @@ __all__ = [
     "IntegrityError",
     "InvalidRefError",
     "ManifestError",
+    "MissingSignalsError",
     "NullValuesError",
+    "OptionError",
     "ParentError",
     "QueryError",
     "RawInputError",
+    "RecordIndexError",
     "RecordNotFoundError",
     "RegistryError",
     "SchemaError",
@@ -169,14 +173,24 @@ class UnitError(TimeNetError, ValueError):
 class NullValuesError(TimeNetError, ValueError):
     """NumPy conversion was asked for values that contain nulls."""
 
-    def __init__(self, signal: str, record: str, null_count: int) -> None:
+    def __init__(self, signal: str, record: str, null_count: int, *, hint: str = "") -> None:
         self.signal = signal
         self.record = record
         self.null_count = null_count
         super().__init__(
             f"signal {signal!r} of record {record!r} has {null_count} null value(s); "
-            "NumPy arrays cannot hold them: use to_arrow() to keep nulls"
+            + (hint or "NumPy arrays cannot hold them: use to_arrow() to keep nulls")
         )
+
+
+class OptionError(TimeNetError, ValueError):
+    """An argument has a value the function does not accept (an unknown policy, a window
+    that is not a positive integer, ...)."""
+
+    def __init__(self, option: str, value: object, expected: str) -> None:
+        self.option = option
+        self.value = value
+        super().__init__(f"{option}={value!r}: expected {expected}")
 
 
 class StepRangeError(TimeNetError, IndexError):
@@ -190,6 +204,16 @@ class StepRangeError(TimeNetError, IndexError):
         super().__init__(
             f"signal {signal!r}: steps [{start}, {stop}) are outside [0, {length}] or reversed"
         )
+
+
+class RecordIndexError(TimeNetError, IndexError):
+    """An integer record index is outside ``[-len, len)`` of the version."""
+
+    def __init__(self, index: int, length: int, ref: str = "") -> None:
+        self.index = index
+        self.length = length
+        where = f" of {ref}" if ref else ""
+        super().__init__(f"record index {index} is out of range: {length} record(s){where}")
 
 
 class RecordNotFoundError(TimeNetError, KeyError):
@@ -283,19 +307,28 @@ class RegistryError(TimeNetError, OSError):
         super().__init__(f"registry {url}: {reason}")
 
 
-class ArgumentError(TimeNetError, ValueError):
-    """An argument is outside its documented domain (a ``kind`` that is not record,
-    annotation or task).
+class MissingSignalsError(SignalNotFoundError):
+    """Requested signals are missing from some records (found before any value is read).
 
     Attributes
     ----------
-    argument : str
-        The parameter's name.
+    missing : dict of str to tuple of str
+        Each signal lacking somewhere, and the ids of the records that lack it.
+    record, signal : str
+        The first record and signal concerned (as for :class:`SignalNotFoundError`).
     """
 
-    def __init__(self, message: str, *, argument: str) -> None:
-        self.argument = argument
-        super().__init__(message)
+    def __init__(
+        self, missing: dict[str, tuple[str, ...]], total: int, advice: str, *, lead: str = ""
+    ) -> None:
+        self.missing = missing
+        parts = []
+        for name, ids in missing.items():
+            shown = ", ".join(ids[:5]) + (f", ... ({len(ids) - 5} more)" if len(ids) > 5 else "")
+            parts.append(f"{name!r} is missing from {len(ids)} of {total} records ({shown})")
+        first = next(iter(missing.items()))
+        super().__init__(first[1][0], first[0])
+        self.args = (lead + "; ".join(parts) + f"; {advice}",)
 
 
 class BuildError(TimeNetError, RuntimeError):
