@@ -64,9 +64,10 @@ from .pipeline.count import (
     run_experiment,
     select_segments,
 )
+from .pipeline.entry import run_job, write_dataset
 from .pipeline.execute import PipelineRun
-from .pipeline.hours import DatasetWriteResult, write_dataset
-from .pipeline.job import load_job, run_job
+from .pipeline.hours import DatasetWriteResult
+from .pipeline.job import load_job
 from .pipeline.operators import (
     Operator,
     get_operator,
