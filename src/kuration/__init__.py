@@ -33,18 +33,39 @@ from .errors import (
     PipelineError,
     PluginError,
     PluginWarning,
+    ReaderOptionError,
     RegistrationError,
     SampleFetchError,
     SchemaError,
+    ScorerError,
     SnapCollisionWarning,
     SourceError,
     StrategyError,
     StrictJSONError,
     TimeRangeError,
+    TransformError,
+    UnknownModalityError,
     UnknownNameError,
+    UnknownSplitError,
 )
 from .metrics.dsl import CompiledMetric, compile_metric
 from .metrics.features import FeatureEngine, register_metric, registered_metrics
+from .metrics.media_transforms import MotionEnergy
+from .metrics.mutual_info import MutualInformationScorer, ksg_mutual_information
+from .metrics.scorers import (
+    NoveltyScorer,
+    ScorerContext,
+    SegmentScorer,
+    register_scorer,
+    registered_scorers,
+)
+from .metrics.transforms import (
+    BatchTransform,
+    MediaRequest,
+    TransformContext,
+    register_transform,
+    registered_transforms,
+)
 from .output.containers import get_container, register_container, registered_containers
 from .output.encoders import (
     OutputEncoder,
@@ -77,10 +98,12 @@ from .pipeline.operators import (
 )
 from .pipeline.pipeline import CountSelection, HoursSelection, Pipeline, PipelineOptions
 from .pipeline.plan import PhysicalPlan, PlanComponent, PlanStage, StageTelemetry
+from .pipeline.scorer_pass import run_scorers
 from .pipeline.scoring import ScoringResult, score_sources
 from .pipeline.strategy import load_strategy
 from .read.curated import CuratedDatasetAdapter
 from .read.loaders import Dataset, iter_shards, open_dataset, read_shard_arrays, shard_entries
+from .read.table import FeatureInfo
 from .selection.binning import bin_segments, quantile_bins
 from .selection.filters import register_filter, registered_filters
 from .selection.select import apply_strategy, assign_splits, register_method, registered_methods
@@ -114,6 +137,7 @@ __all__ = [
     "AdapterError",
     "AnalysisSubject",
     "Analyzer",
+    "BatchTransform",
     "BudgetError",
     "CheckResult",
     "CompiledMetric",
@@ -133,6 +157,7 @@ __all__ = [
     "ExecutionTraitsError",
     "ExperimentResult",
     "FeatureEngine",
+    "FeatureInfo",
     "FieldSpec",
     "FrameRef",
     "GroupCapError",
@@ -146,9 +171,13 @@ __all__ = [
     "MediaColumn",
     "MediaError",
     "MediaProvider",
+    "MediaRequest",
     "MediaSpec",
     "MetricCompileError",
     "ModalitySpec",
+    "MotionEnergy",
+    "MutualInformationScorer",
+    "NoveltyScorer",
     "Operator",
     "OutputEncoder",
     "OutputPreset",
@@ -165,12 +194,16 @@ __all__ = [
     "PlanStage",
     "PluginError",
     "PluginWarning",
+    "ReaderOptionError",
     "RegistrationError",
     "SampleFetchError",
     "SchemaError",
     "SchemaSpec",
+    "ScorerContext",
+    "ScorerError",
     "ScoringResult",
     "Segment",
+    "SegmentScorer",
     "Segmenter",
     "ShardWriter",
     "SnapCollisionWarning",
@@ -185,7 +218,11 @@ __all__ = [
     "TimeRangeError",
     "TimeseriesAdapter",
     "Track",
+    "TransformContext",
+    "TransformError",
+    "UnknownModalityError",
     "UnknownNameError",
+    "UnknownSplitError",
     "VideoAdapter",
     "WindowBatch",
     "WindowBuffer",
@@ -209,6 +246,7 @@ __all__ = [
     "hours_selection_review",
     "inspect_dataset",
     "iter_shards",
+    "ksg_mutual_information",
     "load_job",
     "load_plugins",
     "load_strategy",
@@ -228,6 +266,8 @@ __all__ = [
     "register_metric",
     "register_operator",
     "register_preset",
+    "register_scorer",
+    "register_transform",
     "registered_adapters",
     "registered_analyzers",
     "registered_containers",
@@ -238,8 +278,11 @@ __all__ = [
     "registered_metrics",
     "registered_operators",
     "registered_presets",
+    "registered_scorers",
+    "registered_transforms",
     "run_experiment",
     "run_job",
+    "run_scorers",
     "score_sources",
     "select_segments",
     "shard_entries",
