@@ -12,6 +12,7 @@ from .contracts.track import Track, tracks_from_segment, tracks_from_ticks
 from .core.plugins import load_plugins, plugin_failures
 from .core.traits import ExecutionTraits
 from .errors import (
+    AdapterError,
     BudgetError,
     BudgetGranularityWarning,
     DataOrderWarning,
@@ -32,16 +33,21 @@ from .errors import (
     OutputSpecError,
     OutputValueError,
     PipelineError,
+    PluginError,
+    PluginWarning,
     ReaderOptionError,
+    RegistrationError,
     SampleFetchError,
     SchemaError,
     ScorerError,
     SnapCollisionWarning,
     SourceError,
     StrategyError,
+    StrictJSONError,
     TimeRangeError,
     TransformError,
     UnknownModalityError,
+    UnknownNameError,
     UnknownSplitError,
 )
 from .metrics.dsl import CompiledMetric, compile_metric
@@ -131,6 +137,7 @@ from .tools.inspect import InspectReport, inspect_dataset
 from .tools.review import hours_selection_review
 
 __all__ = [
+    "AdapterError",
     "AnalysisSubject",
     "Analyzer",
     "BatchTransform",
@@ -191,7 +198,10 @@ __all__ = [
     "PipelineRun",
     "PlanComponent",
     "PlanStage",
+    "PluginError",
+    "PluginWarning",
     "ReaderOptionError",
+    "RegistrationError",
     "SampleFetchError",
     "SchemaError",
     "SchemaSpec",
@@ -208,6 +218,7 @@ __all__ = [
     "Strategy",
     "StrategyError",
     "StreamInfo",
+    "StrictJSONError",
     "Tick",
     "TickTable",
     "TimeRangeError",
@@ -216,6 +227,7 @@ __all__ = [
     "TransformContext",
     "TransformError",
     "UnknownModalityError",
+    "UnknownNameError",
     "UnknownSplitError",
     "VideoAdapter",
     "WindowBatch",

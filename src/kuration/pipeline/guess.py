@@ -233,17 +233,20 @@ def nice_rate(hz: float) -> float:
     return float(min(grid, key=lambda g: abs(math.log(g / hz))))
 
 
-def step_stats(steps: np.ndarray) -> dict[str, float]:
+def step_stats(steps: np.ndarray, where: str) -> dict[str, float]:
     """Median, 10th and 90th percentile of positive time steps (seconds) and their count.
 
     Raises
     ------
-    ValueError
-        When no positive step exists (every entity has a single time).
+    InitError
+        When no positive step exists in ``where`` (every entity has a single time).
     """
     pos = steps[steps > 0]
     if not pos.size:
-        raise ValueError("no entity has two distinct times: the sample rate cannot be measured")
+        raise InitError(
+            f"{where}: no entity has two distinct times: the sample rate cannot be measured",
+            source=where,
+        )
     p10, med, p90 = np.percentile(pos, [10, 50, 90])
     regular = float(np.mean(np.abs(pos - med) <= 0.1 * med))
     return {

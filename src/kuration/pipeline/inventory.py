@@ -268,10 +268,7 @@ def inventory_files(
         tracks.extend(tr)
         dups += d
         rows += table.num_rows
-    try:
-        stats = step_stats(np.concatenate(steps))
-    except ValueError as exc:
-        raise InitError(f"{where}: {exc}", source=where) from None
+    stats = step_stats(np.concatenate(steps), where)
     lines = [f"inputs: {len(paths)} file(s), {rows} rows, {len(tracks)} tracks", t_line, e_line]
     if dups:
         lines.append(
@@ -417,10 +414,7 @@ def inventory_timenet(
     n_sources = len({str(r.metadata.get(group)) for r in recs}) if group else len(recs)
     columns = _signal_columns(reader, recs, hints, lines, uri)
     steps, tracks, irregular = _record_steps(reader, recs, columns)
-    try:
-        stats = step_stats(np.concatenate(steps) if steps else np.zeros(0))
-    except ValueError as exc:
-        raise InitError(f"{reader.ref}: {exc}", source=uri) from None
+    stats = step_stats(np.concatenate(steps) if steps else np.zeros(0), uri)
     names = {c.name for c in columns}
     rates = {r for s in reader.schema.signals if s.name in names for r in s.rates_hz}
     return Inventory(

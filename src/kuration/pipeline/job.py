@@ -33,7 +33,7 @@ from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segmenter
 from ..core.config import JobModel, validate_config
 from ..core.jsonio import loads_strict
-from ..errors import JobError, KurationError
+from ..errors import AdapterError, JobError, KurationError
 from ..output.encoders import get_encoder
 from ..sources.base import InputAdapter, adapter_from_dict
 from ..sources.samples import build_adsb_sources, build_video_sources, cache_dir
@@ -203,7 +203,7 @@ def job_components(raw: Mapping[str, Any]) -> tuple[SchemaSpec, InputAdapter, Se
     except KeyError as exc:  # an unknown adapter name (UnknownNameError lists close matches)
         raise JobError(f"adapter.type: {exc}", path="adapter.type") from None
     except (TypeError, ValueError) as exc:
-        if isinstance(exc, KurationError):
+        if isinstance(exc, KurationError) and not isinstance(exc, AdapterError):
             raise
         raise JobError(f"adapter: {exc}", path="adapter") from None
     seg_opts = dict(raw["segmenter"])

@@ -39,7 +39,7 @@ from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segment, Segmenter
 from ..core.ids import tag_entity_id
 from ..core.progress import ProgressCallback, emit
-from ..errors import EmptyPoolError, KurationError
+from ..errors import EmptyPoolError, KurationError, PipelineError
 from ..metrics.features import FeatureEngine
 from ..metrics.transform_exec import TransformRunner, runner_for
 from ..metrics.transforms import resolve_transform
@@ -281,13 +281,13 @@ def score_sources(
         For a bad ``workers`` or ``on_error``, or a source listed twice.
     """
     if on_error not in ("skip", "raise"):
-        raise ValueError(f"on_error must be 'skip' or 'raise', got {on_error!r}")
+        raise PipelineError(f"on_error must be 'skip' or 'raise', got {on_error!r}", step="score")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+        raise PipelineError(f"workers must be an integer >= 1, got {workers!r}", step="score")
     uris = [str(u) for u in sources]
     if len(set(uris)) != len(uris):
         dup = sorted({u for u in uris if uris.count(u) > 1})
-        raise ValueError(f"sources listed more than once: {dup}")
+        raise PipelineError(f"sources listed more than once: {dup}", step="score")
     # compile here first: a bad metric, transform or scorer fails before any spawn
     engine = strategy_engine(strategy, schema)
     transforms, scorers = resolve_uses(strategy, schema)

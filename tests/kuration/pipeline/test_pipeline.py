@@ -222,3 +222,32 @@ def test_logical_parts_round_trip() -> None:
         doc = json.loads(json.dumps(obj.to_dict()))
         assert type(obj).from_dict(doc) == obj
     assert opts.to_dict()["executor"] == "process-pool"
+
+
+def test_pipeline_round_trips_through_from_dict(adsb_adapter) -> None:
+    """to_dict/from_dict: adapter by registered name, segmenter, strategy, selection, output,
+    encoder, seams and options (the progress callback is given back separately)."""
+    events: list[dict[str, Any]] = []
+    hours = _quickstart_in_python(events).options(workers=2, on_error="raise")
+    count = (
+        Pipeline()
+        .source(adsb_adapter, {"uris": ["/nowhere/a.csv", "/nowhere/b.csv"]})
+        .segment(window=60, stride=30)
+        .metrics(EXAMPLE / "strategy.json")
+        .method("top-k", by="speed_p90")
+        .select(9)
+        .enrich("audit", n_bins=3)
+    )
+    for p in (hours, count):
+        doc = json.loads(json.dumps(p.to_dict()))
+        back = Pipeline.from_dict(doc, base=p.base, progress=p.opts.progress)
+        assert back.to_dict() == p.to_dict() and back.base == p.base
+        for part in ("schema", "segmenter", "strategy_", "selection", "output_spec", "opts"):
+            assert getattr(back, part) == getattr(p, part), part
+        assert back.adapter.to_dict() == p.adapter.to_dict()
+        assert back.explain().to_dict() == p.explain().to_dict()  # plans without reading
+    assert Pipeline.from_dict(hours.to_dict()).opts.progress is None
+    with pytest.raises(PipelineError, match="mode"):
+        Pipeline.from_dict({**count.to_dict(), "selection": {"mode": "all"}})
+    with pytest.raises(PipelineError, match="malformed"):
+        Pipeline.from_dict({**count.to_dict(), "selection": {"mode": "count"}})
