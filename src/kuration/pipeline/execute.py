@@ -114,7 +114,7 @@ class _Recorder:
         if self.user is not None:
             self.user(ev)
         if phase == "scoring" and event == "complete":
-            for seam in ("transforms", "scorers"):  # the seams are empty: nothing to advance
+            for seam in ("transforms", "scorers"):  # transforms/scorers run inside scoring
                 emit(self, seam, "start", total=0)
                 emit(self, seam, "complete", total=0)
 
@@ -147,16 +147,13 @@ def execute(
     Raises
     ------
     PipelineError
-        From planning; also for a non-empty transform/scorer seam (no runtime
-        executes them yet) and for an hours budget without ``dest``.
+        From planning; also for an hours budget without ``dest``.
     OutputSpecError
         From ``preflight`` (before any source is resolved).
     KurationError
         From scoring, selection and writing.
     """
     plan = compile_plan(p)
-    if p.transforms or p.scorers:
-        raise PipelineError("no runtime executes batch transforms or segment scorers yet")
     if isinstance(p.selection, HoursSelection):
         return _execute_hours(p, plan, dest, force, resume, resolved_sources)
     rec = _Recorder(p.opts.progress)

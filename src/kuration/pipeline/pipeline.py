@@ -66,6 +66,21 @@ if TYPE_CHECKING:
 __all__ = ["CountSelection", "HoursSelection", "Pipeline", "PipelineOptions", "SeamUse"]
 
 
+def _with_uses(
+    doc: dict[str, Any],
+    transforms: tuple[SeamUse, ...],
+    scorers: tuple[SeamUse, ...],
+    schema: SchemaSpec,
+) -> Strategy:
+    """``doc`` with the seam uses appended as strategy-file descriptors, loaded (resolved)."""
+    doc["transforms"] = [
+        *doc.get("transforms", []),
+        *({"name": u.name, **u.params} for u in transforms),
+    ]
+    doc["scorers"] = [*doc.get("scorers", []), *({"name": u.name, **u.params} for u in scorers)]
+    return load_strategy(doc, schema)
+
+
 def _read_json(value: Any, base: Path, what: str) -> Any:
     if isinstance(value, str | os.PathLike):
         p = Path(value)
@@ -190,11 +205,14 @@ class Pipeline:
         """
         if self.schema is None:
             raise PipelineError("call .source() before .metrics()", step="metrics")
-        if isinstance(strategy, Strategy):
-            st = strategy
-        else:
-            st = load_strategy(_read_json(strategy, self.base, "metrics"), self.schema)
-        return self._with(strategy_=st)
+        doc = strategy.to_dict() if isinstance(strategy, Strategy) else None
+        if doc is None:
+            doc = dict(_read_json(strategy, self.base, "metrics"))
+        if not (self.transforms or self.scorers):
+            st = strategy if isinstance(strategy, Strategy) else load_strategy(doc, self.schema)
+            return self._with(strategy_=st)
+        # uses added before the strategy join it (its method may rank by their outputs)
+        return self._with(strategy_=_with_uses(doc, self.transforms, self.scorers, self.schema))
 
     #: ``.strategy(...)`` is :meth:`metrics` under the name of what it takes.
     strategy = metrics
@@ -234,26 +252,46 @@ class Pipeline:
         return self._with(strategy_=load_strategy(doc, self.schema))
 
     def transform(self, name: str, **params: Any) -> Pipeline:
-        """Add a registered batch transform (the seam ships empty: unknown names raise).
+        """Add a registered batch transform; ``params`` are the keys of a strategy file's
+        ``"transforms"`` entry (``inputs``, ``lookbehind``, ``lookahead``, ``params``,
+        ``outputs``), folded into the strategy (or into the one :meth:`metrics` sets later)
+        and resolved against the schema, before any data is read.
 
         Raises
         ------
         PipelineError
             ``name`` is not a registered batch transform.
+        TransformError, StrategyError
+            The use does not resolve, or its output is already a feature.
         """
         _require(TRANSFORMS, name, "transform")
-        return self._with(transforms=(*self.transforms, SeamUse(name, dict(params))))
+        return self._fold(transforms=(*self.transforms, SeamUse(name, dict(params))))
 
     def score(self, name: str, **params: Any) -> Pipeline:
-        """Add a registered whole-pool segment scorer (the seam ships empty).
+        """Add a registered whole-pool segment scorer; ``params`` are the keys of a strategy
+        file's ``"scorers"`` entry (``params``, ``output``), folded into the strategy.
 
         Raises
         ------
         PipelineError
             ``name`` is not a registered segment scorer.
+        ScorerError, StrategyError
+            The use does not resolve, or its output is already a feature.
         """
         _require(SCORERS, name, "score")
-        return self._with(scorers=(*self.scorers, SeamUse(name, dict(params))))
+        return self._fold(scorers=(*self.scorers, SeamUse(name, dict(params))))
+
+    def _fold(self, **seams: tuple[SeamUse, ...]) -> Pipeline:
+        """The new seam uses (those not yet in ``self``) appended to the strategy's
+        ``transforms``/``scorers`` and resolved against the schema (no data read); without a
+        strategy yet, :meth:`metrics` folds them in when it is set."""
+        p = self._with(**seams)
+        if self.strategy_ is None:
+            return p
+        assert self.schema is not None
+        new_t = p.transforms[len(self.transforms) :]
+        new_s = p.scorers[len(self.scorers) :]
+        return p._with(strategy_=_with_uses(self.strategy_.to_dict(), new_t, new_s, self.schema))
 
     def select(self, n: int) -> Pipeline:
         """Keep the ``n`` best segments (the count path; replaces :meth:`sample`).
