@@ -12,7 +12,9 @@ from .contracts.track import Track, tracks_from_segment, tracks_from_ticks
 from .core.plugins import load_plugins, plugin_failures
 from .core.traits import ExecutionTraits
 from .errors import (
+    AdapterError,
     BudgetError,
+    BudgetGranularityWarning,
     DataOrderWarning,
     DatasetExistsError,
     DatasetIntegrityError,
@@ -22,6 +24,7 @@ from .errors import (
     EntityIdError,
     ExecutionTraitsError,
     GroupCapError,
+    InitError,
     JobError,
     KurationError,
     KurationWarning,
@@ -30,16 +33,21 @@ from .errors import (
     OutputSpecError,
     OutputValueError,
     PipelineError,
+    PluginError,
+    PluginWarning,
     ReaderOptionError,
+    RegistrationError,
     SampleFetchError,
     SchemaError,
     ScorerError,
     SnapCollisionWarning,
     SourceError,
     StrategyError,
+    StrictJSONError,
     TimeRangeError,
     TransformError,
     UnknownModalityError,
+    UnknownNameError,
     UnknownSplitError,
 )
 from .metrics.dsl import CompiledMetric, compile_metric
@@ -82,6 +90,7 @@ from .pipeline.count import (
 from .pipeline.entry import run_job, write_dataset
 from .pipeline.execute import PipelineRun
 from .pipeline.hours import DatasetWriteResult
+from .pipeline.init import InitResult, init_job
 from .pipeline.job import load_job
 from .pipeline.operators import (
     Operator,
@@ -128,10 +137,12 @@ from .tools.inspect import InspectReport, inspect_dataset
 from .tools.review import hours_selection_review
 
 __all__ = [
+    "AdapterError",
     "AnalysisSubject",
     "Analyzer",
     "BatchTransform",
     "BudgetError",
+    "BudgetGranularityWarning",
     "CheckResult",
     "CompiledMetric",
     "CountSelection",
@@ -155,6 +166,8 @@ __all__ = [
     "FrameRef",
     "GroupCapError",
     "HoursSelection",
+    "InitError",
+    "InitResult",
     "InputAdapter",
     "InspectReport",
     "JobError",
@@ -185,7 +198,10 @@ __all__ = [
     "PipelineRun",
     "PlanComponent",
     "PlanStage",
+    "PluginError",
+    "PluginWarning",
     "ReaderOptionError",
+    "RegistrationError",
     "SampleFetchError",
     "SchemaError",
     "SchemaSpec",
@@ -202,6 +218,7 @@ __all__ = [
     "Strategy",
     "StrategyError",
     "StreamInfo",
+    "StrictJSONError",
     "Tick",
     "TickTable",
     "TimeRangeError",
@@ -210,6 +227,7 @@ __all__ = [
     "TransformContext",
     "TransformError",
     "UnknownModalityError",
+    "UnknownNameError",
     "UnknownSplitError",
     "VideoAdapter",
     "WindowBatch",
@@ -232,6 +250,7 @@ __all__ = [
     "get_operator",
     "get_preset",
     "hours_selection_review",
+    "init_job",
     "inspect_dataset",
     "iter_shards",
     "ksg_mutual_information",

@@ -248,3 +248,21 @@ def test_the_tag_reserve_is_named_when_it_used_a_capped_groups_room() -> None:
     assert b["tag_reserved_s"] == 70 and b["tag_reserve_capped_s"] == 60
     binding, detail = explain_underfill(b, emitted_s=b["admitted_s"])
     assert binding == "group cap" and "the tag reserve used the cap" in detail
+
+
+def test_a_long_last_track_warns_and_names_span_seconds() -> None:
+    from kuration import BudgetGranularityWarning
+    from kuration.selection.fill import warn_coarse_units
+
+    # a 0.1 h request met by one 45-minute track (a football player's half): +650%
+    fill = fill_budgets([_c("s1", 0, 2700, 1.0)], {"s1": "test"}, {"test": 360.0}, 1.0)
+    with pytest.warns(BudgetGranularityWarning, match=r"at most 36 s") as rec:
+        warn_coarse_units(fill, 1.0)
+    w = rec[0].message
+    assert (w.split, w.requested_s, w.admitted_s, w.unit_s) == ("test", 360.0, 2700.0, 2700.0)
+    assert "span_seconds" in str(w) and "'test'" in str(w)
+    # within 10% of the request (or under it): no warning
+    fill = fill_budgets([_c("s1", 0, 390, 1.0)], {"s1": "test"}, {"test": 360.0}, 1.0)
+    warn_coarse_units(fill, 1.0)
+    fill = fill_budgets([_c("s1", 0, 100, 1.0)], {"s1": "test"}, {"test": 360.0}, 1.0)
+    warn_coarse_units(fill, 1.0)
