@@ -201,7 +201,15 @@ class TimeseriesAdapter(InputAdapter):
             else:
                 import pyarrow.parquet as pq
 
-                table = pq.read_table(uri)
+                # decode only the mapped columns (a file's other columns, e.g. text, cost
+                # more to decode than the rest of the read); the checks below see them all
+                if os.path.isdir(uri):  # a partitioned dataset
+                    table = pq.read_table(uri)
+                else:
+                    with pq.ParquetFile(uri) as pf:
+                        names = pf.schema_arrow.names
+                        whole = not set(cols) <= set(names) or len(set(names)) < len(names)
+                        table = pf.read(columns=None if whole else cols)
         except FileNotFoundError:
             raise
         except (pa.ArrowInvalid, pa.ArrowException, OSError) as exc:
