@@ -59,12 +59,57 @@ def interleaved_best(fns: dict, repeat: int) -> dict[str, float]:
     return best
 
 
+def compare_load(root: Path, ref: str, repeat: int) -> None:
+    """``TimeNet.load`` (verify on and off) against ``pq.read_table`` of the version's value
+    files, interleaved rounds, best of each."""
+    client = tn.TimeNet([root])
+    version = client.open(ref).handle.location
+    files = sorted(Path(version).glob("values/**/*.parquet"))
+    mb = sum(f.stat().st_size for f in files) / 1e6
+
+    def baseline() -> None:
+        for f in files:
+            pq.read_table(f)
+
+    baseline()  # warm the page cache
+    times = interleaved_best(
+        {
+            "pyarrow": baseline,
+            "verify": lambda: client.load(ref),
+            "no-verify": lambda: client.load(ref, verify=False),
+        },
+        repeat,
+    )
+    base_s = times["pyarrow"]
+    print(f"{ref}: {len(files)} Parquet value files, {mb:.1f} MB; best of {repeat} rounds")
+    print(f"  pyarrow.parquet.read_table: {base_s * 1e3:8.1f} ms")
+    for key in ("verify", "no-verify"):
+        t = times[key]
+        print(f"  TimeNet.load {key:<10s}:  {t * 1e3:8.1f} ms, ratio {base_s / t:.2f}x")
+
+
+def adsb_version(root: Path) -> str:
+    """Build the real ADS-B connector's version (opensky/adsb-traffic) into ``root``."""
+    import timenet_connectors.datasets.opensky.adsb_traffic as mod
+    from timenet import build as tb
+
+    res = tb.run_pipeline(mod.CONNECTOR, root)
+    return res.ref
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", action="store_true", help="100 records x 1,000 samples")
     ap.add_argument("--root", type=Path, help="registry directory (default: a temp dir)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument(
+        "--adsb", action="store_true", help="only: TimeNet.load of the real ADS-B build"
+    )
     args = ap.parse_args()
+    if args.adsb:
+        with tempfile.TemporaryDirectory(prefix="timef-adsb-") as reg:
+            compare_load(Path(reg), adsb_version(Path(reg)), args.repeat)
+        return
     records, signals, samples = (100, 12, 1_000) if args.small else (1_000, 12, 5_000)
     tmp = args.root or Path(tempfile.mkdtemp(prefix="timef-bench-"))
     try:
