@@ -19,10 +19,14 @@ null_count, times_file, times_offset)``
     and id of every imported record, annotation or task, and the id of its
     copy here. Empty otherwise (absent from catalogs written before it).
 ``info(key, value)``
-    Format name and version.
+    Format name and version, and the DuckDB storage version of the file.
 
 The file is written once by :class:`timenet.TimeFWriter` and only ever opened
-with ``read_only=True`` afterwards.
+with ``read_only=True`` afterwards. It is written in DuckDB storage version
+:data:`STORAGE_VERSION` (storage format number 64), so DuckDB 1.0 and newer,
+the 1.x command line tool included, open it; DuckDB 2 keeps the storage version
+of the file it opens, so copying the shipped empty catalog (created with
+:func:`create_empty_catalog`) fixes it.
 """
 
 from __future__ import annotations
@@ -103,6 +107,27 @@ _COLUMNS: dict[str, list[tuple[str, pa.DataType]]] = {
 
 _TEMPLATE = Path(__file__).with_name("_catalog_template.duckdb")
 
+#: DuckDB storage version of every catalog: the oldest DuckDB 2 can write, readable by
+#: DuckDB 1.0 and every later release (file header storage number 64).
+STORAGE_VERSION = "v1.0.0"
+
+
+def create_empty_catalog(path: Path) -> None:
+    """Create an empty DuckDB database in storage version :data:`STORAGE_VERSION`.
+
+    The shipped ``_catalog_template.duckdb`` was made with this function.  DuckDB
+    stamps random bytes into every new file, so it is made once and copied by
+    :func:`write_catalog` rather than created per build.
+    """
+    import duckdb
+
+    con = duckdb.connect(config={"threads": 1})
+    try:
+        con.execute("ATTACH ? AS catalog (STORAGE_VERSION ?)", [str(path), STORAGE_VERSION])
+        con.execute("DETACH catalog")
+    finally:
+        con.close()
+
 
 def write_catalog(path: Path, rows: dict[str, list[tuple[Any, ...]]]) -> None:
     """Create ``control.duckdb`` at ``path`` holding ``rows`` per table."""
@@ -114,7 +139,11 @@ def write_catalog(path: Path, rows: dict[str, list[tuple[Any, ...]]]) -> None:
     con = duckdb.connect(str(path), config={"threads": 1})
     try:
         con.execute(_DDL)
-        con.execute("INSERT INTO info VALUES ('format', 'timef'), ('format_version', '1')")
+        con.execute(
+            "INSERT INTO info VALUES ('format', 'timef'), ('format_version', '1'), "
+            "('duckdb_storage_version', ?)",
+            [STORAGE_VERSION],
+        )
         for table, cols in _COLUMNS.items():
             data = rows.get(table, [])
             if not data:

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from timenet._fs import make_dirs, raise_registry_error, remove_empty
 from timenet.errors import DatasetNotFoundError, TermsNotAcceptedError, VersionExistsError
@@ -331,15 +331,29 @@ class TimeNet:
         units: Mapping[str, str] | None = None,
         transform: Callable[[dict[str, Any]], Any] | None = None,
         verify: bool | None = None,
+        nulls: Literal["fill", "error"] = "fill",
+        missing: Literal["fill", "error"] = "fill",
+        window: int | None = None,
+        stride: int | None = None,
     ) -> TorchDataset:
-        """A map-style ``torch.utils.data.Dataset`` with one item per record.
+        """A map-style ``torch.utils.data.Dataset``: one item per record, or per window.
 
-        Requires torch (imported only here). See :class:`timenet.torch.TorchDataset`.
+        Null and missing-signal policies, windows and the padding ``collate`` are
+        described at :class:`timenet.torch.TorchDataset`; every check that could
+        stop an epoch runs here, before any value is read. Requires torch
+        (imported only here).
         """
         from timenet.torch import TorchDataset
 
         return TorchDataset(
-            self.open(ref, verify=verify), signals=signals, units=units, transform=transform
+            self.open(ref, verify=verify),
+            signals=signals,
+            units=units,
+            transform=transform,
+            nulls=nulls,
+            missing=missing,
+            window=window,
+            stride=stride,
         )
 
     def info(self, ref: str | Ref) -> Manifest:

@@ -14,9 +14,12 @@ or ``except FileNotFoundError`` keeps working::
     ├── SchemaError (ValueError)              signal, record
     ├── UnitError (ValueError)                signal, unit
     ├── NullValuesError (ValueError)          signal, record, null_count
+    ├── OptionError (ValueError)              option, value
     ├── StepRangeError (IndexError)           signal, start, stop, length
+    ├── RecordIndexError (IndexError)         index, length
     ├── RecordNotFoundError (KeyError)        record
     ├── SignalNotFoundError (KeyError)        record, signal
+    │   └── MissingSignalsError               missing (signal -> record ids)
     ├── QueryError (ValueError)               ref, sql, reason
     ├── TermsNotAcceptedError (PermissionError)  ref, level, terms, url, sources
     └── RegistryError (OSError)               url, path
@@ -32,8 +35,11 @@ __all__ = [
     "IntegrityError",
     "InvalidRefError",
     "ManifestError",
+    "MissingSignalsError",
     "NullValuesError",
+    "OptionError",
     "QueryError",
+    "RecordIndexError",
     "RecordNotFoundError",
     "RegistryError",
     "SchemaError",
@@ -147,14 +153,24 @@ class UnitError(TimeNetError, ValueError):
 class NullValuesError(TimeNetError, ValueError):
     """NumPy conversion was asked for values that contain nulls."""
 
-    def __init__(self, signal: str, record: str, null_count: int) -> None:
+    def __init__(self, signal: str, record: str, null_count: int, *, hint: str = "") -> None:
         self.signal = signal
         self.record = record
         self.null_count = null_count
         super().__init__(
             f"signal {signal!r} of record {record!r} has {null_count} null value(s); "
-            "NumPy arrays cannot hold them: use to_arrow() to keep nulls"
+            + (hint or "NumPy arrays cannot hold them: use to_arrow() to keep nulls")
         )
+
+
+class OptionError(TimeNetError, ValueError):
+    """An argument has a value the function does not accept (an unknown policy, a window
+    that is not a positive integer, ...)."""
+
+    def __init__(self, option: str, value: object, expected: str) -> None:
+        self.option = option
+        self.value = value
+        super().__init__(f"{option}={value!r}: expected {expected}")
 
 
 class StepRangeError(TimeNetError, IndexError):
@@ -168,6 +184,16 @@ class StepRangeError(TimeNetError, IndexError):
         super().__init__(
             f"signal {signal!r}: steps [{start}, {stop}) are outside [0, {length}] or reversed"
         )
+
+
+class RecordIndexError(TimeNetError, IndexError):
+    """An integer record index is outside ``[-len, len)`` of the version."""
+
+    def __init__(self, index: int, length: int, ref: str = "") -> None:
+        self.index = index
+        self.length = length
+        where = f" of {ref}" if ref else ""
+        super().__init__(f"record index {index} is out of range: {length} record(s){where}")
 
 
 class RecordNotFoundError(TimeNetError, KeyError):
@@ -259,3 +285,27 @@ class RegistryError(TimeNetError, OSError):
         self.url = url
         self.path = path
         super().__init__(f"registry {url}: {reason}")
+
+
+class MissingSignalsError(SignalNotFoundError):
+    """Requested signals are missing from some records (found before any value is read).
+
+    Attributes
+    ----------
+    missing : dict of str to tuple of str
+        Each signal lacking somewhere, and the ids of the records that lack it.
+    record, signal : str
+        The first record and signal concerned (as for :class:`SignalNotFoundError`).
+    """
+
+    def __init__(
+        self, missing: dict[str, tuple[str, ...]], total: int, advice: str, *, lead: str = ""
+    ) -> None:
+        self.missing = missing
+        parts = []
+        for name, ids in missing.items():
+            shown = ", ".join(ids[:5]) + (f", ... ({len(ids) - 5} more)" if len(ids) > 5 else "")
+            parts.append(f"{name!r} is missing from {len(ids)} of {total} records ({shown})")
+        first = next(iter(missing.items()))
+        super().__init__(first[1][0], first[0])
+        self.args = (lead + "; ".join(parts) + f"; {advice}",)

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import numpy as np
 import pyarrow as pa
@@ -34,6 +34,7 @@ from timenet._arrays import (
 from timenet.catalog import Catalog, SignalRow
 from timenet.errors import (
     NullValuesError,
+    RecordIndexError,
     RecordNotFoundError,
     SignalNotFoundError,
     StepRangeError,
@@ -176,6 +177,92 @@ class Signal:
             values = convert(values, self.spec.unit, unit, signal=self.name)
         return values
 
+    def to_masked(self, unit: str | None = None) -> np.ma.MaskedArray:
+        """All values as a NumPy masked array: null steps masked instead of refused."""
+        return self.read_steps_masked(0, self.length, unit=unit)
+
+    def read_steps_masked(
+        self, start: int, stop: int, *, unit: str | None = None
+    ) -> np.ma.MaskedArray:
+        """Steps ``[start, stop)`` as a NumPy masked array.
+
+        Null steps (stored nulls, and values ``spec`` declares missing or out of
+        range) are masked; their data is 0 (``False`` for bool).
+
+        Returns
+        -------
+        numpy.ma.MaskedArray, shape (stop - start, *spec.shape)
+            dtype ``spec.dtype`` (float64 if converted to ``unit``); the mask
+            has the same shape, every element of a null step masked.
+
+        Raises
+        ------
+        StepRangeError
+            If the range is reversed or outside ``[0, T]``.
+        UnitError
+            If the conversion to ``unit`` is impossible.
+        """
+        import pyarrow.compute as pc
+
+        start, stop = self._check_range(start, stop)
+        raw = self._values.read(start, stop)
+        valid = None
+        if isinstance(raw, np.ndarray):
+            data = raw
+            if self.spec.has_validity:
+                arr = _mask_invalid(to_arrow(raw, self.spec.arrow_type), self.spec)
+                if arr.null_count:
+                    valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        else:
+            arr = _mask_invalid(raw, self.spec) if self.spec.has_validity else raw
+            if arr.null_count:
+                valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+                zero = pa.scalar(False) if pa.types.is_boolean(arr.type) else pa.scalar(0, arr.type)
+                arr = pc.fill_null(arr, zero)
+            data = arr.to_numpy(zero_copy_only=False)
+        if unit is not None:
+            data = convert(data, self.spec.unit, unit, signal=self.name)
+        if valid is None:
+            return np.ma.MaskedArray(data, mask=np.zeros(data.shape, dtype=bool))
+        step = (~valid).reshape((-1,) + (1,) * (data.ndim - 1))
+        return np.ma.MaskedArray(data, mask=np.broadcast_to(step, data.shape).copy())
+
+    def to_pandas(self, unit: str | None = None) -> Any:
+        """The signal as pandas, indexed by time (requires pandas).
+
+        Returns
+        -------
+        pandas.Series or pandas.DataFrame
+            A scalar signal is a Series named after the signal; a signal of
+            shape ``(3,)`` a DataFrame with columns ``name[0]`` ... ``name[2]``
+            (row-major for more dimensions). Null steps are NaN (integer and
+            bool signals with nulls become float64 or object, as in
+            :meth:`pyarrow.Array.to_pandas`). The index ``time`` is a
+            ``DatetimeIndex`` (UTC, or ``spec.timezone``) when ``spec.time_origin``
+            is set, else a ``TimedeltaIndex`` after the record start.
+
+        Raises
+        ------
+        UnitError
+            If the conversion to ``unit`` is impossible.
+        """
+        import pandas as pd
+
+        index = _time_index(self.times(), self.spec)
+        if self.spec.shape == ():
+            arr = self.read_steps_arrow(0, self.length)
+            if unit is not None:
+                masked = self.to_masked(unit)
+                values: Any = masked.filled(np.nan)
+            else:
+                values = arr.to_pandas()
+            return pd.Series(np.asarray(values), index=index, name=self.name)
+        masked = self.to_masked(unit)
+        flat = masked.reshape(self.length, -1)
+        data = flat.astype(np.float64).filled(np.nan) if masked.mask.any() else flat.data
+        cols = [f"{self.name}[{','.join(map(str, i))}]" for i in np.ndindex(*self.spec.shape)]
+        return pd.DataFrame(data, index=index, columns=cols)
+
     def times(self) -> np.ndarray:
         """Time of every step.
 
@@ -205,6 +292,18 @@ class Signal:
         else:
             offsets = np.rint(steps * period).astype(np.int64)
         return offsets + np.int64(self.spec.start_ns)
+
+
+def _time_index(times: np.ndarray, spec: SignalSpec) -> Any:
+    """pandas index named ``time`` for int64 ns ``times`` on ``spec``'s time axis."""
+    import pandas as pd
+
+    if spec.time_origin is None:
+        return pd.TimedeltaIndex(times.astype("timedelta64[ns]"), name="time")
+    origin = pd.Timestamp(spec.time_origin)
+    origin = origin.tz_localize("UTC") if origin.tzinfo is None else origin.tz_convert("UTC")
+    index = pd.DatetimeIndex(origin + pd.to_timedelta(times, unit="ns"), name="time")
+    return index.tz_convert(spec.timezone) if spec.timezone else index
 
 
 class _DatasetView:
@@ -249,6 +348,79 @@ class _DatasetView:
     def records(self) -> list[Record]:
         """All records in read order."""
         return list(self._catalog.records)
+
+    @overload
+    def __getitem__(self, key: int | str) -> Record: ...
+    @overload
+    def __getitem__(self, key: slice) -> list[Record]: ...
+    def __getitem__(self, key: int | str | slice) -> Record | list[Record]:
+        """A record by read-order position (negative counts from the end) or id; a slice
+        gives a list of records.
+
+        Raises
+        ------
+        RecordIndexError
+            If an integer is outside ``[-len, len)``.
+        RecordNotFoundError
+            If no record has this id.
+        """
+        records = self._catalog.records
+        if isinstance(key, slice):
+            return records[key]
+        if isinstance(key, str):
+            return self.record(key)
+        if isinstance(key, bool) or not isinstance(key, int | np.integer):
+            raise RecordNotFoundError(f"{key!r} (index with an int, a record id or a slice)")
+        i = int(key)
+        if not -len(records) <= i < len(records):
+            raise RecordIndexError(i, len(records), str(self.ref))
+        return records[i]
+
+    def to_pandas(
+        self,
+        record: Record | str | int,
+        *,
+        signals: Sequence[str] | None = None,
+        units: dict[str, str] | None = None,
+    ) -> Any:
+        """One record as a pandas DataFrame: a column per signal, outer-joined on time.
+
+        Parameters
+        ----------
+        record : Record, str or int
+            The record, its id, or its read-order position.
+        signals : sequence of str, optional
+            Only these signals (default: all of the record).
+        units : mapping of str to str, optional
+            Convert a signal to a unit, e.g. ``{"altitude": "m"}``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Indexed by ``time`` (see :meth:`Signal.to_pandas`); signals on
+            different time axes leave NaN where one has no step. A signal with a
+            per-step shape contributes one column per component.
+
+        Raises
+        ------
+        RecordIndexError, RecordNotFoundError, SignalNotFoundError
+            If the record or a signal does not exist.
+        """
+        import pandas as pd
+
+        rec = record if isinstance(record, Record) else self[record]
+        sigs = self.signals(rec.id)
+        names = list(sigs) if signals is None else list(signals)
+        parts = []
+        for name in names:
+            if name not in sigs:
+                raise SignalNotFoundError(rec.id, name)
+            parts.append(sigs[name].to_pandas((units or {}).get(name)))
+        if not parts:
+            return pd.DataFrame(index=pd.TimedeltaIndex([], name="time"))
+        frame = pd.concat(parts, axis=1, join="outer", sort=True)
+        frame.index.name = "time"
+        return frame
 
     def _index(self, record_id: str) -> int:
         idx = self._catalog.index_of(record_id)

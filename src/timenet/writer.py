@@ -5,7 +5,7 @@ On-disk layout of ``<root>/<org>/<name>/<version>/``::
     manifest.json                 commit marker, written last
     control.duckdb                records, signals, annotations, tasks
     values/<k>-<slug>.parquet     scalar values of signal name k, every record
-    values/<k>-<slug>.times.parquet   explicit int64 ns timestamps (if any)
+    values/times.parquet          explicit int64 ns timestamps, each distinct axis once
     values/<k>-<slug>.zarr/       multidimensional values of signal name k
 
 Layout choice: one value file per *signal name* spanning all records, with
@@ -16,7 +16,9 @@ single-record read touches one row group per signal through cached file
 metadata. One file per record would make bulk loads open thousands of files;
 one file per version would force every single-record read to scan columns it
 does not need. Zarr arrays follow the same idea: instances are appended along
-axis 0 and located by row offset.
+axis 0 and located by row offset. Explicit timestamps are content-addressed
+(:class:`timenet._values.TimesStore`): a time axis identical to one already
+written in the version is stored once and shared by every signal using it.
 
 Commit protocol: everything is written into ``<root>/<org>/<name>/.staging-*``
 on the same filesystem -- values first, then ``control.duckdb``, then
@@ -30,7 +32,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import uuid
 from collections.abc import Mapping, Sequence
@@ -40,14 +41,19 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from timenet._arrays import check_integral
 from timenet._fs import make_dirs, raise_registry_error, remove_empty
 from timenet._integrity import sha256_file
 from timenet._timebase import NS_MAX, NS_MIN, check_signal_times
+from timenet._values import (
+    TIMES_FILE,
+    NameStore,
+    TimesStore,
+    open_store,
+    to_arrow_values,
+    to_numpy_values,
+)
 from timenet.catalog import write_catalog
 from timenet.errors import (
     RecordNotFoundError,
@@ -76,36 +82,6 @@ Storage = Literal["auto", "parquet", "zarr"]
 
 
 @dataclass
-class _NameStore:
-    """Value file(s) of one signal name while writing."""
-
-    name: str
-    stem: str
-    dtype: str
-    shape: tuple[int, ...]
-    unit: str
-    storage: str
-    rows: int = 0
-    count: int = 0
-    rates: set[float] = field(default_factory=set)
-    irregular: bool = False
-    writer: Any = None
-    array: Any = None
-    times_writer: Any = None
-    times_rows: int = 0
-    linked: bool = False
-
-    @property
-    def file(self) -> str:
-        ext = "parquet" if self.storage == "parquet" else "zarr"
-        return f"values/{self.stem}.{ext}"
-
-    @property
-    def times_file(self) -> str:
-        return f"values/{self.stem}.times.parquet"
-
-
-@dataclass
 class _RecordState:
     index: int
     signals: dict[str, SignalSpec] = field(default_factory=dict)
@@ -124,11 +100,6 @@ def _json_text(obj: Any, *, record: str, signal: str | None = None) -> str:
         return json.dumps(obj, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise SchemaError(f"not JSON-serialisable: {exc}", record=record, signal=signal) from exc
-
-
-def _slug(name: str) -> str:
-    s = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._")
-    return s[:40] or "signal"
 
 
 def _fsync(path: Path) -> None:
@@ -202,7 +173,8 @@ class TimeFWriter:
         self._records: dict[str, _RecordState] = {}
         tables = ("records", "signals", "annotations", "tasks", "lineage")
         self._rows: dict[str, list[tuple[Any, ...]]] = {t: [] for t in tables}
-        self._names: dict[str, _NameStore] = {}
+        self._names: dict[str, NameStore] = {}
+        self._times = TimesStore(self.staging, compression, self._row_group_rows)
         self._samples = 0
         self._state: Literal["open", "committed", "aborted"] = "open"
 
@@ -321,10 +293,10 @@ class TimeFWriter:
                 record=record_id,
             )
         if kind == "parquet":
-            arr = _to_arrow_values(values, spec, name, record_id)
+            arr = to_arrow_values(values, spec, name, record_id)
             length, nulls = len(arr), arr.null_count
         else:
-            np_values = _to_numpy_values(values, spec, name, record_id)
+            np_values = to_numpy_values(values, spec, name, record_id)
             length, nulls = int(np_values.shape[0]), 0
         ts = check_signal_times(times, spec, length, name, record_id)
         store = self._store_for(name, spec, kind, record_id)
@@ -340,19 +312,7 @@ class TimeFWriter:
         store.rows += length
         times_file, times_offset = None, None
         if ts is not None:
-            if store.times_writer is None:
-                store.times_writer = pq.ParquetWriter(
-                    self.staging / store.times_file,
-                    pa.schema([pa.field("time_ns", pa.int64())]),
-                    compression=self._compression,
-                )
-            times_file, times_offset = store.times_file, store.times_rows
-            if length:
-                store.times_writer.write_table(
-                    pa.table({"time_ns": pa.array(ts, type=pa.int64())}),
-                    row_group_size=self._row_group_rows,
-                )
-            store.times_rows += length
+            times_file, times_offset = TIMES_FILE, self._times.add(ts)
             store.irregular = True
         else:
             assert spec.rate_hz is not None
@@ -435,7 +395,7 @@ class TimeFWriter:
             )
         store = self._names.get(name)
         if store is None:
-            store = _NameStore(name, "", spec.dtype, spec.shape, spec.unit, storage, linked=True)
+            store = NameStore(name, "", spec.dtype, spec.shape, spec.unit, storage, linked=True)
             self._names[name] = store
         elif not store.linked or (store.dtype, store.shape, store.unit, store.storage) != (
             spec.dtype,
@@ -502,7 +462,7 @@ class TimeFWriter:
         """The schema the manifest will carry, derived from what was added so far."""
         return self._derive_schema()
 
-    def _store_for(self, name: str, spec: SignalSpec, kind: str, record_id: str) -> _NameStore:
+    def _store_for(self, name: str, spec: SignalSpec, kind: str, record_id: str) -> NameStore:
         store = self._names.get(name)
         if store is not None and store.linked:
             raise SchemaError(
@@ -521,29 +481,7 @@ class TimeFWriter:
                     record=record_id,
                 )
             return store
-        store = _NameStore(
-            name, f"{len(self._names):04d}-{_slug(name)}", spec.dtype, spec.shape, spec.unit, kind
-        )
-        path = self.staging / store.file
-        if kind == "parquet":
-            store.writer = pq.ParquetWriter(
-                path,
-                pa.schema([pa.field("values", spec.arrow_type, nullable=True)]),
-                compression=self._compression,
-                use_dictionary=False,
-            )
-        else:
-            import zarr
-
-            step = int(np.prod(spec.shape, dtype=np.int64)) * spec.numpy_dtype.itemsize
-            chunk = max(1, (1 << 20) // max(step, 1))
-            store.array = zarr.create_array(
-                store=str(path),
-                shape=(0, *spec.shape),
-                chunks=(chunk, *spec.shape),
-                dtype=spec.numpy_dtype,
-                fill_value=None,
-            )
+        store = open_store(self.staging, len(self._names), name, spec, kind, self._compression)
         self._names[name] = store
         return store
 
@@ -626,12 +564,8 @@ class TimeFWriter:
     # -- commit ------------------------------------------------------------
     def _close_values(self) -> None:
         for store in self._names.values():
-            if store.writer is not None:
-                store.writer.close()
-                store.writer = None
-            if store.times_writer is not None:
-                store.times_writer.close()
-                store.times_writer = None
+            store.close()
+        self._times.close()
 
     def _derive_schema(self) -> DatasetSchema:
         signals = tuple(
@@ -725,72 +659,3 @@ class TimeFWriter:
         finally:
             shutil.rmtree(self.staging, ignore_errors=True)
             remove_empty(self._made)  # org/name directories this writer created
-
-
-def _to_arrow_values(values: Any, spec: SignalSpec, name: str, record: str) -> pa.Array:
-    want = spec.arrow_type
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
-    if isinstance(values, pa.Array):
-        if values.type != want:
-            raise SchemaError(
-                f"values have Arrow type {values.type}, spec declares {spec.dtype}",
-                signal=name,
-                record=record,
-            )
-        return values
-    if isinstance(values, np.ma.MaskedArray):
-        data = np.ma.getdata(values)
-        mask = np.ma.getmaskarray(values)
-        _check_np(data, spec, name, record)
-        return pa.array(data, type=want, mask=mask)
-    if isinstance(values, np.ndarray):
-        _check_np(values, spec, name, record)
-        return pa.array(values, type=want)
-    if isinstance(values, Sequence) and not isinstance(values, str | bytes):
-        try:
-            if pa.types.is_integer(want):
-                check_integral(list(values), spec.dtype, name, record)
-            return pa.array(list(values), type=want)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as exc:
-            raise SchemaError(
-                f"cannot convert values to {spec.dtype}: {exc}", signal=name, record=record
-            ) from exc
-    raise SchemaError(
-        f"values must be a NumPy array, Arrow array or sequence, got {type(values).__name__}",
-        signal=name,
-        record=record,
-    )
-
-
-def _check_np(values: np.ndarray, spec: SignalSpec, name: str, record: str) -> None:
-    if values.dtype != spec.numpy_dtype:
-        raise SchemaError(
-            f"values have dtype {values.dtype}, spec declares {spec.dtype}",
-            signal=name,
-            record=record,
-        )
-    if values.ndim != 1 + len(spec.shape) or tuple(values.shape[1:]) != spec.shape:
-        raise SchemaError(
-            f"values have shape {values.shape}, spec declares (T, {', '.join(map(str, spec.shape))})"
-            if spec.shape
-            else f"values have shape {values.shape}, spec declares a scalar signal (T,)",
-            signal=name,
-            record=record,
-        )
-
-
-def _to_numpy_values(values: Any, spec: SignalSpec, name: str, record: str) -> np.ndarray:
-    if isinstance(values, np.ma.MaskedArray) and np.ma.getmaskarray(values).any():
-        raise SchemaError("Zarr-stored signals cannot hold nulls", signal=name, record=record)
-    if isinstance(values, pa.Array | pa.ChunkedArray):
-        raise SchemaError(
-            "multidimensional values must be a NumPy array", signal=name, record=record
-        )
-    arr = np.ma.getdata(values) if isinstance(values, np.ma.MaskedArray) else values
-    if not isinstance(arr, np.ndarray):
-        raise SchemaError(
-            f"values must be a NumPy array, got {type(values).__name__}", signal=name, record=record
-        )
-    _check_np(arr, spec, name, record)
-    return np.ascontiguousarray(arr)

@@ -16,6 +16,13 @@ def demo(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def session_registry(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One registry per test session (``<basetemp>/tn-session-registry``) into which the
+    connector tests build the shipped datasets, each once (download cache reused)."""
+    return tmp_path_factory.getbasetemp() / "tn-session-registry"
+
+
+@pytest.fixture(scope="session")
 def s3_endpoint() -> Any:
     """A moto S3 server on loopback, for the whole session."""
     from moto.server import ThreadedMotoServer

@@ -17,11 +17,6 @@ import timenet as tn
 from timenet import build as tb
 
 
-@pytest.fixture(scope="session")
-def session_registry(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.getbasetemp() / "tn-session-registry"
-
-
 def _open(reg: Path, ref: str) -> tn.TimeFReader:
     res = tb.build(ref, reg)
     assert res.manifest.raw_inputs or res.manifest.card.parents

@@ -61,7 +61,7 @@ def test_child_reads_parent_values_without_parent_catalog(built: Path) -> None:
     assert m.card.parents == (PARENT,)
     assert [p.ref for p in m.payloads] == [PARENT]
     pinned = {f.path for f in m.payloads[0].files}
-    assert "values/0000-ecg.parquet" in pinned and "values/0003-events.times.parquet" in pinned
+    assert "values/0000-ecg.parquet" in pinned and "values/times.parquet" in pinned
     assert not any(f.path.startswith("values/") for f in m.files)  # no second copy of values
     expected = tn.TimeFReader.open(parent_dir).signal("rec-2", "ecg").to_numpy()
     (parent_dir / "control.duckdb").unlink()  # a read never opens the parent's catalog

@@ -121,4 +121,3 @@ def linear_conversion(src: str, dst: str) -> tuple[float, float]:
     fs = float(reg.get_root_units(parse_unit(src))[0])
     fd = float(reg.get_root_units(parse_unit(dst))[0])
     return fs / fd, b
-
