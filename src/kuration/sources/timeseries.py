@@ -366,7 +366,10 @@ class TimeseriesAdapter(InputAdapter):
         for f in self.schema.fields:
             data = self._field_values(table, f, self.fields[f.name], src)
             arr = np.full((n_t, len(roster), f.dims), np.nan)
-            arr[ti, e_kept] = merge_groups(data[order], starts, f, self.collisions)
+            if self.collisions == "mean" and starts.size < order.size:
+                arr[ti, e_kept] = merge_groups(data[order], starts, f, self.collisions)
+            else:  # the nearest row of each group: gather only those rows
+                arr[ti, e_kept] = data[kept]
             values[f.name] = arr
             if is_int_field(f):  # exact integers: never averaged, the nearest row is kept
                 exact = _int_values(table, f, self.fields[f.name], src)
