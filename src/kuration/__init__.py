@@ -118,15 +118,13 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "run_experiment",
         "select_segments",
     ),
-    ".pipeline.execute": ("PipelineRun",),
-    ".pipeline.hours": (
-        "DatasetWriteResult",
+    ".pipeline.entry": (
+        "run_job",
         "write_dataset",
     ),
-    ".pipeline.job": (
-        "load_job",
-        "run_job",
-    ),
+    ".pipeline.execute": ("PipelineRun",),
+    ".pipeline.hours": ("DatasetWriteResult",),
+    ".pipeline.job": ("load_job",),
     ".pipeline.operators": (
         "Operator",
         "get_operator",
@@ -251,9 +249,10 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers
         run_experiment,
         select_segments,
     )
+    from .pipeline.entry import run_job, write_dataset
     from .pipeline.execute import PipelineRun
-    from .pipeline.hours import DatasetWriteResult, write_dataset
-    from .pipeline.job import load_job, run_job
+    from .pipeline.hours import DatasetWriteResult
+    from .pipeline.job import load_job
     from .pipeline.operators import (
         Operator,
         get_operator,

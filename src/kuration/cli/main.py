@@ -23,8 +23,8 @@ from timenet.errors import TimeNetError
 
 from ..core.progress import RichProgress
 from ..errors import KurationError, KurationWarning
+from ..pipeline.entry import run_job
 from ..pipeline.hours import DatasetWriteResult
-from ..pipeline.job import run_job
 from ..tools.inspect import InspectReport, inspect_dataset
 from ._args import positive_float
 from .artifacts import add_check, add_diff

@@ -18,7 +18,7 @@ from ..errors import StrategyError
 from .dsl.compile import CompiledMetric, compile_metric
 from .dsl.frame import Frame
 
-__all__ = ["FeatureEngine", "register_metric", "registered_metrics"]
+__all__ = ["FeatureEngine", "register_metric", "registered_metric", "registered_metrics"]
 
 MetricFn = Callable[[WindowBuffer], float]
 _METRICS: Registry[MetricFn] = Registry("registered metric")
@@ -59,6 +59,14 @@ def register_metric(
 def registered_metrics() -> tuple[str, ...]:
     """Names of every ``@register_metric`` function, sorted."""
     return _METRICS.names()
+
+
+def registered_metric(name: str) -> MetricFn | None:
+    """The function registered under ``name``, or None."""
+    try:
+        return _METRICS.get(name)
+    except KeyError:
+        return None
 
 
 def _finite_or_nan(value: Any) -> float:

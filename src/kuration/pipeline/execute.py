@@ -2,16 +2,19 @@
 
 :func:`execute` plans first (:func:`~kuration.pipeline.planner.compile_plan`:
 every check that needs no data), then resolves sources (the ``provenance``
-progress phase) and drives the established entry points: ``score_sources`` and
-``select_segments`` (what ``curate`` runs) for a count selection, ``write_dataset`` for an hours budget.  Registered analyzers
-run on the finished selection.
+progress phase) and runs the selection.
 
-Stage telemetry is coarse in this version: wall time per progress phase,
-measured by timing the start/complete events those functions emit, with row
-counts read from their results (sources, segments, selected segments or
-admitted tracks, shards, reused/rebuilt shards as checkpoint hits/misses).
-Partitions are sources; queue depth is not measured (no bounded queue exists
-yet) and stays None.
+An hours budget runs :func:`~kuration.pipeline.hours.run_hours`: the named
+steps of :mod:`kuration.pipeline.hours_steps`, following the plan's islands
+(read/segment/features fused per source, or features as a barrier pass when
+the plan says so), each step filling its own :class:`StageTelemetry`; the plan
+and that telemetry are recorded in ``config.json`` under
+``provenance.execution``.
+
+A count selection drives ``score_sources`` and ``select_segments`` (what
+``curate`` runs); its telemetry is still coarse: wall time per progress phase,
+measured by timing the start/complete events, with row counts read from the
+results.  Registered analyzers run on the finished selection.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from ..errors import PipelineError
 from ..tools.analyzers import AnalysisSubject, get_analyzer, overlapping_rows, selected_rows
 from ..tools.review import hours_selection_review
 from .count import CurationResult, select_segments
-from .hours import DatasetWriteResult, preflight, write_dataset
+from .hours import DatasetWriteResult, preflight, run_hours
 from .job import resolve_sources
 from .logical import HoursSelection
 from .plan import PhysicalPlan, StageTelemetry
@@ -106,47 +109,27 @@ class _Recorder:
                 emit(self, seam, "complete", total=0)
 
 
-def _resolve(p: Pipeline, progress: _Recorder) -> list[str]:
+def _resolve(p: Pipeline, progress: ProgressCallback | None) -> list[str]:
     emit(progress, "provenance", "start", total=None)
-    sources = resolve_sources(p.sources, p.base)
+    sources = resolve_sources(p.sources, p.base, adapter=p.adapter)
     for i, uri in enumerate(sources, 1):
         emit(progress, "provenance", "advance", current=i, total=len(sources), source=uri)
     emit(progress, "provenance", "complete", total=len(sources))
     return sources
 
 
-def _run_hours(p: Pipeline, dest: Any, sources: list[str], rec: _Recorder, **kw: Any) -> Any:
-    sel = p.selection
-    assert p.schema and p.adapter and p.segmenter and p.strategy_ and p.output_spec
-    return write_dataset(
-        dest,
-        schema=p.schema,
-        adapter=p.adapter,
-        sources=sources,
-        strategy=p.strategy_,
-        segmenter=p.segmenter,
-        spec=p.output_spec,
-        encoder=p.encoder,
-        seed=p.opts.seed,
-        min_track_seconds=sel.min_track_seconds,  # type: ignore[union-attr]
-        workers=p.opts.workers,
-        on_error=p.opts.on_error,
-        group_of=sel.group_of,  # type: ignore[union-attr]
-        tag_coverage=sel.tag_coverage,  # type: ignore[union-attr]
-        durable=p.opts.durable,
-        progress=rec,
-        job=p.job,
-        plugins=list(p.plugin_modules),
-        include_entry_points=p.include_entry_points,
-        **sel.write_options(),  # type: ignore[union-attr]
-        **kw,
-    )
-
-
 def execute(
-    p: Pipeline, dest: str | os.PathLike[str] | None, *, force: bool, resume: bool
+    p: Pipeline,
+    dest: str | os.PathLike[str] | None,
+    *,
+    force: bool,
+    resume: bool,
+    resolved_sources: list[str] | None = None,
 ) -> PipelineRun:
     """Plan ``p``, run it on the reference runtime and collect telemetry and analyses.
+
+    ``resolved_sources`` skips source resolution (``write_dataset`` passes the
+    sources it was given, already resolved).
 
     Raises
     ------
@@ -161,32 +144,54 @@ def execute(
     plan = compile_plan(p)
     if p.transforms or p.scorers:
         raise PipelineError("no runtime executes batch transforms or segment scorers yet")
-    hours = isinstance(p.selection, HoursSelection)
-    if hours and dest is None:
-        raise PipelineError("an hours budget writes a dataset: give a destination", step="write")
-    if hours:  # every write option checked before sources are fetched
-        preflight(
-            schema=p.schema,  # type: ignore[arg-type]
-            strategy=p.strategy_,  # type: ignore[arg-type]
-            spec=p.output_spec,  # type: ignore[arg-type]
-            encoder=p.encoder,
-            resume=resume,
-            force=force,
-            **p.selection.write_options(),  # type: ignore[union-attr]
-        )
+    if isinstance(p.selection, HoursSelection):
+        return _execute_hours(p, plan, dest, force, resume, resolved_sources)
     rec = _Recorder(p.opts.progress)
     scope = nullcontext() if p.include_entry_points else without_entry_point_plugins()
     with scope:
         sources = _resolve(p, rec)
-        steps: dict[str, int] = {}
-        if hours:
-            result = _run_hours(p, dest, sources, rec, force=force, resume=resume)
-        else:
-            result, steps = _run_count(p, sources, rec)
-            if dest is not None:
-                dump_json_atomic(os.fspath(dest), result.to_dict(segments=True))
+        result, steps = _run_count(p, sources, rec)
+        if dest is not None:
+            dump_json_atomic(os.fspath(dest), result.to_dict(segments=True))
     analyses, enrich_s = _enrich(p, result, steps)
     telemetry = _telemetry(rec, result, len(sources), enrich_s)
+    return PipelineRun(plan, result, telemetry, analyses)
+
+
+def _execute_hours(
+    p: Pipeline,
+    plan: PhysicalPlan,
+    dest: str | os.PathLike[str] | None,
+    force: bool,
+    resume: bool,
+    resolved: list[str] | None,
+) -> PipelineRun:
+    """The hours path: every write option checked before sources are fetched, then
+    :func:`~kuration.pipeline.hours.run_hours` (whose steps record their own telemetry)."""
+    if dest is None:
+        raise PipelineError("an hours budget writes a dataset: give a destination", step="write")
+    preflight(
+        schema=p.schema,  # type: ignore[arg-type]
+        strategy=p.strategy_,  # type: ignore[arg-type]
+        spec=p.output_spec,  # type: ignore[arg-type]
+        encoder=p.encoder,
+        resume=resume,
+        force=force,
+        **p.selection.write_options(),  # type: ignore[union-attr]
+    )
+    progress = p.opts.progress
+    scope = nullcontext() if p.include_entry_points else without_entry_point_plugins()
+    with scope:
+        t0 = time.perf_counter()
+        sources = _resolve(p, progress) if resolved is None else resolved
+        n = len(sources)
+        prov = StageTelemetry("provenance", time.perf_counter() - t0, None, n, n)
+        result = run_hours(p, dest, sources, plan, force=force, resume=resume, telemetry=[prov])
+    analyses, enrich_s = _enrich(p, result, {})
+    telemetry = result.telemetry
+    if enrich_s:
+        n_seg = len(result.scoring.segments)
+        telemetry = (*telemetry, StageTelemetry("enrich", enrich_s, rows_in=n_seg))
     return PipelineRun(plan, result, telemetry, analyses)
 
 
@@ -269,16 +274,6 @@ def _telemetry(
         "scorers": {"rows_in": n_seg, "rows_out": n_seg},
         "selection": {"rows_in": n_seg, "rows_out": sel_out},
     }
-    if isinstance(result, DatasetWriteResult):
-        shards = result.manifest.get("shards", [])
-        rows["writing"] = {
-            "rows_in": sel_out,
-            "rows_out": len(shards),
-            "partitions": rec.totals.get("writing"),
-            "bytes": sum(int(e.get("size", 0)) for e in shards),
-            "checkpoint_hits": result.resume.get("reused_shards"),
-            "checkpoint_misses": result.resume.get("rebuilt_shards"),
-        }
     sel_name = "bin+select" if isinstance(result, CurationResult) else "bin+fill"
     out = []
     for phase, measured in rows.items():

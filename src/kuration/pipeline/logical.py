@@ -51,7 +51,12 @@ class CountSelection:
 @dataclass(frozen=True)
 class HoursSelection:
     """Fill train/test hour budgets with whole tracks (the hours path,
-    :func:`kuration.write_dataset`; the fields are its options of the same name)."""
+    :func:`kuration.write_dataset`; the fields are its options of the same name).
+
+    ``group_of`` is a mapping of source id to group (``write_dataset`` also
+    passes its callable form through); ``sample_hz``, when set, must equal
+    the schema's (no resampling).
+    """
 
     train_hours: float
     test_hours: float = 0.0
@@ -63,10 +68,12 @@ class HoursSelection:
     max_group_overshoot: float | None = None
     tag_coverage: bool = False
     min_tag_frac: float = 0.1
+    allow_empty_split: bool = False
+    sample_hz: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["group_of"] = dict(self.group_of) if self.group_of is not None else None
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        d["group_of"] = dict(self.group_of) if isinstance(self.group_of, Mapping) else None
         return {"mode": "hours", **d}
 
     @classmethod
@@ -74,9 +81,10 @@ class HoursSelection:
         return cls(**{k: v for k, v in d.items() if k != "mode"})
 
     def write_options(self) -> dict[str, Any]:
-        """Keyword arguments of ``write_dataset``/``preflight`` (all but ``group_of``,
-        ``tag_coverage`` and ``min_track_seconds``, which preflight does not take)."""
+        """Keyword arguments of ``preflight`` (all but ``group_of``, ``tag_coverage``,
+        ``min_track_seconds`` and ``allow_empty_split``, which it does not take)."""
         return {
+            "sample_hz": self.sample_hz,
             "train_hours": self.train_hours,
             "test_hours": self.test_hours,
             "clip_aggregate": self.clip_aggregate,

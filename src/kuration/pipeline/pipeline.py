@@ -33,6 +33,7 @@ import dataclasses
 import math
 import os
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,8 +41,8 @@ from typing import TYPE_CHECKING, Any
 from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segmenter
 from ..core.jsonio import loads_strict
-from ..core.plugins import load_plugins
-from ..errors import JobError, KurationError, PipelineError
+from ..core.plugins import load_plugins, without_entry_point_plugins
+from ..errors import PipelineError
 from ..metrics.seams import SCORERS, TRANSFORMS
 from ..output.encoders import get_encoder
 from ..output.presets import resolve_output
@@ -394,58 +395,41 @@ class Pipeline:
 
     @classmethod
     def from_job(cls, job: str | os.PathLike[str] | Mapping[str, Any]) -> Pipeline:
-        """Compile a job file (or dict) with the job loader into a Pipeline.
+        """Compile a job file (or dict) into a Pipeline: every key comes from the strict
+        job model (:class:`~kuration.core.config.JobModel`), checked once.
 
         Raises
         ------
         JobError, SchemaError, StrategyError, MetricCompileError, OutputSpecError
             Before any data is read.
+        PluginError
+            A listed plugin module fails to import.
         """
-        from .job import job_components, load_job
+        from .job import parse_job
 
-        raw, base = load_job(job)
-        plugins = raw.get("plugins", [])
-        include_eps = raw.get("include_plugin_entry_points", True)
-        if not (isinstance(plugins, list) and all(isinstance(m, str) for m in plugins)):
-            raise JobError("plugins is a list of module names")
-        if not isinstance(include_eps, bool):
-            raise JobError("include_plugin_entry_points is true or false")
-        p = cls(base=base).plugins(plugins, include_entry_points=include_eps)
-        _, adapter, segmenter = job_components(raw)
-        budget = raw["budget"]
-        if not isinstance(budget, Mapping) or set(budget) - {"train_hours", "test_hours"}:
-            raise JobError("budget is {'train_hours': h, 'test_hours': h}")
-        try:
-            p = (
-                p.source(adapter, raw["sources"], base=base)
-                .segment(segmenter)
-                .metrics(raw["strategy"])
-                .output(raw["output"], encoder=raw.get("encoder"))
-                .sample(
-                    hours=float(budget.get("train_hours", 0)),
-                    test_hours=float(budget.get("test_hours", 0)),
-                    clip_aggregate=raw.get("clip_aggregate", "max"),
-                    min_track_seconds=float(raw.get("min_track_seconds", 0.0)),
-                    span_steps=raw.get("span_steps"),
-                    span_seconds=raw.get("span_seconds"),
-                    group_of=raw.get("group_of"),
-                    max_group_overshoot=raw.get("max_group_overshoot"),
-                    tag_coverage=bool(raw.get("tag_coverage", False)),
-                    min_tag_frac=float(raw.get("min_tag_frac", 0.1)),
-                )
-                .options(
-                    seed=int(raw.get("seed", 0)),
-                    workers=int(raw.get("workers", 1)),
-                    on_error=raw.get("on_error", "skip"),
-                )
-            )
-        except PipelineError as exc:
-            raise JobError(str(exc)) from None
-        except (KeyError, TypeError, ValueError) as exc:
-            if isinstance(exc, KurationError):
-                raise
-            raise JobError(str(exc)) from None
-        return p._with(job=raw)
+        raw, base, m = parse_job(job)
+        p = cls(base=base).plugins(m.plugins, include_entry_points=m.include_plugin_entry_points)
+        hide = not m.include_plugin_entry_points
+        with without_entry_point_plugins() if hide else nullcontext():
+            return p._from_model(raw, m)
+
+    def _from_model(self, raw: dict[str, Any], m: Any) -> Pipeline:
+        """The job's parts, built from its validated model ``m`` (a JobModel)."""
+        from .job import job_components, job_encoder, job_selection
+
+        schema, adapter, segmenter = job_components(raw)
+        return self._with(
+            schema=schema,
+            adapter=adapter,
+            sources=raw["sources"],
+            segmenter=segmenter,
+            strategy_=load_strategy(raw["strategy"], schema, what="job strategy"),
+            selection=job_selection(m),
+            output_spec=resolve_output(raw["output"], what="job output"),
+            encoder=job_encoder(m),
+            opts=PipelineOptions(seed=m.seed, workers=m.workers, on_error=m.on_error),
+            job=raw,
+        )
 
     def explain(self) -> PhysicalPlan:
         """Compile the physical plan without reading (or fetching) any source.

@@ -350,6 +350,9 @@ class StageTelemetry:
         Reused and rebuilt checkpointed partitions (shards on resume).
     queue_depth : int or None
         Largest number of in-flight batches.
+    island : int or None
+        The plan island the stage executed in; None for a barrier (or a
+        step outside the plan's stages, such as the commit).
     """
 
     stage: str
@@ -361,6 +364,7 @@ class StageTelemetry:
     checkpoint_hits: int | None = None
     checkpoint_misses: int | None = None
     queue_depth: int | None = None
+    island: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -373,6 +377,7 @@ class StageTelemetry:
             "checkpoint_hits": self.checkpoint_hits,
             "checkpoint_misses": self.checkpoint_misses,
             "queue_depth": self.queue_depth,
+            "island": self.island,
         }
 
     @classmethod

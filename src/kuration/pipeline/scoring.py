@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import sys
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -82,12 +83,16 @@ class ScoringResult:
     sources : dict of source id to SourceInfo
     errors : dict of source uri to message (sources that failed and were skipped)
     skipped : dict of source id to reason (sources that produced no window)
+    timing : dict of str to float
+        Wall seconds per executed pass: ``{"read+segment+features": s}`` when
+        fused, ``{"read+segment": s, "features": s}`` when features ran as a barrier.
     """
 
     segments: list[Segment]
     sources: dict[str, SourceInfo]
     errors: dict[str, str] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    timing: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -119,11 +124,13 @@ def _track_extents(present: np.ndarray, entity_ids: Sequence[Any]) -> tuple[Trac
 
 
 def _score_one(
-    adapter: InputAdapter, uri: str, segmenter: Segmenter, engine: FeatureEngine
+    adapter: InputAdapter, uri: str, segmenter: Segmenter, engine: FeatureEngine | None
 ) -> tuple[SourceInfo, list[Segment], str | None]:
+    """Read, window and (with ``engine``) score one source in one pass."""
     table = adapter.read_table(uri)
     segs = segmenter.segments(table.source_id, table.present)
-    engine.score_segments(table, segs)
+    if engine is not None:
+        engine.score_segments(table, segs)
     reason = None
     if not segs:
         reason = (
@@ -142,6 +149,32 @@ def _score_one(
         counts=dict(sorted(table.counts.items())),
     )
     return info, segs, reason
+
+
+def _features_pass(
+    adapter: InputAdapter,
+    engine: FeatureEngine,
+    results: dict[str, tuple[SourceInfo, list[Segment], str | None]],
+    errors: dict[str, str],
+    on_error: str,
+) -> None:
+    """The features barrier: score the windowed pool, rereading one source at a time.
+
+    A source whose features fail leaves ``results`` for ``errors`` (``on_error="skip"``).
+    """
+    for uri in sorted(results):
+        segs = results[uri][1]
+        if not segs:
+            continue
+        try:
+            engine.score_segments(adapter.read_table(uri), segs)
+        except Exception as exc:
+            if on_error == "raise":
+                raise
+            msg = f"{type(exc).__name__}: {exc}"
+            print(f"kuration: skipped source {uri}: {msg}", file=sys.stderr)
+            errors[uri] = msg
+            del results[uri]
 
 
 def _worker(payload: Mapping[str, Any]) -> tuple[SourceInfo, list[Segment], str | None]:
@@ -169,6 +202,7 @@ def score_sources(
     progress: ProgressCallback | None = None,
     plugins: Sequence[str] = (),
     include_entry_points: bool = True,
+    fused: bool = True,
 ) -> ScoringResult:
     """Score every window of every source.
 
@@ -190,6 +224,12 @@ def score_sources(
         (``ok`` or ``error``), in completion order.
     plugins : sequence of str
         Modules every worker imports first (registered metrics, adapters).
+    fused : bool
+        True reads, windows and scores each source in one pass (the plan's
+        fused island).  False runs features as a barrier: every source is
+        read and windowed first, then the whole pool is scored in a second
+        pass that rereads each source (in this process).  The pool is
+        identical either way.
 
     Raises
     ------
@@ -237,44 +277,80 @@ def score_sources(
             status=status,
         )
 
-    if workers <= 1 or total <= 1:
+    t0 = time.perf_counter()
+    if workers <= 1 or total <= 1 or not fused:
         for uri in uris:
             try:
-                out: Any = _score_one(adapter, uri, segmenter, engine)
+                out: Any = _score_one(adapter, uri, segmenter, engine if fused else None)
             except Exception as exc:
                 out = exc
             record(uri, out)
     else:
-        base = {
-            "schema": schema.to_dict(),
-            "adapter": adapter.to_dict(),
-            "define": dict(strategy.define),
-            "registered": list(strategy.registered),
-            "segmenter": segmenter.to_dict(),
-            "plugins": list(plugins),
-            "entry_points": include_entry_points,
-        }
-        ctx = mp.get_context("spawn")
-        pool = ProcessPoolExecutor(max_workers=min(workers, total), mp_context=ctx)
-        try:
-            futs: dict[Future[Any], str] = {
-                pool.submit(_worker, {**base, "uri": u}): u for u in uris
-            }
-            for fut in as_completed(futs):
-                try:
-                    out = fut.result()
-                except BrokenProcessPool as exc:
-                    raise KurationError(
-                        f"the scoring process pool broke while scoring {futs[fut]} "
-                        f"(a worker process died: {exc}); rerun with workers=1 to find the source"
-                    ) from exc
-                except Exception as exc:
-                    out = exc
-                record(futs[fut], out)
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        _score_in_pool(
+            {
+                "schema": schema.to_dict(),
+                "adapter": adapter.to_dict(),
+                "define": dict(strategy.define),
+                "registered": list(strategy.registered),
+                "segmenter": segmenter.to_dict(),
+                "plugins": list(plugins),
+                "entry_points": include_entry_points,
+            },
+            uris,
+            workers,
+            record,
+        )
+    timing = {"read+segment+features" if fused else "read+segment": time.perf_counter() - t0}
+    if not fused:
+        t1 = time.perf_counter()
+        _features_pass(adapter, engine, results, errors, on_error)
+        timing["features"] = time.perf_counter() - t1
     emit(progress, "scoring", "complete", total=total)
+    return _merge(results, errors, total, timing)
 
+
+def _score_in_pool(
+    base: dict[str, Any],
+    uris: list[str],
+    workers: int,
+    record: Callable[[str, Any], None],
+) -> None:
+    """Score ``uris`` in a spawn-based process pool, recording each result as it completes."""
+    total = len(uris)
+    ctx = mp.get_context("spawn")
+    pool = ProcessPoolExecutor(max_workers=min(workers, total), mp_context=ctx)
+    try:
+        futs: dict[Future[Any], str] = {pool.submit(_worker, {**base, "uri": u}): u for u in uris}
+        for fut in as_completed(futs):
+            try:
+                out = fut.result()
+            except BrokenProcessPool as exc:
+                raise KurationError(
+                    f"the scoring process pool broke while scoring {futs[fut]} "
+                    f"(a worker process died: {exc}); rerun with workers=1 to find the source"
+                ) from exc
+            except Exception as exc:
+                out = exc
+            record(futs[fut], out)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _merge(
+    results: dict[str, tuple[SourceInfo, list[Segment], str | None]],
+    errors: dict[str, str],
+    total: int,
+    timing: dict[str, float],
+) -> ScoringResult:
+    """The pool in sorted order (identical for any worker count and completion order).
+
+    Raises
+    ------
+    KurationError
+        Two sources share an id.
+    EmptyPoolError
+        No source yielded a segment.
+    """
     infos: dict[str, SourceInfo] = {}
     segments: list[Segment] = []
     skipped: dict[str, str] = {}
@@ -295,7 +371,7 @@ def score_sources(
             "or had no entity in any window",
             errors={**errors, **skipped},
         )
-    return ScoringResult(segments, infos, errors, skipped)
+    return ScoringResult(segments, infos, errors, skipped, timing)
 
 
 def entity_key(entity_id: Any) -> str:

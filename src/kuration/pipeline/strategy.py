@@ -4,25 +4,60 @@ Selection reads features by name and never imports the metric DSL, so the two
 steps that need both -- compiling a strategy's ``define`` block against a
 schema (to validate it at load) and building its FeatureEngine -- live here,
 above both stages.
+
+A strategy's metrics compile once per process: :func:`strategy_engine` keeps
+the engines it built, keyed by what they compile (the ``define`` block, the
+registered metric names and the schema), so validating a strategy at load
+and scoring with it later share one :class:`FeatureEngine`.  A registered
+metric re-registered under the same name (``clobber=True``) invalidates the
+cached engine.  Worker processes still rebuild their engine from JSON.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 from ..contracts.schema import SchemaSpec
-from ..metrics.features import FeatureEngine
+from ..metrics.features import FeatureEngine, registered_metric
 from ..selection.strategy import Strategy, parse_strategy
 
 __all__ = ["load_strategy", "strategy_engine"]
 
 
+_ENGINES: OrderedDict[Hashable, FeatureEngine] = OrderedDict()
+_MAX_ENGINES = 16
+
+
+def _engine_key(strategy: Strategy, schema: SchemaSpec) -> Hashable:
+    schema_doc = json.dumps(schema.to_dict(), sort_keys=True, default=str)
+    return (tuple(strategy.define.items()), tuple(strategy.registered), schema_doc)
+
+
 def strategy_engine(strategy: Strategy, schema: SchemaSpec) -> FeatureEngine:
     """The FeatureEngine of ``strategy``: its ``define`` metrics compiled against ``schema``
-    plus its registered metrics."""
-    return FeatureEngine(strategy.define, schema, strategy.registered)
+    plus its registered metrics; built once per process for the same metrics and schema.
+
+    Raises
+    ------
+    MetricCompileError, StrategyError
+        From :class:`FeatureEngine` (nothing is cached then).
+    """
+    key = _engine_key(strategy, schema)
+    engine = _ENGINES.get(key)
+    if engine is not None and all(
+        registered_metric(n) is fn for n, fn in engine.registered.items()
+    ):
+        _ENGINES.move_to_end(key)
+        return engine
+    engine = FeatureEngine(strategy.define, schema, strategy.registered)
+    _ENGINES[key] = engine
+    while len(_ENGINES) > _MAX_ENGINES:
+        _ENGINES.popitem(last=False)
+    return engine
 
 
 def load_strategy(

@@ -9,7 +9,8 @@ import pytest
 
 import timenet as tn
 from kuration.errors import SourceError
-from kuration.pipeline.job import job_components, resolve_sources, run_job
+from kuration.pipeline.entry import run_job
+from kuration.pipeline.job import job_components, resolve_sources
 
 SCHEMA = {
     "name": "pitch",

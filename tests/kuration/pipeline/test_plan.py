@@ -109,7 +109,7 @@ def test_stage_telemetry_round_trips() -> None:
     assert StageTelemetry.from_dict(t.to_dict()) == t
     assert set(t.to_dict()) == {
         "stage", "wall_s", "rows_in", "rows_out", "partitions", "bytes",
-        "checkpoint_hits", "checkpoint_misses", "queue_depth",
+        "checkpoint_hits", "checkpoint_misses", "queue_depth", "island",
     }  # fmt: skip
 
 

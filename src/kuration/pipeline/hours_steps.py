@@ -1,0 +1,687 @@
+"""The named steps of an hours run, in order (see :data:`STEPS`).
+
+Each step reads and fills one :class:`HoursRun` and returns the measurements
+of its own :class:`~kuration.pipeline.plan.StageTelemetry` (rows in and out,
+partitions, bytes, checkpoint hits/misses); :func:`run_steps` times it and
+records the telemetry.  The orchestration is the list itself::
+
+    score -> rank -> candidates -> split -> fill -> fingerprint -> shard plan
+          -> resume lookup -> stage -> publish -> manifest -> config+commit
+
+Validation (``preflight``) and the writer lease happen before the first step
+(:mod:`kuration.pipeline.hours`).  Planning steps read sources only; ``stage``
+encodes shards into the staging namespace; ``publish`` onwards touch the
+published dataset (see :mod:`kuration.output.commit`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._version import __version__
+from ..contracts.schema import SchemaSpec
+from ..contracts.segment import Segment, Segmenter
+from ..contracts.track import track_from_table
+from ..core.ids import tag_entity_id
+from ..core.jsonio import dump_json_atomic
+from ..core.plugins import code_unidentified, implementation_fingerprints, run_code, used_names
+from ..core.progress import ProgressCallback, emit
+from ..errors import DatasetIntegrityError, OutputSpecError
+from ..output.commit import (
+    CONFIG_NAME,
+    FORMAT,
+    MANIFEST_NAME,
+    MARKER_NAME,
+    SPLITS,
+    STAGING_NAME,
+    Journal,
+    fsync_paths,
+    marker_document,
+    read_commit,
+    remove_stale,
+    remove_tree,
+    reusable_entries,
+    run_fingerprint,
+    shard_matches,
+    staging_dir,
+    write_commit,
+)
+from ..output.encoders import encoder_identity
+from ..output.spec import OutputSpec
+from ..output.writer import ShardWriter, ensure_dir, plan_entries
+from ..selection.fill import (
+    Candidate,
+    FillResult,
+    build_candidates,
+    check_group_cap,
+    fill_budgets,
+    settle_splits,
+)
+from ..selection.select import apply_strategy, assign_splits
+from ..selection.strategy import Strategy
+from ..sources.base import InputAdapter
+from .plan import PhysicalPlan, StageTelemetry
+from .scoring import ScoringResult, score_sources
+from .summary import feature_distributions
+
+__all__ = ["STEPS", "HoursRun", "run_steps"]
+
+_PLAN_KEYS = (
+    "split",
+    "source_id",
+    "entity_id",
+    "span_index",
+    "shard_index",
+    "start_idx",
+    "start_time_s",
+    "n_steps",
+    "padded",
+)
+
+Planned = tuple[str, Candidate, list[dict[str, Any]]]
+
+
+@dataclass
+class HoursRun:
+    """Everything one hours run reads (set before the first step) and builds (step by step).
+
+    The first block is the validated input; the rest starts empty and each
+    step fills its part.  ``telemetry`` collects one entry per executed step.
+    """
+
+    root: Path
+    schema: SchemaSpec
+    adapter: InputAdapter
+    sources: list[str]
+    strategy: Strategy
+    segmenter: Segmenter
+    spec: OutputSpec
+    encoder: Any
+    options: Mapping[str, Any]  # the hours options, validated, span resolved
+    group_fn: Callable[[str], str | None] | None
+    plan: PhysicalPlan | None
+    progress: ProgressCallback | None
+    job: Mapping[str, Any] | None
+    plugins: list[str]
+    include_entry_points: bool
+    started: str = ""
+    scoring: ScoringResult | None = None
+    edges: Any = None
+    candidates: list[Candidate] = field(default_factory=list)
+    too_short: int = 0
+    groups: dict[str, str] = field(default_factory=dict)
+    split_of: dict[str, str] = field(default_factory=dict)
+    fill: FillResult | None = None
+    overshoot: float | None = None
+    tag_names: list[str] | None = None
+    use_tags: bool = False
+    run: dict[str, Any] = field(default_factory=dict)
+    fingerprint: str = ""
+    unidentified: Any = None
+    admitted: list[Planned] = field(default_factory=list)
+    binding: dict[str, Any] = field(default_factory=dict)
+    trusted: dict[str, dict[str, Any]] = field(default_factory=dict)
+    staged: dict[str, dict[str, Any]] = field(default_factory=dict)
+    resume_notes: list[str] = field(default_factory=list)
+    prev: dict[str, Any] | None = None
+    journal: Journal | None = None
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    to_move: list[str] = field(default_factory=list)
+    reused: int = 0
+    rebuilt: int = 0
+    partitions: int = 0
+    published: bool = False
+    manifest: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    telemetry: list[StageTelemetry] = field(default_factory=list)
+
+    @property
+    def hz(self) -> float:
+        return float(self.schema.sample_hz)
+
+    @property
+    def opt(self) -> Mapping[str, Any]:
+        return self.options
+
+    @property
+    def resume_block(self) -> dict[str, Any]:
+        return {
+            "requested": bool(self.opt["resume"]),
+            "reused_shards": self.reused,
+            "rebuilt_shards": self.rebuilt,
+            "notes": self.resume_notes,
+        }
+
+    def pool(self) -> ScoringResult:
+        assert self.scoring is not None
+        return self.scoring
+
+    def filled(self) -> FillResult:
+        assert self.fill is not None
+        return self.fill
+
+
+def _fused_features(plan: PhysicalPlan | None) -> bool:
+    """Whether the plan fuses read, segment and features into one island."""
+    if plan is None:
+        return True
+    isl = {plan.stage(k).island for k in ("read", "segment", "features")}
+    return len(isl) == 1 and None not in isl
+
+
+# ---- the steps ---------------------------------------------------------------------------
+
+
+def step_score(r: HoursRun) -> list[StageTelemetry]:
+    """Read, window and score every source: one fused pass, or -- when the plan makes the
+    features stage a barrier -- read+segment over every source, then features over the pool."""
+    fused = _fused_features(r.plan)
+    r.started = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+    r.scoring = score_sources(
+        r.schema,
+        r.adapter,
+        r.sources,
+        r.segmenter,
+        r.strategy,
+        workers=r.opt["workers"],
+        on_error=r.opt["on_error"],
+        progress=r.progress,
+        plugins=r.plugins,
+        include_entry_points=r.include_entry_points,
+        fused=fused,
+    )
+    n_src, n_seg = len(r.sources), len(r.scoring.segments)
+    scored = r.scoring.summary()["sources_scored"]
+    island = r.plan.stage("read").island if r.plan is not None else 0
+    out = []
+    for stage, wall in r.scoring.timing.items():
+        rows_in = n_seg if stage == "features" else n_src
+        isl = r.plan.stage("features").island if stage == "features" and r.plan else island
+        out.append(StageTelemetry(stage, wall, rows_in, n_seg, scored, island=isl))
+    # the transform and scorer seams are empty on this path: nothing to advance
+    for seam in ("transforms", "scorers"):
+        emit(r.progress, seam, "start", total=0)
+        emit(r.progress, seam, "complete", total=0)
+    return out
+
+
+def step_rank(r: HoursRun) -> dict[str, Any]:
+    """Bin the pool and rank it by the strategy's method (``bin_edges`` for config.json)."""
+    segs = r.pool().segments
+    emit(r.progress, "selection", "start", total=len(SPLITS))
+    r.edges = apply_strategy(segs, r.strategy, r.opt["seed"])
+    return {"rows_in": len(segs), "rows_out": len(segs)}
+
+
+def step_candidates(r: HoursRun) -> dict[str, Any]:
+    """Cut tracks (or spans) into candidates carrying aggregated priority and features."""
+    pool = r.pool()
+    by_source: dict[str, list[Segment]] = {}
+    for s in pool.segments:
+        by_source.setdefault(s.source_id, []).append(s)
+    min_steps = max(1, int(np.ceil(r.opt["min_track_seconds"] * r.hz)))
+    r.candidates, r.too_short = build_candidates(
+        {sid: info.tracks for sid, info in pool.sources.items()},
+        by_source,
+        how=r.opt["clip_aggregate"],
+        features=r.strategy.feature_names,
+        min_steps=min_steps,
+        span_steps=r.opt["span_steps"],
+        group_of=r.group_fn,
+    )
+    return {"rows_in": len(pool.segments), "rows_out": len(r.candidates)}
+
+
+def step_split(r: HoursRun) -> dict[str, Any]:
+    """Assign each candidate source to train or test (stratified by group)."""
+    cand_sources = sorted({c.source_id for c in r.candidates})
+    total_h = r.opt["train_hours"] + r.opt["test_hours"]
+    for c in r.candidates:
+        if c.group is not None:
+            r.groups.setdefault(c.source_id, c.group)
+    r.split_of = assign_splits(
+        cand_sources, r.opt["test_hours"] / total_h, r.opt["seed"], r.groups or None
+    )
+    return {"rows_in": len(cand_sources), "rows_out": len(r.split_of)}
+
+
+def step_fill(r: HoursRun) -> dict[str, Any]:
+    """Fill the hour budgets; the strategy's own tag coverage and group cap apply too."""
+    o = r.opt
+    strat_cov = getattr(r.strategy, "tag_coverage", None) or {}
+    r.tag_names = sorted(strat_cov) if strat_cov else None
+    r.use_tags = bool(o["tag_coverage"] or strat_cov)
+    strat_cap = getattr(r.strategy, "group_cap", None) or {}
+    r.overshoot = o["max_group_overshoot"]
+    if r.overshoot is None and strat_cap.get("max_overshoot") is not None:
+        r.overshoot = float(strat_cap["max_overshoot"])
+    budgets = {"train": o["train_hours"] * 3600.0, "test": o["test_hours"] * 3600.0}
+    r.fill = fill_budgets(
+        r.candidates,
+        r.split_of,
+        budgets,
+        r.hz,
+        max_group_overshoot=r.overshoot,
+        tag_coverage=r.use_tags,
+        tag_names=r.tag_names,
+        min_tag_frac=o["min_tag_frac"],
+    )
+    spec = r.spec
+    check_group_cap(
+        r.fill,
+        overshoot=r.overshoot,
+        shard_seconds=spec.shard_length / r.hz if spec.short_policy == "drop" else None,
+    )
+    for i, split in enumerate(SPLITS, 1):
+        n = len(r.fill.admitted[split])
+        emit(
+            r.progress,
+            "selection",
+            "advance",
+            current=i,
+            total=len(SPLITS),
+            split=split,
+            admitted=n,
+        )
+    emit(r.progress, "selection", "complete", total=len(SPLITS))
+    n_out = sum(len(v) for v in r.fill.admitted.values())
+    return {"rows_in": len(r.candidates), "rows_out": n_out}
+
+
+def step_fingerprint(r: HoursRun) -> dict[str, Any]:
+    """The run document pinned by ``.kuration_output_spec.json`` and its fingerprint."""
+    o, pool = r.opt, r.pool()
+    source_ids = [
+        {"source_id": sid, "fingerprint": info.fingerprint}
+        for sid, info in sorted(pool.sources.items())
+    ]
+    r.run = {
+        "kuration_version": __version__,
+        "schema": r.schema.to_dict(),
+        "adapter": r.adapter.to_dict(),
+        "strategy": r.strategy.to_dict(),
+        "segmenter": r.segmenter.to_dict(),
+        "output": r.spec.to_dict(),
+        "encoder": encoder_identity(r.encoder),
+        "budget": {"train_hours": float(o["train_hours"]), "test_hours": float(o["test_hours"])},
+        "seed": o["seed"],
+        "clip_aggregate": o["clip_aggregate"],
+        "min_track_seconds": float(o["min_track_seconds"]),
+        "span_steps": o["span_steps"],
+        "groups": dict(sorted(r.groups.items())),
+        "max_group_overshoot": r.overshoot,
+        "tag_coverage": r.use_tags,
+        "tag_names": r.tag_names,
+        "min_tag_frac": float(o["min_tag_frac"]),
+        "on_error": o["on_error"],
+        "sources": source_ids,
+        "source_errors": sorted(pool.errors),
+    }
+    # code outside kuration that shapes the shards (plugins); absent when there is none
+    code = run_code(used_names(r.run["strategy"], r.adapter.name, r.spec.container), r.plugins)
+    if code:
+        r.run["code"] = code
+    r.unidentified = code_unidentified(code)
+    r.fingerprint = run_fingerprint(r.run)
+    return {"rows_in": len(source_ids), "rows_out": 1}
+
+
+def step_shard_plan(r: HoursRun) -> dict[str, Any]:
+    """Every shard's manifest entry, minus size and checksum; settles each split's binding."""
+    pool, fill = r.pool(), r.filled()
+    for split in SPLITS:
+        for c in fill.admitted[split]:
+            planned = plan_entries(
+                source_id=c.source_id,
+                entity_id=c.entity_id,
+                span_index=c.span_index,
+                start_idx=c.first,
+                n_steps=c.n_steps,
+                k0=pool.sources[c.source_id].k0,
+                sample_hz=r.hz,
+                split=split,
+                spec=r.spec,
+            )
+            r.admitted.append((split, c, planned))
+    r.binding = settle_splits(fill, r.admitted, r.hz, r.too_short, r.opt["allow_empty_split"])
+    n_shards = sum(len(p) for _, _, p in r.admitted)
+    return {"rows_in": len(r.admitted), "rows_out": n_shards}
+
+
+def step_resume_lookup(r: HoursRun) -> dict[str, Any]:
+    """Which earlier shards may be reused (``resume``), and the previous commit record."""
+    if r.opt["resume"]:
+        strong = all(
+            isinstance(s["fingerprint"], str) and s["fingerprint"] for s in r.run["sources"]
+        )
+        if r.unidentified:
+            r.resume_notes = [f"no source code found for {r.unidentified}: nothing is reused"]
+        elif strong:
+            r.trusted, r.staged, r.resume_notes = reusable_entries(r.root, r.fingerprint, r.run)
+        else:
+            r.resume_notes = ["a source has no strong fingerprint: nothing is reused"]
+    for split in SPLITS:
+        d = r.root / split
+        if d.is_symlink() or (d.exists() and not d.is_dir()):
+            raise DatasetIntegrityError(
+                "refusing to write through a symlink or non-directory", path=str(d)
+            )
+    try:
+        r.prev, _ = read_commit(r.root)
+    except DatasetIntegrityError:
+        r.prev = None  # unreadable: nothing to carry over (force/resume rebuild)
+    return {"rows_out": len(r.trusted) + len(r.staged)}
+
+
+def _locate(
+    r: HoursRun, stage: Path, planned: Mapping[str, Any]
+) -> tuple[dict[str, Any], str] | None:
+    """A reusable copy of a planned shard: its completed entry and whether it is already
+    ``"in place"`` or still ``"staged"``; None when it must be rebuilt.
+
+    A record is trusted only if its plan fields agree and the file's bytes match it.
+    """
+    path = planned["path"]
+    for rec, where, base in (
+        (r.trusted.get(path), "in place", r.root),
+        (r.staged.get(path), "staged", stage),
+        (r.staged.get(path), "in place", r.root),  # moved before an interrupted publication ended
+    ):
+        if rec is None or any(rec.get(k) != planned[k] for k in _PLAN_KEYS):
+            continue
+        if shard_matches(base, rec):
+            return {**planned, "size": rec["size"], "sha256": rec["sha256"]}, where
+    return None
+
+
+def _reuse(r: HoursRun, stage: Path, planned: list[dict[str, Any]]) -> bool:
+    """Take every shard of one admitted track from an earlier run, if all are reusable."""
+    found = [_locate(r, stage, e) for e in planned]
+    if not planned or any(f is None for f in found):
+        return False
+    for f in found:
+        assert f is not None
+        entry, where = f
+        r.entries.append(entry)
+        if where == "staged":
+            r.to_move.append(entry["path"])
+    r.reused += len(planned)
+    return True
+
+
+def step_stage(r: HoursRun) -> dict[str, Any]:
+    """Encode every shard not already in place into the staging namespace, source by source
+    (the published dataset is untouched)."""
+    stage = staging_dir(r.root, r.fingerprint)
+    if not r.opt["resume"] and stage.exists():
+        remove_tree(stage)
+    r.journal = Journal(stage, r.fingerprint, keep=r.opt["resume"])
+    writer = ShardWriter(stage, r.spec, r.schema, r.encoder, on_shard=r.journal.record)
+    uri_of = {sid: info.uri for sid, info in r.pool().sources.items()}
+    work: dict[str, list[Planned]] = {}
+    for item in r.admitted:
+        work.setdefault(item[1].source_id, []).append(item)
+    r.partitions = len(work)
+    emit(r.progress, "writing", "start", total=len(work))
+    for i, sid in enumerate(sorted(work), 1):
+        table, roster = None, {}
+        for split, c, planned in work[sid]:
+            if _reuse(r, stage, planned):
+                continue
+            if table is None:
+                table = r.adapter.read_table(uri_of[sid])
+                roster = {tag_entity_id(e): j for j, e in enumerate(table.entity_ids)}
+            meta = {**c.features, "priority": c.priority}
+            row = roster[tag_entity_id(c.entity_id)]
+            track = track_from_table(table, row, c.first, c.last, c.span_index, meta)
+            written = writer.write(track, split)
+            if [e["path"] for e in written] != [e["path"] for e in planned]:
+                raise OutputSpecError(f"internal: shard plan mismatch for {sid!r}")
+            r.entries.extend(written)
+            r.to_move.extend(e["path"] for e in written)
+            r.rebuilt += len(written)
+        emit(r.progress, "writing", "advance", current=i, total=len(work), source=sid)
+    r.journal.close()
+    if r.opt["durable"]:
+        fsync_paths([stage / p for p in r.to_move])
+    return {
+        "rows_in": len(r.admitted),
+        "rows_out": len(r.entries),
+        "partitions": len(work),
+        "bytes": sum(int(e.get("size", 0)) for e in r.entries),
+        "checkpoint_hits": r.reused,
+        "checkpoint_misses": r.rebuilt,
+        "queue_depth": 1,  # one source's shards in flight at a time
+    }
+
+
+def step_publish(r: HoursRun) -> dict[str, Any]:
+    """``state="writing"``, staged shards moved into place, stale files removed, fsync."""
+    stage = staging_dir(r.root, r.fingerprint)
+    last_committed = None
+    if r.prev is not None:
+        prev = r.prev
+        last_committed = prev if prev.get("state") == "committed" else prev.get("previous")
+    r.published = True
+    write_commit(r.root, "writing", run_fingerprint=r.fingerprint, previous=last_committed)
+    for rel in r.to_move:
+        ensure_dir(r.root / rel.split("/", 1)[0])
+        os.replace(stage / rel, r.root / rel)
+    emit(r.progress, "writing", "complete", total=r.partitions)
+    r.entries.sort(
+        key=lambda e: (
+            e["split"],
+            e["source_id"],
+            e["entity_id"],
+            -1 if e["span_index"] is None else e["span_index"],
+            e["shard_index"],
+        )
+    )
+    remove_stale(r.root, {e["path"] for e in r.entries})
+    if r.opt["durable"]:
+        fsync_paths([r.root / s for s in SPLITS if (r.root / s).is_dir()] + [r.root])
+    return {"rows_in": len(r.to_move), "rows_out": len(r.entries)}
+
+
+def step_manifest(r: HoursRun) -> dict[str, Any]:
+    """The manifest document: splits, budget blocks (with their binding) and every shard."""
+    o, spec, fill = r.opt, r.spec, r.filled()
+    budget: dict[str, Any] = {
+        "too_short_excluded": r.too_short,
+        "min_track_seconds": float(o["min_track_seconds"]),
+        "span_steps": o["span_steps"],
+        "clip_aggregate": o["clip_aggregate"],
+    }
+    splits: dict[str, Any] = {}
+    for split in SPLITS:
+        b = dict(fill.budget[split])
+        es = [e for e in r.entries if e["split"] == split]
+        b["emitted_s"] = sum(e["n_steps"] for e in es) / r.hz
+        b["dropped_tail_s"] = b["admitted_s"] - b["emitted_s"]
+        b["binding"], b["binding_detail"] = r.binding[split]
+        budget[split] = b
+        splits[split] = {
+            "shards": len(es),
+            "tracks": len({(e["source_id"], e["entity_id"], e["span_index"]) for e in es}),
+            "sources": sorted({e["source_id"] for e in es}),
+            "seconds": b["emitted_s"],
+        }
+    r.manifest = {
+        "format": FORMAT,
+        "run_fingerprint": r.fingerprint,
+        "container": spec.container,
+        "shard_length": spec.shard_length,
+        "short_policy": spec.short_policy,
+        "presence_mask": spec.presence_mask,
+        "sample_hz": r.hz,
+        "modalities": {
+            k: {"dtype": m.dtype, "shape": list(m.shape), "source": m.source}
+            for k, m in spec.modalities.items()
+        },
+        "splits": splits,
+        "budget": budget,
+        "shards": r.entries,
+    }
+    return {"rows_in": len(r.entries), "rows_out": 1}
+
+
+def _warnings(r: HoursRun) -> list[str]:
+    out: list[str] = []
+    if not r.entries:
+        out.append("no shard was emitted: every candidate was excluded or dropped")
+    for split in SPLITS:
+        if r.binding[split][0] is not None:
+            out.append(f"{split} under-filled: {r.binding[split][0]}: {r.binding[split][1]}")
+    return out
+
+
+def _pipeline_block(r: HoursRun) -> dict[str, Any]:
+    o, pool = r.opt, r.pool()
+    sources = [
+        {
+            "source_id": sid,
+            "uri": info.uri,
+            "sha256": info.fingerprint,
+            "split": r.split_of.get(sid),
+            "n_steps": info.n_steps,
+            "segments": info.n_segments,
+            **info.counts,
+        }
+        for sid, info in sorted(pool.sources.items())
+    ]
+    return {
+        "adapter": r.adapter.to_dict(),
+        "segmenter": r.segmenter.to_dict(),
+        "train_hours": o["train_hours"],
+        "test_hours": o["test_hours"],
+        "seed": o["seed"],
+        "clip_aggregate": o["clip_aggregate"],
+        "min_track_seconds": o["min_track_seconds"],
+        "span_steps": o["span_steps"],
+        "max_group_overshoot": r.overshoot,
+        "tag_coverage": r.use_tags,
+        "min_tag_frac": float(o["min_tag_frac"]),
+        "allow_empty_split": bool(o["allow_empty_split"]),
+        "workers": o["workers"],
+        "on_error": o["on_error"],
+        "sources": sources,
+    }
+
+
+def _provenance(r: HoursRun) -> dict[str, Any]:
+    workers = r.opt["workers"]
+    return {
+        "kuration_version": __version__,
+        "run_fingerprint": r.fingerprint,
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+        "platform": platform.platform(),
+        "encoder": encoder_identity(r.encoder),
+        "implementations": implementation_fingerprints(),
+        "sources": r.run["sources"],
+        "execution": {
+            "mode": "local" if workers <= 1 else "process-pool",
+            "workers": workers,
+            # the PhysicalPlan that ran and each executed step's telemetry (this step's
+            # own is not in yet: it ends with the commit)
+            "plan": r.plan.to_dict() if r.plan is not None else None,
+            "telemetry": [t.to_dict() for t in r.telemetry],
+        },
+        "started_at": r.started,
+        "finished_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def step_commit(r: HoursRun) -> dict[str, Any]:
+    """config.json, the marker and the manifest replaced, then ``state="committed"``."""
+    pool = r.pool()
+    r.config = {
+        "format": "kuration-config/1",
+        "schema": r.schema.to_dict(),
+        "strategy": r.strategy.to_dict(),
+        "output": r.spec.to_dict(),
+        "pipeline": _pipeline_block(r),
+        "job": dict(r.job) if r.job is not None else None,
+        "results": {
+            "scoring": pool.summary(),
+            "bin_edges": r.edges,
+            "budget": r.manifest["budget"],
+            "splits": r.manifest["splits"],
+            "split_of": dict(sorted(r.split_of.items())),
+            "resume": r.resume_block,
+            "distributions": feature_distributions(
+                pool.segments, r.filled(), r.strategy.feature_names
+            ),
+        },
+        "warnings": _warnings(r),
+        "provenance": _provenance(r),
+    }
+    marker_sha = dump_json_atomic(r.root / MARKER_NAME, marker_document(r.run))
+    man_sha = dump_json_atomic(r.root / MANIFEST_NAME, r.manifest)
+    cfg_sha = dump_json_atomic(r.root / CONFIG_NAME, r.config)
+    write_commit(
+        r.root,
+        "committed",
+        run_fingerprint=r.fingerprint,
+        manifest_sha256=man_sha,
+        config_sha256=cfg_sha,
+        output_spec_sha256=marker_sha,
+        n_shards=len(r.entries),
+    )
+    remove_tree(r.root / STAGING_NAME)
+    return {"rows_in": len(r.entries), "rows_out": 3}
+
+
+Step = Callable[[HoursRun], "dict[str, Any] | list[StageTelemetry]"]
+
+#: The hours run, step by step: (telemetry stage name, step).
+STEPS: tuple[tuple[str, Step], ...] = (
+    ("read+segment+features", step_score),
+    ("bin", step_rank),
+    ("candidates", step_candidates),
+    ("split", step_split),
+    ("fill", step_fill),
+    ("fingerprint", step_fingerprint),
+    ("shard-plan", step_shard_plan),
+    ("resume-lookup", step_resume_lookup),
+    ("stage", step_stage),
+    ("publish", step_publish),
+    ("manifest", step_manifest),
+    ("commit", step_commit),
+)
+
+
+#: The plan stage each step executes (its island is recorded in the telemetry).
+_PLAN_STAGE = {
+    "bin": "bin",
+    "candidates": "fill",
+    "split": "fill",
+    "fill": "fill",
+    "stage": "write",
+    "publish": "write",
+}
+
+
+def run_steps(r: HoursRun) -> None:
+    """Run :data:`STEPS` in order, recording each one's :class:`StageTelemetry` in
+    ``r.telemetry`` (a step that ran several plan stages reports them itself)."""
+    for name, step in STEPS:
+        t0 = time.perf_counter()
+        measured = step(r)
+        if isinstance(measured, list):
+            r.telemetry.extend(measured)
+            continue
+        kind = _PLAN_STAGE.get(name)
+        island = r.plan.stage(kind).island if r.plan is not None and kind else None
+        wall = time.perf_counter() - t0
+        r.telemetry.append(StageTelemetry(name, wall, island=island, **measured))
