@@ -31,12 +31,17 @@ from .errors import (
     OutputSpecError,
     OutputValueError,
     PipelineError,
+    ReaderOptionError,
     SampleFetchError,
     SchemaError,
+    ScorerError,
     SnapCollisionWarning,
     SourceError,
     StrategyError,
     TimeRangeError,
+    TransformError,
+    UnknownModalityError,
+    UnknownSplitError,
 )
 
 # module (relative to this package) -> the public names it provides
@@ -83,6 +88,25 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "FeatureEngine",
         "register_metric",
         "registered_metrics",
+    ),
+    ".metrics.media_transforms": ("MotionEnergy",),
+    ".metrics.mutual_info": (
+        "MutualInformationScorer",
+        "ksg_mutual_information",
+    ),
+    ".metrics.scorers": (
+        "NoveltyScorer",
+        "ScorerContext",
+        "SegmentScorer",
+        "register_scorer",
+        "registered_scorers",
+    ),
+    ".metrics.transforms": (
+        "BatchTransform",
+        "MediaRequest",
+        "TransformContext",
+        "register_transform",
+        "registered_transforms",
     ),
     ".output.containers": (
         "get_container",
@@ -144,6 +168,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "PlanStage",
         "StageTelemetry",
     ),
+    ".pipeline.scorer_pass": ("run_scorers",),
     ".pipeline.scoring": (
         "ScoringResult",
         "score_sources",
@@ -157,6 +182,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "read_shard_arrays",
         "shard_entries",
     ),
+    ".read.table": ("FeatureInfo",),
     ".selection.binning": (
         "bin_segments",
         "quantile_bins",
@@ -230,6 +256,22 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers
     from .core.traits import ExecutionTraits
     from .metrics.dsl import CompiledMetric, compile_metric
     from .metrics.features import FeatureEngine, register_metric, registered_metrics
+    from .metrics.media_transforms import MotionEnergy
+    from .metrics.mutual_info import MutualInformationScorer, ksg_mutual_information
+    from .metrics.scorers import (
+        NoveltyScorer,
+        ScorerContext,
+        SegmentScorer,
+        register_scorer,
+        registered_scorers,
+    )
+    from .metrics.transforms import (
+        BatchTransform,
+        MediaRequest,
+        TransformContext,
+        register_transform,
+        registered_transforms,
+    )
     from .output.containers import get_container, register_container, registered_containers
     from .output.encoders import (
         OutputEncoder,
@@ -262,10 +304,12 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers
     )
     from .pipeline.pipeline import CountSelection, HoursSelection, Pipeline, PipelineOptions
     from .pipeline.plan import PhysicalPlan, PlanComponent, PlanStage, StageTelemetry
+    from .pipeline.scorer_pass import run_scorers
     from .pipeline.scoring import ScoringResult, score_sources
     from .pipeline.strategy import load_strategy
     from .read.curated import CuratedDatasetAdapter
     from .read.loaders import Dataset, iter_shards, open_dataset, read_shard_arrays, shard_entries
+    from .read.table import FeatureInfo
     from .selection.binning import bin_segments, quantile_bins
     from .selection.filters import register_filter, registered_filters
     from .selection.select import apply_strategy, assign_splits, register_method, registered_methods
@@ -298,6 +342,7 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers
 __all__ = [
     "AnalysisSubject",
     "Analyzer",
+    "BatchTransform",
     "BudgetError",
     "CheckResult",
     "CompiledMetric",
@@ -317,6 +362,7 @@ __all__ = [
     "ExecutionTraitsError",
     "ExperimentResult",
     "FeatureEngine",
+    "FeatureInfo",
     "FieldSpec",
     "FrameRef",
     "GroupCapError",
@@ -330,9 +376,13 @@ __all__ = [
     "MediaColumn",
     "MediaError",
     "MediaProvider",
+    "MediaRequest",
     "MediaSpec",
     "MetricCompileError",
     "ModalitySpec",
+    "MotionEnergy",
+    "MutualInformationScorer",
+    "NoveltyScorer",
     "Operator",
     "OutputEncoder",
     "OutputPreset",
@@ -347,11 +397,15 @@ __all__ = [
     "PipelineRun",
     "PlanComponent",
     "PlanStage",
+    "ReaderOptionError",
     "SampleFetchError",
     "SchemaError",
     "SchemaSpec",
+    "ScorerContext",
+    "ScorerError",
     "ScoringResult",
     "Segment",
+    "SegmentScorer",
     "Segmenter",
     "ShardWriter",
     "SnapCollisionWarning",
@@ -365,6 +419,10 @@ __all__ = [
     "TimeRangeError",
     "TimeseriesAdapter",
     "Track",
+    "TransformContext",
+    "TransformError",
+    "UnknownModalityError",
+    "UnknownSplitError",
     "VideoAdapter",
     "WindowBatch",
     "WindowBuffer",
@@ -388,6 +446,7 @@ __all__ = [
     "hours_selection_review",
     "inspect_dataset",
     "iter_shards",
+    "ksg_mutual_information",
     "load_job",
     "load_plugins",
     "load_strategy",
@@ -407,6 +466,8 @@ __all__ = [
     "register_metric",
     "register_operator",
     "register_preset",
+    "register_scorer",
+    "register_transform",
     "registered_adapters",
     "registered_analyzers",
     "registered_containers",
@@ -417,8 +478,11 @@ __all__ = [
     "registered_metrics",
     "registered_operators",
     "registered_presets",
+    "registered_scorers",
+    "registered_transforms",
     "run_experiment",
     "run_job",
+    "run_scorers",
     "score_sources",
     "select_segments",
     "shard_entries",

@@ -20,8 +20,13 @@
     ├── DestinationError (OSError)          the output destination cannot be created or written
     ├── DatasetExistsError (FileExistsError) the destination holds a dataset and neither resume nor force was given
     ├── DatasetIntegrityError (ValueError)  an artifact fails verification (checksum, layout, commit state)
+    ├── UnknownSplitError (KeyError)        a reader was asked for a split the dataset does not have
+    ├── UnknownModalityError (KeyError)     a reader was asked for a modality the dataset does not have
+    ├── ReaderOptionError (ValueError)      a reader option is invalid (pad_to, delta_timestamps)
     ├── SampleFetchError (RuntimeError)     a pinned sample could not be fetched or failed its checksum
     ├── MediaError (ValueError)             a media file, stream or frame cannot be probed or decoded
+    ├── TransformError (ValueError)         a BatchTransform use is invalid or its output is (names transform, source, segment, token)
+    ├── ScorerError (RuntimeError)          a SegmentScorer use is invalid or it failed (names scorer, source, segment)
     ├── PipelineError (ValueError)          a Pipeline is built or used inconsistently (unknown seam name, no source)
     ├── ExecutionTraitsError (ValueError)   a component declares invalid execution traits (raised at registration)
     └── MissingExtraError (ImportError)     an optional feature's extra is not installed
@@ -55,12 +60,17 @@ __all__ = [
     "OutputValueError",
     "PipelineError",
     "PolicyError",
+    "ReaderOptionError",
     "SampleFetchError",
     "SchemaError",
+    "ScorerError",
     "SnapCollisionWarning",
     "SourceError",
     "StrategyError",
     "TimeRangeError",
+    "TransformError",
+    "UnknownModalityError",
+    "UnknownSplitError",
 ]
 
 
@@ -427,6 +437,47 @@ class DatasetIntegrityError(KurationError, ValueError):
         self.path = path
 
 
+class UnknownSplitError(KurationError, KeyError):
+    """A reader was asked for a split the dataset does not have.
+
+    Attributes
+    ----------
+    split : str
+        The name asked for.
+    available : tuple of str
+        The dataset's splits.
+    path : str or None
+        The dataset.
+    """
+
+    def __init__(
+        self, split: str, available: Sequence[str], *, path: str | None = None, hint: str = ""
+    ) -> None:
+        self.split = split
+        self.available = tuple(available)
+        self.path = path
+        msg = (
+            f"no split {split!r} (the dataset has {', '.join(map(repr, self.available)) or 'none'})"
+        )
+        self.message = f"{path}: {msg}{hint}" if path else f"{msg}{hint}"
+        super().__init__(self.message)
+
+    def __str__(self) -> str:  # KeyError would print the repr of the message
+        return self.message
+
+
+class UnknownModalityError(KurationError, KeyError):
+    """A reader was asked for a modality the dataset does not have (the message lists them)."""
+
+    def __str__(self) -> str:  # KeyError would print the repr of the message
+        return str(self.args[0]) if self.args else ""
+
+
+class ReaderOptionError(KurationError, ValueError):
+    """A reader option is invalid: a ``pad_to`` shorter than a shard, a ``delta_timestamps``
+    offset off the sample grid or naming an unknown key."""
+
+
 class MissingExtraError(KurationError, ImportError):
     """An optional feature needs a package from an extra that is not installed."""
 
@@ -513,3 +564,72 @@ class SnapCollisionWarning(KurationWarning):
         super().__init__(message)
         self.source = source
         self.count = count
+
+
+def _where(kind: str, name: str, source: str | None, segment: str | None, token: str | None) -> str:
+    parts = [f"{kind} {name!r}"]
+    if source is not None:
+        parts.append(f"source {source!r}")
+    if segment is not None:
+        parts.append(f"segment {segment!r}")
+    if token is not None:
+        parts.append(f"token {token!r}")
+    return ", ".join(parts)
+
+
+class TransformError(KurationError, ValueError):
+    """A BatchTransform use is invalid (raised when the strategy is built, before any data
+    is read) or a transform returned an unusable output (raised while scoring a source).
+
+    Attributes
+    ----------
+    transform : str
+        The registered transform name.
+    source : str or None
+        The source id being scored, when the error arose on data.
+    segment : str or None
+        The stable segment id (``"<source_id>:<start_idx>"``) at fault, when known.
+    token : str or None
+        The input token (``field:position``, ``media:frame``) or output name at fault.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        transform: str,
+        source: str | None = None,
+        segment: str | None = None,
+        token: str | None = None,
+    ) -> None:
+        super().__init__(f"{_where('transform', transform, source, segment, token)}: {message}")
+        self.transform = transform
+        self.source = source
+        self.segment = segment
+        self.token = token
+
+
+class ScorerError(KurationError, RuntimeError):
+    """A SegmentScorer use is invalid (raised when the strategy is built) or a scorer failed
+    on the whole pool, or returned an unusable output.
+
+    Attributes
+    ----------
+    scorer : str
+        The registered scorer name.
+    source, segment : str or None
+        The source id and stable segment id at fault, when the failure is attributable.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        scorer: str,
+        source: str | None = None,
+        segment: str | None = None,
+    ) -> None:
+        super().__init__(f"{_where('scorer', scorer, source, segment, None)}: {message}")
+        self.scorer = scorer
+        self.source = source
+        self.segment = segment

@@ -79,3 +79,21 @@ def gen_a(tmp_path_factory: pytest.TempPathFactory, job_a: dict):
     from kuration import run_job
 
     return run_job(job_a, tmp_path_factory.mktemp("gen") / "a")
+
+
+QUICK_CONTAINERS = ("npz", "json", "hdf5", "parquet")
+
+
+@pytest.fixture(scope="session")
+def quick(tmp_path_factory: pytest.TempPathFactory, job_b: dict) -> dict[str, Path]:
+    """``quick[container]``: the shipped job on four real sources (0.5 h train, 0.1 h test)
+    written as that container; all four hold the same shards."""
+    from kuration import run_job
+
+    root = tmp_path_factory.mktemp("quick")
+    out = {}
+    for name in QUICK_CONTAINERS:
+        job = json.loads(json.dumps(job_b))
+        job["output"]["container"] = name
+        out[name] = run_job(job, root / name).path
+    return out

@@ -156,11 +156,14 @@ def _print_inspect(rep: InspectReport, console: Console) -> None:
                 highlight=False,
             )
     m = Table(title="modalities")
-    for col in ("name", "dtype", "shape"):
+    for col in ("name", "dtype", "shape", "unit", "source"):
         m.add_column(col)
     for name, spec in rep.modalities.items():
-        m.add_row(name, spec["dtype"], str(tuple(spec["shape"])))
-    m.add_row("_present", "bool", "()")
+        unit = spec.get("unit")
+        shown = "-" if unit is None else unit if isinstance(unit, str) else ", ".join(unit)
+        m.add_row(name, spec["dtype"], str(tuple(spec["shape"])), shown, spec.get("source", ""))
+    m.add_row("_present", "bool", "()", "-", "entity present at the step")
+    m.add_row("_time_s", "float64", "()", "s", "time since the Unix epoch")
     console.print(m)
     console.print(f"padding: {rep.padding}")
     console.print(f"execution: {rep.execution}; kuration {rep.provenance.get('kuration_version')}")

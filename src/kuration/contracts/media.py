@@ -39,6 +39,7 @@ __all__ = [
     "MediaSpec",
     "StreamInfo",
     "get_media_provider",
+    "motion_energy",
     "parse_fraction",
     "register_media_provider",
     "registered_media_providers",
@@ -330,6 +331,36 @@ class MediaColumn:
     def refs_at(self, rows: np.ndarray) -> list[FrameRef]:
         """The references of ``rows`` (which must all have a frame)."""
         return [self.refs[int(i)] for i in self.index[rows]]
+
+
+def motion_energy(frames: np.ndarray, previous: np.ndarray | None = None) -> np.ndarray:
+    """Mean absolute difference between consecutive frames (the motion-energy kernel).
+
+    The kernel of the built-in ``motion_energy`` BatchTransform
+    (:mod:`kuration.metrics.media_transforms`) and of the
+    :class:`~kuration.sources.video.VideoAdapter` ``derived`` field; it lives
+    here, below both stages, so that both use the same code.
+
+    Parameters
+    ----------
+    frames : ndarray, shape (N, H, W, C), uint8
+        Consecutive frames (downscaled by the decoder), presentation order.
+    previous : ndarray, shape (H, W, C), uint8, optional
+        The frame before ``frames[0]``.
+
+    Returns
+    -------
+    ndarray, shape (N,), float64
+        ``mean(|frames[i] - frames[i-1]|)`` over pixels and channels, in 8-bit
+        intensity levels (0-255); NaN for the first frame when ``previous`` is None.
+    """
+    x = frames.astype(np.int16)
+    out = np.full(x.shape[0], np.nan)
+    if x.shape[0] > 1:
+        out[1:] = np.abs(np.diff(x, axis=0)).mean(axis=(1, 2, 3))
+    if previous is not None and x.shape[0]:
+        out[0] = np.abs(x[0] - previous.astype(np.int16)).mean()
+    return out
 
 
 class MediaProvider(ABC):

@@ -150,12 +150,37 @@ Floor = Annotated[Exact, Field(ge=0)]
 """An integer count or a fraction in (0, 1) of the request."""
 
 
+Context = NonNegativeInt | dict[str, NonNegativeInt]
+"""Ticks of context: one count for every input, or a count per role or input token."""
+
+
+class TransformUseModel(_Model):
+    """One use of a registered BatchTransform (see :mod:`kuration.metrics.transforms`)."""
+
+    name: str
+    inputs: dict[str, str] = {}
+    lookbehind: Context = 0
+    lookahead: Context = 0
+    params: dict[str, JsonValue] = {}
+    outputs: dict[str, str] = {}
+
+
+class ScorerUseModel(_Model):
+    """One use of a registered SegmentScorer (see :mod:`kuration.metrics.scorers`)."""
+
+    name: str
+    params: dict[str, JsonValue] = {}
+    output: str | None = None
+
+
 class StrategyModel(_Model):
     """A strategy file (see :mod:`kuration.selection.strategy`)."""
 
     name: str = "strategy"
     define: dict[str, str]
     registered: list[str] = []
+    transforms: list[TransformUseModel] = []
+    scorers: list[ScorerUseModel] = []
     filters: list[dict[str, JsonValue]] = []
     bin: BinModel | None = None
     method: str
@@ -177,6 +202,7 @@ class ModalityModel(_Model):
     source: str
     overflow: Literal["error", "saturate"] = "error"
     rounding: Literal["error", "round", "floor", "ceil", "trunc"] = "error"
+    unit: str | list[str] | None = None
 
 
 class OutputModel(_Model):

@@ -190,7 +190,8 @@ def implementation_fingerprints() -> dict[str, Any]:
     plus explicit plugin modules, loaded entry points and a marker for failed ones."""
     modules: dict[str, str] = {}
     for reg in all_registries():
-        for obj in reg.view().values():
+        for entry in reg.view().values():
+            obj = getattr(entry, "implementation", entry)  # a registration record: its code
             mod = getattr(obj, "__module__", None) or type(obj).__module__
             if mod in modules:
                 continue
@@ -268,6 +269,7 @@ def code_identity(obj: Any) -> dict[str, Any] | None:
         ``{"object": "module.qualname", "sha256": hex or None}``; ``sha256`` is
         None when the source cannot be found (code defined interactively).
     """
+    obj = getattr(obj, "implementation", obj)  # a registration record: the code it wraps
     module = getattr(obj, "__module__", None) or type(obj).__module__
     if _is_kuration(module):
         return None
@@ -287,8 +289,9 @@ def run_code(used: Mapping[str, Iterable[str]], modules: Sequence[str] = ()) -> 
     Parameters
     ----------
     used : mapping of str to iterable of str
-        Registry kind (``"registered metric"``, ``"filter"``, ``"selection
-        method"``, ``"adapter"``, ``"container"``, ``"encoder"``) to the names
+        Registry kind (``"registered metric"``, ``"batch transform"``, ``"segment scorer"``,
+        ``"filter"``, ``"selection method"``, ``"adapter"``, ``"container"``,
+        ``"encoder"``) to the names
         the run looks up in it.
     modules : sequence of str
         The job's explicit plugin modules.
@@ -343,12 +346,14 @@ def _values_under(doc: Any, key: str) -> list[str]:
 def used_names(strategy: Mapping[str, Any], adapter: str, container: str) -> dict[str, list[str]]:
     """The registered names a run looks up, by registry kind (see :func:`run_code`).
 
-    ``strategy`` is ``Strategy.to_dict()``: its registered metrics, every
+    ``strategy`` is ``Strategy.to_dict()``: its registered metrics, transforms, scorers, every
     ``"filter"`` and ``"method"`` named at any depth (filters and methods nest
     in method parameters) and the predicate filter that un-named entries use.
     """
     return {
         "registered metric": list(strategy.get("registered", [])),
+        "batch transform": [t["name"] for t in strategy.get("transforms", [])],
+        "segment scorer": [t["name"] for t in strategy.get("scorers", [])],
         "filter": ["predicate", *_values_under(strategy, "filter")],
         "selection method": _values_under(strategy, "method"),
         "adapter": [adapter],

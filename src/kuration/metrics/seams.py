@@ -11,11 +11,12 @@ scoring seams, two shapes"):
 
 This module owns their registries so :class:`kuration.Pipeline` can validate
 ``.transform(name)`` and ``.score(name)`` at build time and
-:meth:`~kuration.Pipeline.explain` can place them.  The registries ship
-empty: the media/model work adds the contracts and ``register_transform`` /
-``register_scorer`` over these registries, with ``execution_traits``
-declared through :func:`kuration.core.traits.declare_traits` (kinds
-``transform`` and ``scorer``).
+:meth:`~kuration.Pipeline.explain` can place them.  The contracts and
+``register_transform`` / ``register_scorer`` over these registries are
+:mod:`kuration.metrics.transforms` and :mod:`kuration.metrics.scorers`, with
+``execution_traits`` declared through :func:`kuration.core.traits.declare_traits`
+(kinds ``transform`` and ``scorer``); the built-ins (``motion_energy``,
+``mutual_information``, ``novelty``) register when :mod:`kuration` is imported.
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ SCORERS: Registry[Any] = Registry("segment scorer")
 
 
 def registered_transforms() -> tuple[str, ...]:
-    """Names of every registered batch transform, sorted (none are built in yet)."""
+    """Names of every registered batch transform, sorted."""
     return TRANSFORMS.names()
 
 
 def registered_scorers() -> tuple[str, ...]:
-    """Names of every registered segment scorer, sorted (none are built in yet)."""
+    """Names of every registered segment scorer, sorted."""
     return SCORERS.names()

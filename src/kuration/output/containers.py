@@ -4,7 +4,12 @@ Every container writes the modality arrays as shaped, ``(L, *shape)``, plus
 the real (pre-pad) length ``_n_steps`` in band, restores each array's dtype
 on read, and is byte-deterministic: the same arrays give the same bytes on
 every run and machine (no timestamps, fixed member order, pinned format
-versions).  Built in:
+versions).  Arrays are bool, integer or float, or (for shard-level labels
+such as ``_entity``) zero-dimensional unicode strings.  ``dumps`` takes
+optional per-array attributes (``name``, ``unit``): HDF5 stores them as
+dataset attributes, Parquet as field metadata (``kuration.unit``), JSON in
+each array's entry; npz has no place for them (the manifest has them all).
+The layout of each container is specified in ``docs/format.md``.  Built in:
 
 ========  ==========================================  =================
 name      format                                      needs
@@ -54,6 +59,10 @@ class Container(Protocol):
     array with its shape and dtype.  ``dumps`` must be deterministic.
     Containers may also define ``require()``, raising ``ImportError`` with an
     install hint when an optional dependency is missing.
+
+    Built-in containers also take ``dumps(arrays, attrs=...)``, a mapping of
+    array name to ``{"name": str, "unit": str | list[str]}``; the writer
+    passes it to any container whose ``dumps`` has an ``attrs`` parameter.
     """
 
     suffix: str
@@ -72,10 +81,15 @@ def _import(module: str, extra: str, container: str) -> ModuleType:
         ) from None
 
 
+Attrs = Mapping[str, Mapping[str, Any]]
+
+
 def _contiguous(a: np.ndarray) -> np.ndarray:
     a = np.asarray(a)
-    if a.dtype.kind not in "biuf":
-        raise ValueError(f"containers hold bool, integer or float arrays, got {a.dtype}")
+    if a.dtype.kind not in "biuf" and not (a.dtype.kind == "U" and a.ndim == 0):
+        raise ValueError(
+            f"containers hold bool, integer or float arrays and 0-d strings, got {a.dtype}"
+        )
     a = a.astype(a.dtype.newbyteorder("<"), copy=False)
     return a if a.flags.c_contiguous else a.copy(order="C")
 
@@ -97,7 +111,8 @@ class NpzContainer:
     def __init__(self, compresslevel: int | None = None) -> None:
         self.compresslevel = compresslevel
 
-    def dumps(self, arrays: Mapping[str, np.ndarray]) -> bytes:
+    def dumps(self, arrays: Mapping[str, np.ndarray], attrs: Attrs | None = None) -> bytes:
+        """``attrs`` is accepted and dropped: ``.npy`` members have no attributes."""
         buf = io.BytesIO()
         method = zipfile.ZIP_STORED if self.compresslevel is None else zipfile.ZIP_DEFLATED
         with zipfile.ZipFile(buf, "w", compression=method) as zf:
@@ -127,16 +142,20 @@ class JsonContainer:
 
     ``data`` holds the values as nested lists; non-finite floats are written
     as the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` so the
-    document stays strict JSON.
+    document stays strict JSON.  A 0-d string has dtype ``"str"``.  An array
+    with a unit has ``"unit"`` (a string, or one per component).
     """
 
     suffix = ".json"
     FORMAT = "kuration-shard-json/1"
 
-    def dumps(self, arrays: Mapping[str, np.ndarray]) -> bytes:
+    def dumps(self, arrays: Mapping[str, np.ndarray], attrs: Attrs | None = None) -> bytes:
         out: dict[str, Any] = {}
         for name in sorted(arrays):
             a = _contiguous(arrays[name])
+            if a.dtype.kind == "U":
+                out[name] = {"dtype": "str", "shape": [], "data": str(a.item())}
+                continue
             if a.dtype.kind == "f" and not np.isfinite(a).all():
                 obj = a.astype(object)
                 obj[np.isnan(a)] = "NaN"
@@ -146,6 +165,9 @@ class JsonContainer:
             else:
                 data = a.tolist()
             out[name] = {"dtype": a.dtype.str.lstrip("<|"), "shape": list(a.shape), "data": data}
+            unit = (attrs or {}).get(name, {}).get("unit")
+            if unit is not None:
+                out[name]["unit"] = unit
         doc = {"format": self.FORMAT, "arrays": out}
         return json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
 
@@ -157,6 +179,9 @@ class JsonContainer:
             raise ValueError(f"not a {self.FORMAT} document")
         out: dict[str, np.ndarray] = {}
         for name, spec in doc["arrays"].items():
+            if spec["dtype"] == "str":
+                out[name] = np.array(str(spec["data"]))
+                continue
             dt = np.dtype(spec["dtype"])
             shape = tuple(int(s) for s in spec["shape"])
             raw = spec["data"]
@@ -174,6 +199,10 @@ class JsonContainer:
 class Hdf5Container:
     """HDF5 via h5py (``[array]`` extra): one contiguous dataset per array.
 
+    Every dataset has a ``name`` attribute and, when known, a ``unit``
+    attribute (a string, or an array of strings, one per component).  A 0-d
+    string is a fixed-length UTF-8 string dataset.
+
     Determinism: object timestamps are off (``track_times=False``) and the
     file-format versions are pinned (``libver=("earliest", "v110")``), so the
     same arrays give the same bytes.
@@ -185,12 +214,22 @@ class Hdf5Container:
     def require(self) -> ModuleType:
         return _import("h5py", "array", "hdf5")
 
-    def dumps(self, arrays: Mapping[str, np.ndarray]) -> bytes:
+    def dumps(self, arrays: Mapping[str, np.ndarray], attrs: Attrs | None = None) -> bytes:
         h5py = self.require()
         buf = io.BytesIO()
         with h5py.File(buf, "w", libver=self.LIBVER, track_order=True) as f:
             for name in sorted(arrays):
-                f.create_dataset(name, data=_contiguous(arrays[name]), track_times=False)
+                a = _contiguous(arrays[name])
+                if a.dtype.kind == "U":
+                    raw = str(a.item()).encode("utf-8")
+                    dt = h5py.string_dtype("utf-8", max(len(raw), 1))
+                    ds = f.create_dataset(name, data=np.array(raw, dtype=dt), track_times=False)
+                else:
+                    ds = f.create_dataset(name, data=a, track_times=False)
+                ds.attrs["name"] = name
+                unit = (attrs or {}).get(name, {}).get("unit")
+                if unit is not None:
+                    ds.attrs["unit"] = unit
         return buf.getvalue()
 
     def loads(self, data: bytes) -> dict[str, np.ndarray]:
@@ -201,6 +240,9 @@ class Hdf5Container:
                 ds = f[name]
                 if not isinstance(ds, h5py.Dataset):
                     raise ValueError(f"{name!r} is not a dataset")
+                if h5py.check_string_dtype(ds.dtype) is not None:
+                    out[name] = np.array(ds.asstr()[()])
+                    continue
                 out[name] = np.asarray(ds[()])
             return out
 
@@ -210,8 +252,11 @@ class ParquetContainer:
 
     Scalar arrays ``(L,)`` are plain columns; tensors ``(L, *shape)`` are
     flattened to fixed-size list columns whose field metadata records the
-    shape, so they come back as shaped.  Zero-dimensional arrays (``_n_steps``)
-    travel in the schema metadata under ``kuration.scalars``.
+    shape (``kuration.shape``, JSON), so they come back as shaped; a unit is
+    field metadata ``kuration.unit`` (JSON).  Zero-dimensional arrays
+    (``_n_steps``, ``_entity``) travel in the schema metadata under
+    ``kuration.scalars`` and are repeated as constant columns (field metadata
+    ``kuration.scalar``), so every row carries them for tools that read rows.
     """
 
     suffix = ".parquet"
@@ -219,19 +264,29 @@ class ParquetContainer:
     def require(self) -> ModuleType:
         return _import("pyarrow", "parquet", "parquet")
 
-    def dumps(self, arrays: Mapping[str, np.ndarray]) -> bytes:
+    def dumps(self, arrays: Mapping[str, np.ndarray], attrs: Attrs | None = None) -> bytes:
         self.require()
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         scalars: dict[str, list[Any]] = {}
+        rows = {int(np.asarray(a).shape[0]) for a in arrays.values() if np.ndim(a)}
+        n_rows = rows.pop() if len(rows) == 1 else 0
         fields, cols = [], []
         for name in sorted(arrays):
             a = _contiguous(arrays[name])
-            if a.ndim == 0:
-                scalars[name] = [a.dtype.str.lstrip("<|"), a.item()]
-                continue
             meta = {b"kuration.shape": json.dumps(list(a.shape[1:])).encode()}
+            unit = (attrs or {}).get(name, {}).get("unit")
+            if unit is not None:
+                meta[b"kuration.unit"] = json.dumps(unit).encode()
+            if a.ndim == 0:
+                dtype = "str" if a.dtype.kind == "U" else a.dtype.str.lstrip("<|")
+                scalars[name] = [dtype, a.item()]
+                meta[b"kuration.scalar"] = b"true"
+                col = pa.array(np.repeat(a, n_rows) if a.dtype.kind != "U" else [a.item()] * n_rows)
+                fields.append(pa.field(name, col.type, nullable=False, metadata=meta))
+                cols.append(col)
+                continue
             if a.ndim == 1:
                 col = pa.array(a)
             else:
@@ -253,6 +308,8 @@ class ParquetContainer:
         table = pq.read_table(pa.BufferReader(data))
         out: dict[str, np.ndarray] = {}
         for field in table.schema:
+            if (field.metadata or {}).get(b"kuration.scalar") == b"true":
+                continue  # restored from the schema metadata below
             col = table.column(field.name).combine_chunks()
             shape = json.loads((field.metadata or {}).get(b"kuration.shape", b"[]"))
             if pa.types.is_fixed_size_list(field.type):
@@ -263,7 +320,7 @@ class ParquetContainer:
             out[field.name] = np.asarray(arr)
         scalars = json.loads((table.schema.metadata or {}).get(b"kuration.scalars", b"{}"))
         for name, (dtype, value) in scalars.items():
-            out[name] = np.array(value, dtype=np.dtype(dtype))
+            out[name] = np.array(str(value)) if dtype == "str" else np.array(value, np.dtype(dtype))
         return out
 
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..contracts.schema import SchemaSpec
 from ..core.config import OutputModel, validate_config
+from ..core.units import parse_unit
 from ..errors import OutputSpecError
 
 __all__ = ["ModalitySpec", "OutputSpec"]
@@ -37,6 +38,11 @@ class ModalitySpec:
         Integer and bool dtypes: a non-integral value raises (``error``, the
         default) or is rounded (``round`` is half to even, :func:`numpy.rint`),
         before the range check.
+    unit : str or tuple of str, optional
+        The values' unit (pint syntax), one for every component or one per
+        component.  Unset, a ``field:`` modality takes its schema field's unit
+        and an ``encoder:`` modality the encoder's ``units[hook]`` (see
+        :meth:`OutputSpec.units`).
     """
 
     name: str
@@ -45,6 +51,7 @@ class ModalitySpec:
     source: str
     overflow: str = "error"
     rounding: str = "error"
+    unit: str | tuple[str, ...] | None = None
 
     @property
     def route(self) -> str:
@@ -60,7 +67,25 @@ class ModalitySpec:
             d["overflow"] = self.overflow
         if self.rounding != "error":
             d["rounding"] = self.rounding
+        if self.unit is not None:
+            d["unit"] = self.unit if isinstance(self.unit, str) else list(self.unit)
         return d
+
+
+def _check_unit(m: ModalitySpec) -> None:
+    if m.unit is None:
+        return
+    units = (m.unit,) if isinstance(m.unit, str) else tuple(m.unit)
+    if not isinstance(m.unit, str) and (not m.shape or len(units) != m.shape[-1]):
+        raise OutputSpecError(
+            f"modality {m.name!r}: {len(units)} units given for shape {list(m.shape)} "
+            "(give one unit, or one per component of the last axis)"
+        )
+    for u in units:
+        try:
+            parse_unit(u)
+        except ValueError:
+            raise OutputSpecError(f"modality {m.name!r}: unknown unit {u!r}") from None
 
 
 @dataclass(frozen=True)
@@ -138,6 +163,7 @@ class OutputSpec:
                     f"modality {name!r}: rounding must be one of {ROUNDING_POLICIES}, "
                     f"got {m.rounding!r}"
                 )
+            _check_unit(m)
             if m.rounding != "error" and np.dtype(m.dtype).kind == "f":
                 raise OutputSpecError(
                     f"modality {name!r}: rounding applies to integer and bool dtypes, "
@@ -172,7 +198,14 @@ class OutputSpec:
                 "kuration.output.presets.resolve_output (job files do this)"
             )
         mods = {
-            name: ModalitySpec(name=name, **{**dict(mm), "shape": tuple(mm.shape)})
+            name: ModalitySpec(
+                name=name,
+                **{
+                    **dict(mm),
+                    "shape": tuple(mm.shape),
+                    "unit": mm.unit if not isinstance(mm.unit, list) else tuple(mm.unit),
+                },
+            )
             for name, mm in m.modalities.items()
         }
         return cls(
@@ -191,6 +224,32 @@ class OutputSpec:
             "presence_mask": self.presence_mask,
             "modalities": {k: m.to_dict() for k, m in self.modalities.items()},
         }
+
+    def units(self, schema: SchemaSpec | None, encoder: Any = None) -> dict[str, Any]:
+        """Each modality's unit: a pint string, a list (one per component) or None.
+
+        The modality's own ``unit`` wins; else a ``field:`` modality takes the
+        schema field's unit and an ``encoder:`` modality ``encoder.units[hook]``
+        (or ``[name]``) when the encoder has a ``units`` mapping.  A list whose
+        entries are all equal collapses to one string.  ``segment:`` features
+        have no unit unless declared.
+        """
+        enc_units = getattr(encoder, "units", None)
+        out: dict[str, Any] = {}
+        for name, m in self.modalities.items():
+            unit: Any = m.unit
+            if unit is None and m.route == "field" and schema is not None:
+                try:
+                    unit = schema.field(m.arg).unit
+                except KeyError:
+                    unit = None
+            if unit is None and m.route == "encoder" and isinstance(enc_units, Mapping):
+                unit = enc_units.get(m.arg, enc_units.get(name))
+            if isinstance(unit, (list, tuple)):
+                unit = [str(u) for u in unit]
+                unit = unit[0] if unit and len(set(unit)) == 1 else unit
+            out[name] = unit
+        return out
 
     def validate_against(
         self, schema: SchemaSpec, features: tuple[str, ...] = (), *, has_encoder: bool = False

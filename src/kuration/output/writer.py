@@ -4,7 +4,10 @@ A track of ``n`` steps becomes ``ceil(n / shard_length)`` shards; the short
 tail is kept as is (``keep``), padded with zero rows (``pad``, the real length
 is stored in ``_n_steps`` and the manifest) or dropped (``drop``).  Each shard
 holds every declared modality as ``(L, *shape)`` in its declared dtype, the
-``_present`` mask (unless ``presence_mask`` is off) and ``_n_steps``.
+``_present`` mask (unless ``presence_mask`` is off), ``_n_steps``, and the
+reserved ``_time_s`` (float64 seconds since the Unix epoch per step, NaN on
+pad rows) and ``_entity`` (the type-tagged entity id, a 0-d string).  The
+layout is specified in ``docs/format.md``.
 
 Shards go to a same-directory temp file moved into place with ``os.replace``,
 so a shard path never holds a partial file.
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import inspect
 import os
 import stat
 from collections.abc import Callable, Iterator, Mapping
@@ -499,6 +503,24 @@ class ShardWriter:
         self.on_shard = on_shard
         self.fsync = fsync
         self.bytes_written = 0
+        units = spec.units(schema, encoder)
+        self.attrs: dict[str, dict[str, Any]] = {
+            name: {"name": name} if units[name] is None else {"name": name, "unit": units[name]}
+            for name in spec.modalities
+        }
+        self.attrs["_time_s"] = {"name": "_time_s", "unit": "s"}
+        for name in ("_present", "_n_steps", "_entity"):
+            self.attrs[name] = {"name": name}
+        try:
+            params = inspect.signature(self.container.dumps).parameters
+        except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+            params = {}  # type: ignore[assignment]
+        self._takes_attrs = "attrs" in params
+
+    def _dumps(self, chunk: Mapping[str, np.ndarray]) -> bytes:
+        if self._takes_attrs:
+            return self.container.dumps(chunk, attrs=self.attrs)  # type: ignore[call-arg]
+        return self.container.dumps(chunk)
 
     def shard_arrays(self, track: Track) -> list[tuple[ShardSlot, dict[str, np.ndarray]]]:
         """The arrays of each shard of ``track``, as they will be written (all at once)."""
@@ -517,16 +539,24 @@ class ShardWriter:
         spec = self.spec
         arrays = track_arrays(track, spec, self.schema, self.encoder)
         media = [m for m in spec.modalities.values() if m.route == "media"]
+        entity = np.array(tag_entity_id(track.entity_id))
+        first = track.k0 + track.start_idx
         for slot in shard_plan(track.n_steps, spec):
             chunk = {k: v[slot.start : slot.stop] for k, v in arrays.items()}
             chunk.update(shard_media(media, track, self.schema, slot.start, slot.stop))
             present = track.present[slot.start : slot.stop]
+            length = spec.shard_length if slot.padded else slot.n_steps
+            steps = np.arange(first + slot.start, first + slot.start + length, dtype=np.int64)
+            time_s = steps / float(track.sample_hz)
             if slot.padded:
                 chunk = {k: _pad(v, spec.shard_length) for k, v in chunk.items()}
                 present = _pad(present, spec.shard_length)
+                time_s[slot.n_steps :] = np.nan
             if spec.presence_mask:
                 chunk["_present"] = present.astype(bool)
             chunk["_n_steps"] = np.array(slot.n_steps, dtype=np.int64)
+            chunk["_time_s"] = time_s
+            chunk["_entity"] = entity
             yield slot, chunk
 
     def write(self, track: Track, split: str) -> list[dict[str, Any]]:
@@ -568,7 +598,7 @@ class ShardWriter:
             ensure_dir(self.root / split)
         shards = self.iter_shard_arrays(track)
         for entry, (_, chunk) in zip(entries, shards, strict=True):
-            data = self.container.dumps(chunk)
+            data = self._dumps(chunk)
             del chunk  # one shard's decoded frames at a time
             write_bytes_atomic(self.root / entry["path"], data, fsync=self.fsync)
             entry["size"] = len(data)

@@ -434,8 +434,16 @@ def _merged_pool_strategy(strategies: Sequence[Strategy]) -> Strategy:
     clash = set(define) & set(registered)
     if clash:
         raise StrategyError(f"{sorted(clash)} are both defined and registered metrics")
+    # transforms and scorers too (a clash of outputs raises when the pool is scored)
+    transforms = [t for st in strategies for t in st.transforms]
+    scorers = [sc for st in strategies for sc in st.scorers]
     return Strategy(
-        name="experiment-pool", define=define, method="top-k", registered=tuple(registered)
+        name="experiment-pool",
+        define=define,
+        method="top-k",
+        registered=tuple(registered),
+        transforms=tuple(t for i, t in enumerate(transforms) if t not in transforms[:i]),
+        scorers=tuple(sc for i, sc in enumerate(scorers) if sc not in scorers[:i]),
     )
 
 
@@ -617,6 +625,7 @@ def curate_job(
         workers=int(raw.get("workers", 1)) if workers is None else check_workers(workers),
         on_error=raw.get("on_error", "skip"),
         progress=progress,
+        plugins=raw.get("plugins", []),  # workers import them: plugin metrics and transforms
     )
 
 
@@ -643,4 +652,5 @@ def experiment_job(
         workers=int(raw.get("workers", 1)) if workers is None else check_workers(workers),
         on_error=raw.get("on_error", "skip"),
         progress=progress,
+        plugins=raw.get("plugins", []),  # workers import them: plugin metrics and transforms
     )

@@ -525,8 +525,10 @@ def step_manifest(r: HoursRun) -> dict[str, Any]:
         "presence_mask": spec.presence_mask,
         "sample_hz": r.hz,
         "modalities": {
-            k: {"dtype": m.dtype, "shape": list(m.shape), "source": m.source}
-            for k, m in spec.modalities.items()
+            k: {"dtype": m.dtype, "shape": list(m.shape), "source": m.source, "unit": unit}
+            for (k, m), unit in zip(
+                spec.modalities.items(), spec.units(r.schema, r.encoder).values(), strict=True
+            )
         },
         "splits": splits,
         "budget": budget,

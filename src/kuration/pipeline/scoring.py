@@ -13,6 +13,13 @@ module.  Results are gathered per source and merged in sorted order, so the
 pool is identical for any worker count and completion order.  A worker
 process that dies (not an exception in a source) breaks the pool; that
 cannot be pinned on one source, so it always raises.
+
+The strategy's BatchTransforms run inside the feature pass, per source, after
+its metrics (:class:`~kuration.metrics.transform_exec.TransformRunner`; a
+worker builds each transform once for all the sources it scores); a source
+whose transform raises is skipped like any failing source, with none of its
+rows kept.  Its SegmentScorers run afterwards on the sorted pool
+(:func:`~kuration.pipeline.scorer_pass.run_scorers`).
 """
 
 from __future__ import annotations
@@ -34,9 +41,12 @@ from ..core.ids import tag_entity_id
 from ..core.progress import ProgressCallback, emit
 from ..errors import EmptyPoolError, KurationError
 from ..metrics.features import FeatureEngine
+from ..metrics.transform_exec import TransformRunner, runner_for
+from ..metrics.transforms import resolve_transform
 from ..selection.strategy import Strategy
 from ..sources.base import InputAdapter, adapter_from_dict
-from .strategy import strategy_engine
+from .scorer_pass import run_scorers
+from .strategy import resolve_uses, strategy_engine
 
 __all__ = ["ScoringResult", "SourceInfo", "TrackExtent", "score_sources"]
 
@@ -124,13 +134,18 @@ def _track_extents(present: np.ndarray, entity_ids: Sequence[Any]) -> tuple[Trac
 
 
 def _score_one(
-    adapter: InputAdapter, uri: str, segmenter: Segmenter, engine: FeatureEngine | None
+    adapter: InputAdapter,
+    uri: str,
+    segmenter: Segmenter,
+    engine: FeatureEngine | None,
+    runner: TransformRunner | None = None,
 ) -> tuple[SourceInfo, list[Segment], str | None]:
     """Read, window and (with ``engine``) score one source in one pass."""
     table = adapter.read_table(uri)
     segs = segmenter.segments(table.source_id, table.present)
     if engine is not None:
         engine.score_segments(table, segs)
+        _run_transforms(runner, table, segs)
     reason = None
     if not segs:
         reason = (
@@ -154,11 +169,13 @@ def _score_one(
 def _features_pass(
     adapter: InputAdapter,
     engine: FeatureEngine,
+    runner: TransformRunner | None,
     results: dict[str, tuple[SourceInfo, list[Segment], str | None]],
     errors: dict[str, str],
     on_error: str,
 ) -> None:
-    """The features barrier: score the windowed pool, rereading one source at a time.
+    """The features barrier: score the windowed pool (metrics, then transforms), rereading
+    one source at a time.
 
     A source whose features fail leaves ``results`` for ``errors`` (``on_error="skip"``).
     """
@@ -167,7 +184,9 @@ def _features_pass(
         if not segs:
             continue
         try:
-            engine.score_segments(adapter.read_table(uri), segs)
+            table = adapter.read_table(uri)
+            engine.score_segments(table, segs)
+            _run_transforms(runner, table, segs)
         except Exception as exc:
             if on_error == "raise":
                 raise
@@ -175,6 +194,17 @@ def _features_pass(
             print(f"kuration: skipped source {uri}: {msg}", file=sys.stderr)
             errors[uri] = msg
             del results[uri]
+
+
+def _run_transforms(runner: TransformRunner | None, table: Any, segs: list[Segment]) -> None:
+    """Run a source's transforms; after a failure the runner rebuilds them for the next one."""
+    if runner is None or not runner.uses:
+        return
+    try:
+        runner.run(table, segs)
+    except BaseException:
+        runner.reset()  # the next source starts from freshly built transforms
+        raise
 
 
 def _worker(payload: Mapping[str, Any]) -> tuple[SourceInfo, list[Segment], str | None]:
@@ -187,7 +217,12 @@ def _worker(payload: Mapping[str, Any]) -> tuple[SourceInfo, list[Segment], str 
     adapter = adapter_from_dict(payload["adapter"], schema)
     engine = FeatureEngine(payload["define"], schema, payload["registered"])
     seg = Segmenter(**payload["segmenter"])
-    return _score_one(adapter, payload["uri"], seg, engine)
+    features = [*payload["define"], *payload["registered"]]
+    uses = []
+    for t in payload.get("transforms", ()):
+        uses.append(resolve_transform(t, schema, features))
+        features.extend(uses[-1].outputs.values())
+    return _score_one(adapter, payload["uri"], seg, engine, runner_for(uses))
 
 
 def score_sources(
@@ -223,7 +258,7 @@ def score_sources(
         ``current`` (sources done), ``total``, ``source`` and ``status``
         (``ok`` or ``error``), in completion order.
     plugins : sequence of str
-        Modules every worker imports first (registered metrics, adapters).
+        Modules every worker imports first (registered metrics, transforms, adapters).
     fused : bool
         True reads, windows and scores each source in one pass (the plan's
         fused island).  False runs features as a barrier: every source is
@@ -235,6 +270,10 @@ def score_sources(
     ------
     EmptyPoolError
         If no source yields a single segment (lists every source's reason).
+    ScorerError
+        A scorer's whole-pool failure (one that names no source).
+    TransformError, ScorerError
+        A transform or scorer use that does not resolve (before any source is read).
     KurationError
         With ``on_error="raise"``, the first source error; also for duplicate
         source ids and for a process pool that broke (a worker died).
@@ -249,8 +288,10 @@ def score_sources(
     if len(set(uris)) != len(uris):
         dup = sorted({u for u in uris if uris.count(u) > 1})
         raise ValueError(f"sources listed more than once: {dup}")
-    # compile here first: a bad metric fails before any spawn
+    # compile here first: a bad metric, transform or scorer fails before any spawn
     engine = strategy_engine(strategy, schema)
+    transforms, scorers = resolve_uses(strategy, schema)
+    runner = TransformRunner(transforms)
     total = len(uris)
     emit(progress, "scoring", "start", total=total)
     results: dict[str, tuple[SourceInfo, list[Segment], str | None]] = {}
@@ -281,7 +322,7 @@ def score_sources(
     if workers <= 1 or total <= 1 or not fused:
         for uri in uris:
             try:
-                out: Any = _score_one(adapter, uri, segmenter, engine if fused else None)
+                out: Any = _score_one(adapter, uri, segmenter, engine if fused else None, runner)
             except Exception as exc:
                 out = exc
             record(uri, out)
@@ -292,6 +333,7 @@ def score_sources(
                 "adapter": adapter.to_dict(),
                 "define": dict(strategy.define),
                 "registered": list(strategy.registered),
+                "transforms": [u.to_dict() for u in transforms],
                 "segmenter": segmenter.to_dict(),
                 "plugins": list(plugins),
                 "entry_points": include_entry_points,
@@ -303,10 +345,13 @@ def score_sources(
     timing = {"read+segment+features" if fused else "read+segment": time.perf_counter() - t0}
     if not fused:
         t1 = time.perf_counter()
-        _features_pass(adapter, engine, results, errors, on_error)
+        _features_pass(adapter, engine, runner, results, errors, on_error)
         timing["features"] = time.perf_counter() - t1
     emit(progress, "scoring", "complete", total=total)
-    return _merge(results, errors, total, timing)
+    result = _merge(results, errors, total, timing)
+    if scorers:
+        run_scorers(result, scorers, schema, adapter, on_error=on_error, progress=progress)
+    return result
 
 
 def _score_in_pool(

@@ -15,6 +15,7 @@ cached engine.  Worker processes still rebuild their engine from JSON.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections import OrderedDict
@@ -22,10 +23,13 @@ from collections.abc import Hashable, Mapping
 from typing import Any
 
 from ..contracts.schema import SchemaSpec
+from ..metrics import media_transforms, mutual_info  # noqa: F401  (built-ins register)
 from ..metrics.features import FeatureEngine, registered_metric
+from ..metrics.scorers import ScorerUse, resolve_scorer
+from ..metrics.transforms import TransformUse, resolve_transform
 from ..selection.strategy import Strategy, parse_strategy
 
-__all__ = ["load_strategy", "strategy_engine"]
+__all__ = ["load_strategy", "resolve_uses", "strategy_engine"]
 
 
 _ENGINES: OrderedDict[Hashable, FeatureEngine] = OrderedDict()
@@ -60,6 +64,51 @@ def strategy_engine(strategy: Strategy, schema: SchemaSpec) -> FeatureEngine:
     return engine
 
 
+def resolve_uses(
+    strategy: Strategy, schema: SchemaSpec
+) -> tuple[list[TransformUse], list[ScorerUse]]:
+    """The strategy's transforms and scorers checked against ``schema`` (no data read).
+
+    A transform may read (``feature:``) every metric and the outputs of the
+    transforms before it; a scorer may read every feature before it.
+
+    Raises
+    ------
+    TransformError, ScorerError
+        A use that does not resolve (see :func:`~kuration.metrics.transforms.resolve_transform`
+        and :func:`~kuration.metrics.scorers.resolve_scorer`).
+    StrategyError
+        Two uses writing the same feature.
+    """
+    from ..errors import StrategyError
+
+    features = [*strategy.define, *strategy.registered]
+    transforms = []
+    for t in strategy.transforms:
+        use = resolve_transform(t, schema, features)
+        for f in use.outputs.values():
+            if f in features:
+                raise StrategyError(f"transform {use.name!r} output {f!r} is already a feature")
+            features.append(f)
+        transforms.append(use)
+    scorers = []
+    for sc in strategy.scorers:
+        su = resolve_scorer(sc, schema, features)
+        features.append(su.output)
+        scorers.append(su)
+    return transforms, scorers
+
+
+def _compile(strategy: Strategy, schema: SchemaSpec) -> Strategy:
+    strategy_engine(strategy, schema)
+    transforms, scorers = resolve_uses(strategy, schema)
+    return dataclasses.replace(
+        strategy,
+        transforms=tuple(u.to_dict() for u in transforms),
+        scorers=tuple(u.to_dict() for u in scorers),
+    )
+
+
 def load_strategy(
     spec: Mapping[str, Any] | str | os.PathLike[str], schema: SchemaSpec, *, what: str = "strategy"
 ) -> Strategy:
@@ -80,5 +129,7 @@ def load_strategy(
         tags, group rule, tag coverage or group cap.
     MetricCompileError
         Any ``define`` expression that does not compile against the schema.
+    TransformError, ScorerError
+        A transform or scorer use that does not resolve against the schema.
     """
-    return parse_strategy(spec, compile_metrics=lambda s: strategy_engine(s, schema), what=what)
+    return parse_strategy(spec, compile_metrics=lambda s: _compile(s, schema), what=what)

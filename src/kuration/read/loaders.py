@@ -17,14 +17,22 @@ from that same snapshot.  After each shard the commit record is re-read: if
 it changed, the dataset was replaced mid-read and the iteration stops with an
 error rather than mixing generations.  A moved or copied dataset loads, since
 current entries are relative to the directory passed.
+
+:class:`Dataset` is also the user-facing handle, modelled on Hugging Face
+``datasets`` where it fits (``docs/format.md``, "Reading", lists the
+differences): ``len``, integer indexing (one shard is one item), slices and
+``ds["train"]`` give views, ``features``, ``select_columns``, ``filter`` (on
+shard metadata), ``shuffle(seed=)``, streaming iteration, and
+``to_arrow``/``to_pandas``/``to_polars`` (one row per real step).
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +40,13 @@ import numpy as np
 
 from ..contracts.schema import SchemaSpec
 from ..core.jsonio import loads_strict
-from ..errors import DatasetIntegrityError, SchemaError
+from ..errors import (
+    DatasetIntegrityError,
+    MissingExtraError,
+    SchemaError,
+    UnknownModalityError,
+    UnknownSplitError,
+)
 from ..output.commit import (
     COMMIT_NAME,
     CONFIG_NAME,
@@ -42,13 +56,27 @@ from ..output.commit import (
     read_commit,
     read_regular,
 )
-from ..output.containers import Container, get_container
+from ..output.containers import Container
+from .shards import (
+    COMMIT_KEY,
+    ROOT_KEY,
+    read_shard_arrays,
+    resolve_container,
+    shard_arrays,
+    shard_file,
+)
+from .table import FeatureInfo, feature_info, shard_record_batch, table_schema
 
-__all__ = ["Dataset", "iter_shards", "open_dataset", "read_shard_arrays", "shard_entries"]
+__all__ = [
+    "Dataset",
+    "iter_shards",
+    "open_dataset",
+    "read_shard_arrays",
+    "shard_arrays",
+    "shard_entries",
+]
 
 _SHA = re.compile(r"[0-9a-f]{64}")
-_ROOT_KEY = "_dataset_root"
-_COMMIT_KEY = "_commit_sha256"
 
 
 def _strict(data: bytes, path: Path) -> Any:
@@ -132,6 +160,7 @@ class Dataset:
             self.root: Path | None = None
             self.manifest = dict(path)
             self._validate_manifest("<manifest dict>")
+            self._init_view()
             return
         p = Path(path)
         root = p.parent if p.name == MANIFEST_NAME else p
@@ -173,6 +202,15 @@ class Dataset:
                 ) from None
         if marker is not None:
             self._check_marker(marker)
+        self._init_view()
+
+    def _init_view(self) -> None:
+        self._shards: list[dict[str, Any]] = list(self.manifest["shards"])
+        self._columns: list[str] = list(self.manifest["modalities"])
+        named = self.manifest.get("splits")
+        known = list(named) if isinstance(named, dict) else []
+        known += [e["split"] for e in self.manifest["shards"] if e["split"] not in known]
+        self._splits = tuple(known)
 
     def _pinned(self, name: str, sha: Any) -> bytes:
         path = Path(self.root or ".") / name
@@ -218,35 +256,60 @@ class Dataset:
 
     @property
     def modalities(self) -> dict[str, dict[str, Any]]:
-        return dict(self.manifest["modalities"])
+        """The manifest's block of each modality of this view (``dtype``, ``shape``,
+        ``source``, ``unit``)."""
+        mods = self.manifest["modalities"]
+        return {k: dict(mods[k]) for k in self._columns}
+
+    @property
+    def splits(self) -> tuple[str, ...]:
+        """The dataset's split names (also those that hold no shard)."""
+        return self._splits
+
+    def check_split(self, split: str | None) -> None:
+        """Raise :class:`~kuration.errors.UnknownSplitError` unless ``split`` is None or one
+        of :attr:`splits`."""
+        if split is not None and split not in self._splits:
+            hint = ""
+            if split in self.manifest["modalities"]:
+                hint = f" ({split!r} is a modality: use select_columns([{split!r}]))"
+            raise UnknownSplitError(
+                split, self._splits, path=str(self.root) if self.root else None, hint=hint
+            )
 
     def select_modalities(self, names: Sequence[str] | None) -> list[str]:
-        """``names`` checked against the dataset (all modalities when None).
+        """``names`` checked against the view (all its modalities when None).
 
         Raises
         ------
-        KeyError
-            For a modality the dataset does not have.
+        UnknownModalityError
+            For a modality the dataset does not have (a ``KeyError``).
         """
-        mods = self.manifest["modalities"]
+        mods = self._columns
         wanted = list(mods) if names is None else list(names)
         unknown = [m for m in wanted if m not in mods]
         if unknown:
-            raise KeyError(f"unknown modalities {unknown} (dataset has {sorted(mods)})")
+            raise UnknownModalityError(f"unknown modalities {unknown} (dataset has {sorted(mods)})")
         return wanted
 
     def entries(self, split: str | None = None) -> list[dict[str, Any]]:
-        """Manifest entries (optionally of one split), in manifest order; copies that carry
-        what :func:`read_shard_arrays` needs to find and check them on their own."""
-        out = []
-        for e in self.manifest["shards"]:
-            if split is None or e.get("split") == split:
-                d = dict(e)
-                if self.root is not None:
-                    d[_ROOT_KEY] = str(self.root)
-                    d[_COMMIT_KEY] = hashlib.sha256(self.commit_bytes).hexdigest()
-                out.append(d)
-        return out
+        """Manifest entries of this view (optionally of one split), in view order; copies
+        that carry what :func:`read_shard_arrays` needs to find and check them on their own.
+
+        Raises
+        ------
+        UnknownSplitError
+            ``split`` is not one of :attr:`splits`.
+        """
+        self.check_split(split)
+        return [self._entry(e) for e in self._shards if split is None or e.get("split") == split]
+
+    def _entry(self, e: Mapping[str, Any]) -> dict[str, Any]:
+        d = dict(e)
+        if self.root is not None:
+            d[ROOT_KEY] = str(self.root)
+            d[COMMIT_KEY] = hashlib.sha256(self.commit_bytes).hexdigest()
+        return d
 
     def shard_path(self, entry: Mapping[str, Any]) -> Path:
         """Where ``entry``'s bytes live (legacy absolute paths are rebased onto the root).
@@ -256,7 +319,7 @@ class Dataset:
         DatasetIntegrityError
             A path that escapes the root or passes through a symlink.
         """
-        return _shard_path(entry, self.root)
+        return shard_file(entry, self.root)
 
     def check_generation(self) -> None:
         """Raise if the commit record changed since this dataset was opened."""
@@ -269,31 +332,188 @@ class Dataset:
                 path=str(self.root),
             )
 
+    # -- the user-facing surface (modelled on Hugging Face ``datasets``) ----------------
+    def _view(self, shards: list[dict[str, Any]], columns: list[str] | None = None) -> Dataset:
+        out = copy.copy(self)
+        out._shards = shards
+        out._columns = list(self._columns if columns is None else columns)
+        return out
 
-def _shard_path(entry: Mapping[str, Any], root: Path | None) -> Path:
-    rel = entry.get("path")
-    if not isinstance(rel, str) or not rel:
-        raise DatasetIntegrityError(f"bad shard path {rel!r}")
-    if root is None:
-        if not os.path.isabs(rel):
-            raise DatasetIntegrityError(f"a manifest dictionary needs absolute paths, got {rel!r}")
-        return Path(rel)
-    if os.path.isabs(rel):  # legacy entry: rebase onto the directory we were given
-        rel = f"{entry.get('split')}/{Path(rel).name}"
-    parts = Path(rel).parts
-    if any(p in ("..", ".", "") for p in parts) or "\\" in rel:
-        raise DatasetIntegrityError(f"shard path {rel!r} escapes the dataset root", path=str(root))
-    full = root.joinpath(*parts)
-    try:
-        resolved = full.resolve(strict=False)
-    except OSError:
-        raise DatasetIntegrityError(f"cannot resolve shard path {rel!r}", path=str(root)) from None
-    if resolved != full:
-        raise DatasetIntegrityError(
-            f"shard path {rel!r} passes through a symbolic link or escapes the root",
-            path=str(root),
+    def __len__(self) -> int:
+        """Number of shards in this view (one shard is one item)."""
+        return len(self._shards)
+
+    def __repr__(self) -> str:
+        where = self.root if self.root is not None else "<manifest dict>"
+        return (
+            f"Dataset({str(where)!r}, shards={len(self)}, splits={list(self._splits)}, "
+            f"columns={self._columns})"
         )
-    return full
+
+    def __getitem__(self, key: int | slice | str) -> Any:
+        """``ds[i]``: one shard's item (see :meth:`item`); ``ds[a:b]``: a view of those
+        shards; ``ds["train"]``: a view of one split.
+
+        Raises
+        ------
+        IndexError
+            An integer out of range.
+        UnknownSplitError
+            A string that is not one of :attr:`splits`.
+        TypeError
+            Any other key.
+        """
+        if isinstance(key, str):
+            self.check_split(key)
+            return self._view([e for e in self._shards if e["split"] == key])
+        if isinstance(key, slice):
+            return self._view(self._shards[key])
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            i = int(key)
+            if not -len(self) <= i < len(self):
+                raise IndexError(f"shard index {i} out of range ({len(self)} shards)")
+            return self.item(self._entry(self._shards[i]))
+        raise TypeError(f"a Dataset is indexed by int, slice or split name, not {key!r}")
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        """Stream the view's items, one shard read at a time."""
+        for entry in self.entries():
+            yield self.item(entry)
+
+    def item(self, entry: Mapping[str, Any], *, verify: bool = True) -> dict[str, Any]:
+        """One shard as an item: its real steps (pad rows removed) and where it comes from.
+
+        Returns
+        -------
+        dict
+            ``<modality>``: ndarray ``(n_steps, *shape)`` in the declared dtype;
+            ``_time_s``: ndarray ``(n_steps,)`` float64, seconds since the Unix
+            epoch (UTC); ``_present``: ndarray ``(n_steps,)`` bool (when written);
+            ``_split``, ``_source``, ``_entity`` (type-tagged), ``_shard``
+            (relative path): str.
+
+        Raises
+        ------
+        DatasetIntegrityError
+            See :func:`read_shard_arrays`.
+        """
+        arrays = shard_arrays(self, entry, self._columns, trim=True, verify=verify)
+        return {
+            **arrays,
+            "_split": str(entry["split"]),
+            "_source": str(entry.get("source_id", "")),
+            "_entity": str(entry.get("entity_id", "")),
+            "_shard": str(entry["path"]),
+        }
+
+    def select(self, indices: Sequence[int]) -> Dataset:
+        """A view of the shards at ``indices`` (in that order), like ``datasets.Dataset.select``.
+
+        Raises
+        ------
+        IndexError
+            An index out of range.
+        """
+        n = len(self)
+        idx = [int(i) for i in indices]
+        bad = [i for i in idx if not -n <= i < n]
+        if bad:
+            raise IndexError(f"shard indices {bad[:5]} out of range ({n} shards)")
+        return self._view([self._shards[i] for i in idx])
+
+    @property
+    def features(self) -> dict[str, FeatureInfo]:
+        """Modality name -> :class:`~kuration.read.table.FeatureInfo` (dtype, per-step shape,
+        unit, source) for the columns of this view."""
+        mods = self.manifest["modalities"]
+        return {k: feature_info(mods[k]) for k in self._columns}
+
+    @property
+    def column_names(self) -> list[str]:
+        """The modality columns of this view."""
+        return list(self._columns)
+
+    def select_columns(self, names: str | Sequence[str]) -> Dataset:
+        """A view with only these modalities (``_present`` and ``_time_s`` always come along).
+
+        Raises
+        ------
+        KeyError
+            A modality the dataset does not have.
+        """
+        wanted = self.select_modalities([names] if isinstance(names, str) else names)
+        return self._view(self._shards, wanted)
+
+    def filter(self, predicate: Callable[[dict[str, Any]], bool]) -> Dataset:
+        """A view of the shards whose manifest entry satisfies ``predicate``.
+
+        Unlike ``datasets.Dataset.filter`` the predicate sees one shard's
+        metadata, not one row, so no shard is read: ``source_id``,
+        ``entity_id`` (type-tagged), ``split``, ``span_index``, ``shard_index``,
+        ``start_idx``, ``start_time_s``, ``n_steps``, ``padded``, ``path``.
+        Filter rows on values with ``ds.to_arrow().filter(expression)``.
+        """
+        return self._view([e for e in self._shards if predicate({k: v for k, v in e.items()})])
+
+    def shuffle(self, seed: int | None = None) -> Dataset:
+        """A view with the shards in a random order: ``numpy.random.default_rng(seed)``'s
+        permutation, so one seed gives one order on every machine (as in ``datasets``)."""
+        order = np.random.default_rng(seed).permutation(len(self))
+        return self._view([self._shards[int(i)] for i in order])
+
+    def iter_batches(self) -> Iterator[Any]:
+        """Stream the view as Arrow record batches, one per shard (real rows only), with the
+        schema of :meth:`to_arrow`.
+
+        Raises
+        ------
+        ImportError
+            pyarrow is missing.
+        """
+        schema = self._schema()
+        mods = self.manifest["modalities"]
+        for entry in self.entries():
+            arrays = shard_arrays(self, entry, self._columns, trim=True)
+            yield shard_record_batch(arrays, entry, {k: mods[k] for k in self._columns}, schema)
+
+    def _schema(self) -> Any:
+        mods = self.manifest["modalities"]
+        return table_schema(
+            {k: mods[k] for k in self._columns}, bool(self.manifest.get("presence_mask", True))
+        )
+
+    def to_arrow(self) -> Any:
+        """The view as one ``pyarrow.Table``: one row per real step (pad rows removed).
+
+        Columns ``_split``, ``_source``, ``_entity``, ``_shard`` (strings),
+        ``_time_s`` (float64 s since the epoch), ``_present`` (bool), then the
+        modalities; a tensor modality is a fixed-size list column holding the
+        flattened step, its field metadata ``kuration.shape`` gives the shape
+        and ``kuration.unit`` the unit (JSON).
+        """
+        import pyarrow as pa
+
+        return pa.Table.from_batches(list(self.iter_batches()), schema=self._schema())
+
+    def to_pandas(self) -> Any:
+        """:meth:`to_arrow` as a ``pandas.DataFrame`` (tensor cells are 1-D arrays)."""
+        return self.to_arrow().to_pandas()
+
+    def to_polars(self) -> Any:
+        """:meth:`to_arrow` as a ``polars.DataFrame`` (tensors are ``Array`` columns).
+
+        Raises
+        ------
+        MissingExtraError
+            polars is not installed (``pip install 'kuration-sdk[polars]'``).
+        """
+        try:
+            import polars as pl
+        except ImportError:
+            raise MissingExtraError(
+                "Dataset.to_polars needs polars: pip install 'kuration-sdk[polars]'"
+            ) from None
+        return pl.from_arrow(self.to_arrow())
 
 
 def open_dataset(path: str | os.PathLike[str] | Mapping[str, Any]) -> Dataset:
@@ -313,107 +533,6 @@ def shard_entries(
     """
     ds = dataset if isinstance(dataset, Dataset) else Dataset(dataset)
     return ds.entries(split)
-
-
-def _resolve_container(
-    container: str | Container | None,
-    default: str | None,
-    registry: Mapping[str, Container] | None,
-) -> Container:
-    if container is not None and not isinstance(container, str):
-        return container
-    name = container or default
-    if name is None:
-        raise DatasetIntegrityError("no container given and the entry names none")
-    if registry is not None and name in registry:
-        return registry[name]
-    try:
-        return get_container(name)
-    except KeyError as exc:
-        raise DatasetIntegrityError(str(exc)) from None
-
-
-def read_shard_arrays(
-    entry: Mapping[str, Any],
-    container: str | Container | None = None,
-    *,
-    verify: bool = True,
-    root: str | os.PathLike[str] | None = None,
-    modalities: Mapping[str, Mapping[str, Any]] | None = None,
-    registry: Mapping[str, Container] | None = None,
-) -> dict[str, np.ndarray]:
-    """Read one shard: every stored array (``_n_steps`` and ``_present`` included).
-
-    Parameters
-    ----------
-    entry : mapping
-        A manifest entry, best one from :func:`shard_entries` (it knows its root).
-    container : str or Container
-        The dataset's container (the manifest's ``container``).
-    verify : bool
-        Check the recorded size and SHA-256 before decoding.
-    root : path, optional
-        The dataset directory, when ``entry`` does not carry it.
-    modalities : mapping, optional
-        The manifest's modality block: restores declared dtypes and shapes.
-
-    Returns
-    -------
-    dict of str to ndarray
-        Untrimmed arrays, ``(L, *shape)``.
-
-    Raises
-    ------
-    DatasetIntegrityError
-        Path escapes, symlinks, special files, size or SHA-256 mismatch, an
-        undecodable shard, a missing modality, a changed commit record.
-    """
-    base = root if root is not None else entry.get(_ROOT_KEY)
-    ds_root = Path(base).resolve() if base is not None else None
-    path = _shard_path(entry, ds_root)
-    data = read_regular(path)
-    if verify:
-        if len(data) != entry.get("size"):
-            raise DatasetIntegrityError(
-                f"shard is {len(data)} bytes, manifest says {entry.get('size')}", path=str(path)
-            )
-        if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
-            raise DatasetIntegrityError("shard SHA-256 does not match the manifest", path=str(path))
-    pinned = entry.get(_COMMIT_KEY)
-    if ds_root is not None and isinstance(pinned, str):
-        _, now = read_commit(ds_root)
-        if hashlib.sha256(now).hexdigest() != pinned:
-            raise DatasetIntegrityError(
-                "the dataset changed while it was being read (a writer replaced it)",
-                path=str(ds_root),
-            )
-    codec = _resolve_container(container, None, registry)
-    try:
-        arrays = codec.loads(data)
-    except ImportError:
-        raise
-    except Exception as exc:
-        raise DatasetIntegrityError(f"cannot decode shard: {exc}", path=str(path)) from None
-    if "_n_steps" in arrays and int(arrays["_n_steps"]) != entry.get(
-        "n_steps", int(arrays["_n_steps"])
-    ):
-        raise DatasetIntegrityError(
-            f"shard holds {int(arrays['_n_steps'])} real steps, manifest says {entry.get('n_steps')}",
-            path=str(path),
-        )
-    for name, m in (modalities or {}).items():
-        if name not in arrays:
-            raise DatasetIntegrityError(f"shard lacks modality {name!r}", path=str(path))
-        a = arrays[name]
-        shape = tuple(m.get("shape", ()))
-        if a.shape[1:] != shape:
-            if a.ndim == 0 or int(np.prod(a.shape[1:])) != int(np.prod(shape)):
-                raise DatasetIntegrityError(
-                    f"modality {name!r} has shape {a.shape}, declared (L, {shape})", path=str(path)
-                )
-            a = a.reshape((a.shape[0], *shape))
-        arrays[name] = a.astype(np.dtype(m["dtype"]), copy=False)
-    return arrays
 
 
 def iter_shards(
@@ -453,34 +572,25 @@ def iter_shards(
     ------
     dict of str to ndarray
         ``arrays[name]`` has shape (n_steps, *shape) (``shard_length`` rows
-        untrimmed) and the declared dtype; ``_present`` is bool.  A ``media:``
-        modality ``name`` comes as uint8 ``(n_steps, H, W, C)`` with its bool
-        frame mask ``_present_<name>`` (zeros where false).
+        untrimmed) and the declared dtype; ``_present`` is bool; ``_time_s``
+        is float64 seconds since the Unix epoch (UTC), NaN on pad rows.  A
+        ``media:`` modality ``name`` comes as uint8 ``(n_steps, H, W, C)`` with
+        its bool frame mask ``_present_<name>`` (zeros where false).
 
     Raises
     ------
     DatasetIntegrityError
         See :class:`Dataset` and :func:`read_shard_arrays`.
+    UnknownSplitError
+        ``split`` is not one of the dataset's splits.
     KeyError
         ``modalities`` names a modality the dataset does not have.
     """
     ds = dataset if isinstance(dataset, Dataset) else Dataset(dataset)
-    mods = ds.manifest["modalities"]
     wanted = ds.select_modalities(modalities)
-    codec = _resolve_container(container, ds.manifest["container"], registry)
+    codec = resolve_container(container, ds.manifest["container"], registry)
     for entry in ds.entries(split):
-        arrays = read_shard_arrays(
-            entry, codec, root=ds.root, modalities={k: mods[k] for k in wanted}, verify=verify
-        )
-        n = int(arrays.pop("_n_steps", entry["n_steps"]))
-        out = {k: arrays[k] for k in wanted}
-        if "_present" in arrays:
-            out["_present"] = arrays["_present"].astype(bool, copy=False)
-        for k in wanted:  # media modalities carry their frame mask (see kuration.output.media)
-            if f"_present_{k}" in arrays:
-                out[f"_present_{k}"] = arrays[f"_present_{k}"].astype(bool, copy=False)
-        if trim:
-            out = {k: v[:n] for k, v in out.items()}
+        out = shard_arrays(ds, entry, wanted, trim=trim, verify=verify, container=codec)
         if with_meta:
             meta = {k: v for k, v in entry.items() if not k.startswith("_")}
             yield out, meta

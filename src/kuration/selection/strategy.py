@@ -7,6 +7,8 @@
       "define": {"speed_p90": "field:position | speed | p90",
                  "turn_p90": "field:track | angle_delta | abs | p90"},
       "registered": [],
+      "transforms": [{"name": "my_transform", "inputs": {"series": "field:track"}}],
+      "scorers": [{"name": "novelty", "params": {"features": ["speed_p90", "turn_p90"]}}],
       "filters": [{"feature": "speed_p90", "op": ">=", "value": 100}],
       "bin": {"axes": ["speed_p90", "turn_p90"], "n_bins": [4, 3]},
       "method": "uniform-bins",
@@ -19,6 +21,10 @@
       "seed": 0
     }
 
+``transforms`` and ``scorers`` name registered BatchTransforms and
+SegmentScorers (:mod:`kuration.metrics.transforms`, :mod:`kuration.metrics.scorers`);
+their outputs are features like the others.  Selection keeps them as plain
+descriptors: :func:`kuration.load_strategy` resolves them against the schema.
 ``filters`` (see :mod:`kuration.selection.filters`) exclude segments before any
 method runs: they are never selected.  ``bin.n_bins`` is one count or one
 per axis.  ``method``/``params`` name a registered method (see
@@ -78,10 +84,16 @@ class Strategy:
     group: Mapping[str, Any] | None = None
     tag_coverage: Mapping[str, Any] = field(default_factory=dict)
     group_cap: Mapping[str, Any] | None = None
+    transforms: tuple[Mapping[str, Any], ...] = ()
+    scorers: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def feature_names(self) -> tuple[str, ...]:
-        return (*self.define, *self.registered)
+        """Defined and registered metrics, then transform outputs, then scorer outputs
+        (transform outputs are known once :func:`kuration.load_strategy` resolved them)."""
+        outs = [f for t in self.transforms for f in dict(t.get("outputs") or {}).values()]
+        scored = [str(s.get("output") or s["name"]) for s in self.scorers]
+        return (*self.define, *self.registered, *outs, *scored)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form; ``parse_strategy(s.to_dict())`` gives back an equal strategy."""
@@ -99,6 +111,10 @@ class Strategy:
             "nan_policy": self.nan_policy,
             "seed": self.seed,
         }
+        if self.transforms:
+            d["transforms"] = [dict(t) for t in self.transforms]
+        if self.scorers:
+            d["scorers"] = [dict(t) for t in self.scorers]
         if self.group is not None:
             d["group"] = dict(self.group)
         if self.group_cap is not None:
@@ -122,7 +138,9 @@ def parse_strategy(
     compile_metrics : callable, optional
         Called with the parsed strategy before its feature names are checked;
         :func:`kuration.load_strategy` passes one that compiles every metric
-        against the schema, so an unknown token raises at load.
+        against the schema and resolves its transforms and scorers, so an
+        unknown token raises at load.  When it returns a :class:`Strategy`,
+        that one (with resolved transform and scorer descriptors) is used.
     what : str
         Names the strategy in error messages (a file's path is used when given one).
 
@@ -175,9 +193,13 @@ def parse_strategy(
         registered=tuple(m.registered),
         nan_policy=m.nan_policy,
         seed=m.seed,
+        transforms=tuple(t.model_dump(exclude_defaults=True) for t in m.transforms),
+        scorers=tuple(sc.model_dump(exclude_defaults=True) for sc in m.scorers),
     )
     if compile_metrics is not None:
-        compile_metrics(strat)  # compiles every metric now: unknown tokens raise at load
+        resolved = compile_metrics(strat)  # compiles every metric now: unknown tokens raise
+        if isinstance(resolved, Strategy):
+            strat = resolved
     features = strat.feature_names
     for ax in axes:
         if ax not in features:

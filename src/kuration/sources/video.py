@@ -29,7 +29,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..contracts.media import FrameRef, MediaColumn, MediaSpec, get_media_provider, parse_fraction
+from ..contracts.media import (
+    FrameRef,
+    MediaColumn,
+    MediaSpec,
+    get_media_provider,
+    motion_energy,
+    parse_fraction,
+)
 from ..contracts.schema import SchemaSpec
 from ..contracts.tick import Tick, TickTable
 from ..errors import MediaError, SchemaError, SourceError
@@ -116,35 +123,6 @@ def _units(
     return np.asarray(frames, dtype=np.int64), ks.astype(np.int64) * step, int(tol * d)
 
 
-def motion_energy(frames: np.ndarray, previous: np.ndarray | None = None) -> np.ndarray:
-    """Mean absolute difference between consecutive frames (the motion-energy kernel).
-
-    This is the numeric kernel the BatchTransform phase will wrap; today
-    :class:`VideoAdapter` calls it to derive a numeric field, decoding the
-    video in bounded chunks at a small size.
-
-    Parameters
-    ----------
-    frames : ndarray, shape (N, H, W, C), uint8
-        Consecutive frames (downscaled by the decoder), presentation order.
-    previous : ndarray, shape (H, W, C), uint8, optional
-        The frame before ``frames[0]``.
-
-    Returns
-    -------
-    ndarray, shape (N,), float64
-        ``mean(|frames[i] - frames[i-1]|)`` over pixels and channels, in 8-bit
-        intensity levels (0-255); NaN for the first frame when ``previous`` is None.
-    """
-    x = frames.astype(np.int16)
-    out = np.full(x.shape[0], np.nan)
-    if x.shape[0] > 1:
-        out[1:] = np.abs(np.diff(x, axis=0)).mean(axis=(1, 2, 3))
-    if previous is not None and x.shape[0]:
-        out[0] = np.abs(x[0] - previous.astype(np.int16)).mean()
-    return out
-
-
 def _media_spec(schema: SchemaSpec, column: str | None) -> MediaSpec:
     if not schema.media:
         raise SchemaError("a video adapter needs a schema with a media column")
@@ -209,8 +187,12 @@ class VideoAdapter(_MediaSource, InputAdapter):
         Id of the single entity (the camera).
     derived : mapping of field name to str
         Numeric fields computed from the frames; every schema field must be
-        derived.  Known: ``"motion_energy"`` (:func:`motion_energy` on frames
-        decoded at ``motion_size`` in gray).
+        derived.  Known: ``"frame_time"`` (the frame's presentation time on the
+        schema's clock, ``start_offset + pts * time_base``, seconds; nothing is
+        decoded) and ``"motion_energy"`` (:func:`motion_energy` on frames
+        decoded at ``motion_size`` in gray: the whole video is decoded while
+        reading, so prefer the ``motion_energy`` BatchTransform, which decodes
+        only the segments' frames in bounded batches).
     motion_size : (int, int)
         ``(H, W)`` the frames are scaled to for ``motion_energy``, pixels.
     chunk : int
@@ -225,7 +207,7 @@ class VideoAdapter(_MediaSource, InputAdapter):
     """
 
     name: ClassVar[str] = "video"
-    _DERIVED = ("motion_energy",)
+    _DERIVED = ("motion_energy", "frame_time")
 
     def __init__(
         self,
@@ -310,7 +292,11 @@ class VideoAdapter(_MediaSource, InputAdapter):
         k_last = math.floor((off + refs[-1].time) * rate + Fraction(1, 2))
         col = self._column(refs, k_first, k_last - k_first + 1)
         present = col.present[:, None]
-        feats = {"motion_energy": self._motion(refs)} if self.derived else {}
+        feats: dict[str, np.ndarray] = {}
+        if "motion_energy" in self.derived.values():
+            feats["motion_energy"] = self._motion(refs)
+        if "frame_time" in self.derived.values():
+            feats["frame_time"] = np.array([float(off + r.time) for r in refs])
         values = {}
         for f in self.schema.fields:
             v = np.full((col.index.size, 1, 1), np.nan)

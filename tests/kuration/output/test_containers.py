@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import subprocess
 import sys
 import zipfile
@@ -34,6 +35,8 @@ def _shard(length: int = 16) -> dict[str, np.ndarray]:
         "count": rng.integers(-(2**40), 2**40, size=length),
         "_present": rng.random(length) > 0.3,
         "_n_steps": np.array(length - 2, dtype=np.int64),
+        "_time_s": 1.6e9 + np.arange(length, dtype=np.float64),
+        "_entity": np.array("str:élan/3c6444"),  # non-ASCII on purpose
     }
 
 
@@ -101,6 +104,24 @@ def test_any_numeric_array_round_trips(name: str, arr: np.ndarray) -> None:
     assert int(back["_n_steps"]) == arr.shape[0]
 
 
+@settings(max_examples=25, deadline=None)
+@given(
+    name=st.sampled_from(BUILTIN),
+    label=st.text(
+        st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+        min_size=1,
+        max_size=40,
+    ),
+)
+def test_any_entity_label_round_trips(name: str, label: str) -> None:
+    """The 0-d string ``_entity`` (any unicode but NUL, which NumPy strings cannot end
+    with, and lone surrogates, which UTF-8 cannot encode) survives every container."""
+    c = require_container(name)
+    arrays = {"a": np.arange(3.0), "_entity": np.array(label), "_n_steps": np.array(3)}
+    back = c.loads(c.dumps(arrays))
+    assert back["_entity"].ndim == 0 and str(back["_entity"].item()) == label
+
+
 def test_npz_reads_with_plain_numpy_and_no_pickles() -> None:
     data = get_container("npz").dumps(_shard())
     with np.load(io.BytesIO(data), allow_pickle=False) as z:
@@ -137,7 +158,34 @@ def test_parquet_stores_tensors_as_flat_list_columns() -> None:
     assert pa.types.is_fixed_size_list(table.schema.field("frame").type)
     assert table.schema.field("frame").type.list_size == 4 * 5 * 3
     assert table.schema.field("alt").type == pa.float64()
-    assert "_n_steps" not in table.column_names  # in band, in the schema metadata
+    # shard-level values are in the schema metadata and repeated on every row for row tools
+    scalars = json.loads(table.schema.metadata[b"kuration.scalars"])
+    assert scalars["_n_steps"] == ["i8", 14] and scalars["_entity"] == ["str", "str:élan/3c6444"]
+    assert table.column("_n_steps").to_pylist() == [14] * 16
+    assert set(table.column("_entity").to_pylist()) == {"str:élan/3c6444"}
+    assert table.schema.field("_entity").metadata[b"kuration.scalar"] == b"true"
+
+
+def test_units_travel_as_attributes_where_the_format_has_them() -> None:
+    import h5py
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    attrs = {"pos": {"name": "pos", "unit": ["m", "m", "ft"]}, "alt": {"name": "alt", "unit": "ft"}}
+    arrays = _shard()
+    with h5py.File(io.BytesIO(get_container("hdf5").dumps(arrays, attrs=attrs)), "r") as f:
+        assert f["alt"].attrs["unit"] == "ft" and f["alt"].attrs["name"] == "alt"
+        assert list(f["pos"].attrs["unit"]) == ["m", "m", "ft"]
+        assert f["_entity"].asstr()[()] == "str:élan/3c6444"
+    schema = pq.read_schema(pa.BufferReader(get_container("parquet").dumps(arrays, attrs=attrs)))
+    assert json.loads(schema.field("pos").metadata[b"kuration.unit"]) == ["m", "m", "ft"]
+    doc = json.loads(get_container("json").dumps(arrays, attrs=attrs))
+    assert doc["arrays"]["alt"]["unit"] == "ft" and doc["arrays"]["_entity"]["dtype"] == "str"
+    for name in ("hdf5", "parquet", "json"):  # attributes keep the bytes deterministic
+        c = get_container(name)
+        assert c.dumps(arrays, attrs=attrs) == c.dumps(dict(arrays), attrs=dict(attrs))
+    npz = get_container("npz")
+    assert npz.dumps(arrays, attrs=attrs) == npz.dumps(arrays)  # npz has no attributes
 
 
 def test_hdf5_without_h5py_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,10 +1,12 @@
 """Golden artifacts: the hours path writes byte-identical shards and manifests.
 
-The values were taken at commit b7e8b07 (the starting commit of issue 12's
-hours rewiring, before ``write_dataset`` was split into named steps) by
-running each job below with ``kuration.run_job`` from a worktree of that
-commit (``PYTHONPATH=<worktree>/src``), and checked equal at the branch's
-HEAD before the refactor.  The hash is SHA-256 over the JSON list of sorted
+The values were first taken at commit b7e8b07 (the starting commit of
+issue 12's hours rewiring, before ``write_dataset`` was split into named
+steps) by running each job below with ``kuration.run_job`` from a worktree of
+that commit (``PYTHONPATH=<worktree>/src``), and the refactor reproduced them.
+They were retaken once, on purpose, when every shard gained the reserved
+``_time_s``/``_entity`` arrays and the manifest a unit per modality (issue 17);
+file counts did not change.  The hash is SHA-256 over the JSON list of sorted
 ``(relative path, sha256)`` pairs of every shard file under ``train/`` and
 ``test/`` plus ``dataset_manifest.json`` (``config.json``,
 ``dataset.commit.json``, the lock and the ``.kuration_*`` marker carry
@@ -30,24 +32,48 @@ QS = ROOT / "examples" / "adsb_quickstart"
 FOOTBALL = ROOT / "examples" / "football"
 
 GOLDEN = {
-    "job": ("99f4f97347188361394bb77cfa6f05a431585d60b61e1e2315073b473f185909", 176),
-    "balanced-hours": ("623c68b140efdef4dbd12abea0ef1a15e9a770c0b0f24d1f19d30e0fbbe1fc4d", 166),
+    "balanced-hours": (
+        "d4b80e5fb396d103a0aaa932251a7c01339c9f0d5185032e6087150ba5ba2d4a",
+        166,
+    ),
     "facility-location": (
-        "83ad94268c7dc300096056586131434842bf45b6c8144be891f1dec1a86994ea",
+        "cd4e89487c9dc6a3b1a35bc609b293619b8deb73f4ddb403604f445bdb951dfb",
         177,
     ),
-    "filter": ("44efe6f624ebc920d11cd7ee8230e063a73a604174c4a23fce5a15f4271513c8", 170),
-    "importance": ("41a757c74c2c386b4bed73fbcfe3e33c82b47879a023163c52986179f2c2e806", 172),
-    "k-center": ("391ae96681cac0bfa5561b65d406a267c268a6e184b1b0bc7fc683ea8c88b8ce", 171),
+    "filter": (
+        "e69dd112f441a06b9a4e9aeefbf5f1a16d4d3d5618e81afe327ec4c92f32dda9",
+        170,
+    ),
+    "importance": (
+        "f3f00388cde62fe35595541ebdfb4b01a422a71a2b07ad7022b3617b0159446e",
+        172,
+    ),
+    "job": (
+        "3157bfda48185ec161ef9a51941f640bfc02400ffd540d5138bdabeb982ac1f8",
+        176,
+    ),
+    "k-center": (
+        "24072aa76b5db38379a51330836e6c1723fadf77d19bf73176e31f00804373e3",
+        171,
+    ),
     "target-distribution": (
-        "3b6e92c82dd0cdf567d09e7dad679a70525cd8225639ce5ac814272140263bf9",
+        "de187459eb621f2fd6072fd6d6bc25eaa8dc27b5cd7c8dda7bf5dac1ff7babf2",
         164,
     ),
-    "top-k": ("2d9c08711955d33c6f56d3c0c4a5ef144dbb6079f54b8966d34b9ddc25228120", 174),
-    "uniform-bins": ("a3dc65d298a36bc275bfd6e591140ed3cec5c3a8a7fbdf7dd9538ed7b50f7ab3", 173),
-    "weighted": ("180fa43af677c18f2dfaadf7c5db68a872e7e77d2ec9b4a0cdb9b3f80442d52e", 172),
+    "top-k": (
+        "09112698c65dafe9de803943562033d846cfa3960002f39f26aed57cfa832342",
+        174,
+    ),
+    "uniform-bins": (
+        "3d8c0ef48af034d08f81a6e57288721d551941c5f97cc0200315e3aff7771c9d",
+        173,
+    ),
+    "weighted": (
+        "891e9db5a6d28bc91d8551fc50dc0b627d76d14c642df635693ca01479895bb9",
+        172,
+    ),
 }
-FOOTBALL_GOLDEN = ("6f56c48c4e4e51302330cd3e264ea3a6bb3f273857bb1f15099df74e92684544", 351)
+FOOTBALL_GOLDEN = ("e11177959545200fbb7c51b83239afa1e6f47335311f799987daee95d61ecd28", 351)
 
 
 def artifact_hash(out: Path) -> tuple[str, int]:

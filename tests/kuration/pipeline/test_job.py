@@ -71,8 +71,9 @@ def test_reader_returns_declared_modalities_and_verifies(small_run) -> None:
     n = 0
     for arrays, entry in iter_shards(res.path, with_meta=True):
         n += 1
-        assert set(arrays) == set(man["modalities"]) | {"_present"}
+        assert set(arrays) == set(man["modalities"]) | {"_present", "_time_s"}
         assert arrays["_present"].shape == (entry["n_steps"],)
+        assert arrays["_time_s"][0] == entry["start_time_s"]
         assert arrays["position"].shape == (entry["n_steps"], 2)
         assert arrays["onground"].dtype == np.uint8
         assert arrays["altitude"].dtype == np.float32

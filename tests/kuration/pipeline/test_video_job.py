@@ -47,7 +47,7 @@ def test_kur_run_video_example_writes_the_decoded_frames(
         assert arrays["frame"].dtype == np.uint8 and arrays["frame"].shape == (steps, 272, 640, 3)
         np.testing.assert_array_equal(arrays["frame"], frames[start : start + steps])
         assert arrays["_present_frame"].all()
-        spans[entry["span_index"]] = float(arrays["motion_mean"][0])
+        spans[entry["span_index"]] = float(arrays["motion_energy"][0])
         n += steps
     assert n == 100  # the 4-second budget: two 2-second spans
     manifest = json.loads((out / "dataset_manifest.json").read_text())
@@ -55,8 +55,10 @@ def test_kur_run_video_example_writes_the_decoded_frames(
         "dtype": "uint8",
         "shape": [272, 640, 3],
         "source": "media:frame",
+        "unit": None,  # pixel values: no unit
     }
-    # the admitted spans are the two with the most motion, by numpy on an independent decode
+    # the admitted spans are the two with the most motion (the motion_energy BatchTransform,
+    # one frame of lookbehind), by numpy on an independent decode
     _, gray = direct_frames(video_file("bikes.mp4"), "gray", (36, 64))
     energy = np.abs(np.diff(gray.astype(np.float64), axis=0)).mean(axis=(1, 2, 3))
     by_span = [energy[max(50 * k - 1, 0) : 50 * k + 49].mean() for k in range(5)]
@@ -92,6 +94,6 @@ def test_a_video_dataset_reingests_without_its_frames(example_out) -> None:
     from kuration import CuratedDatasetAdapter
 
     adapter = CuratedDatasetAdapter(example_out)
-    assert adapter.schema.field_names == ("motion", "motion_mean")
+    assert adapter.schema.field_names == ("frame_time", "motion_energy")
     uri = adapter.sources()[0]
-    assert adapter.read_table(uri).values["motion"].shape[1:] == (1, 1)
+    assert adapter.read_table(uri).values["frame_time"].shape[1:] == (1, 1)

@@ -180,7 +180,7 @@ def test_subsets_untrimmed_reads_and_container_override(ds: Path, base_b) -> Non
     only = list(iter_shards(ds, split="train", modalities=["onground"], trim=False, with_meta=True))
     assert {m["split"] for _, m in only} == {"train"}
     for arr, meta in only:
-        assert set(arr) == {"onground", "_present"}
+        assert set(arr) == {"onground", "_present", "_time_s"}
         assert arr["onground"].shape == (base_b.manifest["shard_length"],)
         assert arr["onground"].dtype == np.uint8
         assert int(arr["_present"].sum()) <= meta["n_steps"]
