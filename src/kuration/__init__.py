@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
 from .errors import (
+    AdapterError,
     BudgetError,
+    BudgetGranularityWarning,
     DataOrderWarning,
     DatasetExistsError,
     DatasetIntegrityError,
@@ -23,6 +25,7 @@ from .errors import (
     EntityIdError,
     ExecutionTraitsError,
     GroupCapError,
+    InitError,
     JobError,
     KurationError,
     KurationWarning,
@@ -31,16 +34,21 @@ from .errors import (
     OutputSpecError,
     OutputValueError,
     PipelineError,
+    PluginError,
+    PluginWarning,
     ReaderOptionError,
+    RegistrationError,
     SampleFetchError,
     SchemaError,
     ScorerError,
     SnapCollisionWarning,
     SourceError,
     StrategyError,
+    StrictJSONError,
     TimeRangeError,
     TransformError,
     UnknownModalityError,
+    UnknownNameError,
     UnknownSplitError,
 )
 
@@ -148,6 +156,10 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     ),
     ".pipeline.execute": ("PipelineRun",),
     ".pipeline.hours": ("DatasetWriteResult",),
+    ".pipeline.init": (
+        "InitResult",
+        "init_job",
+    ),
     ".pipeline.job": ("load_job",),
     ".pipeline.operators": (
         "Operator",
@@ -294,6 +306,7 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers
     from .pipeline.entry import run_job, write_dataset
     from .pipeline.execute import PipelineRun
     from .pipeline.hours import DatasetWriteResult
+    from .pipeline.init import InitResult, init_job
     from .pipeline.job import load_job
     from .pipeline.operators import (
         Operator,
@@ -340,10 +353,12 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers
     from .tools.review import hours_selection_review
 
 __all__ = [
+    "AdapterError",
     "AnalysisSubject",
     "Analyzer",
     "BatchTransform",
     "BudgetError",
+    "BudgetGranularityWarning",
     "CheckResult",
     "CompiledMetric",
     "CountSelection",
@@ -367,6 +382,8 @@ __all__ = [
     "FrameRef",
     "GroupCapError",
     "HoursSelection",
+    "InitError",
+    "InitResult",
     "InputAdapter",
     "InspectReport",
     "JobError",
@@ -397,7 +414,10 @@ __all__ = [
     "PipelineRun",
     "PlanComponent",
     "PlanStage",
+    "PluginError",
+    "PluginWarning",
     "ReaderOptionError",
+    "RegistrationError",
     "SampleFetchError",
     "SchemaError",
     "SchemaSpec",
@@ -414,6 +434,7 @@ __all__ = [
     "Strategy",
     "StrategyError",
     "StreamInfo",
+    "StrictJSONError",
     "Tick",
     "TickTable",
     "TimeRangeError",
@@ -422,6 +443,7 @@ __all__ = [
     "TransformContext",
     "TransformError",
     "UnknownModalityError",
+    "UnknownNameError",
     "UnknownSplitError",
     "VideoAdapter",
     "WindowBatch",
@@ -444,6 +466,7 @@ __all__ = [
     "get_operator",
     "get_preset",
     "hours_selection_review",
+    "init_job",
     "inspect_dataset",
     "iter_shards",
     "ksg_mutual_information",

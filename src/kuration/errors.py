@@ -7,6 +7,7 @@
     ├── MetricCompileError (ValueError)     a metric expression does not compile against a schema
     ├── StrategyError (ValueError)          a strategy file is malformed or inconsistent
     ├── JobError (ValueError)               a job file is malformed
+    │   └── InitError                       ``kur init`` cannot guess a job from its inputs
     ├── PolicyError (ValueError)            a quality policy (``kur check``) is malformed
     ├── SourceError (ValueError)            raw input is malformed (names source and row)
     │   ├── EntityIdError                   an entity id is missing or has no canonical form (names column)
@@ -29,10 +30,18 @@
     ├── ScorerError (RuntimeError)          a SegmentScorer use is invalid or it failed (names scorer, source, segment)
     ├── PipelineError (ValueError)          a Pipeline is built or used inconsistently (unknown seam name, no source)
     ├── ExecutionTraitsError (ValueError)   a component declares invalid execution traits (raised at registration)
+    ├── AdapterError (ValueError)           an adapter's options do not fit its schema or format (names adapter)
+    ├── StrictJSONError (ValueError)        a JSON document has duplicate keys, NaN/Infinity or bad syntax
+    ├── RegistrationError (ValueError, TypeError)  a name is taken or empty, or a component lacks its interface
+    ├── UnknownNameError (KeyError)         a name is not registered (the message lists close matches)
+    ├── PluginError (ImportError)           an explicitly listed plugin module could not be imported
     └── MissingExtraError (ImportError)     an optional feature's extra is not installed
 
-Warnings: ``KurationWarning`` (root), ``DataOrderWarning`` (input rows were reordered) and
-``SnapCollisionWarning`` (rows of one entity snapped to one grid point; all but one dropped).
+Warnings: ``KurationWarning`` (root), ``DataOrderWarning`` (input rows were reordered),
+``SnapCollisionWarning`` (rows of one entity snapped to one grid point; all but one dropped),
+``BudgetGranularityWarning`` (a split's admitted hours miss its request by more than 10% because
+its smallest admissible unit, a whole track or span, is too long) and ``PluginWarning`` (an
+installed entry-point plugin failed and was rolled back).
 """
 
 from __future__ import annotations
@@ -40,7 +49,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "AdapterError",
     "BudgetError",
+    "BudgetGranularityWarning",
     "DataOrderWarning",
     "DatasetExistsError",
     "DatasetIntegrityError",
@@ -50,6 +61,7 @@ __all__ = [
     "EntityIdError",
     "ExecutionTraitsError",
     "GroupCapError",
+    "InitError",
     "JobError",
     "KurationError",
     "KurationWarning",
@@ -59,17 +71,22 @@ __all__ = [
     "OutputSpecError",
     "OutputValueError",
     "PipelineError",
+    "PluginError",
+    "PluginWarning",
     "PolicyError",
     "ReaderOptionError",
+    "RegistrationError",
     "SampleFetchError",
     "SchemaError",
     "ScorerError",
     "SnapCollisionWarning",
     "SourceError",
     "StrategyError",
+    "StrictJSONError",
     "TimeRangeError",
     "TransformError",
     "UnknownModalityError",
+    "UnknownNameError",
     "UnknownSplitError",
 ]
 
@@ -178,6 +195,21 @@ class JobError(KurationError, ValueError):
         super().__init__(message)
         self.path = path
         self.problems = tuple(problems) or (message,)
+
+
+class InitError(JobError):
+    """``kur init`` cannot write a job for its inputs (no time column, an unreadable file,
+    a unit in a hint file that pint does not know, a job folder that already exists).
+
+    Attributes
+    ----------
+    source : str or None
+        The input (file or ``timenet://`` reference) at fault, when one is.
+    """
+
+    def __init__(self, message: str, *, source: str | None = None) -> None:
+        super().__init__(message)
+        self.source = source
 
 
 class PolicyError(KurationError, ValueError):
@@ -541,6 +573,45 @@ class ExecutionTraitsError(KurationError, ValueError):
         self.component = component
 
 
+class AdapterError(KurationError, ValueError):
+    """An adapter's options do not fit its schema or its input format (a column mapping
+    naming no schema field, an unknown time unit, a missing option).
+
+    Attributes
+    ----------
+    adapter : str
+        The adapter's registered name.
+    """
+
+    def __init__(self, message: str, *, adapter: str) -> None:
+        super().__init__(message)
+        self.adapter = adapter
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_error, (type(self), self.args), self.__dict__)
+
+
+class StrictJSONError(KurationError, ValueError):
+    """A JSON document is malformed, repeats a key or holds NaN/Infinity (strict JSON)."""
+
+
+class RegistrationError(KurationError, ValueError, TypeError):
+    """A registration is refused: the name is empty or taken (without ``clobber``), or the
+    component lacks the interface its registry needs.  A ``ValueError`` and a ``TypeError``,
+    the two builtins registration raised before this class existed."""
+
+
+class UnknownNameError(KurationError, KeyError):
+    """A name is not registered; the message lists close matches."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class PluginError(KurationError, ImportError):
+    """An explicitly listed plugin module could not be imported."""
+
+
 class KurationWarning(UserWarning):
     """Root of kuration's warnings."""
 
@@ -564,6 +635,10 @@ class SnapCollisionWarning(KurationWarning):
         super().__init__(message)
         self.source = source
         self.count = count
+
+
+class PluginWarning(KurationWarning):
+    """An installed entry-point plugin failed and was rolled back."""
 
 
 def _where(kind: str, name: str, source: str | None, segment: str | None, token: str | None) -> str:
@@ -633,3 +708,35 @@ class ScorerError(KurationError, RuntimeError):
         self.scorer = scorer
         self.source = source
         self.segment = segment
+
+
+class BudgetGranularityWarning(KurationWarning):
+    """A split's admitted hours exceed its request by more than 10% because whole tracks
+    (or spans) are admitted and the last one admitted is long next to the request.
+
+    The fix is ``span_seconds`` (job key): tracks are cut into spans of that length, so the
+    fill can stop within one span of the request.
+
+    Attributes
+    ----------
+    split : str
+    requested_s, admitted_s : float
+        Seconds requested and admitted.
+    unit_s : float
+        Length of the longest admitted unit (track or span), seconds.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        split: str = "",
+        requested_s: float = 0.0,
+        admitted_s: float = 0.0,
+        unit_s: float = 0.0,
+    ) -> None:
+        super().__init__(message)
+        self.split = split
+        self.requested_s = requested_s
+        self.admitted_s = admitted_s
+        self.unit_s = unit_s

@@ -19,15 +19,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from timenet.errors import HasNullsError
+
 Values = pa.Array | np.ndarray
-
-
-class HasNullsError(Exception):
-    """Internal: the requested rows contain ``count`` nulls."""
-
-    def __init__(self, count: int) -> None:
-        self.count = count
-        super().__init__(count)
 
 
 class Source(ABC):

@@ -18,16 +18,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from timenet.errors import DocumentError
+from timenet.errors import DocumentError, _Refused
 
 __all__ = ["load_yaml_strict", "loads_strict"]
-
-
-class _Refused(Exception):
-    def __init__(self, reason: str, key: str | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.key = key
 
 
 def _no_dupes(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -39,19 +39,19 @@ def iso_to_ns(text: str) -> int:
 
     Raises
     ------
-    ValueError
+    SchemaError
         If ``text`` is not ISO 8601 or lies outside the int64-nanosecond range.
     """
     try:
         when = datetime.fromisoformat(text)
     except (TypeError, ValueError):
-        raise ValueError(f"{text!r} is not ISO 8601") from None
+        raise SchemaError(f"{text!r} is not ISO 8601") from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     delta = when - _EPOCH
     ns = (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
     if not NS_MIN <= ns <= NS_MAX:
-        raise ValueError(f"{text!r} is outside the int64-nanosecond range 1677-09-21..2262-04-11")
+        raise SchemaError(f"{text!r} is outside the int64-nanosecond range 1677-09-21..2262-04-11")
     return ns
 
 
@@ -117,7 +117,7 @@ def datetime64_to_ns(values: np.ndarray) -> tuple[np.ndarray, int | None]:
         bad |= (raw > limit) | (raw < -limit)
         ns = np.where(bad, 0, raw) * np.int64(_NS_PER[unit] * count) if limit else raw * 0
     else:
-        raise ValueError(f"datetime64 unit {unit!r} has no fixed length")
+        raise SchemaError(f"datetime64 unit {unit!r} has no fixed length")
     ns = np.where(bad, 0, ns).astype(np.int64)
     hits = np.flatnonzero(bad)
     return ns, (int(hits[0]) if hits.size else None)

@@ -112,6 +112,17 @@ _TEMPLATE = Path(__file__).with_name("_catalog_template.duckdb")
 STORAGE_VERSION = "v1.0.0"
 
 
+#: Settings of the catalog write.  One thread keeps the row order and the checkpoint layout
+#: fixed.  FSST string compression is switched off: it reads uninitialised heap memory while
+#: it analyses and encodes a column at the checkpoint (duckdb/duckdb#7433, #23382), so
+#: whether a VARCHAR column is stored as FSST, and the FSST bytes themselves, depended on
+#: what the process had allocated before -- the same rows gave different ``control.duckdb``
+#: bytes from one write to the next.  The codecs left (dictionary, RLE, bit packing,
+#: constant, uncompressed) are chosen from the data alone.  ``disabled_compression_methods``
+#: is a ``SET``: DuckDB ignores it in ``connect(config=...)``.
+_WRITE_SETTINGS = {"threads": "1", "disabled_compression_methods": "fsst"}
+
+
 def create_empty_catalog(path: Path) -> None:
     """Create an empty DuckDB database in storage version :data:`STORAGE_VERSION`.
 
@@ -138,6 +149,11 @@ def write_catalog(path: Path, rows: dict[str, list[tuple[Any, ...]]]) -> None:
     shutil.copyfile(_TEMPLATE, path)
     con = duckdb.connect(str(path), config={"threads": 1})
     try:
+        for name, value in _WRITE_SETTINGS.items():
+            con.execute(f"SET {name} = '{value}'")
+            got = con.execute("SELECT current_setting(?)", [name]).fetchone()
+            if got is None or str(got[0]).lower() != value:
+                raise RuntimeError(f"DuckDB did not take {name}={value!r} (got {got!r})")
         con.execute(_DDL)
         con.execute(
             "INSERT INTO info VALUES ('format', 'timef'), ('format_version', '1'), "

@@ -22,7 +22,20 @@ or ``except FileNotFoundError`` keeps working::
     │   └── MissingSignalsError               missing (signal -> record ids)
     ├── QueryError (ValueError)               ref, sql, reason
     ├── TermsNotAcceptedError (PermissionError)  ref, level, terms, url, sources
-    └── RegistryError (OSError)               url, path
+    ├── RegistryError (OSError)               url, path
+    └── BuildError (RuntimeError)             ref        (building from a connector)
+        ├── FetchError (OSError)              package, filename, path
+        ├── RawInputError (ValueError)        path, row
+        ├── ConnectorNotFoundError (LookupError)  ref
+        ├── ConnectorDefinitionError (TypeError)  ref
+        └── ParentError                       ref, parent
+
+    ConnectorWarning (UserWarning)            a third-party connector could not be loaded
+
+Internal control flow, never seen by callers: ``HasNullsError`` (Arrow nulls in
+requested rows, turned into :class:`NullValuesError`) and ``_Refused`` (a strict JSON/YAML
+refusal, turned into :class:`DocumentError`).  ``timenet.build.errors`` re-exports the
+build branch.  A failed build publishes nothing: the writer's staging directory is removed.
 """
 
 from __future__ import annotations
@@ -30,15 +43,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "BuildError",
+    "ConnectorDefinitionError",
+    "ConnectorNotFoundError",
+    "ConnectorWarning",
     "DatasetNotFoundError",
     "DocumentError",
+    "FetchError",
     "IntegrityError",
     "InvalidRefError",
     "ManifestError",
     "MissingSignalsError",
     "NullValuesError",
     "OptionError",
+    "ParentError",
     "QueryError",
+    "RawInputError",
     "RecordIndexError",
     "RecordNotFoundError",
     "RegistryError",
@@ -309,3 +329,104 @@ class MissingSignalsError(SignalNotFoundError):
         first = next(iter(missing.items()))
         super().__init__(first[1][0], first[0])
         self.args = (lead + "; ".join(parts) + f"; {advice}",)
+
+
+class BuildError(TimeNetError, RuntimeError):
+    """A connector build failed; nothing was published.
+
+    Attributes
+    ----------
+    ref : str
+        The dataset being built (may be empty when unknown).
+    """
+
+    def __init__(self, message: str, *, ref: str = "") -> None:
+        self.ref = ref
+        super().__init__(f"building {ref}: {message}" if ref else message)
+
+
+class FetchError(BuildError, OSError):
+    """A pinned file could not be fetched, or its SHA-256 differs from the pin.
+
+    Attributes
+    ----------
+    package, filename : str
+        The pinned distribution and file.
+    path : str
+        The file that failed (download location or the user's copy), if any.
+    """
+
+    def __init__(self, message: str, *, package: str, filename: str, path: str = "") -> None:
+        self.package = package
+        self.filename = filename
+        self.path = path
+        BuildError.__init__(self, message)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class RawInputError(BuildError, ValueError):
+    """A raw input file is malformed (truncated, duplicated column, bad value).
+
+    Attributes
+    ----------
+    path : str
+        The file (``archive!member`` for a member of a wheel or sdist).
+    row : int or None
+        0-based data row at fault, when known.
+    """
+
+    def __init__(self, path: str, message: str, *, row: int | None = None) -> None:
+        self.path = path
+        self.row = row
+        where = f"{path}, row {row}" if row is not None else path
+        BuildError.__init__(self, f"{where}: {message}")
+
+
+class ConnectorNotFoundError(BuildError, LookupError):
+    """No installed connector builds this dataset."""
+
+    def __init__(self, ref: str, detail: str = "") -> None:
+        extra = f" ({detail})" if detail else ""
+        BuildError.__init__(self, f"no connector found for {ref!r}{extra}")
+        self.ref = ref
+
+
+class ParentError(BuildError):
+    """A parent release of a child dataset cannot be prepared or does not verify.
+
+    Attributes
+    ----------
+    parent : str
+        The parent release ``org/name@version``.
+    """
+
+    def __init__(self, ref: str, parent: str, message: str) -> None:
+        self.parent = parent
+        BuildError.__init__(self, f"parent {parent}: {message}", ref=ref)
+
+
+class ConnectorDefinitionError(BuildError, TypeError):
+    """A connector module or entry point does not expose a ``Connector`` subclass."""
+
+
+class ConnectorWarning(UserWarning):
+    """A third-party connector could not be loaded."""
+
+
+class HasNullsError(Exception):
+    """Internal: the requested rows contain ``count`` nulls."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        super().__init__(count)
+
+
+class _Refused(Exception):
+    """Internal: a strict JSON/YAML document is refused (``reason``, offending ``key``)."""
+
+    def __init__(self, reason: str, key: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.key = key

@@ -23,7 +23,6 @@ import pyarrow as pa
 
 from timenet._arrays import (
     ArrayHandle,
-    HasNullsError,
     MemorySource,
     ParquetSource,
     Source,
@@ -33,7 +32,9 @@ from timenet._arrays import (
 )
 from timenet.catalog import Catalog, SignalRow
 from timenet.errors import (
+    HasNullsError,
     NullValuesError,
+    OptionError,
     RecordIndexError,
     RecordNotFoundError,
     SignalNotFoundError,
@@ -534,11 +535,13 @@ class _DatasetView:
 
         Raises
         ------
+        OptionError
+            ``kind`` is not record, annotation or task.
         RecordNotFoundError
             If there is no such object (or it was not imported from ``parent``).
         """
         if kind not in ("record", "annotation", "task"):
-            raise ValueError(f"kind must be record, annotation or task, got {kind!r}")
+            raise OptionError("kind", kind, "record, annotation or task")
         key = str(id)
         if parent is not None:
             child = self._catalog.child_id(kind, parent, key)

@@ -33,7 +33,13 @@ from timenet._integrity import (
     verify_digest,
     verify_file,
 )
-from timenet.errors import DatasetNotFoundError, IntegrityError, ManifestError, RegistryError
+from timenet.errors import (
+    DatasetNotFoundError,
+    IntegrityError,
+    InvalidRefError,
+    ManifestError,
+    RegistryError,
+)
 from timenet.models import FileEntry, Manifest
 from timenet.versions import Ref, version_key
 
@@ -304,7 +310,7 @@ class LocalRegistry(Registry):
     def version_dir(self, ref: Ref) -> Path:
         """Directory of an exact version (whether or not it exists)."""
         if ref.version is None:
-            raise ValueError("version_dir needs an exact version")
+            raise InvalidRefError(str(ref), "version_dir needs an exact version")
         return self.root / ref.org / ref.name / ref.version
 
     def open_version(self, ref: Ref, *, verify: bool = True) -> VersionHandle:
@@ -403,7 +409,7 @@ class RemoteRegistry(Registry):
 
     def open_version(self, ref: Ref, *, verify: bool = True) -> VersionHandle:
         if ref.version is None:
-            raise ValueError("open_version needs an exact version")
+            raise InvalidRefError(str(ref), "open_version needs an exact version")
         base = f"{self._root}/{ref.org}/{ref.name}/{ref.version}"
         url = f"{self.url}/{ref.org}/{ref.name}/{ref.version}"
         try:

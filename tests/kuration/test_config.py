@@ -281,7 +281,13 @@ def test_a_source_listed_twice_is_an_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", JOBS, ids=lambda p: p.parent.name)
-def test_shipped_jobs_load(path: Path) -> None:
+def test_shipped_jobs_load(
+    path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a TimeNet job whose schema leaves units to the catalog opens the catalog to validate:
+    # the session registry holds the datasets the other tests build
+    reg = tmp_path_factory.getbasetemp() / "tn-session-registry"
+    monkeypatch.setenv("TIMENET_REGISTRY", str(reg))
     raw, _ = load_job(path)
     schema, _, _ = job_components(raw)
     load_strategy(raw["strategy"], schema)

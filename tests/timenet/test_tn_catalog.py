@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-from tn_helpers import write_demo
+from tn_helpers import write_demo, write_many_records
 
 from timenet.catalog import _TEMPLATE, STORAGE_VERSION
 
@@ -62,3 +62,72 @@ def test_duckdb1_reads_a_fresh_catalog(tmp_path: Path) -> None:
 def test_shipped_template_has_the_old_storage_number() -> None:
     head = _TEMPLATE.read_bytes()[8:13]
     assert head == b"DUCK" + bytes([64])  # storage format 64: DuckDB 1.0 and later
+
+
+def _files(version: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(version).as_posix(): p.read_bytes() for p in version.rglob("*") if p.is_file()
+    }
+
+
+def _unrelated_duckdb_work(db: Path) -> list[Any]:
+    """Open an in-memory and an on-disk database and run string-heavy queries in them;
+    the on-disk one stays open (returned), as other code in a process may keep one."""
+    with duckdb.connect() as mem:
+        mem.execute(
+            "CREATE TABLE t AS SELECT md5(range::VARCHAR) || repeat('x', range % 300) s FROM range(20000)"
+        )
+        mem.execute("SELECT count(DISTINCT s) FROM t").fetchall()
+    disk = duckdb.connect(str(db))
+    disk.execute(
+        "CREATE TABLE t AS SELECT range::VARCHAR || '-' || md5(range::VARCHAR) s FROM range(5000)"
+    )
+    disk.execute("CHECKPOINT")
+    return [disk]
+
+
+def test_catalog_bytes_do_not_depend_on_the_process(tmp_path: Path) -> None:
+    # FSST compression made the catalog depend on the heap left by earlier DuckDB work
+    # (see timenet.catalog._WRITE_SETTINGS): almost every write of this version differed
+    first = _files(write_many_records(tmp_path / "first"))
+    assert set(first) >= {"control.duckdb", "manifest.json"}
+    kept: list[Any] = []
+    try:
+        for i in range(3):
+            kept += _unrelated_duckdb_work(tmp_path / f"other{i}.duckdb")
+            for side in "ab":
+                again = _files(write_many_records(tmp_path / f"{side}{i}"))
+                assert again.keys() == first.keys()
+                # the catalog first: the manifest differs only through its checksum
+                for rel, data in sorted(again.items(), key=lambda kv: kv[0] != "control.duckdb"):
+                    assert data == first[rel], f"write {side}{i}: {rel} differs"
+    finally:
+        for con in kept:
+            con.close()
+    # a fresh process writes the same bytes
+    script = (
+        "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
+        "from tn_helpers import write_many_records; write_many_records(Path(sys.argv[2]))"
+    )
+    here = str(Path(__file__).parent)
+    run = subprocess.run(
+        [sys.executable, "-c", script, here, str(tmp_path / "fresh")],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr
+    fresh = _files(tmp_path / "fresh" / "acme" / "many" / "1.0.0")
+    assert fresh == first
+    # and no column of the catalog is stored with FSST
+    with duckdb.connect(
+        str(tmp_path / "fresh" / "acme" / "many" / "1.0.0" / "control.duckdb"), read_only=True
+    ) as con:
+        tables = [t for (t,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()]
+        used = {
+            c
+            for t in tables
+            for (c,) in con.execute(
+                f"SELECT DISTINCT compression FROM pragma_storage_info('{t}')"
+            ).fetchall()
+        }
+    assert "FSST" not in used and used, used

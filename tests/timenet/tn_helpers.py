@@ -47,3 +47,26 @@ def write_demo(
             w.add_annotation(r, tn.Text("artifact"), start_ns=4_000_000, signal="ecg")
             w.add_task(r, "rhythm", tn.Label("sinus" if i % 2 else "af"))
     return root / "acme" / name / version
+
+
+def write_many_records(root: Path, records: int = 300) -> Path:
+    """A version of many records with varied metadata and a fixed ``created``.
+
+    Enough distinct strings that DuckDB would pick FSST for ``records.metadata`` if the
+    catalog write allowed it, whose bytes then depend on the process's heap (see
+    ``timenet.catalog._WRITE_SETTINGS``).
+    """
+    sites = ("north", "south", "east")
+    card = make_card(name="many")
+    with tn.TimeFWriter(root, card, created="2025-01-01T00:00:00+00:00") as w:
+        for i in range(records):
+            meta = {"subject": f"s{i % 37}", "session": i, "site": sites[i % 3]}
+            r = w.add_record(f"rec-{i:05d}", meta)
+            if i % 100 == 0:
+                w.add_signal(
+                    r,
+                    "hr",
+                    np.arange(4, dtype=np.int16),
+                    tn.SignalSpec("int16", "1/min", rate_hz=1.0),
+                )
+    return root / "acme" / "many" / "1.0.0"

@@ -36,6 +36,7 @@ __all__ = [
     "curate_main",
     "diff_main",
     "experiment_main",
+    "init_main",
     "inspect_main",
     "main",
     "plugin_check_main",
@@ -208,7 +209,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         from ..tools.report import render_inspect_html, write_html
 
         ds = Dataset(args.dataset)
-        write_html(args.html, render_inspect_html(rep, ds.manifest, ds.config))
+        write_html(args.html, render_inspect_html(rep, ds.manifest, ds.config, ds))
     if args.json:
         print(json.dumps(rep.to_dict(), indent=2, sort_keys=True))
     else:
@@ -282,6 +283,42 @@ def _add_inspect(p: argparse.ArgumentParser) -> None:
     p.set_defaults(fn=_cmd_inspect)
 
 
+def _cmd_init(args: argparse.Namespace) -> int:
+    from ..pipeline.init import init_job
+
+    res = init_job(
+        args.inputs,
+        args.out,
+        units=args.units,
+        fraction=args.fraction,
+        name=args.name,
+        time_column=args.time,
+        entity_column=args.entity,
+        registries=args.registry,
+        force=args.force,
+    )
+    for line in res.lines:
+        print(line)
+    return 0
+
+
+def _add_init(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "inputs", nargs="+", metavar="PATH", help="CSV/Parquet files or one timenet:// reference"
+    )
+    p.add_argument("--out", required=True, help="job folder to write")
+    p.add_argument("--units", metavar="FILE", help="hint file: JSON object of column to pint unit")
+    p.add_argument(
+        "--fraction", type=float, default=0.5, help="share of the data's hours to budget (0.5)"
+    )
+    p.add_argument("--name", help="dataset (job) name; default the folder's name")
+    p.add_argument("--time", help="time column (default: detected)")
+    p.add_argument("--entity", help="entity column (default: detected)")
+    p.add_argument("--registry", action="append", help="TimeNet registry (repeatable)")
+    p.add_argument("--force", action="store_true", help="replace job files already there")
+    p.set_defaults(fn=_cmd_init)
+
+
 def _add_plugin_check(p: argparse.ArgumentParser) -> None:
     p.add_argument("module", nargs="*", help="explicit plugin modules to import too")
     p.set_defaults(fn=_cmd_plugin_check)
@@ -299,6 +336,7 @@ def _add_sample(p: argparse.ArgumentParser) -> None:
 # every subcommand: how to add its arguments, and its help line
 _COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], str]] = {
     "run": (_add_run, "run a curation job"),
+    "init": (_add_init, "write a starter job folder from CSV/Parquet files or a TimeNet version"),
     "inspect": (_add_inspect, "summarize a curated dataset"),
     "diff": (add_diff, "compare two curated datasets"),
     "check": (add_check, "gate a dataset with a quality policy (exit 2 on failure)"),
@@ -356,6 +394,7 @@ def _script(command: str) -> Callable[[Sequence[str] | None], int]:
 
 
 run_main = _script("run")
+init_main = _script("init")
 inspect_main = _script("inspect")
 diff_main = _script("diff")
 check_main = _script("check")

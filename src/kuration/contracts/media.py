@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..core.registry import Registry
-from ..errors import MediaError, MissingExtraError, SchemaError
+from ..errors import MediaError, MissingExtraError, RegistrationError, SchemaError
 
 __all__ = [
     "PIXEL_FORMATS",
@@ -316,7 +316,7 @@ class MediaColumn:
     def __post_init__(self) -> None:
         idx = np.asarray(self.index, dtype=np.int64)
         if idx.ndim != 1 or (idx.size and (idx.min() < -1 or idx.max() >= len(self.refs))):
-            raise ValueError("MediaColumn.index must be (T,) int64 in [-1, len(refs))")
+            raise MediaError("MediaColumn.index must be (T,) int64 in [-1, len(refs))")
         object.__setattr__(self, "index", idx)
 
     @property
@@ -482,8 +482,8 @@ def register_media_provider(name: str, factory: Factory | str, *, clobber: bool 
 
     Raises
     ------
-    ValueError
-        ``name`` is taken by another factory and ``clobber`` is false.
+    RegistrationError
+        A ``ValueError``: ``name`` is taken by another factory and ``clobber`` is false.
     """
     _PROVIDERS.register(name, factory, clobber=clobber)
 
@@ -520,7 +520,7 @@ def get_media_provider(name: str) -> MediaProvider:
         factory = _resolve(name, factory)
     provider = factory()
     if not isinstance(provider, MediaProvider):
-        raise TypeError(f"media provider {name!r} built a {type(provider).__name__}")
+        raise RegistrationError(f"media provider {name!r} built a {type(provider).__name__}")
     return provider
 
 

@@ -9,11 +9,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..errors import StrictJSONError
+
 __all__ = ["canonical_json", "dump_json_atomic", "load_json_strict", "loads_strict", "sha256_file"]
-
-
-class StrictJSONError(ValueError):
-    """Raised by :func:`loads_strict` (subclassed as needed by callers)."""
 
 
 def _no_dupes(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -34,15 +32,15 @@ def loads_strict(text: str | bytes, *, what: str = "JSON") -> Any:
 
     Raises
     ------
-    ValueError
-        Naming ``what`` and the problem.
+    StrictJSONError
+        A ``ValueError``, naming ``what`` and the problem.
     """
     try:
         return json.loads(text, object_pairs_hook=_no_dupes, parse_constant=_no_constant)
     except StrictJSONError as exc:
-        raise ValueError(f"{what}: {exc}") from None
+        raise StrictJSONError(f"{what}: {exc}") from None
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{what}: malformed JSON: {exc}") from None
+        raise StrictJSONError(f"{what}: malformed JSON: {exc}") from None
 
 
 def load_json_strict(path: str | os.PathLike[str]) -> Any:
@@ -53,7 +51,7 @@ def load_json_strict(path: str | os.PathLike[str]) -> Any:
 
 def _check_finite(obj: Any, where: str = "$") -> None:
     if isinstance(obj, float) and not math.isfinite(obj):
-        raise ValueError(f"non-finite number at {where}")
+        raise StrictJSONError(f"non-finite number at {where}")
     if isinstance(obj, dict):
         for k, v in obj.items():
             _check_finite(v, f"{where}.{k}")
@@ -67,8 +65,8 @@ def canonical_json(obj: Any) -> bytes:
 
     Raises
     ------
-    ValueError
-        If ``obj`` holds NaN or infinity.
+    StrictJSONError
+        A ``ValueError``: ``obj`` holds NaN or infinity.
     """
     _check_finite(obj)
     return (

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..errors import KurationError, KurationWarning
+from ..errors import PluginError, PluginWarning
 from .registry import all_registries, restore_registries, snapshot_registries
 
 __all__ = [
@@ -50,14 +50,6 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "kuration.plugins"
-
-
-class PluginError(KurationError, ImportError):
-    """An explicitly listed plugin module could not be imported."""
-
-
-class PluginWarning(KurationWarning):
-    """An installed entry-point plugin failed and was rolled back."""
 
 
 @dataclass(frozen=True)

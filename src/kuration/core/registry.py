@@ -7,18 +7,11 @@ from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar, Generic, TypeVar
 
-from ..errors import KurationError
+from ..errors import RegistrationError, UnknownNameError
 
 __all__ = ["Registry", "UnknownNameError", "restore_registries", "snapshot_registries"]
 
 T = TypeVar("T")
-
-
-class UnknownNameError(KurationError, KeyError):
-    """A name is not registered; the message lists close matches."""
-
-    def __str__(self) -> str:  # KeyError would quote the message
-        return str(self.args[0]) if self.args else ""
 
 
 class Registry(Generic[T]):
@@ -42,13 +35,15 @@ class Registry(Generic[T]):
 
         Raises
         ------
-        ValueError
-            If ``name`` is taken by a different object and ``clobber`` is false.
+        RegistrationError
+            If ``name`` is empty, or taken by a different object and ``clobber`` is false.
         """
         if not isinstance(name, str) or not name:
-            raise ValueError(f"{self.kind} name must be a non-empty string, got {name!r}")
+            raise RegistrationError(f"{self.kind} name must be a non-empty string, got {name!r}")
         if name in self._items and self._items[name] is not obj and not clobber:
-            raise ValueError(f"{self.kind} {name!r} is already registered (pass clobber=True)")
+            raise RegistrationError(
+                f"{self.kind} {name!r} is already registered (pass clobber=True)"
+            )
         self._items[name] = obj
         return obj
 

@@ -9,6 +9,8 @@ import pint
 
 from timenet.units import define_sensor_units
 
+from ..errors import SchemaError
+
 __all__ = [
     "conversion_factor",
     "get_registry",
@@ -36,7 +38,7 @@ def parse_unit(unit: str) -> pint.Unit:
 
     Raises
     ------
-    ValueError
+    SchemaError
         If pint does not know the unit.
     """
     try:
@@ -49,7 +51,7 @@ def parse_unit(unit: str) -> pint.Unit:
         ValueError,
         AssertionError,
     ) as exc:
-        raise ValueError(f"unknown unit {unit!r}") from exc
+        raise SchemaError(f"unknown unit {unit!r}") from exc
 
 
 def is_length(unit: str) -> bool:
@@ -80,13 +82,13 @@ def conversion_factor(src: str, dst: str) -> float:
 
     Raises
     ------
-    ValueError
+    SchemaError
         If the units are unknown or of different dimensions.
     """
     try:
         return _factor(src, dst)
     except pint.errors.DimensionalityError as exc:
-        raise ValueError(f"cannot convert {src!r} to {dst!r}: {exc}") from exc
+        raise SchemaError(f"cannot convert {src!r} to {dst!r}: {exc}") from exc
 
 
 def to_unit(values: np.ndarray, src: str, dst: str) -> np.ndarray:

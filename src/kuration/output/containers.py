@@ -37,6 +37,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from ..core.registry import Registry
+from ..errors import DatasetIntegrityError, MissingExtraError, OutputSpecError, RegistrationError
 
 __all__ = [
     "Container",
@@ -76,7 +77,7 @@ def _import(module: str, extra: str, container: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise ImportError(
+        raise MissingExtraError(
             f"the {container} container needs {module}: pip install 'kuration-sdk[{extra}]'"
         ) from None
 
@@ -87,7 +88,7 @@ Attrs = Mapping[str, Mapping[str, Any]]
 def _contiguous(a: np.ndarray) -> np.ndarray:
     a = np.asarray(a)
     if a.dtype.kind not in "biuf" and not (a.dtype.kind == "U" and a.ndim == 0):
-        raise ValueError(
+        raise OutputSpecError(
             f"containers hold bool, integer or float arrays and 0-d strings, got {a.dtype}"
         )
     a = a.astype(a.dtype.newbyteorder("<"), copy=False)
@@ -176,7 +177,7 @@ class JsonContainer:
 
         doc = loads_strict(data, what="json shard")
         if not isinstance(doc, dict) or doc.get("format") != self.FORMAT:
-            raise ValueError(f"not a {self.FORMAT} document")
+            raise DatasetIntegrityError(f"not a {self.FORMAT} document")
         out: dict[str, np.ndarray] = {}
         for name, spec in doc["arrays"].items():
             if spec["dtype"] == "str":
@@ -189,7 +190,7 @@ class JsonContainer:
                 arr = np.array(raw, dtype=object).reshape(shape)
                 bad = {v for v in arr.flat if isinstance(v, str)} - set(_NONFINITE)
                 if bad:
-                    raise ValueError(f"array {name!r}: bad values {sorted(bad)}")
+                    raise DatasetIntegrityError(f"array {name!r}: bad values {sorted(bad)}")
                 out[name] = arr.astype(np.float64).astype(dt)
             else:
                 out[name] = np.array(raw, dtype=dt).reshape(shape)
@@ -239,7 +240,7 @@ class Hdf5Container:
             for name in f:
                 ds = f[name]
                 if not isinstance(ds, h5py.Dataset):
-                    raise ValueError(f"{name!r} is not a dataset")
+                    raise DatasetIntegrityError(f"{name!r} is not a dataset")
                 if h5py.check_string_dtype(ds.dtype) is not None:
                     out[name] = np.array(ds.asstr()[()])
                     continue
@@ -332,12 +333,12 @@ def register_container(name: str, container: Container, *, clobber: bool = False
 
     Raises
     ------
-    ValueError
-        If ``name`` is taken (and ``clobber`` is false) or ``container`` lacks
+    RegistrationError
+        A ``ValueError``: ``name`` is taken (and ``clobber`` is false) or ``container`` lacks
         ``suffix``/``dumps``/``loads``.
     """
     if not isinstance(container, Container) or not str(container.suffix).startswith("."):
-        raise ValueError(f"container {name!r} needs a '.suffix', dumps() and loads()")
+        raise RegistrationError(f"container {name!r} needs a '.suffix', dumps() and loads()")
     _CONTAINERS.register(name, container, clobber=clobber)
 
 

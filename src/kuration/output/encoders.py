@@ -69,8 +69,8 @@ def register_encoder(name: str, factory: Callable[..., Any], *, clobber: bool = 
 
     Raises
     ------
-    ValueError
-        If ``name`` is taken and ``clobber`` is false.
+    RegistrationError
+        A ``ValueError``: ``name`` is taken and ``clobber`` is false.
     """
     _ENCODERS.register(name, factory, clobber=clobber)
 

@@ -81,8 +81,8 @@ def register_preset(
     ------
     OutputSpecError
         Keys outside the policy keys, or values OutputSpec rejects.
-    ValueError
-        ``name`` is taken and ``clobber`` is false.
+    RegistrationError
+        A ``ValueError``: ``name`` is taken and ``clobber`` is false.
     """
     if not isinstance(policy, Mapping):
         raise OutputSpecError(f"preset {name!r}: a policy is a mapping")

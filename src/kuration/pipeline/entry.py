@@ -65,55 +65,28 @@ def write_dataset(
     Parameters
     ----------
     out : path
-        Destination directory.  An existing dataset (anything but the lock
-        file) is refused unless ``resume`` or ``force`` is given.
-    schema, adapter, sources, strategy, segmenter :
-        The input side and the selection.
-    spec : OutputSpec
+        Destination directory; a non-empty one needs ``resume`` or ``force``.
+    schema, adapter, sources, strategy, segmenter, spec :
+        The input side, the selection and the output spec.
     encoder : OutputEncoder, optional
         Fills ``encoder:`` modalities (:class:`PassthroughEncoder` when omitted).
     train_hours, test_hours : float
         Budgets in hours of track time per split.
-    sample_hz : float, optional
-        Must equal ``schema.sample_hz`` (no resampling).
+    sample_hz, clip_aggregate, min_track_seconds, span_steps, span_seconds, group_of, \
+    max_group_overshoot, tag_coverage, min_tag_frac, allow_empty_split :
+        Hours options: see :class:`~kuration.pipeline.logical.HoursSelection`.
     seed : int
         Seeds the split assignment and the method's tie-breaks.
-    group_of : mapping or callable, optional
-        Source id to group label: stratifies the split and feeds the group cap.
-    clip_aggregate : {"max", "mean", "min"}
-        How a track's (or span's) overlapping segment priorities and features
-        aggregate: max for inclusion strategies, mean/min for avoidance.
-    min_track_seconds : float
-        Tracks shorter than this never enter the pool (counted in the budget block).
-    span_steps, span_seconds : optional
-        Subdivide each track into independently budgeted spans of this length.
-    max_group_overshoot : float, optional
-        Group cap: a group's admitted time never exceeds this times
-        ``budget / n_groups`` (per split).
-    tag_coverage : bool
-        Admit each segment tag's highest-priority track first ...
-    min_tag_frac : float
-        ... while that reserve stays within this fraction of the budget.
-    allow_empty_split : bool
-        Accept a split with a non-zero request that plans no shard (otherwise
-        :class:`EmptySplitError`).  A non-empty under-filled split is never an
-        error: its budget block names the binding constraint (``binding``,
-        ``binding_detail``) and ``config["warnings"]`` repeats it.
     workers : int
         Processes for the feature pass (results do not depend on it).
     on_error : {"skip", "raise"}
     resume : bool
-        Continue or repeat a run into an existing ``out``: a shard whose bytes
-        match the size and SHA-256 recorded by the last committed manifest or
-        by the staging journal of an interrupted run is reused, provided that
-        run had the same fingerprint; everything else is rebuilt.
+        Continue a run into ``out``, reusing a shard only when its size and SHA-256 match
+        the last committed manifest (or an interrupted run's journal) of the same fingerprint.
     force : bool
-        Replace an existing dataset.  The old one stays readable and
-        byte-identical until every new shard is staged and the new run
-        starts publishing.
+        Replace an existing dataset (the old one stays readable until publication starts).
     durable : bool
-        ``fsync`` staged shards before publication and the directories before
-        the manifest is published.
+        ``fsync`` staged shards and the directories before the manifest is published.
     progress : callable, optional
     job : mapping, optional
         The job document, recorded in ``config.json``.
@@ -125,20 +98,15 @@ def write_dataset(
     Raises
     ------
     OutputSpecError
-        Invalid options or an output spec that does not fit the schema and
-        strategy (before any work), a missing container dependency, or a
-        value missing for a present entity while writing.
+        Invalid options or an output spec that does not fit the schema and strategy
+        (before any work), a missing container dependency, or a value missing while writing.
     DatasetExistsError
-        ``out`` holds a dataset and neither ``resume`` nor ``force`` is set,
-        or another writer holds its lease.
+        ``out`` holds a dataset without ``resume``/``force``, or another writer holds it.
     EmptyPoolError
         No source produced a segment.
-    GroupCapError
-        The group cap is shorter than every group's shortest candidate in a
-        split with a non-zero request (planning, before any shard is written).
-    EmptySplitError
-        A split with a non-zero request would end empty and ``allow_empty_split``
-        is false (planning, before any shard is written).
+    GroupCapError, EmptySplitError
+        The group cap starves every group of a split, or a requested split would end
+        empty without ``allow_empty_split`` (both at planning, before any shard is written).
     DestinationError
         ``out`` cannot be created, locked or written.
     """
@@ -156,11 +124,11 @@ def write_dataset(
         allow_empty_split=allow_empty_split,
         sample_hz=sample_hz,
     )
-    try:
+    try:  # write_dataset reports bad options as OutputSpecError
         opts = PipelineOptions(
             progress=progress, workers=workers, seed=seed, on_error=on_error, durable=durable
         )
-    except KurationError as exc:  # write_dataset reports bad options as OutputSpecError
+    except KurationError as exc:
         raise OutputSpecError(str(exc)) from None
     p = Pipeline(
         schema=schema,

@@ -11,8 +11,9 @@ the plan says so), each step filling its own :class:`StageTelemetry`; the plan
 and that telemetry are recorded in ``config.json`` under
 ``provenance.execution``.
 
-A count selection drives ``score_sources`` and ``select_segments`` (what
-``curate`` runs); its telemetry is still coarse: wall time per progress phase,
+A count selection drives ``score_sources`` and ``select_segments``
+(:func:`kuration.curate` is a wrapper over this); :func:`compare` scores one pool and
+selects from it with several strategies (``run_experiment``).  Count telemetry is still coarse: wall time per progress phase,
 measured by timing the start/complete events, with row counts read from the
 results.  Registered analyzers run on the finished selection.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -29,16 +31,24 @@ from typing import TYPE_CHECKING, Any
 from ..core.jsonio import dump_json_atomic
 from ..core.plugins import without_entry_point_plugins
 from ..core.progress import ProgressCallback, emit
-from ..errors import PipelineError
+from ..errors import PipelineError, StrategyError
+from ..selection.strategy import Strategy
 from ..tools.analyzers import AnalysisSubject, get_analyzer, overlapping_rows, selected_rows
 from ..tools.review import hours_selection_review
-from .count import CurationResult, select_segments
 from .hours import DatasetWriteResult, preflight, run_hours
 from .job import resolve_sources
 from .logical import HoursSelection
 from .plan import PhysicalPlan, StageTelemetry
 from .planner import compile_plan
-from .scoring import score_sources
+from .pool import (
+    CurationResult,
+    ExperimentResult,
+    compare_strategies,
+    merged_pool_strategy,
+    select_segments,
+    with_scoring,
+)
+from .scoring import ScoringResult, score_sources
 
 if TYPE_CHECKING:
     from .pipeline import Pipeline
@@ -104,14 +114,17 @@ class _Recorder:
         if self.user is not None:
             self.user(ev)
         if phase == "scoring" and event == "complete":
-            for seam in ("transforms", "scorers"):  # the seams are empty: nothing to advance
+            for seam in ("transforms", "scorers"):  # transforms/scorers run inside scoring
                 emit(self, seam, "start", total=0)
                 emit(self, seam, "complete", total=0)
 
 
 def _resolve(p: Pipeline, progress: ProgressCallback | None) -> list[str]:
     emit(progress, "provenance", "start", total=None)
-    sources = resolve_sources(p.sources, p.base, adapter=p.adapter)
+    if isinstance(p.sources, Mapping) and "uris" in p.sources:  # resolved already (curate())
+        sources = list(p.sources["uris"])
+    else:
+        sources = resolve_sources(p.sources, p.base, adapter=p.adapter)
     for i, uri in enumerate(sources, 1):
         emit(progress, "provenance", "advance", current=i, total=len(sources), source=uri)
     emit(progress, "provenance", "complete", total=len(sources))
@@ -134,16 +147,13 @@ def execute(
     Raises
     ------
     PipelineError
-        From planning; also for a non-empty transform/scorer seam (no runtime
-        executes them yet) and for an hours budget without ``dest``.
+        From planning; also for an hours budget without ``dest``.
     OutputSpecError
         From ``preflight`` (before any source is resolved).
     KurationError
         From scoring, selection and writing.
     """
     plan = compile_plan(p)
-    if p.transforms or p.scorers:
-        raise PipelineError("no runtime executes batch transforms or segment scorers yet")
     if isinstance(p.selection, HoursSelection):
         return _execute_hours(p, plan, dest, force, resume, resolved_sources)
     rec = _Recorder(p.opts.progress)
@@ -195,10 +205,7 @@ def _execute_hours(
     return PipelineRun(plan, result, telemetry, analyses)
 
 
-def _run_count(
-    p: Pipeline, sources: list[str], rec: _Recorder
-) -> tuple[CurationResult, dict[str, int]]:
-    """``curate``, step by step, keeping the source lengths the audit needs."""
+def _score(p: Pipeline, sources: list[str], rec: _Recorder) -> tuple[ScoringResult, float]:
     assert p.schema and p.adapter and p.segmenter and p.strategy_
     t0 = time.perf_counter()
     scoring = score_sources(
@@ -213,7 +220,16 @@ def _run_count(
         plugins=list(p.plugin_modules),
         include_entry_points=p.include_entry_points,
     )
-    scoring_s = time.perf_counter() - t0
+    return scoring, time.perf_counter() - t0
+
+
+def _run_count(
+    p: Pipeline, sources: list[str], rec: _Recorder
+) -> tuple[CurationResult, dict[str, int]]:
+    """The count path (what ``curate`` runs): score, then select, keeping the source
+    lengths the audit needs."""
+    assert p.strategy_ is not None
+    scoring, scoring_s = _score(p, sources, rec)
     steps = {sid: info.n_steps for sid, info in scoring.sources.items()}
     res = select_segments(
         scoring.segments,
@@ -223,8 +239,45 @@ def _run_count(
         source_steps=steps,
         progress=rec,
     )
-    timing = {"scoring_s": scoring_s, **res.timing}
-    return dataclasses.replace(res, timing=timing, scoring=scoring.summary()), steps
+    return with_scoring(res, scoring, scoring_s), steps
+
+
+def compare(
+    p: Pipeline,
+    strategies: Sequence[Strategy],
+    n: int,
+    *,
+    axes: Sequence[str] | None,
+    n_bins: int,
+) -> ExperimentResult:
+    """See :meth:`kuration.Pipeline.compare`: score the pool once with every strategy's
+    features (one merged top-k strategy), then select with each."""
+    if not strategies:
+        raise StrategyError("comparing needs at least one strategy")
+    pool = p.metrics(merged_pool_strategy(strategies)).select(n)
+    compile_plan(pool)  # every check that needs no data
+    rec = _Recorder(p.opts.progress)
+    scope = nullcontext() if p.include_entry_points else without_entry_point_plugins()
+    with scope:
+        sources = _resolve(pool, rec)
+        t0 = time.perf_counter()
+        scoring, scoring_s = _score(pool, sources, rec)
+    res = compare_strategies(
+        scoring.segments,
+        strategies,
+        n,
+        seed=p.opts.seed,
+        source_steps={sid: info.n_steps for sid, info in scoring.sources.items()},
+        axes=axes,
+        n_bins=n_bins,
+        progress=rec,
+    )
+    return dataclasses.replace(
+        res,
+        results={k: with_scoring(v, scoring, scoring_s) for k, v in res.results.items()},
+        scoring=scoring.summary(),
+        timing={"scoring_s": scoring_s, "total_s": time.perf_counter() - t0},
+    )
 
 
 def _subject(p: Pipeline, result: Any, steps: dict[str, int]) -> AnalysisSubject:

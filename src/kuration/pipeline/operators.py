@@ -24,6 +24,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ..core.registry import Registry
+from ..errors import RegistrationError
 from ..output.presets import get_preset, registered_presets
 from ..selection.filters import get_filter, registered_filters
 from ..selection.methods import get_method, registered_methods
@@ -95,16 +96,16 @@ def register_operator(
 
     Raises
     ------
-    TypeError
-        ``fn`` is not callable or ``params`` is not a mapping of names to descriptions.
-    ValueError
-        ``name`` is taken (by an operator or an exposed component) and ``clobber`` is false.
+    RegistrationError
+        ``fn`` is not callable or ``params`` is not a mapping of names to descriptions
+        (a ``TypeError``), or ``name`` is taken (by an operator or an exposed component)
+        and ``clobber`` is false (a ``ValueError``).
     """
     if not callable(fn):
-        raise TypeError(f"operator {name!r}: fn must be callable")
+        raise RegistrationError(f"operator {name!r}: fn must be callable")
     params = dict(params or {})
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in params.items()):
-        raise TypeError(f"operator {name!r}: params maps names to descriptions")
+        raise RegistrationError(f"operator {name!r}: params maps names to descriptions")
     _sync()
     op = Operator(name, fn, MappingProxyType(params), doc or (fn.__doc__ or "").strip())
     _OPERATORS.register(name, op, clobber=clobber)

@@ -38,10 +38,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segmenter
 from ..core.jsonio import loads_strict
 from ..core.plugins import load_plugins, without_entry_point_plugins
+from ..core.progress import ProgressCallback
 from ..errors import PipelineError
 from ..metrics.seams import SCORERS, TRANSFORMS
 from ..output.encoders import get_encoder
@@ -50,17 +53,32 @@ from ..output.spec import OutputSpec
 from ..selection.strategy import Strategy
 from ..sources.base import InputAdapter, adapter_from_dict
 from ..tools.analyzers import get_analyzer
-from .count import CurationResult
-from .execute import PipelineRun, execute, review
+from .execute import PipelineRun, compare, execute, review
 from .logical import CountSelection, HoursSelection, PipelineOptions, SeamUse
 from .plan import PhysicalPlan
 from .planner import compile_plan
+from .pool import CurationResult, ExperimentResult
 from .strategy import load_strategy
 
 if TYPE_CHECKING:
     from .hours import DatasetWriteResult
 
 __all__ = ["CountSelection", "HoursSelection", "Pipeline", "PipelineOptions", "SeamUse"]
+
+
+def _with_uses(
+    doc: dict[str, Any],
+    transforms: tuple[SeamUse, ...],
+    scorers: tuple[SeamUse, ...],
+    schema: SchemaSpec,
+) -> Strategy:
+    """``doc`` with the seam uses appended as strategy-file descriptors, loaded (resolved)."""
+    doc["transforms"] = [
+        *doc.get("transforms", []),
+        *({"name": u.name, **u.params} for u in transforms),
+    ]
+    doc["scorers"] = [*doc.get("scorers", []), *({"name": u.name, **u.params} for u in scorers)]
+    return load_strategy(doc, schema)
 
 
 def _read_json(value: Any, base: Path, what: str) -> Any:
@@ -116,7 +134,8 @@ class Pipeline:
         """Set the input: an adapter (object, or ``{"type": name, ...}`` with ``schema``) and
         ``sources`` as in a job file (paths, ``{"glob": ...}``, ``{"sample": ...}``,
         ``timenet://`` URIs), resolved against ``base`` (default: the working directory)
-        only when the pipeline runs.
+        only when the pipeline runs; or ``{"uris": [...]}``, sources resolved already and
+        read as given.
 
         Raises
         ------
@@ -186,11 +205,14 @@ class Pipeline:
         """
         if self.schema is None:
             raise PipelineError("call .source() before .metrics()", step="metrics")
-        if isinstance(strategy, Strategy):
-            st = strategy
-        else:
-            st = load_strategy(_read_json(strategy, self.base, "metrics"), self.schema)
-        return self._with(strategy_=st)
+        doc = strategy.to_dict() if isinstance(strategy, Strategy) else None
+        if doc is None:
+            doc = dict(_read_json(strategy, self.base, "metrics"))
+        if not (self.transforms or self.scorers):
+            st = strategy if isinstance(strategy, Strategy) else load_strategy(doc, self.schema)
+            return self._with(strategy_=st)
+        # uses added before the strategy join it (its method may rank by their outputs)
+        return self._with(strategy_=_with_uses(doc, self.transforms, self.scorers, self.schema))
 
     #: ``.strategy(...)`` is :meth:`metrics` under the name of what it takes.
     strategy = metrics
@@ -230,38 +252,59 @@ class Pipeline:
         return self._with(strategy_=load_strategy(doc, self.schema))
 
     def transform(self, name: str, **params: Any) -> Pipeline:
-        """Add a registered batch transform (the seam ships empty: unknown names raise).
+        """Add a registered batch transform; ``params`` are the keys of a strategy file's
+        ``"transforms"`` entry (``inputs``, ``lookbehind``, ``lookahead``, ``params``,
+        ``outputs``), folded into the strategy (or into the one :meth:`metrics` sets later)
+        and resolved against the schema, before any data is read.
 
         Raises
         ------
         PipelineError
             ``name`` is not a registered batch transform.
+        TransformError, StrategyError
+            The use does not resolve, or its output is already a feature.
         """
         _require(TRANSFORMS, name, "transform")
-        return self._with(transforms=(*self.transforms, SeamUse(name, dict(params))))
+        return self._fold(transforms=(*self.transforms, SeamUse(name, dict(params))))
 
     def score(self, name: str, **params: Any) -> Pipeline:
-        """Add a registered whole-pool segment scorer (the seam ships empty).
+        """Add a registered whole-pool segment scorer; ``params`` are the keys of a strategy
+        file's ``"scorers"`` entry (``params``, ``output``), folded into the strategy.
 
         Raises
         ------
         PipelineError
             ``name`` is not a registered segment scorer.
+        ScorerError, StrategyError
+            The use does not resolve, or its output is already a feature.
         """
         _require(SCORERS, name, "score")
-        return self._with(scorers=(*self.scorers, SeamUse(name, dict(params))))
+        return self._fold(scorers=(*self.scorers, SeamUse(name, dict(params))))
+
+    def _fold(self, **seams: tuple[SeamUse, ...]) -> Pipeline:
+        """The new seam uses (those not yet in ``self``) appended to the strategy's
+        ``transforms``/``scorers`` and resolved against the schema (no data read); without a
+        strategy yet, :meth:`metrics` folds them in when it is set."""
+        p = self._with(**seams)
+        if self.strategy_ is None:
+            return p
+        assert self.schema is not None
+        new_t = p.transforms[len(self.transforms) :]
+        new_s = p.scorers[len(self.scorers) :]
+        return p._with(strategy_=_with_uses(self.strategy_.to_dict(), new_t, new_s, self.schema))
 
     def select(self, n: int) -> Pipeline:
         """Keep the ``n`` best segments (the count path; replaces :meth:`sample`).
+        ``n=0`` selects nothing but still audits the pool.
 
         Raises
         ------
         PipelineError
-            ``n`` is not a positive integer.
+            ``n`` is not an integer >= 0.
         """
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise PipelineError(f"n must be a positive integer, got {n!r}", step="select")
-        return self._with(selection=CountSelection(n))
+        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
+            raise PipelineError(f"n must be an integer >= 0, got {n!r}", step="select")
+        return self._with(selection=CountSelection(int(n)))
 
     def sample(self, *, hours: float, test_hours: float = 0.0, **options: Any) -> Pipeline:
         """Fill ``hours`` of train and ``test_hours`` of test tracks (the hours path; replaces
@@ -487,6 +530,38 @@ class Pipeline:
         assert isinstance(res, CurationResult)
         return res
 
+    def compare(
+        self,
+        strategies: Sequence[Strategy | Mapping[str, Any] | str | os.PathLike[str]],
+        n: int,
+        *,
+        axes: Sequence[str] | None = None,
+        n_bins: int = 4,
+    ) -> ExperimentResult:
+        """Score the pool once with every strategy's features, then select ``n`` segments
+        with each strategy and compare the selections (what ``run_experiment`` runs).
+
+        The pipeline's own strategy and selection are not used.
+
+        Raises
+        ------
+        PipelineError
+            A missing source or segmenter, or ``n`` not an integer >= 0.
+        StrategyError
+            No strategy, two strategies defining one feature differently, or repeated names.
+        EmptyPoolError
+            No source produced a segment.
+        """
+        if self.schema is None:
+            raise PipelineError("call .source() before .compare()", step="compare")
+        sts = [
+            s
+            if isinstance(s, Strategy)
+            else load_strategy(_read_json(s, self.base, "compare"), self.schema)
+            for s in strategies
+        ]
+        return compare(self, sts, n, axes=axes, n_bins=n_bins)
+
     def review(
         self,
         path: str | os.PathLike[str] | None = None,
@@ -507,7 +582,9 @@ class Pipeline:
         return review(self, path, max_examples=max_examples, force=force, resume=resume)
 
     def to_dict(self) -> dict[str, Any]:
-        """The logical pipeline as JSON (the adapter by its registered form; no callbacks)."""
+        """The logical pipeline as JSON (the adapter and encoder by their registered form; no
+        callbacks); :meth:`from_dict` reads it back."""
+        enc = getattr(self.encoder, "to_dict", None)
         return {
             "schema": self.schema.to_dict() if self.schema else None,
             "adapter": self.adapter.to_dict() if self.adapter else None,
@@ -518,11 +595,74 @@ class Pipeline:
             "scorers": [s.to_dict() for s in self.scorers],
             "selection": self.selection.to_dict() if self.selection else None,
             "output": self.output_spec.to_dict() if self.output_spec else None,
+            "encoder": enc() if callable(enc) else None,
             "options": self.opts.to_dict(),
             "enrich": [a.to_dict() for a in self.analyzers],
             "plugins": list(self.plugin_modules),
             "include_plugin_entry_points": self.include_entry_points,
         }
+
+    @classmethod
+    def from_dict(
+        cls,
+        d: Mapping[str, Any],
+        *,
+        base: str | os.PathLike[str] | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> Pipeline:
+        """Rebuild a pipeline from :meth:`to_dict` (plugins are imported first, so their
+        names resolve).  ``base`` resolves relative sources (default: the working
+        directory) and ``progress`` restores the callback; ``to_dict`` records neither.
+
+        Every part is validated as by its builder; an encoder without a registered
+        ``to_dict`` form (``{"type": name, ...}``) is not restored.
+
+        Raises
+        ------
+        PipelineError
+            A malformed document, or a part that does not fit the others.
+        KurationError
+            From the builders (SchemaError, StrategyError, OutputSpecError, ...).
+        """
+        if not isinstance(d, Mapping):
+            raise PipelineError("a pipeline document is a JSON object", step="from_dict")
+        try:
+            p = cls(base=Path(base) if base is not None else Path.cwd()).plugins(
+                d.get("plugins", []),
+                include_entry_points=d.get("include_plugin_entry_points", True),
+            )
+            if d.get("adapter") is not None:
+                sch = SchemaSpec.from_dict(d["schema"])
+                p = p.source(d["adapter"], d["sources"], schema=sch, base=p.base)
+            if d.get("segmenter") is not None:
+                p = p.segment(Segmenter(**d["segmenter"]))
+            if d.get("strategy") is not None:
+                p = p.metrics(d["strategy"])
+            for u in map(SeamUse.from_dict, d.get("transforms", [])):
+                p = p.transform(u.name, **u.params)
+            for u in map(SeamUse.from_dict, d.get("scorers", [])):
+                p = p.score(u.name, **u.params)
+            for u in map(SeamUse.from_dict, d.get("enrich", [])):
+                p = p.enrich(u.name, **u.params)
+            if d.get("selection") is not None:
+                p = _select_from_dict(p, d["selection"])
+            if d.get("output") is not None:
+                p = p.output(d["output"], encoder=d.get("encoder"))
+            opts = PipelineOptions.from_dict(d.get("options", {}))
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise PipelineError(f"malformed pipeline document: {exc}", step="from_dict") from None
+        return p._with(opts=dataclasses.replace(opts, progress=progress))
+
+
+def _select_from_dict(p: Pipeline, d: Mapping[str, Any]) -> Pipeline:
+    mode = d.get("mode")
+    if mode == "count":
+        return p.select(d["n"])
+    if mode == "hours":
+        sel = HoursSelection.from_dict(d).to_dict()
+        del sel["mode"]
+        return p.sample(hours=sel.pop("train_hours"), **sel)
+    raise PipelineError(f"selection mode is 'count' or 'hours', got {mode!r}", step="from_dict")
 
 
 def _require(registry: Any, name: str, step: str) -> None:
@@ -535,6 +675,9 @@ def _require(registry: Any, name: str, step: str) -> None:
 
 
 def _check_sources(sources: Any) -> None:
+    uris = sources.get("uris") if isinstance(sources, Mapping) else None
+    if isinstance(uris, list) and all(isinstance(u, str) for u in uris):
+        return  # resolved already: used as given (what curate() passes)
     ok = (isinstance(sources, Mapping) and ("sample" in sources or "glob" in sources)) or (
         isinstance(sources, list | tuple)
         and bool(sources)
@@ -542,6 +685,7 @@ def _check_sources(sources: Any) -> None:
     )
     if not ok:
         raise PipelineError(
-            "sources is a non-empty list of paths, {'glob': pattern} or {'sample': name}",
+            "sources is a non-empty list of paths, {'glob': pattern}, {'sample': name} "
+            "or {'uris': [resolved URIs]}",
             step="source",
         )

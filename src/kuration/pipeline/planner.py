@@ -6,6 +6,7 @@ declared in the registries: no source is resolved, fetched or opened.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..core.traits import ExecutionTraits, traits_of
@@ -29,8 +30,8 @@ _REFERENCE = {
     "read": "each source is read whole into a TickTable",
     "segment": "windows of one in-memory source at a time",
     "features": "the whole scored pool is held in memory",
-    "transforms": "no runtime executes batch transforms yet",
-    "scorers": "no runtime executes segment scorers yet",
+    "transforms": "batch transforms run per source after its metrics, inside scoring",
+    "scorers": "segment scorers run once over the whole scored pool",
     "bin": "quantile edges over the in-memory pool",
     "select": "ranking and constraints over the in-memory pool",
     "fill": "track candidates and budgets over the in-memory pool",
@@ -65,6 +66,8 @@ def _require(p: Pipeline) -> tuple[Strategy, Any]:
 def _input_stages(p: Pipeline, st: Strategy) -> list[PlanStage]:
     assert p.adapter is not None and p.segmenter is not None
     src = p.sources
+    if isinstance(src, Mapping) and "uris" in src:
+        src = f"{len(src['uris'])} resolved"
     detail = {"sources": src if not isinstance(src, list) else f"{len(src)} listed"}
     adapter_name = str(p.adapter.to_dict().get("type", type(p.adapter).__name__))
     metrics = [

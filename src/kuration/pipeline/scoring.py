@@ -39,7 +39,7 @@ from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segment, Segmenter
 from ..core.ids import tag_entity_id
 from ..core.progress import ProgressCallback, emit
-from ..errors import EmptyPoolError, KurationError
+from ..errors import EmptyPoolError, KurationError, PipelineError
 from ..metrics.features import FeatureEngine
 from ..metrics.transform_exec import TransformRunner, runner_for
 from ..metrics.transforms import resolve_transform
@@ -277,47 +277,18 @@ def score_sources(
     KurationError
         With ``on_error="raise"``, the first source error; also for duplicate
         source ids and for a process pool that broke (a worker died).
-    ValueError
-        For a bad ``workers`` or ``on_error``, or a source listed twice.
+    PipelineError
+        For a bad ``workers`` or ``on_error``, or a source listed twice (a ``ValueError``).
     """
-    if on_error not in ("skip", "raise"):
-        raise ValueError(f"on_error must be 'skip' or 'raise', got {on_error!r}")
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
-    uris = [str(u) for u in sources]
-    if len(set(uris)) != len(uris):
-        dup = sorted({u for u in uris if uris.count(u) > 1})
-        raise ValueError(f"sources listed more than once: {dup}")
+    uris = _checked_sources(sources, workers, on_error)
     # compile here first: a bad metric, transform or scorer fails before any spawn
     engine = strategy_engine(strategy, schema)
     transforms, scorers = resolve_uses(strategy, schema)
     runner = TransformRunner(transforms)
     total = len(uris)
     emit(progress, "scoring", "start", total=total)
-    results: dict[str, tuple[SourceInfo, list[Segment], str | None]] = {}
-    errors: dict[str, str] = {}
-
-    def record(uri: str, out: tuple[SourceInfo, list[Segment], str | None] | BaseException) -> None:
-        if isinstance(out, BaseException):
-            if on_error == "raise" or not isinstance(out, Exception):
-                raise out
-            msg = f"{type(out).__name__}: {out}"
-            print(f"kuration: skipped source {uri}: {msg}", file=sys.stderr)
-            errors[uri] = msg
-            status = "error"
-        else:
-            results[uri] = out
-            status = "ok"
-        emit(
-            progress,
-            "scoring",
-            "advance",
-            current=len(results) + len(errors),
-            total=total,
-            source=uri,
-            status=status,
-        )
-
+    tally = _Tally(total, on_error, progress)
+    results, errors, record = tally.results, tally.errors, tally.record
     t0 = time.perf_counter()
     if workers <= 1 or total <= 1 or not fused:
         for uri in uris:
@@ -352,6 +323,57 @@ def score_sources(
     if scorers:
         run_scorers(result, scorers, schema, adapter, on_error=on_error, progress=progress)
     return result
+
+
+def _checked_sources(sources: Sequence[str], workers: int, on_error: str) -> list[str]:
+    """The source URIs as strings, once the scoring options are known to be valid.
+
+    Raises
+    ------
+    PipelineError
+        A bad ``on_error`` or ``workers``, or a source listed twice.
+    """
+    if on_error not in ("skip", "raise"):
+        raise PipelineError(f"on_error must be 'skip' or 'raise', got {on_error!r}", step="score")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise PipelineError(f"workers must be an integer >= 1, got {workers!r}", step="score")
+    uris = [str(u) for u in sources]
+    if len(set(uris)) != len(uris):
+        dup = sorted({u for u in uris if uris.count(u) > 1})
+        raise PipelineError(f"sources listed more than once: {dup}", step="score")
+    return uris
+
+
+class _Tally:
+    """Per-source outcomes of the feature pass, in completion order, with progress events."""
+
+    def __init__(self, total: int, on_error: str, progress: ProgressCallback | None) -> None:
+        self.total, self.on_error, self.progress = total, on_error, progress
+        self.results: dict[str, tuple[SourceInfo, list[Segment], str | None]] = {}
+        self.errors: dict[str, str] = {}
+
+    def record(self, uri: str, out: Any) -> None:
+        """Keep a result, or log and keep a skipped source's error (``on_error="skip"``)."""
+        if isinstance(out, BaseException):
+            if self.on_error == "raise" or not isinstance(out, Exception):
+                raise out
+            msg = f"{type(out).__name__}: {out}"
+            print(f"kuration: skipped source {uri}: {msg}", file=sys.stderr)
+            self.errors[uri] = msg
+            status = "error"
+        else:
+            self.results[uri] = out
+            status = "ok"
+        done = len(self.results) + len(self.errors)
+        emit(
+            self.progress,
+            "scoring",
+            "advance",
+            current=done,
+            total=self.total,
+            source=uri,
+            status=status,
+        )
 
 
 def _score_in_pool(

@@ -10,7 +10,7 @@ import numpy as np
 from ..contracts.segment import Segment
 from ..selection.fill import FillResult
 
-__all__ = ["feature_distributions"]
+__all__ = ["feature_distributions", "ranking_examples"]
 
 
 def feature_distributions(
@@ -56,3 +56,37 @@ def feature_distributions(
             "selected": sel.tolist(),
         }
     return out
+
+
+def ranking_examples(
+    segments: Sequence[Segment], features: Sequence[str], k: int = 3
+) -> dict[str, list[dict[str, Any]]]:
+    """The ``k`` highest- and ``k`` lowest-ranked windows (finite priority), for reports.
+
+    Returns
+    -------
+    dict
+        ``{"top": [...], "bottom": [...]}``, each window ``source_id``, ``start_idx``,
+        ``end_idx`` (steps of the source's grid), ``priority`` and ``features`` (the named
+        ones, finite values only); ``top`` in falling, ``bottom`` in rising priority,
+        ties broken by source and start.
+    """
+    ranked = sorted(
+        (s for s in segments if np.isfinite(s.priority)),
+        key=lambda s: (-s.priority, s.source_id, s.start_idx),
+    )
+
+    def row(s: Segment) -> dict[str, Any]:
+        feats = {
+            n: float(s.features[n]) for n in features if np.isfinite(s.features.get(n, np.nan))
+        }
+        return {
+            "source_id": s.source_id,
+            "start_idx": int(s.start_idx),
+            "end_idx": int(s.end_idx),
+            "priority": float(s.priority),
+            "features": feats,
+        }
+
+    n = min(k, len(ranked) // 2)
+    return {"top": [row(s) for s in ranked[:n]], "bottom": [row(s) for s in ranked[::-1][:n]]}

@@ -26,8 +26,8 @@ import numpy as np
 
 from ..contracts.schema import FieldSpec, SchemaSpec
 from ..contracts.tick import Tick, TickTable, field_ints, is_int_field
-from ..errors import DatasetIntegrityError, SchemaError
-from ..sources.base import InputAdapter, register_adapter
+from ..errors import AdapterError, DatasetIntegrityError, SchemaError
+from ..sources.base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
 from .loaders import Dataset, read_shard_arrays
 
 __all__ = ["CuratedDatasetAdapter", "curated_schema"]
@@ -124,7 +124,7 @@ class CuratedDatasetAdapter(InputAdapter):
         The dataset is not committed or fails verification.
     SchemaError
         ``schema`` names a field the dataset does not have.
-    ValueError
+    AdapterError
         An unknown ``unit``.
     """
 
@@ -140,7 +140,7 @@ class CuratedDatasetAdapter(InputAdapter):
         verify: bool = True,
     ) -> None:
         if unit not in _UNITS:
-            raise ValueError(f"unit must be one of {_UNITS}, got {unit!r}")
+            raise AdapterError(f"unit must be one of {_UNITS}, got {unit!r}", adapter="curated")
         self._ds = Dataset(dataset)
         super().__init__(schema if schema is not None else curated_schema(self._ds))
         self.dataset = str(dataset)
@@ -250,8 +250,8 @@ class CuratedDatasetAdapter(InputAdapter):
 
 def _factory(schema: SchemaSpec | None = None, **options: Any) -> CuratedDatasetAdapter:
     if "dataset" not in options:
-        raise ValueError("the curated adapter needs a 'dataset' option")
+        raise AdapterError("the curated adapter needs a 'dataset' option", adapter="curated")
     return CuratedDatasetAdapter(options.pop("dataset"), schema, **options)
 
 
-register_adapter("curated", _factory)
+register_adapter("curated", _factory, execution_traits=SOURCE_READER_TRAITS)

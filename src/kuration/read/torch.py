@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ReaderOptionError
+from ..errors import MissingExtraError, ReaderOptionError
 from .loaders import Dataset
 from .shards import shard_arrays
 from .table import FeatureInfo
@@ -47,7 +47,7 @@ def _torch() -> Any:
     try:
         import torch
     except ImportError:
-        raise ImportError(
+        raise MissingExtraError(
             "kuration.read.torch needs PyTorch: pip install 'kuration-sdk[torch]'"
         ) from None
     return torch

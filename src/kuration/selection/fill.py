@@ -30,6 +30,7 @@ constraint.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,7 +39,7 @@ import numpy as np
 
 from ..contracts.segment import Segment
 from ..core.ids import tag_entity_id
-from ..errors import EmptySplitError, GroupCapError
+from ..errors import BudgetGranularityWarning, EmptySplitError, GroupCapError
 
 __all__ = [
     "BINDING_CONSTRAINTS",
@@ -556,6 +557,7 @@ def settle_splits(
     EmptySplitError
         A split with a non-zero request plans no shard and ``allow_empty_split`` is false.
     """
+    warn_coarse_units(fill, hz)
     out: dict[str, tuple[str | None, str]] = {}
     for split in fill.budget:
         b = fill.budget[split]
@@ -573,6 +575,43 @@ def settle_splits(
                 binding=binding,
             )
     return out
+
+
+BUDGET_TOLERANCE = 0.1
+
+
+def warn_coarse_units(fill: FillResult, hz: float, tolerance: float = BUDGET_TOLERANCE) -> None:
+    """Warn for every split whose admitted seconds exceed its request by more than ``tolerance``.
+
+    Whole tracks (or spans) are admitted, so a split overshoots by less than its last
+    admitted unit; when that unit is long next to the request (a football player's
+    half against a 6-minute request) the overshoot is large.  The warning names the
+    fix: ``span_seconds`` at most ``tolerance`` times the request.
+
+    Warns
+    -----
+    BudgetGranularityWarning
+        Naming the split, the requested and admitted hours and the longest admitted unit.
+    """
+    for split, b in fill.budget.items():
+        req, adm = float(b["requested_s"]), float(b["admitted_s"])
+        if req <= 0 or adm <= req * (1 + tolerance) or not fill.admitted.get(split):
+            continue
+        longest = max(c.n_steps for c in fill.admitted[split]) / hz
+        warnings.warn(
+            BudgetGranularityWarning(
+                f"split {split!r}: {adm / 3600:.3g} h admitted for {req / 3600:.3g} h requested "
+                f"(+{(adm / req - 1):.0%}): whole tracks are admitted and the admitted ones are up "
+                f"to {longest:.3g} s long; set span_seconds (job key) to at most "
+                f"{tolerance * req:.3g} s so tracks are cut into spans and the "
+                f"split lands within {tolerance:.0%} of its request",
+                split=split,
+                requested_s=req,
+                admitted_s=adm,
+                unit_s=longest,
+            ),
+            stacklevel=2,
+        )
 
 
 class _Admission:

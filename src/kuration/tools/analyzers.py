@@ -38,7 +38,7 @@ import numpy as np
 from ..contracts.segment import Segment
 from ..core.registry import Registry
 from ..core.traits import ExecutionTraits, coerce_traits, declare_traits
-from ..errors import PipelineError
+from ..errors import PipelineError, RegistrationError
 from ..selection.binning import feature_matrix
 from .audit import coverage_metrics, distribution_shift, duration_correlations
 
@@ -106,16 +106,16 @@ def register_analyzer(
 
     Raises
     ------
-    TypeError
+    RegistrationError
         ``analyzer`` lacks ``validate``/``analyze``/``scope``, or its scope is not
         ``stream`` or ``artifact``.
-    ValueError
-        ``name`` is taken and ``clobber`` is false.
+    RegistrationError
+        A ``ValueError``: ``name`` is taken and ``clobber`` is false.
     ExecutionTraitsError
         Invalid ``execution_traits`` (nothing is registered).
     """
     if not isinstance(analyzer, Analyzer) or getattr(analyzer, "scope", None) not in _SCOPES:
-        raise TypeError(
+        raise RegistrationError(
             "an analyzer needs validate(), analyze() and scope 'stream' or 'artifact', got "
             f"{type(analyzer).__name__}"
         )
@@ -155,6 +155,7 @@ class AuditAnalyzer:
             "features": "features to audit (default: every strategy feature)",
             "axes": "coverage axes (default: the bin axes, else the audited features)",
             "n_bins": "quantile cells per axis for cells_covered (4)",
+            "coverage": "compute the axis coverage (true); false leaves it None",
         }
     )
 
@@ -169,9 +170,12 @@ class AuditAnalyzer:
         nb = params.get("n_bins", 4)
         if isinstance(nb, bool) or not isinstance(nb, int) or nb < 1:
             raise PipelineError("analyzer 'audit' 'n_bins' must be a positive integer")
+        if not isinstance(params.get("coverage", True), bool):
+            raise PipelineError("analyzer 'audit' 'coverage' is true or false")
 
     def analyze(self, subject: AnalysisSubject, params: Mapping[str, Any]) -> dict[str, Any]:
-        """Returns ``{"n_pool", "n_selected", "distribution", "duration", "coverage"}``.
+        """Returns ``{"n_pool", "n_selected", "distribution", "duration", "coverage"}``
+        (``coverage`` is None with ``coverage=False``).
 
         Raises
         ------
@@ -194,7 +198,9 @@ class AuditAnalyzer:
             "duration": duration_correlations(pool, feats, subject.source_steps),
             "coverage": coverage_metrics(
                 feature_matrix(pool, axes), sel.tolist(), int(params.get("n_bins", 4))
-            ),
+            )
+            if params.get("coverage", True)
+            else None,
         }
 
 

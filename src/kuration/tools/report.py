@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import MissingExtraError
 
-__all__ = ["render_diff_html", "render_inspect_html"]
+__all__ = ["dataset_name", "render_diff_html", "render_inspect_html"]
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#1d2330}
@@ -125,7 +125,7 @@ def _timeline_plot(shards: list[dict[str, Any]], hz: float) -> str:
     return _svg(fig)
 
 
-def _distribution_plots(dist: Mapping[str, Any]) -> list[str]:
+def _distribution_plots(dist: Mapping[str, Any], units: Mapping[str, str]) -> list[str]:
     plt = _plt()
     out = []
     for name, d in sorted(dist.items()):
@@ -145,20 +145,187 @@ def _distribution_plots(dist: Mapping[str, Any]) -> list[str]:
                 centres, [c / total for c in counts], widths, color=colour, alpha=0.6, label=label
             )
         ax.set_title(name, fontsize=9)
+        ax.set_xlabel(f"{name} ({units[name]})" if units.get(name) else name, fontsize=8)
+        ax.set_ylabel("share of windows", fontsize=8)
         ax.tick_params(labelsize=7)
         ax.legend(frameon=False, fontsize=7)
         out.append(_svg(fig))
     return out
 
 
-def render_inspect_html(report: Any, manifest: Mapping[str, Any], config: Mapping[str, Any]) -> str:
-    """One HTML page summarizing a dataset: tables plus embedded SVG plots."""
+_SPLIT_COLOURS = {"train": "#3b6fd8", "test": "#e0852b"}
+_POOL_COLOUR = "#b8bfcc"
+
+
+def _map_plot(tracks: Mapping[str, list[Any]], pool: list[Any], f: Any, title: str) -> str:
+    import numpy as np
+    from matplotlib.collections import LineCollection
+
+    from .report_data import plane, thin
+
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 6.0))
+    labels = ("", "")
+    for values in pool:
+        x, y, *labels = plane(thin(values), f)
+        ax.add_collection(
+            LineCollection(
+                [np.c_[x, y]], colors=_POOL_COLOUR, linewidths=0.5, alpha=0.5, rasterized=True
+            )
+        )
+    for split, colour in _SPLIT_COLOURS.items():
+        segs = []
+        for values in tracks.get(split, []):
+            x, y, *labels = plane(thin(values), f)
+            segs.append(np.c_[x, y])
+        if segs:
+            ax.add_collection(
+                LineCollection(
+                    segs,
+                    colors=colour,
+                    linewidths=1.1,
+                    label=f"{split} ({len(segs)})",
+                    rasterized=True,
+                )
+            )
+    ax.autoscale()
+    if f.frame == "geodetic":
+        lat = np.nanmean([np.nanmean(v[:, 0]) for vs in tracks.values() for v in vs] or [0.0])
+        ax.set_aspect(1 / max(np.cos(np.deg2rad(lat)), 0.05))
+    else:
+        ax.set_aspect("equal")
+    ax.set_xlabel(labels[0])
+    ax.set_ylabel(labels[1])
+    ax.set_title(title, fontsize=10)
+    ax.legend(frameon=False, fontsize=8, loc="best")
+    return _svg(fig)
+
+
+def _window_plot(ex: Mapping[str, Any], units: Mapping[str, str]) -> str:
+    plt = _plt()
+    n = len(ex["series"])
+    fig, axes = plt.subplots(1, n, figsize=(2.6 * n, 2.0), squeeze=False)
+    colour = _SPLIT_COLOURS["train"] if ex["rank"].startswith("top") else "#7a4fb0"
+    for ax, (metric, label, t, v) in zip(axes[0], ex["series"], strict=True):
+        ax.plot(t, v, color=colour, linewidth=0.7, alpha=0.6)
+        value = ex["features"].get(metric)
+        shown = f"{value:.3g}" if value is not None else "NaN"
+        ax.set_title(f"{metric} = {shown} {units.get(metric, '')}".strip(), fontsize=8)
+        ax.set_xlabel("seconds into the window", fontsize=7)
+        ax.set_ylabel(label, fontsize=7)
+        ax.tick_params(labelsize=6)
+    fig.suptitle(
+        f"{ex['rank']}: {ex['source_id']} steps {ex['start_idx']}-{ex['end_idx']}, "
+        f"priority {ex['priority']:.3g}",
+        fontsize=8,
+        y=1.06,
+    )
+    return _svg(fig)
+
+
+def _data_sections(ds: Any, config: Mapping[str, Any], units: Mapping[str, str]) -> list[str]:
+    """The map of tracks and the example windows (read from shards and sources)."""
+    from ..contracts.schema import SchemaSpec
+    from .report_data import SourceReader, example_windows, position_field, shard_tracks
+
+    parts: list[str] = []
+    schema = SchemaSpec.from_dict(config["schema"])
+    reader = SourceReader(config, schema)
+    f = position_field(schema)
+    mod = (
+        next(
+            (
+                n
+                for n, m in ds.manifest["modalities"].items()
+                if m.get("source") == f"field:{f.name}"
+            ),
+            None,
+        )
+        if f is not None
+        else None
+    )
+    if f is not None and mod is not None:
+        tracks = shard_tracks(ds, mod)
+        pool = []
+        for sid in sorted(reader.uris):
+            table = reader.table(sid)
+            if table is not None and f.name in table.values:
+                vals = table.values[f.name]
+                pool.extend(vals[:, e] for e in range(vals.shape[1]))
+        note = (
+            ""
+            if reader.error is None
+            else f"<p>Pool tracks not drawn: {html.escape(reader.error)}</p>"
+        )
+        title = f"{f.name}: selected tracks over the pool ({len(pool)} pool tracks, faint)"
+        parts.append(f"<h2>Tracks</h2>{note}<figure>{_map_plot(tracks, pool, f, title)}</figure>")
+    examples = example_windows(config, schema, reader)
+    if examples:
+        figs = [f"<figure>{_window_plot(ex, units)}</figure>" for ex in examples if ex["series"]]
+        rows = [
+            [
+                ex["rank"],
+                ex["source_id"],
+                f"{ex['start_idx']}-{ex['end_idx']}",
+                f"{ex['priority']:.3g}",
+                ", ".join(
+                    f"{k}={v:.3g} {units.get(k, '')}".strip() for k, v in ex["features"].items()
+                ),
+            ]
+            for ex in examples
+        ]
+        parts.append(
+            "<h2>Example windows: top and bottom of the ranking</h2>"
+            + _table(rows, ["rank", "source", "steps", "priority", "features"])
+            + (
+                f'<div class="grid windows">{"".join(figs)}</div>'
+                if figs
+                else f"<p>Windows not plotted: {html.escape(reader.error or 'no binned field')}</p>"
+            )
+        )
+    return parts
+
+
+def dataset_name(config: Mapping[str, Any], fallback: str) -> str:
+    """The dataset's name: the job's ``name``, else the schema's, else ``fallback``'s last part."""
+    job = config.get("job") or {}
+    name = job.get("name") if isinstance(job, Mapping) else None
+    name = name or (config.get("schema") or {}).get("name")
+    return str(name or os.path.basename(os.path.normpath(fallback)))
+
+
+def render_inspect_html(
+    report: Any, manifest: Mapping[str, Any], config: Mapping[str, Any], dataset: Any = None
+) -> str:
+    """One HTML page summarizing a dataset: tables plus embedded SVG plots.
+
+    Parameters
+    ----------
+    report : InspectReport
+    manifest, config : mapping
+        The dataset's ``dataset_manifest.json`` and ``config.json``.
+    dataset : Dataset, optional
+        The opened dataset: adds the map of selected tracks (its shards) over the
+        pool (the run's sources, read again) and the example windows of the ranking.
+
+    Returns
+    -------
+    str
+        The page, titled with the dataset's name (the job's ``name``).
+    """
     hz = float(manifest.get("sample_hz", 1.0))
+    name = dataset_name(config, report.path)
+    units: dict[str, str] = {}
+    if config.get("schema") and config.get("strategy"):
+        from ..contracts.schema import SchemaSpec
+        from .report_data import feature_units
+
+        units = feature_units(config, SchemaSpec.from_dict(config["schema"]))
     shards = list(manifest.get("shards", []))
     budget = {
         k: v for k, v in report.budget.items() if isinstance(v, Mapping) and "requested_s" in v
     }
-    parts = [f"<h1>kuration dataset <code>{html.escape(report.path)}</code></h1>"]
+    parts = [f"<h1>{html.escape(name)}</h1><p>a kuration dataset</p>"]
     rows = [
         [s, v["shards"], v["tracks"], len(v["sources"]), f"{v['seconds'] / 3600:.2f}"]
         for s, v in report.splits.items()
@@ -190,11 +357,13 @@ def render_inspect_html(report: Any, manifest: Mapping[str, Any], config: Mappin
             + _source_hours_plot(shards, hz)
             + "</figure></div>"
         )
+    if dataset is not None and shards:
+        parts.extend(_data_sections(dataset, config, units))
     if shards:
         parts.append("<h2>Timeline</h2><figure>" + _timeline_plot(shards, hz) + "</figure>")
     dist = config.get("results", {}).get("distributions", {})
     parts.append("<h2>Feature distributions: pool vs selection</h2>")
-    figs = _distribution_plots(dist) if dist else []
+    figs = _distribution_plots(dist, units) if dist else []
     parts.append(
         '<div class="grid">' + "".join(f"<figure>{f}</figure>" for f in figs) + "</div>"
         if figs
@@ -220,7 +389,7 @@ def render_inspect_html(report: Any, manifest: Mapping[str, Any], config: Mappin
         + html.escape(json.dumps(prov, indent=2, sort_keys=True))
         + "</pre>"
     )
-    return _page("kuration dataset report", "".join(parts))
+    return _page(name, "".join(parts))
 
 
 def render_diff_html(diff: Mapping[str, Any]) -> str:

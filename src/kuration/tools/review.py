@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import PipelineError
+
 if TYPE_CHECKING:  # tools sit below the pipeline: the result is only read, by attribute
     from ..pipeline.hours import DatasetWriteResult
 
@@ -55,7 +57,7 @@ def hours_selection_review(result: DatasetWriteResult, max_examples: int = 5) ->
     """
     fill = result.fill
     if fill is None:
-        raise ValueError("this result has no hours fill to review")
+        raise PipelineError("this result has no hours fill to review", step="review")
     hz = float(result.manifest["sample_hz"])
     budget = result.manifest["budget"]
     out: dict[str, Any] = {

@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import Any
 
 from timenet.build.connector import Connector
-from timenet.build.errors import ConnectorNotFoundError
+from timenet.errors import ConnectorDefinitionError, ConnectorNotFoundError, ConnectorWarning
 from timenet.versions import parse_ref
 
 __all__ = ["ENTRY_POINT_GROUP", "FAILED", "ConnectorWarning", "available", "resolve"]
@@ -33,10 +33,6 @@ ENTRY_POINT_GROUP = "timenet.connectors"
 FAILED: dict[str, str] = {}
 
 
-class ConnectorWarning(UserWarning):
-    """A third-party connector could not be loaded."""
-
-
 def _ident(part: str) -> str:
     return re.sub(r"[^0-9A-Za-z_]", "_", part)
 
@@ -45,7 +41,7 @@ def _from_module(module: ModuleType | Any, where: str) -> type[Connector]:
     obj = getattr(module, "CONNECTOR", module)
     if isinstance(obj, type) and issubclass(obj, Connector):
         return obj
-    raise TypeError(f"{where} does not expose a Connector subclass as CONNECTOR")
+    raise ConnectorDefinitionError(f"{where} does not expose a Connector subclass as CONNECTOR")
 
 
 def _check_card(cls: type[Connector], org: str, name: str, where: str) -> type[Connector]:

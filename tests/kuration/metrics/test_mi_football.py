@@ -66,9 +66,12 @@ def test_mi_scorer_on_football_weighted_inside_coverage_bins(
         assert best.key in {s.key for s in res.selected}
     # the estimate reflects the pairing: breaking it (actions shuffled across samples) drops
     # the value to about zero, well below every real segment's estimate
-    from kuration.pipeline.count import _job_parts
+    from kuration import Pipeline
+    from kuration.pipeline.job import resolve_sources
 
-    _, _, adapter, _, sources = _job_parts(job)
+    p = Pipeline.from_job(job)
+    adapter = p.adapter
+    sources = resolve_sources(p.sources, p.base, adapter=adapter)
     seg = res.pool[0]
     table = adapter.read_table(next(u for u in sources if adapter.source_id(u) == seg.source_id))
     from kuration import build_window

@@ -13,6 +13,9 @@ import pytest
 
 from kuration import SnapCollisionWarning, run_job
 
+# small budgets filled with whole 15-minute tracks overshoot their request on purpose here
+pytestmark = pytest.mark.filterwarnings("ignore::kuration.errors.BudgetGranularityWarning")
+
 
 def _with_collisions(src: Path, dst: Path) -> int:
     """Copy ``src`` with 60 rows repeated 300 ms later; returns rows - distinct (entity, tick)."""

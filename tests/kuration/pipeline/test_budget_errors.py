@@ -21,6 +21,9 @@ import pytest
 from kuration import EmptySplitError, GroupCapError, run_job
 from kuration.core.jsonio import loads_strict
 
+# small budgets filled with whole 15-minute tracks overshoot their request on purpose here
+pytestmark = pytest.mark.filterwarnings("ignore::kuration.errors.BudgetGranularityWarning")
+
 BIN = Path(sys.executable).parent
 
 

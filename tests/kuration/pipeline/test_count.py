@@ -11,6 +11,7 @@ from scipy.stats import ks_2samp, spearmanr, wasserstein_distance
 
 from kuration import (
     Segmenter,
+    StrategyError,
     compare_strategies,
     curate,
     load_strategy,
@@ -186,3 +187,89 @@ def test_cli_curate_tables_and_experiment(small_job, tmp_path: Path, capsys) -> 
     text = capsys.readouterr().out
     assert "facility-location" in text and "top-k" in text
     assert main(["curate", str(job), "--n", "5", "--strategy", str(tmp_path / "nope.json")]) == 1
+
+
+# ---- the count path runs through the Pipeline (issue 12) ------------------------------------
+
+
+def test_curate_runs_through_the_pipeline(curated) -> None:
+    """``curate`` is a wrapper over Pipeline: every pipeline phase shows in its progress."""
+    _, events = curated
+    phases = [e["phase"] for e in events if e["event"] == "start"]
+    assert phases[:2] == ["provenance", "scoring"]
+    assert {"transforms", "scorers", "selection"} <= set(phases)
+    prov = [e for e in events if e["phase"] == "provenance" and e["event"] == "advance"]
+    assert [e["current"] for e in prov] == [1, 2, 3, 4]
+
+
+def test_compare_scores_one_pool_and_matches_compare_strategies(parts) -> None:
+    from kuration import Pipeline
+
+    schema, adapter, sources, seg = parts
+    sts = [load_strategy(STRATEGIES / f"{n}.json", schema) for n in ("top-k", "k-center")]
+    events: list[dict] = []
+    p = Pipeline().source(adapter, sources).segment(seg).options(seed=3, progress=events.append)
+    ex = p.compare(sts, 10)
+    starts = [e["phase"] for e in events if e["event"] == "start"]
+    assert starts.count("scoring") == 1 and starts.count("selection") == len(sts)
+    assert starts[0] == "provenance"
+    pool = list(next(iter(ex.results.values())).pool)
+    ref = compare_strategies(pool, sts, 10, seed=3)
+    for name in ex.results:
+        assert [s.key for s in ex.results[name].selected] == [
+            s.key for s in ref.results[name].selected
+        ]
+        assert ex.results[name].scoring == ex.scoring
+    assert set(ex.timing) == {"scoring_s", "total_s"}
+    with pytest.raises(StrategyError, match="at least one"):
+        p.compare([], 10)
+
+
+def test_curate_job_is_from_job_select(small_job, monkeypatch) -> None:
+    """``curate_job`` is ``Pipeline.from_job(job).select(n)`` (+ ``.metrics`` for a strategy)."""
+    from kuration import Pipeline
+    from kuration.pipeline import count as count_mod
+
+    built: list[Pipeline] = []
+    real_run = Pipeline.run
+
+    def spy(self: Pipeline):
+        built.append(self)
+        return real_run(self)
+
+    monkeypatch.setattr(Pipeline, "run", spy)
+    res = count_mod.curate_job(small_job, 7, strategy=STRATEGIES / "top-k.json", seed=2)
+    (p,) = built
+    ref = Pipeline.from_job(small_job).metrics(STRATEGIES / "top-k.json").select(7)
+    assert p.to_dict() == {**ref.to_dict(), "options": {**ref.opts.to_dict(), "seed": 2}}
+    assert res.n_selected == 7 and res.strategy.name == "top-k"
+
+
+def test_kur_curate_and_experiment_bars_show_every_pipeline_phase(
+    small_job, tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """``kur curate``/``kur experiment`` run the Pipeline: their rich bars get every phase."""
+    from kuration.cli import curate as cli_curate
+
+    seen: list[set[str]] = []
+
+    class Recording:
+        def __enter__(self):
+            seen.append(set())
+            return self
+
+        def __exit__(self, *exc) -> None:
+            return None
+
+        def __call__(self, ev: dict) -> None:
+            seen[-1].add(ev["phase"])
+
+    monkeypatch.setattr(cli_curate, "RichProgress", Recording)
+    job = _job_file(tmp_path, small_job)
+    assert main(["curate", str(job), "--n", "4", "--json"]) == 0
+    top_k = str(STRATEGIES / "top-k.json")
+    assert main(["experiment", str(job), "--strategy", top_k, "--n", "4", "--json"]) == 0
+    capsys.readouterr()
+    pipeline_phases = {"provenance", "scoring", "transforms", "scorers", "selection"}
+    assert seen[0] == pipeline_phases
+    assert seen[1] == pipeline_phases | {"experiment"}

@@ -23,6 +23,9 @@ from kuration import (
 from kuration.core.ids import tag_entity_id
 from kuration.output.encoders import _ENCODERS
 
+# small budgets filled with whole 15-minute tracks overshoot their request on purpose here
+pytestmark = pytest.mark.filterwarnings("ignore::kuration.errors.BudgetGranularityWarning")
+
 CONTAINERS = ("json", "hdf5", "parquet")
 
 

@@ -20,6 +20,9 @@ from kuration import (
     shard_entries,
 )
 
+# small budgets filled with whole 15-minute tracks overshoot their request on purpose here
+pytestmark = pytest.mark.filterwarnings("ignore::kuration.errors.BudgetGranularityWarning")
+
 
 def _digests(root: Path) -> dict[str, str]:
     skip = {"config.json", "dataset.commit.json", ".kuration-writer.lock"}

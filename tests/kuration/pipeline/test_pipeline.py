@@ -44,7 +44,13 @@ def _quickstart_in_python(events: list[dict[str, Any]]) -> Pipeline:
         )
         .segment(window=120, stride=60, unit="seconds")
         .metrics(EXAMPLE / "strategy.json")
-        .sample(hours=4.0, test_hours=1.0, clip_aggregate="mean", min_track_seconds=120)
+        .sample(
+            hours=4.0,
+            test_hours=1.0,
+            clip_aggregate="mean",
+            min_track_seconds=120,
+            span_seconds=300,
+        )
         .output({"preset": "npz-128-pad", "modalities": modalities})
         .options(seed=0, progress=events.append)
         .enrich("audit")
@@ -189,6 +195,8 @@ def test_count_path_matches_curate_and_the_audit_analyzer(
     assert run.plan.mode == "count" and "select" in run.plan.barriers
 
 
+# small_job's small budgets filled with whole 15-minute tracks overshoot on purpose
+@pytest.mark.filterwarnings("ignore::kuration.errors.BudgetGranularityWarning")
 def test_review_and_write_on_both_paths(small_job: dict, tmp_path: Path) -> None:
     p = Pipeline.from_job(small_job)
     review = p.review(tmp_path / "hours")
@@ -214,3 +222,32 @@ def test_logical_parts_round_trip() -> None:
         doc = json.loads(json.dumps(obj.to_dict()))
         assert type(obj).from_dict(doc) == obj
     assert opts.to_dict()["executor"] == "process-pool"
+
+
+def test_pipeline_round_trips_through_from_dict(adsb_adapter) -> None:
+    """to_dict/from_dict: adapter by registered name, segmenter, strategy, selection, output,
+    encoder, seams and options (the progress callback is given back separately)."""
+    events: list[dict[str, Any]] = []
+    hours = _quickstart_in_python(events).options(workers=2, on_error="raise")
+    count = (
+        Pipeline()
+        .source(adsb_adapter, {"uris": ["/nowhere/a.csv", "/nowhere/b.csv"]})
+        .segment(window=60, stride=30)
+        .metrics(EXAMPLE / "strategy.json")
+        .method("top-k", by="speed_p90")
+        .select(9)
+        .enrich("audit", n_bins=3)
+    )
+    for p in (hours, count):
+        doc = json.loads(json.dumps(p.to_dict()))
+        back = Pipeline.from_dict(doc, base=p.base, progress=p.opts.progress)
+        assert back.to_dict() == p.to_dict() and back.base == p.base
+        for part in ("schema", "segmenter", "strategy_", "selection", "output_spec", "opts"):
+            assert getattr(back, part) == getattr(p, part), part
+        assert back.adapter.to_dict() == p.adapter.to_dict()
+        assert back.explain().to_dict() == p.explain().to_dict()  # plans without reading
+    assert Pipeline.from_dict(hours.to_dict()).opts.progress is None
+    with pytest.raises(PipelineError, match="mode"):
+        Pipeline.from_dict({**count.to_dict(), "selection": {"mode": "all"}})
+    with pytest.raises(PipelineError, match="malformed"):
+        Pipeline.from_dict({**count.to_dict(), "selection": {"mode": "count"}})

@@ -121,3 +121,12 @@ def test_kur_explain_prints_a_tree_and_json(capsys: pytest.CaptureFixture[str]) 
     assert main(["explain", str(EXAMPLE / "job.json"), "--json", "--n", "5"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["format"] == "kuration-plan/1" and doc["mode"] == "count"
+
+
+def test_built_in_adapters_plan_with_declared_traits(job: Pipeline) -> None:
+    plan = job.explain()
+    assert not [w for w in plan.warnings if "declares no execution_traits" in w and "adapter" in w]
+    (read,) = [s for s in plan.stages if s.kind == "read"]
+    (adapter,) = read.components
+    assert adapter.declared and adapter.traits.scope == "source"
+    assert plan.islands[0] == ("read", "segment", "features")

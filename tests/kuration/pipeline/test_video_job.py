@@ -81,7 +81,7 @@ def test_video_job_is_byte_identical_across_worker_counts(
     frame = {"shape": [144, 176, 3], "frame_rate": "30000/1001", "time_base": "1/30000"}
     job["schema"]["media"]["frame"].update(frame)
     job["output"]["modalities"]["frame"]["shape"] = frame["shape"]
-    job["budget"] = {"train_hours": 0.001, "test_hours": 0.0005}
+    job["budget"] = {"train_hours": 0.0011, "test_hours": 0.00055}  # two spans, one span
     run_job(job, tmp_path / "one", workers=1)
     run_job(job, tmp_path / "two", workers=2)
     one = _digests(tmp_path / "one")

@@ -323,3 +323,21 @@ def test_build_candidates_matches_per_span_aggregate(src, how, span, min_steps) 
             i += 1
     assert i == len(got)
     assert short == sum(ext.last - ext.first + 1 < min_steps for ext in exts)
+
+
+def test_a_long_last_track_warns_and_names_span_seconds() -> None:
+    from kuration import BudgetGranularityWarning
+    from kuration.selection.fill import warn_coarse_units
+
+    # a 0.1 h request met by one 45-minute track (a football player's half): +650%
+    fill = fill_budgets([_c("s1", 0, 2700, 1.0)], {"s1": "test"}, {"test": 360.0}, 1.0)
+    with pytest.warns(BudgetGranularityWarning, match=r"at most 36 s") as rec:
+        warn_coarse_units(fill, 1.0)
+    w = rec[0].message
+    assert (w.split, w.requested_s, w.admitted_s, w.unit_s) == ("test", 360.0, 2700.0, 2700.0)
+    assert "span_seconds" in str(w) and "'test'" in str(w)
+    # within 10% of the request (or under it): no warning
+    fill = fill_budgets([_c("s1", 0, 390, 1.0)], {"s1": "test"}, {"test": 360.0}, 1.0)
+    warn_coarse_units(fill, 1.0)
+    fill = fill_budgets([_c("s1", 0, 100, 1.0)], {"s1": "test"}, {"test": 360.0}, 1.0)
+    warn_coarse_units(fill, 1.0)

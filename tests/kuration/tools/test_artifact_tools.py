@@ -14,6 +14,9 @@ import pytest
 from kuration import compare_datasets, hours_selection_review, run_job
 from kuration.tools.check import PolicyError, check_dataset
 
+# small budgets filled with whole 15-minute tracks overshoot their request on purpose here
+pytestmark = pytest.mark.filterwarnings("ignore::kuration.errors.BudgetGranularityWarning")
+
 KUR = [sys.executable, "-m", "kuration.cli.main"]
 
 
@@ -157,6 +160,17 @@ def test_html_report_renders_with_plots(runs, tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     text = html.read_text()
     assert text.count("<svg") >= 4
+    # titled with the dataset's name, not a path of this machine
+    assert "<title>adsb-paris-quickstart</title>" in text and str(tmp_path) not in text
+    # a map of the selected tracks (longitude/latitude: a geodetic position) over the pool
+    tracks = text[text.index("<h2>Tracks</h2>") : text.index("<h2>Example windows")]
+    assert "longitude (deg)" in tracks and "latitude (deg)" in tracks and "<svg" in tracks
+    # example windows from the top and bottom of the ranking, plotted for the binned metrics
+    windows = text[text.index("<h2>Example windows") : text.index("<h2>Timeline")]
+    assert windows.count("<svg") == 6 and "top 1" in windows and "bottom 1" in windows
+    assert "track (deg)" in windows and "vertical_rate (ft/min)" in windows
+    # feature axes carry their units
+    assert "turn_p90 (deg)" in text and "climb_std (ft/min)" in text
     # nothing is fetched: no external scripts, stylesheets, images or fonts
     for needle in ('src="http', "src='http", 'href="http', "<link", "@import", "url(http"):
         assert needle not in text
@@ -172,7 +186,7 @@ def test_html_report_renders_with_plots(runs, tmp_path: Path) -> None:
         "--disable-component-update",
         "--disable-sync",
         f"--user-data-dir={tmp_path / 'profile'}",
-        "--window-size=1100,1600",
+        "--window-size=1100,2600",
         f"--screenshot={png}",
         html.as_uri(),
     ]
@@ -181,6 +195,13 @@ def test_html_report_renders_with_plots(runs, tmp_path: Path) -> None:
     # the train colour of the plots (#3b6fd8) covers a visible area of the screenshot
     train = np.all(np.abs(img - np.array([0x3B, 0x6F, 0xD8]) / 255) < 0.03, axis=-1)
     assert train.mean() > 0.002
+    # the map (train blue, test orange tracks, faint grey pool) is drawn where the page puts it:
+    # below the hours plots, above the example windows
+    rows = np.flatnonzero(train.any(axis=1))
+    test = np.all(np.abs(img - np.array([0xE0, 0x85, 0x2B]) / 255) < 0.03, axis=-1)
+    pool = np.all(np.abs(img - np.array([0xB8, 0xBF, 0xCC]) / 255) < 0.06, axis=-1)
+    band = slice(int(img.shape[0] * 0.2), int(img.shape[0] * 0.5))
+    assert test[band].sum() > 50 and pool[band].sum() > 50 and rows.size > 0
 
 
 def test_progress_events_cover_every_phase(small_job, tmp_path: Path) -> None:

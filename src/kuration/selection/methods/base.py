@@ -19,7 +19,7 @@ import numpy as np
 from ...contracts.segment import Segment
 from ...core.registry import Registry
 from ...core.traits import ExecutionTraits, coerce_traits, declare_traits
-from ...errors import StrategyError
+from ...errors import RegistrationError, StrategyError
 from ..binning import feature_matrix
 
 __all__ = [
@@ -82,15 +82,17 @@ def register_method(
 
     Raises
     ------
-    ValueError
-        If ``name`` is taken and ``clobber`` is false.
-    TypeError
+    RegistrationError
+        A ``ValueError``: ``name`` is taken and ``clobber`` is false.
+    RegistrationError
         If ``method`` lacks ``validate`` or ``priorities``.
     ExecutionTraitsError
         Invalid ``execution_traits`` (nothing is registered).
     """
     if not isinstance(method, Method):
-        raise TypeError(f"a method needs validate() and priorities(), got {type(method).__name__}")
+        raise RegistrationError(
+            f"a method needs validate() and priorities(), got {type(method).__name__}"
+        )
     traits = None
     if execution_traits is not None:
         traits = coerce_traits(execution_traits, component=f"method:{name}")
