@@ -1,16 +1,17 @@
-"""kuration: curate multi-entity time series into verifiable training shards."""
+"""kuration: curate multi-entity time series into verifiable training shards.
+
+The public names are listed in ``__all__``; all but the version and the
+exception tree load on first use (PEP 562 ``__getattr__``), so ``import
+kuration`` stays light (no pint registry, no TimeNet, no torch or matplotlib)
+until a name is used.  ``from kuration import X`` works as before.
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._version import __version__
-from .contracts.buffer import WindowBatch, WindowBuffer, build_window
-from .contracts.media import FrameRef, MediaColumn, MediaProvider, MediaSpec, StreamInfo
-from .contracts.schema import FieldSpec, SchemaSpec
-from .contracts.segment import Segment, Segmenter
-from .contracts.tick import Tick, TickTable
-from .contracts.track import Track, tracks_from_segment, tracks_from_ticks
-from .core.plugins import load_plugins, plugin_failures
-from .core.traits import ExecutionTraits
 from .errors import (
     AdapterError,
     BudgetError,
@@ -50,91 +51,306 @@ from .errors import (
     UnknownNameError,
     UnknownSplitError,
 )
-from .metrics.dsl import CompiledMetric, compile_metric
-from .metrics.features import FeatureEngine, register_metric, registered_metrics
-from .metrics.media_transforms import MotionEnergy
-from .metrics.mutual_info import MutualInformationScorer, ksg_mutual_information
-from .metrics.scorers import (
-    NoveltyScorer,
-    ScorerContext,
-    SegmentScorer,
-    register_scorer,
-    registered_scorers,
-)
-from .metrics.transforms import (
-    BatchTransform,
-    MediaRequest,
-    TransformContext,
-    register_transform,
-    registered_transforms,
-)
-from .output.containers import get_container, register_container, registered_containers
-from .output.encoders import (
-    OutputEncoder,
-    PassthroughEncoder,
-    get_encoder,
-    register_encoder,
-    registered_encoders,
-)
-from .output.presets import OutputPreset, get_preset, register_preset, registered_presets
-from .output.spec import ModalitySpec, OutputSpec
-from .output.writer import ShardWriter, write_track
-from .pipeline.count import (
-    CurationResult,
-    ExperimentResult,
-    compare_strategies,
-    curate,
-    run_experiment,
-    select_segments,
-)
-from .pipeline.entry import run_job, write_dataset
-from .pipeline.execute import PipelineRun
-from .pipeline.hours import DatasetWriteResult
-from .pipeline.init import InitResult, init_job
-from .pipeline.job import load_job
-from .pipeline.operators import (
-    Operator,
-    get_operator,
-    operators_markdown,
-    register_operator,
-    registered_operators,
-)
-from .pipeline.pipeline import CountSelection, HoursSelection, Pipeline, PipelineOptions
-from .pipeline.plan import PhysicalPlan, PlanComponent, PlanStage, StageTelemetry
-from .pipeline.scorer_pass import run_scorers
-from .pipeline.scoring import ScoringResult, score_sources
-from .pipeline.strategy import load_strategy
-from .read.curated import CuratedDatasetAdapter
-from .read.loaders import Dataset, iter_shards, open_dataset, read_shard_arrays, shard_entries
-from .read.table import FeatureInfo
-from .selection.binning import bin_segments, quantile_bins
-from .selection.filters import register_filter, registered_filters
-from .selection.select import apply_strategy, assign_splits, register_method, registered_methods
-from .selection.strategy import Strategy
-from .sources import (
-    InputAdapter,
-    JoinedMediaAdapter,
-    TimeseriesAdapter,
-    VideoAdapter,
-    get_adapter,
-    get_media_provider,
-    register_adapter,
-    register_media_provider,
-    registered_adapters,
-    registered_media_providers,
-)
-from .sources.video import motion_energy
-from .tools.analyzers import (
-    AnalysisSubject,
-    Analyzer,
-    get_analyzer,
-    register_analyzer,
-    registered_analyzers,
-)
-from .tools.check import CheckResult, check_dataset
-from .tools.diff import compare_datasets
-from .tools.inspect import InspectReport, inspect_dataset
-from .tools.review import hours_selection_review
+
+# module (relative to this package) -> the public names it provides
+_LAZY_MODULES: dict[str, tuple[str, ...]] = {
+    ".contracts.buffer": (
+        "WindowBatch",
+        "WindowBuffer",
+        "build_window",
+    ),
+    ".contracts.media": (
+        "FrameRef",
+        "MediaColumn",
+        "MediaProvider",
+        "MediaSpec",
+        "StreamInfo",
+    ),
+    ".contracts.schema": (
+        "FieldSpec",
+        "SchemaSpec",
+    ),
+    ".contracts.segment": (
+        "Segment",
+        "Segmenter",
+    ),
+    ".contracts.tick": (
+        "Tick",
+        "TickTable",
+    ),
+    ".contracts.track": (
+        "Track",
+        "tracks_from_segment",
+        "tracks_from_ticks",
+    ),
+    ".core.plugins": (
+        "load_plugins",
+        "plugin_failures",
+    ),
+    ".core.traits": ("ExecutionTraits",),
+    ".metrics.dsl": (
+        "CompiledMetric",
+        "compile_metric",
+    ),
+    ".metrics.features": (
+        "FeatureEngine",
+        "register_metric",
+        "registered_metrics",
+    ),
+    ".metrics.media_transforms": ("MotionEnergy",),
+    ".metrics.mutual_info": (
+        "MutualInformationScorer",
+        "ksg_mutual_information",
+    ),
+    ".metrics.scorers": (
+        "NoveltyScorer",
+        "ScorerContext",
+        "SegmentScorer",
+        "register_scorer",
+        "registered_scorers",
+    ),
+    ".metrics.transforms": (
+        "BatchTransform",
+        "MediaRequest",
+        "TransformContext",
+        "register_transform",
+        "registered_transforms",
+    ),
+    ".output.containers": (
+        "get_container",
+        "register_container",
+        "registered_containers",
+    ),
+    ".output.encoders": (
+        "OutputEncoder",
+        "PassthroughEncoder",
+        "get_encoder",
+        "register_encoder",
+        "registered_encoders",
+    ),
+    ".output.presets": (
+        "OutputPreset",
+        "get_preset",
+        "register_preset",
+        "registered_presets",
+    ),
+    ".output.spec": (
+        "ModalitySpec",
+        "OutputSpec",
+    ),
+    ".output.writer": (
+        "ShardWriter",
+        "write_track",
+    ),
+    ".pipeline.count": (
+        "CurationResult",
+        "ExperimentResult",
+        "compare_strategies",
+        "curate",
+        "run_experiment",
+        "select_segments",
+    ),
+    ".pipeline.entry": (
+        "run_job",
+        "write_dataset",
+    ),
+    ".pipeline.execute": ("PipelineRun",),
+    ".pipeline.hours": ("DatasetWriteResult",),
+    ".pipeline.init": (
+        "InitResult",
+        "init_job",
+    ),
+    ".pipeline.job": ("load_job",),
+    ".pipeline.operators": (
+        "Operator",
+        "get_operator",
+        "operators_markdown",
+        "register_operator",
+        "registered_operators",
+    ),
+    ".pipeline.pipeline": (
+        "CountSelection",
+        "HoursSelection",
+        "Pipeline",
+        "PipelineOptions",
+    ),
+    ".pipeline.plan": (
+        "PhysicalPlan",
+        "PlanComponent",
+        "PlanStage",
+        "StageTelemetry",
+    ),
+    ".pipeline.scorer_pass": ("run_scorers",),
+    ".pipeline.scoring": (
+        "ScoringResult",
+        "score_sources",
+    ),
+    ".pipeline.strategy": ("load_strategy",),
+    ".read.curated": ("CuratedDatasetAdapter",),
+    ".read.loaders": (
+        "Dataset",
+        "iter_shards",
+        "open_dataset",
+        "read_shard_arrays",
+        "shard_entries",
+    ),
+    ".read.table": ("FeatureInfo",),
+    ".selection.binning": (
+        "bin_segments",
+        "quantile_bins",
+    ),
+    ".selection.filters": (
+        "register_filter",
+        "registered_filters",
+    ),
+    ".selection.select": (
+        "apply_strategy",
+        "assign_splits",
+        "register_method",
+        "registered_methods",
+    ),
+    ".selection.strategy": ("Strategy",),
+    ".sources": (
+        "InputAdapter",
+        "JoinedMediaAdapter",
+        "TimeseriesAdapter",
+        "VideoAdapter",
+        "get_adapter",
+        "get_media_provider",
+        "register_adapter",
+        "register_media_provider",
+        "registered_adapters",
+        "registered_media_providers",
+    ),
+    ".sources.video": ("motion_energy",),
+    ".tools.analyzers": (
+        "AnalysisSubject",
+        "Analyzer",
+        "get_analyzer",
+        "register_analyzer",
+        "registered_analyzers",
+    ),
+    ".tools.check": (
+        "CheckResult",
+        "check_dataset",
+    ),
+    ".tools.diff": ("compare_datasets",),
+    ".tools.inspect": (
+        "InspectReport",
+        "inspect_dataset",
+    ),
+    ".tools.review": ("hours_selection_review",),
+}
+_LAZY: dict[str, str] = {n: m for m, names in _LAZY_MODULES.items() for n in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kuration' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later look-ups skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # the static view of the same names, for type checkers
+    from .contracts.buffer import WindowBatch, WindowBuffer, build_window
+    from .contracts.media import FrameRef, MediaColumn, MediaProvider, MediaSpec, StreamInfo
+    from .contracts.schema import FieldSpec, SchemaSpec
+    from .contracts.segment import Segment, Segmenter
+    from .contracts.tick import Tick, TickTable
+    from .contracts.track import Track, tracks_from_segment, tracks_from_ticks
+    from .core.plugins import load_plugins, plugin_failures
+    from .core.traits import ExecutionTraits
+    from .metrics.dsl import CompiledMetric, compile_metric
+    from .metrics.features import FeatureEngine, register_metric, registered_metrics
+    from .metrics.media_transforms import MotionEnergy
+    from .metrics.mutual_info import MutualInformationScorer, ksg_mutual_information
+    from .metrics.scorers import (
+        NoveltyScorer,
+        ScorerContext,
+        SegmentScorer,
+        register_scorer,
+        registered_scorers,
+    )
+    from .metrics.transforms import (
+        BatchTransform,
+        MediaRequest,
+        TransformContext,
+        register_transform,
+        registered_transforms,
+    )
+    from .output.containers import get_container, register_container, registered_containers
+    from .output.encoders import (
+        OutputEncoder,
+        PassthroughEncoder,
+        get_encoder,
+        register_encoder,
+        registered_encoders,
+    )
+    from .output.presets import OutputPreset, get_preset, register_preset, registered_presets
+    from .output.spec import ModalitySpec, OutputSpec
+    from .output.writer import ShardWriter, write_track
+    from .pipeline.count import (
+        CurationResult,
+        ExperimentResult,
+        compare_strategies,
+        curate,
+        run_experiment,
+        select_segments,
+    )
+    from .pipeline.entry import run_job, write_dataset
+    from .pipeline.execute import PipelineRun
+    from .pipeline.hours import DatasetWriteResult
+    from .pipeline.init import InitResult, init_job
+    from .pipeline.job import load_job
+    from .pipeline.operators import (
+        Operator,
+        get_operator,
+        operators_markdown,
+        register_operator,
+        registered_operators,
+    )
+    from .pipeline.pipeline import CountSelection, HoursSelection, Pipeline, PipelineOptions
+    from .pipeline.plan import PhysicalPlan, PlanComponent, PlanStage, StageTelemetry
+    from .pipeline.scorer_pass import run_scorers
+    from .pipeline.scoring import ScoringResult, score_sources
+    from .pipeline.strategy import load_strategy
+    from .read.curated import CuratedDatasetAdapter
+    from .read.loaders import Dataset, iter_shards, open_dataset, read_shard_arrays, shard_entries
+    from .read.table import FeatureInfo
+    from .selection.binning import bin_segments, quantile_bins
+    from .selection.filters import register_filter, registered_filters
+    from .selection.select import apply_strategy, assign_splits, register_method, registered_methods
+    from .selection.strategy import Strategy
+    from .sources import (
+        InputAdapter,
+        JoinedMediaAdapter,
+        TimeseriesAdapter,
+        VideoAdapter,
+        get_adapter,
+        get_media_provider,
+        register_adapter,
+        register_media_provider,
+        registered_adapters,
+        registered_media_providers,
+    )
+    from .sources.video import motion_energy
+    from .tools.analyzers import (
+        AnalysisSubject,
+        Analyzer,
+        get_analyzer,
+        register_analyzer,
+        registered_analyzers,
+    )
+    from .tools.check import CheckResult, check_dataset
+    from .tools.diff import compare_datasets
+    from .tools.inspect import InspectReport, inspect_dataset
+    from .tools.review import hours_selection_review
 
 __all__ = [
     "AdapterError",

@@ -672,19 +672,45 @@ class TimeFReader(_DatasetView):
         return f"TimeFReader({self.ref}, {self._handle.location!r})"
 
 
-def _read_parquet_verified(handle: VersionHandle, rel: str, pool: ThreadPoolExecutor) -> Any:
-    """Whole Parquet column, hashing the bytes in a thread while Arrow decodes them."""
+def _read_parquet_columns(handle: VersionHandle, rels: list[str]) -> dict[str, Any]:
+    """Every Parquet value file's column, each file's SHA-256 checked before any is returned.
+
+    Files awaiting verification are memory-mapped and all their hashes queued
+    at once on a hashing thread (hashlib releases the GIL), so file ``i + 1`` is
+    hashed while Arrow decodes file ``i`` from the same mapping; the digests are
+    compared after the last decode, before the columns leave this function.
+
+    Raises
+    ------
+    IntegrityError
+        If any file's size or SHA-256 differs from the manifest.
+    """
     import pyarrow.parquet as pq
 
-    pending = handle.unverified_path(rel)
-    if pending is None:
-        return pq.read_table(handle.path(rel), memory_map=True).column(0)
-    # The buffer keeps the mapping alive; decoded columns may reference it.
-    data = pa.memory_map(str(pending)).read_buffer()
-    digest = pool.submit(lambda: hashlib.sha256(memoryview(data)).hexdigest())
-    column = pq.read_table(pa.BufferReader(data)).column(0)
-    handle.mark_verified(rel, digest.result(), data.size)
-    return column
+    mapped: dict[str, Any] = {}
+    for rel in rels:
+        pending = handle.unverified_path(rel)
+        if pending is not None:
+            # the buffer keeps the mapping alive; decoded columns may reference it
+            mapped[rel] = pa.memory_map(str(pending)).read_buffer()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="timenet-sha256") as hasher:
+        digests = {
+            rel: hasher.submit(lambda b=buf: hashlib.sha256(memoryview(b)).hexdigest())
+            for rel, buf in mapped.items()
+        }
+        columns: dict[str, Any] = {}
+        try:
+            for rel in rels:
+                # ParquetFile.read, not read_table: the dataset layer costs more than the
+                # decode on files of many small row groups (one per record)
+                src = pa.BufferReader(mapped[rel]) if rel in mapped else handle.path(rel)
+                with pq.ParquetFile(src, memory_map=True) as pf:
+                    columns[rel] = pf.read().column(0)
+        finally:
+            # also when a decode failed: a changed file is an IntegrityError, not Arrow's
+            for rel, digest in digests.items():
+                handle.mark_verified(rel, digest.result(), mapped[rel].size)
+    return columns
 
 
 class LoadedDataset(_DatasetView):
@@ -733,14 +759,16 @@ class LoadedDataset(_DatasetView):
             elif ".zarr/" in path:
                 files[path.split(".zarr/", 1)[0] + ".zarr"] = "zarr"
         sources: dict[str, Source] = {}
-        with ThreadPoolExecutor(max_workers=2) as pool:
+        with ThreadPoolExecutor(max_workers=1) as pool:
             meta = pool.submit(read_catalog)
+            parquet = [rel for rel, storage in files.items() if storage == "parquet"]
+            columns = _read_parquet_columns(handle, parquet)
             for rel, storage in files.items():
                 if storage == "zarr":
                     zarr_source = ZarrSource(functools.partial(handle.dir_path, rel))
                     sources[rel] = MemorySource(zarr_source.read_all())
                 else:
-                    sources[rel] = MemorySource(_read_parquet_verified(handle, rel, pool))
+                    sources[rel] = MemorySource(columns[rel])
             annotations, tasks = meta.result()
         return cls(handle, catalog, sources, annotations, tasks)
 

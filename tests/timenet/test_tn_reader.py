@@ -40,6 +40,29 @@ def test_tampered_value_file_detected_before_values_returned(demo: Path) -> None
     assert reader.signal("rec-0", "temp").to_arrow().null_count == 1
 
 
+@pytest.mark.parametrize("where", ["first", "middle", "last"])
+def test_load_detects_in_place_edit_with_mtime_restored(demo: Path, where: str) -> None:
+    """The hashes run beside the decode, yet every value file is checked before load returns."""
+    client = tn.TimeNet([demo.parents[2]])
+    ref = "acme/demo@1.0.0"
+    client.load(ref)  # a clean load first: nothing may be remembered from it
+    files = sorted((demo / "values").glob("*.parquet"))
+    assert files
+    for path in files:
+        st = os.stat(path)
+        offset = {"first": 0, "middle": st.st_size // 2, "last": st.st_size - 1}[where]
+        _flip_byte(path, offset)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size, same mtime
+        with pytest.raises(tn.IntegrityError) as info:
+            client.load(ref)
+        assert info.value.what == "sha256" and info.value.path == str(path)
+        with pytest.raises(tn.IntegrityError):
+            tn.TimeFReader.open(demo).load()
+        _flip_byte(path, offset)  # restore: the next file is the only changed one
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    client.load(ref)
+
+
 def test_tampered_catalog_detected(demo: Path) -> None:
     _flip_byte(demo / "control.duckdb", 100)
     reader = tn.TimeFReader.open(demo)

@@ -119,11 +119,89 @@ def aggregate_segments(
     return priority, feats
 
 
-def _overlapping(
-    segs: Sequence[Segment], starts: np.ndarray, first: int, last: int
-) -> list[Segment]:
-    hi = int(np.searchsorted(starts, last, side="right"))
-    return [s for s in segs[:hi] if s.end_idx > first]
+def _overlaps(
+    segs: Sequence[Segment], a: np.ndarray, b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each span's overlapping segments, flattened: segment indices and per-span offsets.
+
+    Span ``i`` overlaps ``idx[off[i]:off[i + 1]]``, in segment order (``start_idx <= b``
+    and ``end_idx > a``).
+    """
+    starts = np.fromiter((s.start_idx for s in segs), np.int64, len(segs))
+    ends = np.fromiter((s.end_idx for s in segs), np.int64, len(segs))
+    if np.all(ends[1:] >= ends[:-1]):  # one window length: a contiguous run per span
+        lo = np.searchsorted(ends, a, side="right")
+        hi = np.maximum(np.searchsorted(starts, b, side="right"), lo)
+        n = hi - lo
+        off = np.r_[0, np.cumsum(n)]
+        idx = np.arange(off[-1]) - np.repeat(off[:-1] - lo, n)
+        return idx, off
+    rows, idx = np.nonzero((starts[None, :] <= b[:, None]) & (ends[None, :] > a[:, None]))
+    return idx, np.r_[0, np.cumsum(np.bincount(rows, minlength=a.size))]
+
+
+def _reduce_runs(vals: np.ndarray, idx: np.ndarray, off: np.ndarray, how: str) -> np.ndarray:
+    """``how`` of the finite ``vals[idx]`` of each run (runs given by ``off``), NaN when none.
+
+    The same arithmetic as ``np.max/min/mean`` over each run's finite values:
+    ``add.reduceat`` sums a run with numpy's pairwise summation like ``np.sum``.
+    """
+    v = vals[idx]
+    fin = np.isfinite(v)
+    v = v[fin]
+    cf = np.r_[0, np.cumsum(fin)]
+    first = cf[off[:-1]]  # each run's first finite value in v
+    n = cf[off[1:]] - first
+    out = np.full(n.size, np.nan)
+    has = n > 0
+    if v.size:
+        # non-empty runs only: each ends where the next non-empty one starts
+        ufunc = {"max": np.maximum, "min": np.minimum, "mean": np.add}[how]
+        red = ufunc.reduceat(v, first[has])
+        out[has] = red / n[has] if how == "mean" else red
+    return out
+
+
+def _source_candidates(
+    sid: str,
+    exts: Sequence[Any],
+    segs: Sequence[Segment],
+    pieces: list[tuple[int, int | None, int, int]],
+    how: str,
+    features: Sequence[str],
+    src_group: str | None,
+    by_label: bool,
+) -> list[Candidate]:
+    """The candidates of one source's spans ``(entity index, span, first, last)``, vectorised."""
+    a = np.fromiter((p[2] for p in pieces), np.int64, len(pieces))
+    b = np.fromiter((p[3] for p in pieces), np.int64, len(pieces))
+    if segs:
+        idx, off = _overlaps(segs, a, b)
+    else:
+        idx, off = np.zeros(0, np.intp), np.zeros(a.size + 1, np.int64)
+    cols = {}
+    for name in (None, *features):
+        if name is None:
+            vals = np.fromiter((s.priority for s in segs), np.float64, len(segs))
+        else:
+            vals = np.fromiter((s.features.get(name, np.nan) for s in segs), np.float64, len(segs))
+        cols[name] = _reduce_runs(vals, idx, off, how).tolist()
+    prio = [-math.inf if math.isnan(p) else p for p in cols.pop(None)]
+    tagged = any(s.tags for s in segs)
+    grouped = by_label and any(s.group is not None for s in segs)
+    out: list[Candidate] = []
+    for i, (e_idx, span, first, last) in enumerate(pieces):
+        tags: frozenset[str] = frozenset()
+        group = src_group
+        if tagged or grouped:
+            over = [segs[j] for j in idx[off[i] : off[i + 1]]]
+            tags = frozenset(f"{k}={v}" for s in over for k, v in s.tags.items())
+            if grouped:
+                group = next((s.group for s in over if s.group is not None), None)
+        feats = {name: cols[name][i] for name in features}
+        ent = exts[e_idx].entity_id
+        out.append(Candidate(sid, ent, e_idx, first, last, prio[i], feats, span, group, tags))
+    return out
 
 
 def build_candidates(
@@ -137,6 +215,10 @@ def build_candidates(
     group_of: Callable[[str], str | None] | None = None,
 ) -> tuple[list[Candidate], int]:
     """One candidate per entity extent (or per span of ``span_steps``).
+
+    Each candidate's priority and features aggregate the segments overlapping it
+    as :func:`aggregate_segments` does, computed for all of a source's spans at
+    once (``reduceat`` over the overlapping runs).
 
     Parameters
     ----------
@@ -157,33 +239,27 @@ def build_candidates(
     candidates : list of Candidate
     too_short : int
     """
+    _AGG[how]  # an unknown aggregate is a KeyError, as before
     out: list[Candidate] = []
     too_short = 0
     for sid in sorted(extents):
         segs = list(segments_by_source.get(sid, ()))
-        starts = np.array([s.start_idx for s in segs], dtype=np.int64)
         src_group = group_of(sid) if group_of is not None else None
+        pieces: list[tuple[int, int | None, int, int]] = []
         for e_idx, ext in enumerate(extents[sid]):
             if ext.last - ext.first + 1 < min_steps:
                 too_short += 1
-                continue
-            if span_steps is None:
-                pieces = [(None, ext.first, ext.last)]
+            elif span_steps is None:
+                pieces.append((e_idx, None, ext.first, ext.last))
             else:
-                pieces = [
-                    (k, a, min(a + span_steps - 1, ext.last))
-                    for k, a in enumerate(range(ext.first, ext.last + 1, span_steps))
-                ]
-            for span, a, b in pieces:
-                over = _overlapping(segs, starts, a, b)
-                prio, feats = aggregate_segments(over, a, b, how, features)
-                tags = frozenset(f"{k}={v}" for s in over for k, v in s.tags.items())
-                group = src_group
-                if group_of is None:
-                    group = next((s.group for s in over if s.group is not None), None)
-                out.append(
-                    Candidate(sid, ext.entity_id, e_idx, a, b, prio, feats, span, group, tags)
+                for k, a in enumerate(range(ext.first, ext.last + 1, span_steps)):
+                    pieces.append((e_idx, k, a, min(a + span_steps - 1, ext.last)))
+        if pieces:
+            out.extend(
+                _source_candidates(
+                    sid, extents[sid], segs, pieces, how, features, src_group, group_of is None
                 )
+            )
     return out, too_short
 
 

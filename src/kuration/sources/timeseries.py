@@ -216,7 +216,15 @@ class TimeseriesAdapter(InputAdapter):
             else:
                 import pyarrow.parquet as pq
 
-                table = pq.read_table(uri)
+                # decode only the mapped columns (a file's other columns, e.g. text, cost
+                # more to decode than the rest of the read); the checks below see them all
+                if os.path.isdir(uri):  # a partitioned dataset
+                    table = pq.read_table(uri)
+                else:
+                    with pq.ParquetFile(uri) as pf:
+                        names = pf.schema_arrow.names
+                        whole = not set(cols) <= set(names) or len(set(names)) < len(names)
+                        table = pf.read(columns=None if whole else cols)
         except FileNotFoundError:
             raise
         except (pa.ArrowInvalid, pa.ArrowException, OSError) as exc:
@@ -373,7 +381,10 @@ class TimeseriesAdapter(InputAdapter):
         for f in self.schema.fields:
             data = self._field_values(table, f, self.fields[f.name], src)
             arr = np.full((n_t, len(roster), f.dims), np.nan)
-            arr[ti, e_kept] = merge_groups(data[order], starts, f, self.collisions)
+            if self.collisions == "mean" and starts.size < order.size:
+                arr[ti, e_kept] = merge_groups(data[order], starts, f, self.collisions)
+            else:  # the nearest row of each group: gather only those rows
+                arr[ti, e_kept] = data[kept]
             values[f.name] = arr
             if is_int_field(f):  # exact integers: never averaged, the nearest row is kept
                 exact = _int_values(table, f, self.fields[f.name], src)

@@ -40,9 +40,9 @@ def test_mi_scorer_on_football_weighted_inside_coverage_bins(
     job, _ = load_job(FOOTBALL)
     job = json.loads(json.dumps(job))
     job["segmenter"] = {"window": 30, "stride": 900, "unit": "seconds"}  # a few windows
-    from kuration import SchemaSpec
+    from kuration.pipeline.job import job_components
 
-    schema = SchemaSpec.from_dict(job["schema"])
+    schema, _, _ = job_components(job)  # the position's unit comes from the TimeNet catalog
     strategy = load_strategy(
         {
             "define": {"team_speed": "field:position | speed | entities:mean | mean"},

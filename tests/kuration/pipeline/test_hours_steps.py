@@ -16,6 +16,9 @@ from kuration.metrics.features import _METRICS
 from kuration.pipeline import hours_steps
 from kuration.pipeline.strategy import _ENGINES
 
+# small budgets over whole tracks overshoot on purpose here
+pytestmark = pytest.mark.filterwarnings("ignore::kuration.errors.BudgetGranularityWarning")
+
 
 def test_every_step_is_short() -> None:
     for name, step in hours_steps.STEPS:

@@ -13,6 +13,10 @@ import pytest
 from kuration import load_strategy, run_job
 from kuration.core.plugins import load_plugins
 
+# small budgets over whole tracks overshoot on purpose here
+pytestmark = pytest.mark.filterwarnings("ignore::kuration.errors.BudgetGranularityWarning")
+
+
 PLUGIN = '''
 import os
 

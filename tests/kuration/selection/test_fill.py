@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -248,6 +249,80 @@ def test_the_tag_reserve_is_named_when_it_used_a_capped_groups_room() -> None:
     assert b["tag_reserved_s"] == 70 and b["tag_reserve_capped_s"] == 60
     binding, detail = explain_underfill(b, emitted_s=b["admitted_s"])
     assert binding == "group cap" and "the tag reserve used the cap" in detail
+
+
+# -- the vectorised build_candidates against the per-span aggregate -----------------------
+
+_vals = st.one_of(
+    st.floats(-1e6, 1e6, allow_nan=False), st.just(math.nan), st.just(math.inf), st.just(-math.inf)
+)
+
+
+@st.composite
+def _source(draw: st.DrawFn) -> tuple[list[Segment], list[Any]]:
+    window = draw(st.integers(1, 40))
+    fixed = draw(st.booleans())  # one window length, or any (ends out of order)
+    starts = sorted(draw(st.lists(st.integers(0, 300), max_size=30)))
+    segs = [
+        Segment(
+            "s",
+            a,
+            a + (window if fixed else draw(st.integers(1, 80))),
+            features={"f": draw(_vals), "g": draw(_vals)},
+            priority=draw(_vals),
+            tags={"k": str(draw(st.integers(0, 2)))} if draw(st.booleans()) else {},
+            group=draw(st.sampled_from([None, "g1", "g2"])),
+        )
+        for a in starts
+    ]
+    exts = []
+    for e in range(draw(st.integers(0, 6))):
+        first = draw(st.integers(0, 350))
+        last = first + draw(st.integers(0, 120))
+        exts.append(TrackExtent(f"e{e}", first, last, last - first + 1))
+    return segs, exts
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    src=_source(),
+    how=st.sampled_from(["max", "mean", "min"]),
+    span=st.one_of(st.none(), st.integers(1, 50)),
+    min_steps=st.integers(1, 30),
+)
+def test_build_candidates_matches_per_span_aggregate(src, how, span, min_steps) -> None:
+    segs, exts = src
+    got, short = build_candidates(
+        {"s": exts},
+        {"s": segs},
+        how=how,
+        features=["f", "g"],
+        min_steps=min_steps,
+        span_steps=span,
+    )
+    i = 0
+    for e_idx, ext in enumerate(exts):
+        if ext.last - ext.first + 1 < min_steps:
+            continue
+        step = span or (ext.last - ext.first + 1)
+        for k, a in enumerate(range(ext.first, ext.last + 1, step)):
+            b = min(a + step - 1, ext.last)
+            over = [s for s in segs if s.start_idx <= b and s.end_idx > a]
+            prio, feats = aggregate_segments(over, a, b, how, ["f", "g"])
+            c = got[i]
+            assert (c.entity_index, c.first, c.last, c.span_index) == (
+                e_idx,
+                a,
+                b,
+                None if span is None else k,
+            )
+            assert repr(c.priority) == repr(prio)  # bit for bit, NaN and infinities included
+            assert repr(dict(c.features)) == repr(feats)
+            assert c.tags == frozenset(f"{t}={v}" for s in over for t, v in s.tags.items())
+            assert c.group == next((s.group for s in over if s.group is not None), None)
+            i += 1
+    assert i == len(got)
+    assert short == sum(ext.last - ext.first + 1 < min_steps for ext in exts)
 
 
 def test_a_long_last_track_warns_and_names_span_seconds() -> None:

@@ -93,7 +93,7 @@ def geodetic_to_ecef(pos: np.ndarray, alt_factor: float | None) -> np.ndarray:
     """
     lat = np.radians(pos[..., 0])
     lon = np.radians(pos[..., 1])
-    slat, clat = np.sin(lat), np.cos(lat)
+    slat, clat = _sincos(lat)
     n = _WGS84_A / np.sqrt(1.0 - _WGS84_E2 * slat * slat)
     out = np.empty((*pos.shape[:-1], 3))
     if pos.shape[-1] == 3 and alt_factor is not None:
@@ -103,9 +103,28 @@ def geodetic_to_ecef(pos: np.ndarray, alt_factor: float | None) -> np.ndarray:
     else:
         r = n * clat
         np.multiply(n * (1.0 - _WGS84_E2), slat, out=out[..., 2])
-    np.multiply(r, np.cos(lon), out=out[..., 0])
-    np.multiply(r, np.sin(lon), out=out[..., 1])
+    slon, clon = _sincos(lon)
+    np.multiply(r, clon, out=out[..., 0])
+    np.multiply(r, slon, out=out[..., 1])
     return out
+
+
+def _sincos(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.sin(x), np.cos(x)``, evaluated on the non-NaN elements only.
+
+    A tick grid is mostly absent entities (NaN), and the trigonometry is the
+    cost of the ECEF conversion; NaN in gives NaN out either way, and each
+    element's value is the same ufunc's.
+    """
+    ok = ~np.isnan(x)
+    if ok.all():
+        return np.sin(x), np.cos(x)
+    sub = x[ok]
+    s = np.full(x.shape, np.nan)
+    c = np.full(x.shape, np.nan)
+    s[ok] = np.sin(sub)
+    c[ok] = np.cos(sub)
+    return s, c
 
 
 def velocity(

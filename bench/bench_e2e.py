@@ -1,0 +1,212 @@
+"""End to end: ``kur run`` (workers=1) against ``pyarrow.parquet.read_table`` of the same files.
+
+Run on demand (not part of the test suite)::
+
+    .venv/bin/python bench/bench_e2e.py                  # 384 sources, 3 rounds
+    .venv/bin/python bench/bench_e2e.py --sources 48 --repeat 2
+
+Corpus: the 12 ADS-B quickstart sources (``build_adsb_sources``, 15 min
+slices) replicated to ``--sources`` files.  Replica ``r`` of a source is the
+same Parquet rows with every ``icao24`` id suffixed ``-r<r>`` (so each
+replica holds distinct entities) and written under its own file name; the
+rows, times and values are unchanged.
+
+Contenders, taking turns in each of ``--repeat`` rounds (best time of each
+counts, so a busy machine slows them alike):
+
+* ``kur run``: :func:`kuration.run_job` of the quickstart job over the corpus
+  with ``workers=1``, its strategy without ``group_cap`` (so the budget is
+  written), a fresh output directory each round;
+* ``pyarrow``: ``pq.read_table(path, use_threads=False)`` of every file.
+
+Both report rows/s over the same total row count.  Two per-stage breakdowns
+are printed: the StageTelemetry the run records in ``config.json`` (when it
+records one), and timing wrappers the benchmark puts around the stage entry
+points (read, segment, features, rank/fill, tracks/write; the rest is
+"other"), which split the recorded read+segment+features stage.  Target: kur run >= 0.5x pyarrow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+JOB = ROOT / "examples" / "adsb_quickstart" / "job.json"
+
+
+def build_corpus(out: Path, n_sources: int) -> list[Path]:
+    """The quickstart sources replicated to ``n_sources`` files with distinct entity ids."""
+    from kuration.sources.samples import build_adsb_sources
+
+    base = build_adsb_sources(out / "base", slice_minutes=15)
+    files: list[Path] = []
+    for i in range(n_sources):
+        r, src = divmod(i, len(base))
+        t = pq.read_table(base[src])
+        ids = pc.binary_join_element_wise(t.column("icao24"), pa.scalar(f"r{r}"), "-")
+        t = t.set_column(t.schema.get_field_index("icao24"), "icao24", ids)
+        p = out / f"r{r:03d}-{Path(base[src]).name}"
+        pq.write_table(t, p)
+        files.append(p)
+    return files
+
+
+def job_for(files: list[Path]) -> dict[str, Any]:
+    from kuration.pipeline.job import load_job
+
+    raw, _ = load_job(JOB)
+    raw = json.loads(json.dumps(raw))
+    raw["strategy"].pop("group_cap", None)  # the budget is written, not capped per group
+    raw["sources"] = [str(p) for p in files]
+    raw["workers"] = 1
+    return raw
+
+
+# -- stage timing (used when config.json carries no stage telemetry) ----------------------
+
+STAGES = {
+    "read": [("kuration.sources.timeseries", "TimeseriesAdapter", "read_table")],
+    "segment": [("kuration.contracts.segment", "Segmenter", "segments")],
+    "features": [("kuration.metrics.features", "FeatureEngine", "score_segments")],
+    "rank/fill": [
+        (mod, None, fn)
+        for mod in ("kuration.pipeline.hours", "kuration.pipeline.hours_steps")
+        for fn in ("apply_strategy", "build_candidates", "fill_budgets")
+    ],
+    "tracks/write": [
+        ("kuration.pipeline.hours", None, "track_from_table"),
+        ("kuration.pipeline.hours_steps", None, "track_from_table"),
+        ("kuration.output.writer", "ShardWriter", "write"),
+    ],
+}
+
+
+@contextmanager
+def stage_timers() -> Iterator[dict[str, float]]:
+    """Wrap each stage's entry points; nested calls of one stage count once."""
+    import importlib
+
+    spent: dict[str, float] = defaultdict(float)
+    depth: dict[str, int] = defaultdict(int)
+    undo: list[Callable[[], None]] = []
+
+    def wrap(stage: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*a: Any, **k: Any) -> Any:
+            depth[stage] += 1
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                depth[stage] -= 1
+                if depth[stage] == 0:
+                    spent[stage] += time.perf_counter() - t0
+
+        return timed
+
+    for stage, targets in STAGES.items():
+        for mod_name, cls_name, attr in targets:
+            try:
+                owner: Any = importlib.import_module(mod_name)
+            except ImportError:  # a module of another pipeline layout
+                continue
+            if cls_name is not None:
+                owner = getattr(owner, cls_name)
+            if not hasattr(owner, attr):
+                continue
+            old = getattr(owner, attr)
+            setattr(owner, attr, wrap(stage, old))
+            undo.append(lambda o=owner, a=attr, f=old: setattr(o, a, f))
+    try:
+        yield spent
+    finally:
+        for u in undo:
+            u()
+
+
+def telemetry_stages(out: Path) -> dict[str, float]:
+    """The run's own StageTelemetry (``config.json``), stage -> wall seconds, if recorded."""
+    cfg = json.loads((out / "config.json").read_text())
+    tel = cfg.get("provenance", {}).get("execution", {}).get("telemetry") or []
+    got: dict[str, float] = defaultdict(float)
+    for s in tel:
+        if isinstance(s, dict) and s.get("wall_s") is not None:
+            got[str(s.get("stage"))] += float(s["wall_s"])
+    return dict(got)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sources", type=int, default=384)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+
+    from kuration import run_job
+
+    with tempfile.TemporaryDirectory(prefix="bench-e2e-") as tmp:
+        tmpd = Path(tmp)
+        files = build_corpus(tmpd / "corpus", args.sources)
+        n_rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+        raw = job_for(files)
+        out = tmpd / "out"
+
+        def run_kur() -> None:
+            shutil.rmtree(out, ignore_errors=True)
+            run_job(raw, out, workers=1)
+
+        def run_arrow() -> None:
+            for f in files:
+                pq.read_table(f, use_threads=False)
+
+        best = {"kur run": float("inf"), "pyarrow": float("inf")}
+        stages: dict[str, float] = {}
+        recorded: dict[str, float] = {}
+        for _ in range(args.repeat):
+            for name, fn in (("kur run", run_kur), ("pyarrow", run_arrow)):
+                if name == "kur run":
+                    with stage_timers() as spent:
+                        t0 = time.perf_counter()
+                        fn()
+                        dt = time.perf_counter() - t0
+                    if dt < best[name]:
+                        stages, recorded = {**spent, "_wall": dt}, telemetry_stages(out)
+                else:
+                    t0 = time.perf_counter()
+                    fn()
+                    dt = time.perf_counter() - t0
+                best[name] = min(best[name], dt)
+
+    kur, arrow = n_rows / best["kur run"], n_rows / best["pyarrow"]
+    print(
+        f"{len(files)} sources, {n_rows} rows; best of {args.repeat} interleaved rounds "
+        "(ratios are what counts: the machine is shared)"
+    )
+    print(f"kur run (workers=1)      : {kur:12,.0f} rows/s  ({best['kur run']:.2f} s)")
+    print(f"pq.read_table (1 thread) : {arrow:12,.0f} rows/s  ({best['pyarrow']:.2f} s)")
+    print(f"kur run / pyarrow = {kur / arrow:.3f}x   (target >= 0.5x)")
+    wall = stages.pop("_wall", best["kur run"])
+    if recorded:
+        print("stage telemetry recorded in config.json (best kur round):")
+        for name, sec in recorded.items():
+            print(f"  {name:<24s} {sec:7.3f} s  {100 * sec / wall:5.1f} %")
+    print("per-stage, timed by the benchmark around each stage's entry points:")
+    for name, s in stages.items():
+        print(f"  {name:<14s} {s:7.3f} s  {100 * s / wall:5.1f} %")
+    other = wall - sum(stages.values())
+    print(f"  {'other':<14s} {other:7.3f} s  {100 * other / wall:5.1f} %")
+
+
+if __name__ == "__main__":
+    main()
