@@ -131,7 +131,8 @@ class TimeNet:
         fsspec options for remote registry URLs.
     auto_build : bool
         Build missing datasets (and missing payload sources) into the first
-        local registry with ``builder``. Never happens without a local registry.
+        writable local registry (a plain path, not a ``file://`` URL) with
+        ``builder``. Never happens without one.
     builder : callable, optional
         ``builder(ref, local_registry)`` that writes the missing version;
         default: see :func:`register_builder` (:func:`timenet.build.auto_build`,
@@ -196,7 +197,10 @@ class TimeNet:
         return best[1].open_version(ref.with_version(best[2]), verify=verify)
 
     def _local(self) -> LocalRegistry | None:
-        return next((r for r in self.registries if isinstance(r, LocalRegistry)), None)
+        """The first writable local registry (a ``file://`` URL is read-only)."""
+        return next(
+            (r for r in self.registries if isinstance(r, LocalRegistry) and not r.read_only), None
+        )
 
     def _fetch_missing(self, ref: Ref, local: LocalRegistry) -> bool:
         """Copy ``ref`` from the first ``fetch_from`` registry holding it. True if copied."""

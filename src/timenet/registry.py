@@ -277,11 +277,16 @@ class LocalRegistry(Registry):
     ----------
     root : path
         Registry root directory.
+    read_only : bool
+        Searched but never written: a client neither builds nor copies a
+        missing version into it (what a ``file://`` URL gives, see
+        :func:`as_registry`).
     """
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, read_only: bool = False) -> None:
         self.root = Path(root).expanduser()
         self.url = str(self.root)
+        self.read_only = read_only
 
     def _subdirs(self, path: Path) -> list[str]:
         try:
@@ -429,12 +434,16 @@ def as_registry(
     storage_options: dict[str, Any] | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
 ) -> Registry:
-    """Turn a path or URL into a registry (``file://`` and plain paths are local)."""
+    """Turn a path or URL into a registry.
+
+    A plain path is a writable :class:`LocalRegistry`; a ``file://`` URL is the
+    same directory read-only, like every other URL (``s3://...``).
+    """
     if isinstance(spec, Registry):
         return spec
     text = os.fspath(spec)
     if text.startswith("file://"):
-        return LocalRegistry(text[len("file://") :])
+        return LocalRegistry(text[len("file://") :], read_only=True)
     if "://" in text:
         return RemoteRegistry(text, storage_options=storage_options, cache_dir=cache_dir)
     return LocalRegistry(text)

@@ -55,6 +55,36 @@ def test_auto_build_hook(tmp_path: Path) -> None:
     assert calls == ["acme/built"]
 
 
+def test_a_file_url_registry_is_read_only(tmp_path: Path) -> None:
+    """docs/timenet.md: a ``file://`` URL is searched, never written by auto-build."""
+    ro, rw = tmp_path / "ro", tmp_path / "rw"
+    write_demo(ro, "1.0")
+    calls = []
+
+    def builder(ref: tn.Ref, registry: tn.LocalRegistry) -> None:
+        calls.append(registry.root)
+        write_demo(registry.root, "1.0", name=ref.name)
+
+    only_url = tn.TimeNet([f"file://{ro}"], builder=builder)
+    assert str(only_url.open("acme/demo").ref) == "acme/demo@1.0"  # read
+    with pytest.raises(tn.DatasetNotFoundError):
+        only_url.open("acme/built")  # no writable registry: nothing is built
+    assert calls == [] and not (ro / "acme" / "built").exists()
+    both = tn.TimeNet([f"file://{ro}", rw], builder=builder)
+    assert str(both.open("acme/built").ref) == "acme/built@1.0"
+    assert calls == [rw]  # built into the plain path, not the file:// one
+    assert not (ro / "acme" / "built").exists()
+
+
+def test_a_build_into_a_file_url_is_refused(tmp_path: Path) -> None:
+    from timenet.build.engine import _as_registry
+    from timenet.build.errors import BuildError
+
+    with pytest.raises(BuildError, match="read-only"):
+        _as_registry(f"file://{tmp_path}")
+    assert _as_registry(tmp_path).root == tmp_path
+
+
 def test_default_builder_is_a_registered_hook(tmp_path: Path) -> None:
     # the client finds its default builder through register_builder / the
     # timenet.builders entry point, never by importing timenet.build

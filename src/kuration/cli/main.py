@@ -246,6 +246,13 @@ def _cmd_plugin_check(args: argparse.Namespace) -> int:
 def _cmd_schema(args: argparse.Namespace) -> int:
     from ..core.config import json_schema
 
+    if args.markdown:
+        from ..pipeline.config_docs import configuration_markdown
+
+        print(configuration_markdown(), end="")
+        return 0
+    if args.kind is None:
+        args.schema_parser.error("name a KIND, or pass --markdown")
     print(json.dumps(json_schema(args.kind), indent=2, sort_keys=True))
     return 0
 
@@ -253,10 +260,16 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 def _add_schema(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "kind",
+        nargs="?",
         choices=["job", "strategy", "output", "schema", "policy"],
         help="which file: a job, a strategy, an output spec, a schema or a kur check policy",
     )
-    p.set_defaults(fn=_cmd_schema)
+    p.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print docs/configuration.md (every key of every file) instead",
+    )
+    p.set_defaults(fn=_cmd_schema, schema_parser=p)
 
 
 def _add_run(p: argparse.ArgumentParser) -> None:

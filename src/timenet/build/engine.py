@@ -75,9 +75,12 @@ def _as_registry(registry: LocalRegistry | str | os.PathLike[str]) -> LocalRegis
     if isinstance(registry, LocalRegistry):
         return registry
     text = os.fspath(registry)
-    if "://" in text and not text.startswith("file://"):
-        raise BuildError(f"builds write to a local registry, not {text}")
-    return LocalRegistry(text.removeprefix("file://"))
+    if "://" in text:
+        raise BuildError(
+            f"builds write to a local registry directory, not {text} "
+            "(a URL, file:// included, names a read-only registry: pass the plain path)"
+        )
+    return LocalRegistry(text)
 
 
 def run_pipeline(

@@ -135,9 +135,11 @@ REDUCES = tuple(dict.fromkeys(t.op for t in TOKENS if t.role == "reduce"))
 _WORDS: dict[str, TokenSpec] = {t.spelling: t for t in TOKENS if "<" not in t.spelling}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _REF = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
-_PCT = re.compile(r"p(\d{1,3})\Z")
-_DIGITS = re.compile(r"\d{1,4}\Z")
-_CMP = re.compile(r"(>=|<=|==|!=|>|<)([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\Z")
+# ASCII digits only (``\d`` would also match "٩"), in the widths the EBNF above allows.
+_PCT = re.compile(r"p([0-9]{1,3})\Z")
+_PERCENT = re.compile(r"[0-9]{1,3}\Z")
+_BINS = re.compile(r"[0-9]{1,4}\Z")
+_CMP = re.compile(r"(>=|<=|==|!=|>|<)([-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\Z")
 _LABEL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(\S(?:.*\S)?)\Z")
 _BIT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)\Z")
 
@@ -279,6 +281,8 @@ def _parse_stage(text: str, pos: int, fail: Fail) -> Stage:
         if q > 100:
             raise fail("a percentile is p0..p100", text, pos)
         return Stage("reduce", "percentile", str(q), pos, text)
+    if text[:1] == "p" and text[1:].isdigit():
+        raise fail("a percentile is p0..p100, written with 1 to 3 ASCII digits", text, pos)
     head, sep, arg = text.partition(":")
     if not sep:
         raise fail("unknown token" + _token_suggest(text), text, pos)
@@ -301,14 +305,18 @@ def _parse_stage(text: str, pos: int, fail: Fail) -> Stage:
             raise fail("expected an entity id after 'id:'", text, pos)
         return Stage("filter", "id", arg, pos, text)
     if head == "present":
-        if not _DIGITS.match(arg) or not 1 <= int(arg) <= 100:
-            raise fail("expected a percentage 1..100 after 'present:'", text, pos)
+        if not _PERCENT.match(arg) or not 1 <= int(arg) <= 100:
+            raise fail(
+                "expected a percentage 1..100 (1 to 3 ASCII digits) after 'present:'", text, pos
+            )
         return Stage("filter", "present", str(int(arg)), pos, text)
     if head == "where":
         return _parse_where(text, arg, pos, fail)
     if head == "entropy":
-        if not _DIGITS.match(arg) or not 2 <= int(arg) <= 4096:
-            raise fail("expected a bin count 2..4096 after 'entropy:'", text, pos)
+        if not _BINS.match(arg) or not 2 <= int(arg) <= 4096:
+            raise fail(
+                "expected a bin count 2..4096 (1 to 4 ASCII digits) after 'entropy:'", text, pos
+            )
         return Stage("reduce", "entropy", str(int(arg)), pos, text)
     raise fail("unknown token" + _token_suggest(text), text, pos)
 

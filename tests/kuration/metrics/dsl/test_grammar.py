@@ -171,6 +171,32 @@ def test_malformed_expressions_fail_with_position(expr, token, position) -> None
     assert exc.value.position == position
 
 
+@pytest.mark.parametrize(
+    ("expr", "token", "message"),
+    [
+        ("field:hp | p\u0669\u0660", "p\u0669\u0660", "ASCII digits"),  # Arabic-Indic 90
+        ("field:hp | p\uff19\uff10", "p\uff19\uff10", "ASCII digits"),  # fullwidth 90
+        ("field:hp | p0090", "p0090", "ASCII digits"),  # four digits: percent is 1 to 3
+        ("field:hp | present:0050 | mean", "present:0050", "1 to 3 ASCII digits"),
+        ("field:hp | present:\u0665\u0660 | mean", "present:\u0665\u0660", "ASCII digits"),
+        ("field:hp | entropy:\u0668", "entropy:\u0668", "ASCII digits"),
+        ("field:hp | entropy:00016", "entropy:00016", "1 to 4 ASCII digits"),
+        ("field:hp | where:>\u0665 | count", "where:>\u0665", None),
+    ],
+)
+def test_only_ascii_digits_in_the_documented_widths(expr, token, message) -> None:
+    """docs/metrics.md: ``percent`` is 1-3 digits, ``bins`` what 2..4096 needs, digits are ASCII."""
+    with pytest.raises(MetricCompileError, match=message) as exc:
+        compile_metric(expr, SCHEMA)
+    assert exc.value.token == token
+
+
+def test_the_documented_widths_still_parse() -> None:
+    assert parse_metric("field:hp | p090")[1].arg == "90"
+    assert parse_metric("field:hp | present:100 | mean")[1].arg == "100"
+    assert parse_metric("field:hp | entropy:4096")[1].arg == "4096"
+
+
 def test_error_carries_expected_and_suggestion() -> None:
     with pytest.raises(MetricCompileError) as exc:
         compile_metric("field:pos | sped | p90", SCHEMA, name="fast")

@@ -174,7 +174,7 @@ class AisNyHarborConnector(Connector):
                     times=times,
                 )
             self.count("records")
-            self.count("fixes", hi - lo)
+            self.count("position_reports", hi - lo)  # rows kept, not repairs
 
 
 CONNECTOR = AisNyHarborConnector

@@ -181,7 +181,7 @@ class AdsbTrafficConnector(Connector):
                     times=times,
                 )
             self.count("records")
-            self.count("fixes", hi - lo)
+            self.count("position_reports", hi - lo)  # rows kept, not repairs
 
 
 CONNECTOR = AdsbTrafficConnector

@@ -98,7 +98,7 @@ class FlightPhasesConnector(Connector):
             codes = _smooth(codes, times)
             for lo, hi in runs(codes):
                 if codes[lo] == 0:
-                    self.count("fixes_without_phase", hi - lo)
+                    self.count("reports_without_phase", hi - lo)
                     continue
                 stop = int(times[hi]) if hi < len(times) else int(times[hi - 1]) + 1
                 writer.add_annotation(
