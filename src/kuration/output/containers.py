@@ -124,10 +124,12 @@ class NpzContainer:
                 if self.compresslevel is not None:  # the attribute was private before 3.12
                     slot = "compress_level" if hasattr(zipfile.ZipInfo, "compress_level") else None
                     setattr(info, slot or "_compresslevel", self.compresslevel)
-                # streamed into the member like numpy.savez; the seekable buffer gets
-                # its sizes patched into the local header, so no data descriptor varies
-                with zf.open(info, "w", force_zip64=True) as fh:
-                    np.lib.format.write_array(fh, _contiguous(arrays[name]), allow_pickle=False)
+                # the member's size is known before it is written, so zipfile never needs
+                # zip64 headers for it (how it wrote those changed within Python 3.11.x,
+                # which made the same arrays different bytes on different patch releases)
+                member = io.BytesIO()
+                np.lib.format.write_array(member, _contiguous(arrays[name]), allow_pickle=False)
+                zf.writestr(info, member.getbuffer())
         return buf.getvalue()
 
     def loads(self, data: bytes) -> dict[str, np.ndarray]:

@@ -158,7 +158,10 @@ def _reduce_runs(vals: np.ndarray, idx: np.ndarray, off: np.ndarray, how: str) -
         # non-empty runs only: each ends where the next non-empty one starts
         ufunc = {"max": np.maximum, "min": np.minimum, "mean": np.add}[how]
         red = ufunc.reduceat(v, first[has])
-        out[has] = red / n[has] if how == "mean" else red
+        if how == "mean":
+            # np.sum starts short runs from +0.0, so a lone -0.0 sums to 0.0 there
+            red = np.where(n[has] < 8, red + 0.0, red) / n[has]
+        out[has] = red
     return out
 
 

@@ -341,3 +341,13 @@ def test_a_long_last_track_warns_and_names_span_seconds() -> None:
     warn_coarse_units(fill, 1.0)
     fill = fill_budgets([_c("s1", 0, 100, 1.0)], {"s1": "test"}, {"test": 360.0}, 1.0)
     warn_coarse_units(fill, 1.0)
+
+
+def test_a_lone_negative_zero_priority_means_like_numpy() -> None:
+    # np.mean([-0.0]) is 0.0 (short sums start from +0.0); the vectorised runs must agree
+    segs = [Segment("s", 0, 1, {"f": -0.0}, priority=-0.0)]
+    ext = {"s": [TrackExtent("e", 0, 0, 1)]}
+    (cand,), _ = build_candidates(ext, {"s": segs}, how="mean", features=["f"])
+    prio, feats = aggregate_segments(segs, 0, 0, "mean", ["f"])
+    assert repr(cand.priority) == repr(prio) == "0.0"
+    assert repr(cand.features["f"]) == repr(feats["f"]) == "0.0"
