@@ -56,6 +56,8 @@ def test_entry_point_registrations_can_be_hidden() -> None:
 
 
 def test_fingerprints_cover_registered_modules() -> None:
+    import kuration.sources.timeseries  # noqa: F401  (kuration's exports load lazily)
+
     plugins.load_plugins()
     fp = plugins.implementation_fingerprints()
     assert len(fp["modules"]["kur_test_plugin.good"]) == 64
