@@ -43,9 +43,11 @@ __all__ = [
     "DEFAULT_TRAITS",
     "ExecutionTraits",
     "Resources",
+    "checked_traits",
     "coerce_traits",
     "declare_traits",
     "declared_traits",
+    "register_with_traits",
     "traits_of",
 ]
 
@@ -172,6 +174,44 @@ def declare_traits(
     t = coerce_traits(traits, component=f"{kind}:{name}")
     reg.register(name, t, clobber=True)
     return t
+
+
+def checked_traits(
+    kind: str, name: str, value: ExecutionTraits | Mapping[str, Any] | None
+) -> ExecutionTraits | None:
+    """``value`` validated for the ``kind`` component ``name`` (None stays None), before
+    anything is registered.
+
+    Raises
+    ------
+    ExecutionTraitsError
+        See :func:`coerce_traits`.
+    """
+    return None if value is None else coerce_traits(value, component=f"{kind}:{name}")
+
+
+def register_with_traits(
+    registry: Registry[Any],
+    kind: str,
+    name: str,
+    obj: Any,
+    *,
+    clobber: bool,
+    execution_traits: ExecutionTraits | Mapping[str, Any] | None,
+) -> None:
+    """Register ``obj`` as ``name`` in ``registry`` with its declared traits: traits are
+    validated first, so an invalid declaration registers nothing.
+
+    Raises
+    ------
+    ExecutionTraitsError
+        See :func:`coerce_traits`.
+    RegistrationError
+        ``name`` is taken and ``clobber`` is false.
+    """
+    traits = checked_traits(kind, name, execution_traits)
+    registry.register(name, obj, clobber=clobber)
+    declare_traits(kind, name, traits)
 
 
 def declared_traits(kind: str, name: str) -> ExecutionTraits | None:

@@ -13,7 +13,7 @@ from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segment
 from ..contracts.tick import TickTable
 from ..core.registry import Registry
-from ..core.traits import ExecutionTraits, coerce_traits, declare_traits
+from ..core.traits import ExecutionTraits, checked_traits, declare_traits
 from ..errors import StrategyError
 from .dsl.compile import CompiledMetric, compile_metric
 from .dsl.frame import Frame
@@ -44,9 +44,7 @@ def register_metric(
         Invalid ``execution_traits``, raised when the decorator is created
         (nothing is registered).
     """
-    traits = None
-    if execution_traits is not None:
-        traits = coerce_traits(execution_traits, component=f"metric:{name}")
+    traits = checked_traits("metric", name, execution_traits)
 
     def deco(fn: MetricFn) -> MetricFn:
         _METRICS.register(name, fn, clobber=clobber)

@@ -35,7 +35,7 @@ import numpy as np
 from ..contracts.buffer import WindowBuffer
 from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segment
-from ..core.traits import ExecutionTraits, coerce_traits, declare_traits
+from ..core.traits import ExecutionTraits, register_with_traits
 from ..errors import MissingExtraError, ScorerError
 from .seams import SCORERS as _SCORERS
 from .seams import registered_scorers
@@ -105,12 +105,10 @@ def register_scorer(
     ValueError
         If ``name`` is taken and ``clobber`` is false.
     """
-    traits = None
-    if execution_traits is not None:
-        traits = coerce_traits(execution_traits, component=f"scorer:{name}")
     info = ScorerInfo(name, factory, bool(needs_buffers), check)
-    _SCORERS.register(name, info, clobber=clobber)
-    declare_traits("scorer", name, traits)
+    register_with_traits(
+        _SCORERS, "scorer", name, info, clobber=clobber, execution_traits=execution_traits
+    )
     return info
 
 

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..contracts.media import PIXEL_FORMATS, MediaSpec
 from ..contracts.schema import SchemaSpec
-from ..core.traits import ExecutionTraits, coerce_traits, declare_traits
+from ..core.traits import ExecutionTraits, checked_traits, declare_traits
 from ..errors import TransformError
 from .seams import TRANSFORMS as _TRANSFORMS
 from .seams import registered_transforms
@@ -208,9 +208,7 @@ def register_transform(
         raise TransformError(
             f"batch_size must be an integer >= 1, got {batch_size!r}", transform=name
         )
-    traits = None
-    if execution_traits is not None:
-        traits = coerce_traits(execution_traits, component=f"transform:{name}")
+    traits = checked_traits("transform", name, execution_traits)
     med = dict(media or {})
     for role in med:
         if _kind(ins.get(role, "")) != "media":

@@ -38,7 +38,7 @@ import numpy as np
 
 from ..contracts.segment import Segment
 from ..core.registry import Registry
-from ..core.traits import ExecutionTraits, coerce_traits, declare_traits
+from ..core.traits import ExecutionTraits, register_with_traits
 from ..errors import RegistrationError, StrategyError
 
 __all__ = [
@@ -97,11 +97,9 @@ def register_filter(
         raise RegistrationError(
             f"a filter needs validate(), mask() and describe(), got {type(flt).__name__}"
         )
-    traits = None
-    if execution_traits is not None:
-        traits = coerce_traits(execution_traits, component=f"filter:{name}")
-    _FILTERS.register(name, flt, clobber=clobber)
-    declare_traits("filter", name, traits)
+    register_with_traits(
+        _FILTERS, "filter", name, flt, clobber=clobber, execution_traits=execution_traits
+    )
 
 
 def get_filter(name: str) -> Filter:

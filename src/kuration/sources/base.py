@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from ..contracts.schema import SchemaSpec
 from ..contracts.tick import Tick, TickTable, table_from_ticks
 from ..core.registry import Registry
-from ..core.traits import ExecutionTraits, coerce_traits, declare_traits
+from ..core.traits import ExecutionTraits, register_with_traits
 from ..errors import JobError
 
 __all__ = [
@@ -104,11 +104,9 @@ def register_adapter(
     ExecutionTraitsError
         Invalid ``execution_traits`` (nothing is registered).
     """
-    traits = None
-    if execution_traits is not None:
-        traits = coerce_traits(execution_traits, component=f"adapter:{name}")
-    _ADAPTERS.register(name, factory, clobber=clobber)
-    declare_traits("adapter", name, traits)
+    register_with_traits(
+        _ADAPTERS, "adapter", name, factory, clobber=clobber, execution_traits=execution_traits
+    )
 
 
 def get_adapter(name: str) -> Callable[..., InputAdapter]:

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..contracts.segment import Segment
 from ..core.registry import Registry
-from ..core.traits import ExecutionTraits, coerce_traits, declare_traits
+from ..core.traits import ExecutionTraits, register_with_traits
 from ..errors import PipelineError, RegistrationError
 from ..selection.binning import feature_matrix
 from .audit import coverage_metrics, distribution_shift, duration_correlations
@@ -119,11 +119,9 @@ def register_analyzer(
             "an analyzer needs validate(), analyze() and scope 'stream' or 'artifact', got "
             f"{type(analyzer).__name__}"
         )
-    traits = None
-    if execution_traits is not None:
-        traits = coerce_traits(execution_traits, component=f"analyzer:{name}")
-    _ANALYZERS.register(name, analyzer, clobber=clobber)
-    declare_traits("analyzer", name, traits)
+    register_with_traits(
+        _ANALYZERS, "analyzer", name, analyzer, clobber=clobber, execution_traits=execution_traits
+    )
 
 
 def get_analyzer(name: str) -> Analyzer:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ...contracts.segment import Segment
 from ...core.registry import Registry
-from ...core.traits import ExecutionTraits, coerce_traits, declare_traits
+from ...core.traits import ExecutionTraits, register_with_traits
 from ...errors import RegistrationError, StrategyError
 from ..binning import feature_matrix
 
@@ -93,11 +93,9 @@ def register_method(
         raise RegistrationError(
             f"a method needs validate() and priorities(), got {type(method).__name__}"
         )
-    traits = None
-    if execution_traits is not None:
-        traits = coerce_traits(execution_traits, component=f"method:{name}")
-    _METHODS.register(name, method, clobber=clobber)
-    declare_traits("method", name, traits)
+    register_with_traits(
+        _METHODS, "method", name, method, clobber=clobber, execution_traits=execution_traits
+    )
 
 
 def get_method(name: str) -> Method:
