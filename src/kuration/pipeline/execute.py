@@ -49,6 +49,7 @@ from .pool import (
     with_scoring,
 )
 from .scoring import ScoringResult, score_sources
+from .windows import window_reader_scope
 
 if TYPE_CHECKING:
     from .pipeline import Pipeline
@@ -231,14 +232,15 @@ def _run_count(
     assert p.strategy_ is not None
     scoring, scoring_s = _score(p, sources, rec)
     steps = {sid: info.n_steps for sid, info in scoring.sources.items()}
-    res = select_segments(
-        scoring.segments,
-        p.strategy_,
-        p.selection.n,  # type: ignore[union-attr]
-        seed=p.opts.seed,
-        source_steps=steps,
-        progress=rec,
-    )
+    with window_reader_scope(p.adapter, scoring):  # type: ignore[arg-type]
+        res = select_segments(
+            scoring.segments,
+            p.strategy_,
+            p.selection.n,  # type: ignore[union-attr]
+            seed=p.opts.seed,
+            source_steps=steps,
+            progress=rec,
+        )
     return with_scoring(res, scoring, scoring_s), steps
 
 
@@ -262,16 +264,17 @@ def compare(
         sources = _resolve(pool, rec)
         t0 = time.perf_counter()
         scoring, scoring_s = _score(pool, sources, rec)
-    res = compare_strategies(
-        scoring.segments,
-        strategies,
-        n,
-        seed=p.opts.seed,
-        source_steps={sid: info.n_steps for sid, info in scoring.sources.items()},
-        axes=axes,
-        n_bins=n_bins,
-        progress=rec,
-    )
+    with window_reader_scope(pool.adapter, scoring):  # type: ignore[arg-type]
+        res = compare_strategies(
+            scoring.segments,
+            strategies,
+            n,
+            seed=p.opts.seed,
+            source_steps={sid: info.n_steps for sid, info in scoring.sources.items()},
+            axes=axes,
+            n_bins=n_bins,
+            progress=rec,
+        )
     return dataclasses.replace(
         res,
         results={k: with_scoring(v, scoring, scoring_s) for k, v in res.results.items()},

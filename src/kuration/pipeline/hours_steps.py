@@ -73,6 +73,7 @@ from ..sources.base import InputAdapter
 from .plan import PhysicalPlan, StageTelemetry
 from .scoring import ScoringResult, score_sources
 from .summary import feature_distributions, ranking_examples
+from .windows import window_reader_scope
 
 __all__ = ["STEPS", "HoursRun", "run_steps"]
 
@@ -219,7 +220,8 @@ def step_rank(r: HoursRun) -> dict[str, Any]:
     """Bin the pool and rank it by the strategy's method (``bin_edges`` for config.json)."""
     segs = r.pool().segments
     emit(r.progress, "selection", "start", total=len(SPLITS))
-    r.edges = apply_strategy(segs, r.strategy, r.opt["seed"])
+    with window_reader_scope(r.adapter, r.pool()):
+        r.edges = apply_strategy(segs, r.strategy, r.opt["seed"])
     return {"rows_in": len(segs), "rows_out": len(segs)}
 
 

@@ -22,7 +22,10 @@ predicate.
 Built-in registered filters: ``predicate`` (the form above, also usable with
 an explicit ``"filter": "predicate"``), ``finite`` (every listed feature, by
 default every feature, is finite) and ``source`` (the source id matches
-``regex`` with :func:`re.search`; ``exclude: true`` inverts it).
+``regex`` with :func:`re.search`; ``exclude: true`` inverts it); ``dedup``
+and ``near_dedup`` live in :mod:`kuration.selection.dedup`.  A filter whose
+class sets ``kept_only = True`` sees only the segments the entries before it
+kept (its mask is over those).
 """
 
 from __future__ import annotations
@@ -357,7 +360,18 @@ def apply_filters(
     reasons: list[str | None] = [None] * n
     for entry in entries:
         name, params = _split(entry)
-        m = np.asarray(get_filter(name).mask(segments, params), dtype=bool)
+        flt = get_filter(name)
+        if getattr(flt, "kept_only", False):  # sees only the segments kept so far (dedup)
+            rows = np.flatnonzero(keep)
+            sub = np.asarray(flt.mask([segments[i] for i in rows], params), dtype=bool)
+            if sub.shape != rows.shape:
+                raise StrategyError(
+                    f"filter {name!r} returned a mask of shape {sub.shape}, not {rows.shape}"
+                )
+            m = np.ones(n, dtype=bool)
+            m[rows] = sub
+        else:
+            m = np.asarray(flt.mask(segments, params), dtype=bool)
         if m.shape != (n,):
             raise StrategyError(f"filter {name!r} returned a mask of shape {m.shape}, not ({n},)")
         newly = keep & ~m
