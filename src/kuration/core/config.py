@@ -515,6 +515,10 @@ class JobModel(_Model):
     """Processes for the feature pass (results do not depend on it)."""
     on_error: Literal["skip", "raise"] = "skip"
     """A source that fails to read is skipped (and logged) or stops the run."""
+    pool: Literal["memory", "disk"] = "memory"
+    """`disk`: a count selection (`kur curate`) keeps the scored pool in checkpointed Arrow partitions and a DuckDB index (plans it cannot run stay in memory; `kur explain` says which)."""
+    checkpoint_dir: str | None = None
+    """Where the disk pool keeps its checkpoints (default: a temporary directory, no reuse)."""
     span_steps: PositiveInt | None = None
     """Cut each track into independently budgeted spans of this many steps."""
     span_seconds: PositiveNumber | None = None

@@ -35,6 +35,7 @@ from ..errors import PipelineError, StrategyError
 from ..selection.strategy import Strategy
 from ..tools.analyzers import AnalysisSubject, get_analyzer, overlapping_rows, selected_rows
 from ..tools.review import hours_selection_review
+from .disk_pool import DISK_RUNTIME, DiskSelection, select_on_disk
 from .hours import DatasetWriteResult, preflight, run_hours
 from .job import resolve_sources
 from .logical import HoursSelection
@@ -82,7 +83,7 @@ class PipelineRun:
     """
 
     plan: PhysicalPlan
-    result: DatasetWriteResult | CurationResult
+    result: DatasetWriteResult | CurationResult | DiskSelection
     telemetry: tuple[StageTelemetry, ...] = ()
     analyses: dict[str, Any] = field(default_factory=dict)
 
@@ -157,6 +158,8 @@ def execute(
     plan = compile_plan(p)
     if isinstance(p.selection, HoursSelection):
         return _execute_hours(p, plan, dest, force, resume, resolved_sources)
+    if plan.stage("select").runtime == DISK_RUNTIME:
+        return _execute_disk(p, plan, dest)
     rec = _Recorder(p.opts.progress)
     scope = nullcontext() if p.include_entry_points else without_entry_point_plugins()
     with scope:
@@ -167,6 +170,32 @@ def execute(
     analyses, enrich_s = _enrich(p, result, steps)
     telemetry = _telemetry(rec, result, len(sources), enrich_s)
     return PipelineRun(plan, result, telemetry, analyses)
+
+
+def _execute_disk(
+    p: Pipeline, plan: PhysicalPlan, dest: str | os.PathLike[str] | None
+) -> PipelineRun:
+    """A count plan the planner put on the disk-backed pool runtime (``pool="disk"``)."""
+    assert p.schema and p.adapter and p.segmenter and p.strategy_
+    scope = nullcontext() if p.include_entry_points else without_entry_point_plugins()
+    with scope:
+        sources = _resolve(p, p.opts.progress)
+        result = select_on_disk(
+            p.schema,
+            p.adapter,
+            sources,
+            p.segmenter,
+            p.strategy_,
+            p.selection.n,  # type: ignore[union-attr]
+            seed=p.opts.seed,
+            on_error=p.opts.on_error,
+            checkpoint_dir=p.opts.checkpoint_dir,
+            durable=p.opts.durable,
+            run_key={"plan": plan.to_dict()},
+        )
+    if dest is not None:
+        dump_json_atomic(os.fspath(dest), result.to_dict(segments=True))
+    return PipelineRun(plan, result, result.telemetry)
 
 
 def _execute_hours(

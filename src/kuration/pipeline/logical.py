@@ -124,7 +124,10 @@ class HoursSelection:
 class PipelineOptions:
     """Execution options: ``progress`` callback, ``workers``, ``executor``
     (``local`` or ``process-pool``; derived from ``workers`` when None), ``seed``,
-    ``on_error`` (``skip``/``raise``) and ``durable`` (fsync before publishing)."""
+    ``on_error`` (``skip``/``raise``), ``durable`` (fsync before publishing),
+    ``pool`` (``memory``, or ``disk`` for the disk-backed pool runtime of
+    :mod:`kuration.pipeline.disk_pool`) and ``checkpoint_dir`` (where that
+    runtime keeps its checkpoints; None: a temporary directory)."""
 
     progress: ProgressCallback | None = None
     workers: int = 1
@@ -132,6 +135,8 @@ class PipelineOptions:
     seed: int = 0
     on_error: str = "skip"
     durable: bool = True
+    pool: str = "memory"
+    checkpoint_dir: str | None = None
 
     def __post_init__(self) -> None:
         w = self.workers
@@ -152,6 +157,10 @@ class PipelineOptions:
             raise PipelineError(f"on_error must be skip or raise, not {self.on_error!r}")
         if self.progress is not None and not callable(self.progress):
             raise PipelineError("progress must be callable(event: dict)", step="options")
+        if self.pool not in ("memory", "disk"):
+            raise PipelineError(
+                f"pool must be 'memory' or 'disk', got {self.pool!r}", step="options"
+            )
 
     @property
     def resolved_executor(self) -> str:
@@ -166,6 +175,12 @@ class PipelineOptions:
             "on_error": self.on_error,
             "durable": self.durable,
             "progress": self.progress is not None,
+            # the default pool leaves the recorded options as they were before it existed
+            **(
+                {"pool": self.pool, "checkpoint_dir": self.checkpoint_dir}
+                if self.pool != "memory"
+                else {}
+            ),
         }
 
     @classmethod
@@ -178,7 +193,7 @@ class PipelineOptions:
         PipelineError
             Invalid values.
         """
-        keys = ("workers", "executor", "seed", "on_error", "durable")
+        keys = ("workers", "executor", "seed", "on_error", "durable", "pool", "checkpoint_dir")
         kw = {k: d[k] for k in keys if k in d}
         implied = "local" if kw.get("workers", 1) == 1 else "process-pool"
         if kw.get("executor") == implied:

@@ -53,6 +53,7 @@ from ..output.spec import OutputSpec
 from ..selection.strategy import Strategy
 from ..sources.base import InputAdapter, adapter_from_dict
 from ..tools.analyzers import get_analyzer
+from .disk_pool import DiskSelection
 from .execute import PipelineRun, compare, execute, review
 from .logical import CountSelection, HoursSelection, PipelineOptions, SeamUse
 from .plan import PhysicalPlan
@@ -470,7 +471,13 @@ class Pipeline:
             selection=job_selection(m),
             output_spec=resolve_output(raw["output"], what="job output"),
             encoder=job_encoder(m),
-            opts=PipelineOptions(seed=m.seed, workers=m.workers, on_error=m.on_error),
+            opts=PipelineOptions(
+                seed=m.seed,
+                workers=m.workers,
+                on_error=m.on_error,
+                pool=m.pool,
+                checkpoint_dir=m.checkpoint_dir,
+            ),
             job=raw,
         )
 
@@ -517,7 +524,9 @@ class Pipeline:
         return self.execute(dest, force=force, resume=resume).result
 
     def run(self) -> CurationResult:
-        """Run a count selection (``curate``) and return its result.
+        """Run a count selection (``curate``) and return its result (a
+        :class:`~kuration.pipeline.disk_pool.DiskSelection` when the plan runs on the
+        disk-backed pool, ``options(pool="disk")``).
 
         Raises
         ------
@@ -527,8 +536,8 @@ class Pipeline:
         if not isinstance(self.selection, CountSelection):
             raise PipelineError("run() is for .select(n=...); write an hours budget", step="run")
         res = self.execute().result
-        assert isinstance(res, CurationResult)
-        return res
+        assert isinstance(res, CurationResult | DiskSelection)
+        return res  # type: ignore[return-value]
 
     def compare(
         self,

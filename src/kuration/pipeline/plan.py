@@ -350,6 +350,9 @@ class StageTelemetry:
         Reused and rebuilt checkpointed partitions (shards on resume).
     queue_depth : int or None
         Largest number of in-flight batches.
+    batch_rows : int or None
+        Rows per record batch, for a stage that moves Arrow batches (left out of
+        :meth:`to_dict` when None).
     island : int or None
         The plan island the stage executed in; None for a barrier (or a
         step outside the plan's stages, such as the commit).
@@ -365,8 +368,10 @@ class StageTelemetry:
     checkpoint_misses: int | None = None
     queue_depth: int | None = None
     island: int | None = None
+    batch_rows: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        extra = {} if self.batch_rows is None else {"batch_rows": self.batch_rows}
         return {
             "stage": self.stage,
             "wall_s": self.wall_s,
@@ -378,6 +383,7 @@ class StageTelemetry:
             "checkpoint_misses": self.checkpoint_misses,
             "queue_depth": self.queue_depth,
             "island": self.island,
+            **extra,
         }
 
     @classmethod

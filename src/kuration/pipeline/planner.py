@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.traits import ExecutionTraits, traits_of
 from ..errors import PipelineError
 from ..selection.strategy import Strategy
+from .disk_pool import plan_pool
 from .hours import preflight
 from .logical import CountSelection, HoursSelection
 from .plan import REFERENCE_RUNTIME, PhysicalPlan, PlanComponent, PlanStage, fuse_stages
@@ -170,9 +171,10 @@ def compile_plan(p: Pipeline) -> PhysicalPlan:
         raise PipelineError("an hours budget needs .output(spec)", step="explain")
     enrich = _seam_stage("enrich", "analyzer", p.analyzers, _POOL)
     stages = fuse_stages([*_input_stages(p, st), *_selection_stages(p, st, sel), enrich])
-    warnings: list[str] = []
+    mode = "hours" if isinstance(sel, HoursSelection) else "count"
+    stages, warnings = plan_pool(stages, st, mode, p.opts.pool)
     for s in stages:
-        if s.empty:
+        if s.empty or s.runtime != REFERENCE_RUNTIME:
             continue
         warnings.append(f"{s.kind}: runs on the {REFERENCE_RUNTIME} runtime ({_REFERENCE[s.kind]})")
         for c in s.components:
@@ -181,5 +183,4 @@ def compile_plan(p: Pipeline) -> PhysicalPlan:
                     f"{s.kind}: {c.kind} {c.name!r} declares no execution_traits "
                     f"(planned as {c.traits.scope}/{c.traits.fusion})"
                 )
-    mode = "hours" if isinstance(sel, HoursSelection) else "count"
     return PhysicalPlan(mode, stages, tuple(warnings), p.opts.to_dict())
