@@ -16,6 +16,7 @@ from .errors import (
     AdapterError,
     BudgetError,
     BudgetGranularityWarning,
+    CheckpointError,
     DataOrderWarning,
     DatasetExistsError,
     DatasetIntegrityError,
@@ -154,6 +155,8 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "run_job",
         "write_dataset",
     ),
+    ".pipeline.checkpoint": ("StageCheckpoint",),
+    ".pipeline.disk_pool": ("DiskSelection",),
     ".pipeline.execute": ("PipelineRun",),
     ".pipeline.hours": ("DatasetWriteResult",),
     ".pipeline.init": (
@@ -181,6 +184,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "StageTelemetry",
     ),
     ".pipeline.scorer_pass": ("run_scorers",),
+    ".pipeline.segment_batch": ("SegmentBatch",),
     ".pipeline.scoring": (
         "ScoringResult",
         "score_sources",
@@ -198,6 +202,10 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     ".selection.binning": (
         "bin_segments",
         "quantile_bins",
+    ),
+    ".selection.dedup": (
+        "window_digest",
+        "window_payload",
     ),
     ".selection.filters": (
         "register_filter",
@@ -295,6 +303,7 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers
     from .output.presets import OutputPreset, get_preset, register_preset, registered_presets
     from .output.spec import ModalitySpec, OutputSpec
     from .output.writer import ShardWriter, write_track
+    from .pipeline.checkpoint import StageCheckpoint
     from .pipeline.count import (
         CurationResult,
         ExperimentResult,
@@ -303,6 +312,7 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers
         run_experiment,
         select_segments,
     )
+    from .pipeline.disk_pool import DiskSelection
     from .pipeline.entry import run_job, write_dataset
     from .pipeline.execute import PipelineRun
     from .pipeline.hours import DatasetWriteResult
@@ -319,11 +329,13 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers
     from .pipeline.plan import PhysicalPlan, PlanComponent, PlanStage, StageTelemetry
     from .pipeline.scorer_pass import run_scorers
     from .pipeline.scoring import ScoringResult, score_sources
+    from .pipeline.segment_batch import SegmentBatch
     from .pipeline.strategy import load_strategy
     from .read.curated import CuratedDatasetAdapter
     from .read.loaders import Dataset, iter_shards, open_dataset, read_shard_arrays, shard_entries
     from .read.table import FeatureInfo
     from .selection.binning import bin_segments, quantile_bins
+    from .selection.dedup import window_digest, window_payload
     from .selection.filters import register_filter, registered_filters
     from .selection.select import apply_strategy, assign_splits, register_method, registered_methods
     from .selection.strategy import Strategy
@@ -360,6 +372,7 @@ __all__ = [
     "BudgetError",
     "BudgetGranularityWarning",
     "CheckResult",
+    "CheckpointError",
     "CompiledMetric",
     "CountSelection",
     "CuratedDatasetAdapter",
@@ -370,6 +383,7 @@ __all__ = [
     "DatasetIntegrityError",
     "DatasetWriteResult",
     "DestinationError",
+    "DiskSelection",
     "EmptyPoolError",
     "EmptySplitError",
     "EntityIdError",
@@ -425,11 +439,13 @@ __all__ = [
     "ScorerError",
     "ScoringResult",
     "Segment",
+    "SegmentBatch",
     "SegmentScorer",
     "Segmenter",
     "ShardWriter",
     "SnapCollisionWarning",
     "SourceError",
+    "StageCheckpoint",
     "StageTelemetry",
     "Strategy",
     "StrategyError",
@@ -511,6 +527,8 @@ __all__ = [
     "shard_entries",
     "tracks_from_segment",
     "tracks_from_ticks",
+    "window_digest",
+    "window_payload",
     "write_dataset",
     "write_track",
 ]

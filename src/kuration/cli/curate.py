@@ -22,6 +22,7 @@ from rich.table import Table
 
 from ..core.progress import RichProgress
 from ..pipeline.count import CurationResult, ExperimentResult, curate_job, experiment_job
+from ..pipeline.disk_pool import DiskSelection
 from ._args import non_negative_int, positive_int
 
 __all__ = ["add_curate", "add_experiment"]
@@ -143,13 +144,34 @@ def _cmd_curate(args: argparse.Namespace) -> int:
             seed=args.seed,
             workers=args.workers,
             progress=prog,
+            pool=args.pool,
         )
     wall = time.perf_counter() - start
     if args.json:
         print(json.dumps({"wall_s": wall, **res.to_dict()}, indent=2))
+    elif isinstance(res, DiskSelection):
+        _print_disk(res, wall, Console())
     else:
         print_curation(res, wall, Console())
     return 0
+
+
+def _print_disk(res: DiskSelection, wall: float, console: Console) -> None:
+    """A disk-pool selection: counts, checkpoint reuse and per-stage telemetry."""
+    ck = res.checkpoint
+    console.print(
+        f"[bold]kuration[/] selected {res.n_selected}/{res.n_requested} segments with "
+        f"[cyan]{res.strategy.name}[/] ({res.strategy.method}) on the disk pool in {wall:.2f} s; "
+        f"pool: {res.n_pool} segments, eligible: {res.n_eligible}; checkpoints: "
+        f"{ck['hits']} reused, {ck['misses']} built ({ck['rejected']} rejected) "
+        f"under {ck['root'] or 'a temporary directory'}"
+    )
+    t = Table(title="stages")
+    for col in ("stage", "wall s", "rows in", "rows out", "partitions"):
+        t.add_column(col)
+    for s in res.telemetry:
+        t.add_row(s.stage, f"{s.wall_s:.2f}", str(s.rows_in), str(s.rows_out), str(s.partitions))
+    console.print(t)
 
 
 def _cmd_experiment(args: argparse.Namespace) -> int:
@@ -183,6 +205,13 @@ def add_curate(p: argparse.ArgumentParser) -> None:
     """Arguments of ``kur curate``."""
     _common(p)
     p.add_argument("--strategy", help="strategy JSON file (default: the job's strategy)")
+    p.add_argument(
+        "--pool",
+        choices=("memory", "disk"),
+        default=None,
+        help="disk: keep the scored pool in checkpointed Arrow partitions and a DuckDB "
+        "index (default: the job's pool)",
+    )
     p.set_defaults(fn=_cmd_curate)
 
 

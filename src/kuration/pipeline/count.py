@@ -149,12 +149,15 @@ def curate_job(
     seed: int | None = None,
     workers: int | None = None,
     progress: ProgressCallback | None = None,
+    pool: str | None = None,
 ) -> CurationResult:
     """:func:`curate` with the job's schema, adapter, sources and segmenter:
     ``Pipeline.from_job(job).select(n)``.
 
     ``strategy`` replaces the job's (a path relative to the working directory);
-    ``seed`` and ``workers`` default to the job's.
+    ``seed``, ``workers`` and ``pool`` default to the job's.  A plan that runs on
+    the disk-backed pool (``pool="disk"``) returns a
+    :class:`~kuration.pipeline.disk_pool.DiskSelection`.
 
     Raises
     ------
@@ -164,6 +167,8 @@ def curate_job(
     p = _job_pipeline(job, seed, workers, progress)
     if strategy is not None:
         p = p.metrics(_strategy(strategy, p.schema))
+    if pool is not None:
+        p = p.options(pool=pool)
     res: CurationResult = p.select(n).run()
     return res
 

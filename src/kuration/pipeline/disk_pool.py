@@ -35,6 +35,7 @@ scorers, ``near_dedup`` and predicates on a quantile.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import shutil
@@ -112,8 +113,6 @@ def plan_pool(
     """The planner's choice of runtime: with ``pool="disk"`` and an eligible count plan,
     the stages this runtime covers get :data:`DISK_RUNTIME` (and a ``runtime`` detail);
     otherwise the stages are unchanged and a warning says why the plan stays in memory."""
-    import dataclasses
-
     if pool != "disk":
         return tuple(stages), []
     why = "an hours budget is not disk-backed yet" if mode != "count" else disk_ineligible(st)
@@ -149,7 +148,7 @@ class DiskSelection:
     errors : dict of str to str
         Skipped source URIs and why.
     checkpoint : dict
-        ``root``, ``run`` (the run fingerprint), ``hits``, ``misses``, ``rejected``,
+        ``root`` (None for a temporary one, removed), ``run`` (the run fingerprint), ``hits``, ``misses``, ``rejected``,
         ``bytes_read``, ``bytes_written``.
     telemetry : tuple of StageTelemetry
     """
@@ -585,7 +584,8 @@ def select_on_disk(
         raise PipelineError(f"n must be an integer >= 0, got {n!r}", step="select")
     if on_error not in ("skip", "raise"):
         raise PipelineError(f"on_error must be 'skip' or 'raise', got {on_error!r}", step="score")
-    from ..core.plugins import implementation_fingerprints
+    from .._version import __version__
+    from ..core.plugins import run_code, used_names
 
     key = {
         "format": "kuration-disk-pool/1",
@@ -593,14 +593,17 @@ def select_on_disk(
         "schema": schema.to_dict(),
         "adapter": adapter.to_dict(),
         "segmenter": segmenter.to_dict(),
-        "components": implementation_fingerprints(),
+        "components": {
+            "kuration": __version__,
+            **run_code(used_names(strategy.to_dict(), adapter.name, "none")),
+        },
         "batch_rows": batch_rows,
         **dict(run_key or {}),
     }
     tmp = None if checkpoint_dir is not None else tempfile.mkdtemp(prefix="kuration-pool-")
     root = Path(checkpoint_dir if checkpoint_dir is not None else tmp)  # type: ignore[arg-type]
     try:
-        return _run(
+        res = _run(
             schema,
             adapter,
             sources,
@@ -615,6 +618,9 @@ def select_on_disk(
             memory_limit,
             durable,
         )
+        if tmp is not None:  # removed below: nothing to point at
+            res = dataclasses.replace(res, checkpoint={**res.checkpoint, "root": None})
+        return res
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)

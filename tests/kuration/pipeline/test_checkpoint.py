@@ -1,0 +1,130 @@
+"""StageCheckpoint and SegmentBatch: attempt files, checksums, atomic commits, restarts after SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kuration import CheckpointError, Segmenter, load_strategy
+from kuration.contracts.segment import Segment
+from kuration.pipeline.checkpoint import StageCheckpoint
+from kuration.pipeline.disk_pool import select_on_disk
+from kuration.pipeline.segment_batch import SegmentBatch
+
+HERE = Path(__file__).resolve().parent
+STRATEGIES = HERE.parents[2] / "examples" / "adsb_quickstart" / "strategies"
+
+
+def _batch(n: int, seed: int = 0) -> pa.RecordBatch:
+    rng = np.random.default_rng(seed)
+    segs = [Segment(f"s{i % 3}", i, i + 5, {"a": float(rng.normal())}) for i in range(n)]
+    return SegmentBatch.from_segments(segs, ["a"]).batch
+
+
+def test_partition_round_trip_and_reuse(tmp_path: Path) -> None:
+    ck = StageCheckpoint(tmp_path, {"run": 1}, "score")
+    b = _batch(10)
+    key = ck.partition_key("src-a", {"fingerprint": "x"})
+    c = ck.write("src-a", key, b.schema, [b], {"n": 10})
+    assert c.rows == 10 and (ck.dir / c.file).is_file()
+    assert pa.Table.from_batches(list(ck.read(c))).equals(pa.Table.from_batches([b]))
+    again = StageCheckpoint(tmp_path, {"run": 1}, "score")
+    assert again.lookup("src-a", key) == c and again.hits == 1
+    # another input identity (a changed source) is a miss, never a hit
+    assert again.lookup("src-a", again.partition_key("src-a", {"fingerprint": "y"})) is None
+    assert again.misses == 1 and again.rejected == 0
+    assert again.commit_stage({"src-a": key})["partitions"]["src-a"]["sha256"] == c.sha256
+
+
+def test_corrupted_partition_is_rejected_and_blocks_the_stage_commit(tmp_path: Path) -> None:
+    ck = StageCheckpoint(tmp_path, {"run": 1}, "score")
+    b = _batch(50)
+    key = ck.partition_key("p", {})
+    c = ck.write("p", key, b.schema, [b])
+    path = ck.dir / c.file
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    again = StageCheckpoint(tmp_path, {"run": 1}, "score")
+    assert again.lookup("p", key) is None and again.rejected == 1
+    with pytest.raises(CheckpointError, match="score/p.*SHA-256"):
+        again.commit_stage({"p": key})
+    with pytest.raises(CheckpointError, match="SHA-256"):
+        list(again.read(c))
+    assert again.stage_commit() is None
+
+
+def test_runs_live_in_their_own_namespaces(tmp_path: Path) -> None:
+    a = StageCheckpoint(tmp_path, {"run": "a"}, "score")
+    b = StageCheckpoint(tmp_path, {"run": "b"}, "score")
+    assert a.dir != b.dir and a.dir.parent.parent == b.dir.parent.parent
+    x = _batch(3)
+    ca = a.write("p", a.partition_key("p", {}), x.schema, [x])
+    b.write("p", b.partition_key("p", {}), x.schema, [_batch(4, 1)])
+    assert a.lookup("p", a.partition_key("p", {})) == ca  # b never overwrote a's
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 40), st.integers(1, 16))
+def test_segment_batch_split_round_trips(n: int, rows: int) -> None:
+    segs = [Segment(f"s{i % 4}", 7 * i, 7 * i + 3, {"x": float(i), "y": np.nan}) for i in range(n)]
+    parts = list(SegmentBatch.split(segs, ["x", "y"], rows))
+    assert all(p.num_rows <= rows for p in parts)
+    back = [s for p in parts for s in p.to_segments()]
+    want = sorted(segs, key=lambda s: s.key)
+    assert [s.key for s in back] == [s.key for s in want]
+    assert [s.features["x"] for s in back] == [s.features["x"] for s in want]
+    assert all(np.isnan(s.features["y"]) for s in back)
+    assert [i[0::2] for p in parts for i in p.ids()] == [s.key for s in want]
+
+
+def test_sigkill_mid_stage_then_restart_reuses_valid_partitions_only(
+    tmp_path: Path, adsb_job_dict, adsb_sources, adsb_schema, adsb_adapter
+) -> None:
+    job = json.loads(json.dumps(adsb_job_dict))
+    job["sources"] = [str(p) for p in adsb_sources[:6]]
+    strategy = json.loads((STRATEGIES / "uniform-bins.json").read_text())
+    root = tmp_path / "ck"
+    args = tmp_path / "args.json"
+    args.write_text(
+        json.dumps({"job": job, "strategy": strategy, "n": 20, "root": str(root), "kill_after": 3})
+    )
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "_pool_child.py"), str(args)], env=env, capture_output=True
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
+    (stage,) = root.glob("*/score")
+    commits = sorted(stage.glob("p-*.commit.json"))
+    assert len(commits) == 3 and not (stage / "_stage.commit.json").exists()
+    # corrupt one committed partition: the restart must rebuild it, not trust it
+    victim = stage / json.loads(commits[0].read_text())["file"]
+    raw = bytearray(victim.read_bytes())
+    raw[-40] ^= 0x01
+    victim.write_bytes(bytes(raw))
+
+    seg = Segmenter(**job["segmenter"], sample_hz=adsb_schema.sample_hz)
+    st_ = load_strategy(strategy, adsb_schema)
+    res = select_on_disk(
+        adsb_schema, adsb_adapter, job["sources"], seg, st_, 20, checkpoint_dir=root
+    )
+    ck = res.checkpoint
+    assert (ck["hits"], ck["rejected"], ck["misses"]) == (2, 1, 4)
+    assert (stage / "_stage.commit.json").is_file()
+    fresh = select_on_disk(adsb_schema, adsb_adapter, job["sources"], seg, st_, 20)
+    assert fresh.checkpoint["hits"] == 0
+    assert [(s.key, s.priority, s.bin) for s in res.selected] == [
+        (s.key, s.priority, s.bin) for s in fresh.selected
+    ]
+    # one attempt file per partition is left: the killed and corrupted attempts are swept
+    assert len(list(stage.glob("p-*.arrow"))) == 6

@@ -1,0 +1,147 @@
+"""The disk-backed pool runtime selects exactly what the in-memory path selects (real ADS-B data)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kuration import DiskSelection, Pipeline, PipelineError, Segmenter, curate, load_strategy
+from kuration.pipeline.disk_pool import DISK_RUNTIME, select_on_disk
+from kuration.pipeline.plan import REFERENCE_RUNTIME
+
+STRATEGIES = Path(__file__).resolve().parents[3] / "examples" / "adsb_quickstart" / "strategies"
+
+
+@pytest.fixture(scope="module")
+def parts(adsb_job_dict, adsb_schema, adsb_adapter, adsb_sources):
+    seg = Segmenter(**adsb_job_dict["segmenter"], sample_hz=adsb_schema.sample_hz)
+    return adsb_schema, adsb_adapter, [str(p) for p in adsb_sources[:6]], seg
+
+
+def _doc(name: str, **kw) -> dict:
+    doc = json.loads((STRATEGIES / f"{name}.json").read_text())
+    doc.update(kw)
+    return doc
+
+
+CASES = {
+    "top-k": _doc("top-k"),
+    "top-k ascending, lowest, filtered": _doc(
+        "top-k",
+        params={"by": "climb_std", "descending": False},
+        nan_policy="lowest",
+        filters=[
+            {"filter": "source", "regex": "00[0-3]$"},
+            {"feature": "speed_p90", "op": "between", "value": [100, 260]},
+        ],
+    ),
+    "top-k with bins": _doc("top-k", bin={"axes": ["turn_p90"], "n_bins": 3}),
+    "uniform-bins": _doc("uniform-bins"),
+    "uniform-bins within, lowest, finite": _doc(
+        "uniform-bins",
+        params={"within": {"by": "speed_p90", "descending": False}},
+        nan_policy="lowest",
+        bin={"axes": ["turn_p90", "altitude_mean"], "n_bins": [3, 5]},
+        filters=[{"filter": "finite", "features": ["speed_p90"]}],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("n", [25, 10**6])
+def test_disk_selection_equals_the_in_memory_one(parts, case: str, n: int) -> None:
+    schema, adapter, sources, seg = parts
+    st = load_strategy(CASES[case], schema)
+    mem = curate(schema, adapter, sources, seg, st, n, seed=5)
+    disk = select_on_disk(schema, adapter, sources, seg, st, n, seed=5, batch_rows=7)
+    assert [(s.key, s.priority, s.bin, s.features) for s in disk.selected] == [
+        (s.key, s.priority, s.bin, s.features) for s in mem.selected
+    ]
+    assert disk.n_pool == len(mem.pool) and disk.n_eligible == mem.n_eligible
+    assert disk.edges == mem.edges
+
+
+def test_explain_names_the_runtime_and_run_uses_it(parts, tmp_path: Path) -> None:
+    schema, adapter, sources, seg = parts
+    st = load_strategy(CASES["uniform-bins"], schema)
+    p = Pipeline().source(adapter, {"uris": sources}).segment(seg).metrics(st).select(30)
+    plan = p.explain()
+    assert {s.runtime for s in plan.stages if not s.empty} == {REFERENCE_RUNTIME}
+    disk = p.options(pool="disk", checkpoint_dir=str(tmp_path / "ck"))
+    dplan = disk.explain()
+    assert dplan.stage("select").runtime == DISK_RUNTIME
+    assert dplan.stage("features").runtime == DISK_RUNTIME
+    assert "runtime=disk-index (duckdb)" in dplan.render()
+    assert not any("select: runs on" in w for w in dplan.warnings)
+    run = disk.execute(tmp_path / "sel.json")
+    assert isinstance(run.result, DiskSelection)
+    assert [s.key for s in run.result.selected] == [s.key for s in p.run().selected]
+    tele = {t.stage: t for t in run.telemetry}
+    score = tele["read+segment+features"]
+    assert score.partitions == 6 and score.checkpoint_misses == 6 and score.batch_rows == 65536
+    assert tele["bin+select"].rows_out == 30
+    doc = json.loads((tmp_path / "sel.json").read_text())
+    assert doc["runtime"] == DISK_RUNTIME and len(doc["selected"]) == 30
+    again = disk.execute().result
+    assert again.checkpoint["hits"] == 6 and again.checkpoint["misses"] == 0
+
+
+def test_ineligible_plans_stay_in_memory_and_say_why(parts) -> None:
+    schema, adapter, sources, seg = parts
+    st = load_strategy(_doc("facility-location"), schema)
+    p = Pipeline().source(adapter, {"uris": sources}).segment(seg).metrics(st).select(5)
+    plan = p.options(pool="disk").explain()
+    assert plan.stage("select").runtime == REFERENCE_RUNTIME
+    assert any("pool='disk' requested, but method 'facility-location'" in w for w in plan.warnings)
+    with pytest.raises(PipelineError, match="disk pool cannot run"):
+        select_on_disk(schema, adapter, sources, seg, st, 5)
+    with pytest.raises(PipelineError, match="pool must be"):
+        p.options(pool="ssd")
+
+
+def test_job_key_pool_disk(small_job, tmp_path: Path) -> None:
+    job = json.loads(json.dumps(small_job))
+    job["strategy"] = _doc("top-k")
+    job["pool"], job["checkpoint_dir"] = "disk", str(tmp_path / "ck")
+    res = Pipeline.from_job(job).select(12).run()
+    assert isinstance(res, DiskSelection) and res.n_selected == 12
+    assert (tmp_path / "ck" / res.checkpoint["run"] / "score" / "_stage.commit.json").is_file()
+
+
+@pytest.mark.slow
+def test_exact_dedup_on_disk_equals_in_memory(parts, tmp_path: Path) -> None:
+    """Replicated sources are true duplicates: the digest lookup in DuckDB and the full
+    payload comparison drop the same windows as the in-memory filter."""
+    from tests.kuration.selection.test_dedup import replicate
+
+    schema, adapter, sources, seg = parts
+    replica = replicate(Path(sources[0]), tmp_path, "r1")
+    corpus = [*sources[:2], str(replica)]
+    replica_id = adapter.read_table(str(replica)).source_id
+    for name in ("top-k", "uniform-bins"):
+        st = load_strategy(_doc(name, filters=[{"filter": "finite"}, {"filter": "dedup"}]), schema)
+        mem = curate(schema, adapter, corpus, seg, st, 10**6, seed=1)
+        disk = select_on_disk(schema, adapter, corpus, seg, st, 10**6, seed=1)
+        assert [(s.key, s.priority) for s in disk.selected] == [
+            (s.key, s.priority) for s in mem.selected
+        ]
+        assert disk.n_eligible == mem.n_eligible
+        assert not any(s.source_id == replica_id for s in disk.selected)
+        assert any(s.source_id == replica_id for s in mem.pool)
+
+
+def test_kur_curate_pool_disk(small_job, tmp_path: Path, capsys) -> None:
+    from kuration.cli.main import main
+
+    job = json.loads(json.dumps(small_job))
+    job["strategy"] = _doc("top-k")
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(job))
+    assert main(["curate", str(path), "--n", "4", "--pool", "disk", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["runtime"] == DISK_RUNTIME and doc["n_selected"] == 4
+    assert doc["checkpoint"]["root"] is None  # a temporary directory, removed
+    assert main(["curate", str(path), "--n", "4", "--pool", "disk"]) == 0
+    assert "on the disk pool" in capsys.readouterr().out
