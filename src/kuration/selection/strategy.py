@@ -54,7 +54,6 @@ from typing import Any, cast
 from ..core.config import StrategyModel, validate_config
 from ..core.jsonio import loads_strict
 from ..errors import StrategyError
-from . import dedup as _dedup  # noqa: F401  (registers the dedup filters)
 from .constraints import (
     validate_group,
     validate_group_cap,
