@@ -303,39 +303,37 @@ def _connect(ns: Path, memory_limit: str) -> Any:
 def _load(
     con: Any, ck: StageCheckpoint, commits: Mapping[str, PartitionCommit], n_feat: int
 ) -> int:
-    fcols = ", ".join(f"f{j} DOUBLE" for j in range(n_feat))
-    _q(
-        con,
-        "CREATE TABLE segs (source_id VARCHAR, start_idx BIGINT, end_idx BIGINT, "
-        f"digest BLOB{', ' + fcols if fcols else ''})",
+    """Stream every partition's batches (verified) into one DuckDB table, in one statement."""
+    names = ["source_id", "start_idx", "end_idx", "digest", *(f"f{j}" for j in range(n_feat))]
+    schema = pa.schema(
+        [
+            pa.field("source_id", pa.string()),
+            pa.field("start_idx", pa.int64()),
+            pa.field("end_idx", pa.int64()),
+            pa.field("digest", pa.binary()),
+            *(pa.field(f"f{j}", pa.float64()) for j in range(n_feat)),
+        ]
     )
-    rows = 0
-    for _uri, c in sorted(commits.items()):
-        for b in ck.read(c):
-            if b.num_rows == 0:
-                continue
-            names = [
-                "source_id",
-                "start_idx",
-                "end_idx",
-                "digest",
-                *(f"f{j}" for j in range(n_feat)),
-            ]
-            cols = [b.column("source_id"), b.column("start_idx"), b.column("end_idx")]
-            cols += [b.column("digest").cast(pa.binary())]
-            cols += [b.column(5 + j) for j in range(n_feat)]  # the f:<name> columns
-            part = pa.Table.from_arrays(cols, names=names)
-            con.register("_part", part)
-            _q(con, "INSERT INTO segs SELECT * FROM _part")
-            con.unregister("_part")
-            rows += b.num_rows
+    rows = [0]
+
+    def batches() -> Any:
+        for _uri, c in sorted(commits.items()):
+            for b in ck.read(c):
+                cols = [b.column("source_id"), b.column("start_idx"), b.column("end_idx")]
+                cols += [b.column("digest").cast(pa.binary())]
+                cols += [b.column(5 + j) for j in range(n_feat)]  # the f:<name> columns
+                rows[0] += b.num_rows
+                yield pa.RecordBatch.from_arrays(cols, names=names)
+
+    reader = pa.RecordBatchReader.from_batches(schema, batches())
+    con.register("_parts", reader)
     _q(
         con,
         "CREATE TABLE pool AS SELECT *, (ROW_NUMBER() OVER (ORDER BY source_id, start_idx) - 1) "
-        "AS rn, true AS keep FROM segs",
+        "AS rn, true AS keep FROM _parts",
     )
-    _q(con, "DROP TABLE segs")
-    return rows
+    con.unregister("_parts")
+    return rows[0]
 
 
 # ---- stage 3: filters, bins and the ranking in SQL ---------------------------------------
