@@ -213,3 +213,25 @@ def test_exact_dedup_keeps_one_of_each_distinct_window(data) -> None:
         for flt in (ExactDedup(), ExactDedup(digest_size=1)):
             got = flt.mask(segs, {})
             assert got.tolist() == expect
+
+
+def test_dedup_in_an_hours_job(corpus, adsb_job_dict, tmp_path) -> None:
+    """The hours writer installs the window reader too: replica windows never rank."""
+    import warnings
+
+    from kuration import BudgetGranularityWarning, run_job
+
+    _schema, adapter, sources, _seg, replica = corpus
+    job = json.loads(json.dumps(adsb_job_dict))
+    job["sources"] = sources
+    job["budget"] = {"train_hours": 0.2, "test_hours": 0.1}
+    job["strategy"]["filters"] = [{"filter": "dedup"}]
+    job["strategy"].pop("group_cap", None)
+    job["allow_empty_split"] = True  # a split may hold only the replica, whose windows all go
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BudgetGranularityWarning)
+        res = run_job(job, tmp_path / "out")
+    replica_id = adapter.read_table(str(replica)).source_id
+    segs = res.scoring.segments
+    assert all(s.priority == -np.inf for s in segs if s.source_id == replica_id)
+    assert any(np.isfinite(s.priority) for s in segs if s.source_id != replica_id)
