@@ -30,7 +30,7 @@ as numpy does (two float64 arrays of that length: 16 bytes a row).
 
 Not covered yet (the plan stays on the reference runtime, and ``explain``
 says why): other methods, tags and tag coverage, group caps, whole-pool
-scorers, ``near_dedup`` and predicates on a quantile.
+scorers and ``near_dedup``.
 """
 
 from __future__ import annotations
@@ -91,8 +91,6 @@ def disk_ineligible(st: Strategy) -> str | None:
         name = f.get("filter", "predicate")
         if name not in _FILTERS:
             return f"filter {name!r} is not disk-backed (finite, source, predicate, dedup are)"
-        if name == "predicate" and "quantile" in f:
-            return "a predicate on a quantile is not disk-backed yet"
     return None
 
 
@@ -347,6 +345,17 @@ def _finite(cols: Sequence[str]) -> str:
     return " AND ".join(f"isfinite({c})" for c in cols) or "true"
 
 
+def _cond(c: str, op: str, t: Sequence[float]) -> str:
+    """A predicate on column ``c`` with thresholds ``t``; a non-finite value fails it."""
+    if op == "between":
+        inner = f"{c} >= {t[0]!r} AND {c} <= {t[1]!r}"
+    elif op == "outside":
+        inner = f"{c} < {t[0]!r} OR {c} > {t[1]!r}"
+    else:
+        inner = f"{c} {_OPS[op]} {t[0]!r}"
+    return f"isfinite({c}) AND ({inner})"
+
+
 def _filter(con: Any, st: Strategy, entry: Mapping[str, Any], read: Any) -> None:
     name = entry.get("filter", "predicate")
     if name == "finite":
@@ -365,16 +374,13 @@ def _filter(con: Any, st: Strategy, entry: Mapping[str, Any], read: Any) -> None
         c, op = _col(st, entry["feature"]), entry["op"]
         if op == "finite":
             cond = f"isfinite({c})"
-        elif op in ("between", "outside"):
-            lo, hi = (float(v) for v in entry["value"])
-            inner = (
-                f"{c} >= {lo!r} AND {c} <= {hi!r}"
-                if op == "between"
-                else f"{c} < {lo!r} OR {c} > {hi!r}"
-            )
-            cond = f"isfinite({c}) AND ({inner})"
+        elif "quantile" in entry:  # of the whole pool's finite values, as in memory
+            q = entry["quantile"]
+            t = _quantiles(con, c, "true", q if isinstance(q, list) else [q])
+            cond = "false" if t is None else _cond(c, op, [float(x) for x in t])
         else:
-            cond = f"isfinite({c}) AND {c} {_OPS[op]} {float(entry['value'])!r}"
+            v = entry["value"]
+            cond = _cond(c, op, [float(x) for x in (v if isinstance(v, list) else [v])])
         _q(con, f"UPDATE pool SET keep = keep AND ({cond})")
     else:
         _dedup(con, read)
@@ -418,23 +424,30 @@ def _dedup(con: Any, read: Any) -> int:
     return int(n[0][0]) if n else 0
 
 
-def _edges(con: Any, col: str, n_bins: int) -> np.ndarray:
-    """Interior equal-frequency edges of the kept finite values of ``col``, as
-    :func:`kuration.selection.binning.quantile_bins` computes them (numpy's linear
-    interpolation between the same two order statistics)."""
-    where = f"keep AND isfinite({col})"
-    n = int(_q(con, f"SELECT count(*) FROM pool WHERE {where}")[0][0])
-    qs = np.linspace(0.0, 1.0, int(n_bins) + 1)[1:-1]
-    if n == 0 or qs.size == 0:
-        return np.zeros(0)
-    out = np.empty(qs.size)
-    for i, q in enumerate(qs.tolist()):
-        vi = (n - 1) * q
+def _quantiles(con: Any, col: str, where: str, qs: Sequence[float]) -> np.ndarray | None:
+    """:func:`numpy.quantile` (linear) of the finite values of ``col`` in the rows
+    ``where``, from the same two order statistics numpy interpolates between; None when
+    there is no such value."""
+    cond = f"({where}) AND isfinite({col})"
+    n = int(_q(con, f"SELECT count(*) FROM pool WHERE {cond}")[0][0])
+    if n == 0:
+        return None
+    out = np.empty(len(qs))
+    for i, q in enumerate(qs):
+        vi = (n - 1) * float(q)
         lo = math.floor(vi)
-        ab = _q(con, f"SELECT {col} FROM pool WHERE {where} ORDER BY {col} LIMIT 2 OFFSET {lo}")
+        ab = _q(con, f"SELECT {col} FROM pool WHERE {cond} ORDER BY {col} LIMIT 2 OFFSET {lo}")
         pair = np.array([ab[0][0], ab[min(1, len(ab) - 1)][0]], dtype=np.float64)
         out[i] = np.quantile(pair, vi - lo)
-    return np.unique(out)
+    return out
+
+
+def _edges(con: Any, col: str, n_bins: int) -> np.ndarray:
+    """Interior equal-frequency edges of the kept finite values of ``col``, as
+    :func:`kuration.selection.binning.quantile_bins` computes them."""
+    qs = np.linspace(0.0, 1.0, int(n_bins) + 1)[1:-1]
+    got = _quantiles(con, col, "keep", qs.tolist()) if qs.size else None
+    return np.zeros(0) if got is None else np.unique(got)
 
 
 def _bins(con: Any, st: Strategy) -> dict[str, list[float]]:

@@ -37,7 +37,14 @@ CASES = {
             {"feature": "speed_p90", "op": "between", "value": [100, 260]},
         ],
     ),
-    "top-k with bins": _doc("top-k", bin={"axes": ["turn_p90"], "n_bins": 3}),
+    "top-k with bins, quantile predicates": _doc(
+        "top-k",
+        bin={"axes": ["turn_p90"], "n_bins": 3},
+        filters=[
+            {"feature": "altitude_mean", "op": "outside", "quantile": [0.1, 0.2]},
+            {"feature": "speed_p90", "op": ">=", "quantile": 0.25},
+        ],
+    ),
     "uniform-bins": _doc("uniform-bins"),
     "uniform-bins within, lowest, finite": _doc(
         "uniform-bins",
