@@ -191,11 +191,20 @@ def _execute_disk(
             on_error=p.opts.on_error,
             checkpoint_dir=p.opts.checkpoint_dir,
             durable=p.opts.durable,
-            run_key={"plan": plan.to_dict()},
+            run_key={"plan": _plan_identity(plan)},
         )
     if dest is not None:
         dump_json_atomic(os.fspath(dest), result.to_dict(segments=True))
     return PipelineRun(plan, result, result.telemetry)
+
+
+def _plan_identity(plan: PhysicalPlan) -> dict[str, Any]:
+    """The plan as part of a checkpoint key: options that change no result (progress
+    display, fsync, where checkpoints live) are left out."""
+    doc = plan.to_dict()
+    skip = ("progress", "durable", "checkpoint_dir")
+    doc["options"] = {k: v for k, v in doc["options"].items() if k not in skip}
+    return doc
 
 
 def _execute_hours(

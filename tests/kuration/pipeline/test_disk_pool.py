@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from kuration import DiskSelection, Pipeline, PipelineError, Segmenter, curate, load_strategy
+from kuration import (
+    DiskSelection,
+    Pipeline,
+    PipelineError,
+    PipelineOptions,
+    Segmenter,
+    curate,
+    load_strategy,
+)
 from kuration.pipeline.disk_pool import DISK_RUNTIME, select_on_disk
 from kuration.pipeline.plan import REFERENCE_RUNTIME
 
@@ -91,8 +99,11 @@ def test_explain_names_the_runtime_and_run_uses_it(parts, tmp_path: Path) -> Non
     assert tele["bin+select"].rows_out == 30
     doc = json.loads((tmp_path / "sel.json").read_text())
     assert doc["runtime"] == DISK_RUNTIME and len(doc["selected"]) == 30
-    again = disk.execute().result
+    # a progress display changes no result: the checkpoints are reused
+    again = disk.options(progress=lambda ev: None).execute().result
     assert again.checkpoint["hits"] == 6 and again.checkpoint["misses"] == 0
+    opts = disk.opts
+    assert PipelineOptions.from_dict(opts.to_dict()) == opts
 
 
 def test_ineligible_plans_stay_in_memory_and_say_why(parts) -> None:
