@@ -26,10 +26,13 @@ of each stage.  The runtime:
 The selection equals the in-memory path's for the same pool and seed (the
 same segments, in the same order, with the same priorities and bins).
 ``uniform-bins`` draws its seeded shuffle and tie-break for the eligible rows
-as numpy does (two float64 arrays of that length: 16 bytes a row).
+as numpy does (two float64 arrays of that length: 16 bytes a row); ``weighted``
+reads its weighted feature columns of the eligible rows (8 bytes a row and
+feature) and normalises them with the in-memory code, so floating-point sums
+agree to the last bit.
 
-Not covered yet (the plan stays on the reference runtime, and ``explain``
-says why): other methods, tags and tag coverage, group caps, whole-pool
+Methods covered: ``top-k``, ``uniform-bins``, ``weighted``.  Not covered yet
+(the plan stays on the reference runtime, and ``explain`` says why): other methods, tags and tag coverage, group caps, whole-pool
 scorers and ``near_dedup``.
 """
 
@@ -56,6 +59,7 @@ from ..contracts.segment import Segment, Segmenter
 from ..errors import EmptyPoolError, KurationError, PipelineError
 from ..metrics.transform_exec import TransformRunner
 from ..selection.dedup import window_digest, window_payload
+from ..selection.methods.base import nan_rows, normalize_columns, rank_nan_lowest
 from ..selection.select import method_seed
 from ..selection.strategy import Strategy
 from ..sources.base import InputAdapter
@@ -79,8 +83,10 @@ def _q(con: Any, sql: str, params: Sequence[Any] | None = None) -> list[Any]:
 
 def disk_ineligible(st: Strategy) -> str | None:
     """Why the count plan of ``st`` cannot run on the disk runtime, or None when it can."""
-    if st.method not in ("top-k", "uniform-bins"):
-        return f"method {st.method!r} has no disk-backed reducer (top-k and uniform-bins do)"
+    if st.method not in ("top-k", "uniform-bins", "weighted"):
+        return (
+            f"method {st.method!r} has no disk-backed reducer (top-k, uniform-bins and weighted do)"
+        )
     if st.tags or st.tag_coverage:
         return "tags and tag coverage are not disk-backed yet"
     if st.group_cap:
@@ -470,46 +476,75 @@ def _lowest(con: Any, bad: str) -> None:
     _q(con, f"UPDATE pool SET prio = {floor!r} WHERE keep AND ({bad})")
 
 
+def _kept_columns(con: Any, cols: Sequence[str]) -> np.ndarray:
+    """The projected columns ``cols`` of the kept rows in canonical order, shape (M, F)."""
+    got = con.execute(f"SELECT {', '.join(cols)} FROM pool WHERE keep ORDER BY rn").fetchnumpy()
+    return np.column_stack([np.asarray(got[c], dtype=np.float64) for c in cols])
+
+
+def _rank_uniform(con: Any, st: Strategy, seed: int, m: int) -> str:
+    """uniform-bins: seeded draws as numpy makes them, ranks inside joint bins in SQL."""
+    rng = np.random.default_rng(method_seed(st.seed, seed))
+    key = rng.permutation(m).astype(np.float64)
+    within = st.params.get("within")
+    if within is not None:
+        x = _kept_columns(con, [_col(st, within["by"])])[:, 0]
+        x = -x if within.get("descending", True) else x
+        x = np.where(np.isfinite(x), x, np.inf)
+        rank = np.empty(m)
+        rank[np.lexsort((key, x))] = np.arange(m)
+        key = rank
+    tb = rng.random(m)
+    con.register("_rng", pa.table({"k": np.arange(m), "key": key, "tb": tb}))
+    axes = ", ".join(f"b{j}" for j in range(len(st.bin_axes)))
+    _q(
+        con,
+        "CREATE TEMP TABLE ranked AS SELECT p.rn, -((ROW_NUMBER() OVER "
+        f"(PARTITION BY {axes} ORDER BY r.key) - 1) + r.tb) AS pr FROM "
+        "(SELECT *, ROW_NUMBER() OVER (ORDER BY rn) - 1 AS k FROM pool WHERE keep) p "
+        "JOIN _rng r USING (k)",
+    )
+    con.unregister("_rng")
+    _q(con, "UPDATE pool SET prio = ranked.pr FROM ranked WHERE pool.rn = ranked.rn")
+    _q(con, "DROP TABLE ranked")
+    return " OR ".join(f"b{j} < 0" for j in range(len(st.bin_axes)))
+
+
+def _rank_weighted(con: Any, st: Strategy, m: int) -> None:
+    """weighted: the weighted feature columns of the kept rows (M x F floats) normalised
+    and combined by the same numpy code as in memory, written back by canonical row."""
+    names = list(st.params["weights"])
+    w = np.array([float(st.params["weights"][n]) for n in names])
+    raw = _kept_columns(con, [_col(st, n) for n in names])
+    bad = nan_rows(raw)
+    x = normalize_columns(raw, st.params.get("normalize", "zscore"), fit=~bad)
+    prio = rank_nan_lowest(np.where(bad, 0.0, np.nan_to_num(x, nan=0.0) @ w), bad, st.nan_policy)
+    con.register("_w", pa.table({"k": np.arange(m), "pr": prio}))
+    _q(
+        con,
+        "UPDATE pool SET prio = w.pr FROM (SELECT rn, ROW_NUMBER() OVER (ORDER BY rn) - 1 AS k "
+        "FROM pool WHERE keep) p JOIN _w w USING (k) WHERE pool.rn = p.rn",
+    )
+    con.unregister("_w")
+
+
 def _rank(con: Any, st: Strategy, seed: int) -> None:
     """The method's priority of every kept row (``-inf`` for the rest), as in memory."""
     _q(con, "ALTER TABLE pool ADD COLUMN prio DOUBLE")
     _q(con, "UPDATE pool SET prio = -'inf'::DOUBLE")
+    m = int(_q(con, "SELECT count(*) FROM pool WHERE keep")[0][0])
+    if m == 0:
+        return
+    if st.method == "weighted":
+        _rank_weighted(con, st, m)  # nan_policy applied as in memory
+        return
     if st.method == "top-k":
         c = _col(st, st.params["by"])
         v = c if st.params.get("descending", True) else f"-{c}"
         bad = f"NOT isfinite({c})"
         _q(con, f"UPDATE pool SET prio = {v} WHERE keep AND NOT ({bad})")
     else:
-        m = int(_q(con, "SELECT count(*) FROM pool WHERE keep")[0][0])
-        if m == 0:
-            return
-        rng = np.random.default_rng(method_seed(st.seed, seed))
-        key = rng.permutation(m).astype(np.float64)
-        within = st.params.get("within")
-        if within is not None:
-            vals = con.execute(
-                f"SELECT {_col(st, within['by'])} FROM pool WHERE keep ORDER BY rn"
-            ).fetchnumpy()
-            x = np.asarray(next(iter(vals.values())), dtype=np.float64)
-            x = -x if within.get("descending", True) else x
-            x = np.where(np.isfinite(x), x, np.inf)
-            rank = np.empty(m)
-            rank[np.lexsort((key, x))] = np.arange(m)
-            key = rank
-        tb = rng.random(m)
-        con.register("_rng", pa.table({"k": np.arange(m), "key": key, "tb": tb}))
-        axes = ", ".join(f"b{j}" for j in range(len(st.bin_axes)))
-        _q(
-            con,
-            "CREATE TEMP TABLE ranked AS SELECT p.rn, -((ROW_NUMBER() OVER "
-            f"(PARTITION BY {axes} ORDER BY r.key) - 1) + r.tb) AS pr FROM "
-            "(SELECT *, ROW_NUMBER() OVER (ORDER BY rn) - 1 AS k FROM pool WHERE keep) p "
-            "JOIN _rng r USING (k)",
-        )
-        con.unregister("_rng")
-        _q(con, "UPDATE pool SET prio = ranked.pr FROM ranked WHERE pool.rn = ranked.rn")
-        _q(con, "DROP TABLE ranked")
-        bad = " OR ".join(f"b{j} < 0" for j in range(len(st.bin_axes)))
+        bad = _rank_uniform(con, st, seed, m)
     if st.nan_policy == "exclude":
         _q(con, f"UPDATE pool SET prio = -'inf'::DOUBLE WHERE keep AND ({bad})")
     else:

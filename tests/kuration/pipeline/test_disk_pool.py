@@ -54,6 +54,12 @@ CASES = {
         ],
     ),
     "uniform-bins": _doc("uniform-bins"),
+    "weighted": _doc("weighted"),
+    "weighted rank, lowest": _doc(
+        "weighted",
+        params={"weights": {"turn_p90": 1.0, "climb_std": -0.5}, "normalize": "rank"},
+        nan_policy="lowest",
+    ),
     "uniform-bins within, lowest, finite": _doc(
         "uniform-bins",
         params={"within": {"by": "speed_p90", "descending": False}},
