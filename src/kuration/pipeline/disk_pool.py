@@ -126,7 +126,10 @@ def plan_pool(
     for s in stages:
         if s.kind in _DISK_STAGES and not s.empty:
             detail = {**dict(s.detail), "runtime": _DISK_STAGES[s.kind]}
-            s = dataclasses.replace(s, runtime=DISK_RUNTIME, detail=detail)
+            traits = s.traits
+            if s.kind == "features":  # one checkpointed partition per source
+                traits = traits.model_copy(update={"checkpoint": "partition"})
+            s = dataclasses.replace(s, runtime=DISK_RUNTIME, detail=detail, traits=traits)
         out.append(s)
     return tuple(out), []
 
@@ -630,6 +633,8 @@ def select_on_disk(
         raise PipelineError(f"n must be an integer >= 0, got {n!r}", step="select")
     if on_error not in ("skip", "raise"):
         raise PipelineError(f"on_error must be 'skip' or 'raise', got {on_error!r}", step="score")
+    if not re.fullmatch(r"\d+(\.\d+)?\s*[KMGT]i?B", str(memory_limit)):
+        raise PipelineError(f"memory_limit must look like '256MB', got {memory_limit!r}")
     from .._version import __version__
     from ..core.plugins import run_code, used_names
 

@@ -95,6 +95,7 @@ def test_explain_names_the_runtime_and_run_uses_it(parts, tmp_path: Path) -> Non
     assert dplan.stage("select").runtime == DISK_RUNTIME
     assert dplan.stage("features").runtime == DISK_RUNTIME
     assert "runtime=disk-index (duckdb)" in dplan.render()
+    assert dplan.stage("features").traits.checkpoint == "partition"
     assert not any("select: runs on" in w for w in dplan.warnings)
     run = disk.execute(tmp_path / "sel.json")
     assert isinstance(run.result, DiskSelection)
@@ -121,6 +122,16 @@ def test_ineligible_plans_stay_in_memory_and_say_why(parts) -> None:
     assert any("pool='disk' requested, but method 'facility-location'" in w for w in plan.warnings)
     with pytest.raises(PipelineError, match="disk pool cannot run"):
         select_on_disk(schema, adapter, sources, seg, st, 5)
+    with pytest.raises(PipelineError, match="memory_limit"):
+        select_on_disk(
+            schema,
+            adapter,
+            sources,
+            seg,
+            load_strategy(_doc("top-k"), schema),
+            5,
+            memory_limit="1; DROP TABLE pool",
+        )
     with pytest.raises(PipelineError, match="pool must be"):
         p.options(pool="ssd")
 
