@@ -19,8 +19,9 @@ of each stage.  The runtime:
 3. **bin+select** -- filters, quantile-bin edges (exact order statistics,
    interpolated as :func:`numpy.quantile` does), joint-bin ranks and the
    stable ``(priority desc, source_id, start_idx)`` order run in SQL.  Exact
-   dedup looks digests up in the index and compares the windows that share
-   one byte for byte (payloads stored in the index, one source read at a time).
+   dedup looks digests up in the index and compares a window that shares one
+   byte for byte with the distinct windows of that digest seen before it (only
+   those are stored in the index; one source is read at a time).
    Only the ``n`` selected rows return to Python.
 
 The selection equals the in-memory path's for the same pool and seed (the
@@ -396,41 +397,60 @@ def _filter(con: Any, st: Strategy, entry: Mapping[str, Any], read: Any) -> None
 
 
 def _dedup(con: Any, read: Any) -> int:
-    """Exact dedup among kept rows: digests looked up in the index, colliding windows
-    compared byte for byte (payloads stored in the index, one source read at a time)."""
+    """Exact dedup among kept rows: digests looked up in the index; a window whose digest
+    is shared is compared byte for byte with the distinct payloads its group has shown so
+    far (kept in the index: one per distinct window, not one per row), sources read one
+    at a time in canonical order."""
     _q(
         con,
         "CREATE TEMP TABLE shared AS SELECT rn, source_id, start_idx, end_idx, digest FROM pool "
         "WHERE keep AND digest IN (SELECT digest FROM pool WHERE keep GROUP BY digest "
         "HAVING count(*) > 1)",
     )
-    _q(con, "CREATE TEMP TABLE payloads (rn BIGINT, payload BLOB)")
-    sids = [r[0] for r in _q(con, "SELECT DISTINCT source_id FROM shared ORDER BY 1")]
-    for sid in sids:
+    _q(con, "CREATE TEMP TABLE reps (digest BLOB, payload BLOB)")
+    _q(con, "CREATE TEMP TABLE drops (rn BIGINT)")
+    for (sid,) in _q(con, "SELECT DISTINCT source_id FROM shared ORDER BY 1"):
         rows = _q(
-            con, "SELECT rn, start_idx, end_idx FROM shared WHERE source_id = ? ORDER BY rn", [sid]
+            con,
+            "SELECT rn, start_idx, end_idx, digest FROM shared WHERE source_id = ? ORDER BY rn",
+            [sid],
         )
         table = read(sid)
-        part = pa.table(
-            {
-                "rn": pa.array([r[0] for r in rows], pa.int64()),
-                "payload": pa.array(
-                    [window_payload(build_window(table, r[1], r[2])) for r in rows], pa.binary()
-                ),
-            }
+        known = _q(
+            con,
+            "SELECT digest, payload FROM reps WHERE digest IN "
+            "(SELECT digest FROM shared WHERE source_id = ?)",
+            [sid],
         )
-        con.register("_pl", part)
-        _q(con, "INSERT INTO payloads SELECT * FROM _pl")
-        con.unregister("_pl")
-    n = _q(
-        con,
-        "UPDATE pool SET keep = false WHERE rn IN (SELECT rn FROM (SELECT s.rn, ROW_NUMBER() OVER "
-        "(PARTITION BY s.digest, p.payload ORDER BY s.rn) AS k FROM shared s JOIN payloads p "
-        "USING (rn)) WHERE k > 1)",
-    )
-    _q(con, "DROP TABLE shared")
-    _q(con, "DROP TABLE payloads")
-    return int(n[0][0]) if n else 0
+        seen: dict[bytes, list[bytes]] = {}
+        for d, p in known:
+            seen.setdefault(bytes(d), []).append(bytes(p))
+        drop, new_d, new_p = [], [], []
+        for rn, start, end, d in rows:
+            payload = window_payload(build_window(table, start, end))
+            group = seen.setdefault(bytes(d), [])
+            if payload in group:
+                drop.append(rn)
+            else:
+                group.append(payload)
+                new_d.append(bytes(d))
+                new_p.append(payload)
+        con.register(
+            "_new",
+            pa.table(
+                {"digest": pa.array(new_d, pa.binary()), "payload": pa.array(new_p, pa.binary())}
+            ),
+        )
+        _q(con, "INSERT INTO reps SELECT * FROM _new")
+        con.unregister("_new")
+        con.register("_drop", pa.table({"rn": pa.array(drop, pa.int64())}))
+        _q(con, "INSERT INTO drops SELECT * FROM _drop")
+        con.unregister("_drop")
+    n = _q(con, "SELECT count(*) FROM drops")[0][0]
+    _q(con, "UPDATE pool SET keep = false WHERE rn IN (SELECT rn FROM drops)")
+    for t in ("shared", "reps", "drops"):
+        _q(con, f"DROP TABLE {t}")
+    return int(n)
 
 
 def _quantiles(con: Any, col: str, where: str, qs: Sequence[float]) -> np.ndarray | None:

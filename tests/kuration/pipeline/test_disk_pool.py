@@ -146,10 +146,24 @@ def test_job_key_pool_disk(small_job, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_exact_dedup_on_disk_equals_in_memory(parts, tmp_path: Path) -> None:
+@pytest.mark.parametrize("digest_bytes", [32, 0])
+def test_exact_dedup_on_disk_equals_in_memory(
+    parts, tmp_path: Path, monkeypatch, digest_bytes
+) -> None:
     """Replicated sources are true duplicates: the digest lookup in DuckDB and the full
-    payload comparison drop the same windows as the in-memory filter."""
+    payload comparison drop the same windows as the in-memory filter.  With digests cut
+    to zero bytes (zero-padded) every window collides with every other, and only the
+    byte-for-byte comparison decides."""
     from tests.kuration.selection.test_dedup import replicate
+
+    from kuration.pipeline import disk_pool
+    from kuration.selection.dedup import window_digest
+
+    monkeypatch.setattr(
+        disk_pool,
+        "window_digest",
+        lambda buf: window_digest(buf, digest_bytes).ljust(32, b"\0"),
+    )
 
     schema, adapter, sources, seg = parts
     replica = replicate(Path(sources[0]), tmp_path, "r1")
