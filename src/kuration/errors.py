@@ -11,7 +11,8 @@
     ├── PolicyError (ValueError)            a quality policy (``kur check``) is malformed
     ├── SourceError (ValueError)            raw input is malformed (names source and row)
     │   ├── EntityIdError                   an entity id is missing or has no canonical form (names column)
-    │   └── TimeRangeError                  a time is outside the int64-nanosecond range (names column)
+    │   ├── TimeRangeError                  a time is outside the int64-nanosecond range (names column)
+    │   └── StreamOrderError                a streamed source is not time-ordered (names source and row)
     ├── EmptyPoolError (RuntimeError)       scoring produced no segments at all
     ├── OutputSpecError (ValueError)        an OutputSpec is invalid or a modality cannot be filled
     │   └── OutputValueError                a value does not fit its modality's dtype (range, integrality)
@@ -29,6 +30,8 @@
     ├── TransformError (ValueError)         a BatchTransform use is invalid or its output is (names transform, source, segment, token)
     ├── ScorerError (RuntimeError)          a SegmentScorer use is invalid or it failed (names scorer, source, segment)
     ├── PipelineError (ValueError)          a Pipeline is built or used inconsistently (unknown seam name, no source)
+    │   ├── StreamingError                  ``streaming=True`` cannot honour bounded memory for this plan (names the part)
+    │   └── MemoryBudgetError               the plan's estimated peak exceeds ``memory_budget`` (names what would meet it)
     ├── ExecutionTraitsError (ValueError)   a component declares invalid execution traits (raised at registration)
     ├── AdapterError (ValueError)           an adapter's options do not fit its schema or format (names adapter)
     ├── StrictJSONError (ValueError)        a JSON document has duplicate keys, NaN/Infinity or bad syntax
@@ -66,6 +69,7 @@ __all__ = [
     "KurationError",
     "KurationWarning",
     "MediaError",
+    "MemoryBudgetError",
     "MetricCompileError",
     "MissingExtraError",
     "OutputSpecError",
@@ -82,6 +86,8 @@ __all__ = [
     "SnapCollisionWarning",
     "SourceError",
     "StrategyError",
+    "StreamOrderError",
+    "StreamingError",
     "StrictJSONError",
     "TimeRangeError",
     "TransformError",
@@ -306,6 +312,19 @@ class TimeRangeError(SourceError):
         where = f"column {column!r}: " if column is not None else ""
         super().__init__(where + message, source=source, row=row)
         self.column = column
+
+
+class StreamOrderError(SourceError):
+    """A streamed source goes back in time or repeats an (entity, time) row: a bounded
+    stream cannot sort or deduplicate a whole source (``streaming=True`` needs
+    time-ordered input).
+
+    Attributes
+    ----------
+    source : str
+    row : int or None
+        Zero-based row in the source file.
+    """
 
 
 class EmptyPoolError(KurationError, RuntimeError):
@@ -557,6 +576,37 @@ class PipelineError(KurationError, ValueError):
     def __init__(self, message: str, *, step: str | None = None) -> None:
         super().__init__(f"{step}: {message}" if step else message)
         self.step = step
+
+
+class StreamingError(PipelineError):
+    """``streaming=True`` was asked of a plan that cannot honour bounded memory: an npz or
+    packed container, an adapter or source that cannot be read lazily, a scorer that needs
+    whole-pool buffers, a transform that rereads whole sources (raised before any row is read).
+
+    Attributes
+    ----------
+    step : str or None
+        The part at fault (``"output"``, ``"adapter"``, ``"source"``, ``"scorer"``, ...).
+    """
+
+
+class MemoryBudgetError(PipelineError):
+    """The plan's estimated peak memory exceeds ``memory_budget`` (raised before any row is
+    read); the message names the option that would meet it.
+
+    Attributes
+    ----------
+    step : str or None
+        ``"memory_budget"``.
+    estimate : dict
+        The estimator's breakdown in bytes (see :mod:`kuration.pipeline.memory`).
+    """
+
+    def __init__(
+        self, message: str, *, estimate: dict[str, object] | None = None, step: str | None = None
+    ) -> None:
+        super().__init__(message, step=step or "memory_budget")
+        self.estimate = dict(estimate or {})
 
 
 class ExecutionTraitsError(KurationError, ValueError):

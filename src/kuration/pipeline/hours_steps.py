@@ -675,10 +675,11 @@ _PLAN_STAGE = {
 }
 
 
-def run_steps(r: HoursRun) -> None:
-    """Run :data:`STEPS` in order, recording each one's :class:`StageTelemetry` in
-    ``r.telemetry`` (a step that ran several plan stages reports them itself)."""
-    for name, step in STEPS:
+def run_steps(r: HoursRun, steps: tuple[tuple[str, Step], ...] = STEPS) -> None:
+    """Run ``steps`` (default :data:`STEPS`) in order, recording each one's
+    :class:`StageTelemetry` in ``r.telemetry`` (a step that ran several plan stages
+    reports them itself)."""
+    for name, step in steps:
         t0 = time.perf_counter()
         measured = step(r)
         if isinstance(measured, list):
