@@ -199,7 +199,16 @@ def estimate_peak(
     p: Pipeline, sources: Sequence[str], *, baseline: int | None = None
 ) -> MemoryEstimate:
     """Estimate the peak memory of ``p`` over ``sources``, in memory and streamed (see the
-    module docstring for the model); reads metadata only."""
+    module docstring for the model); reads metadata only.
+
+    Parameters
+    ----------
+    p : Pipeline
+    sources : sequence of str
+        Resolved local files.
+    baseline : int, optional
+        Bytes resident before the run (default: this process's peak so far).
+    """
     from ..metrics.features import FeatureEngine
 
     assert p.schema is not None and p.segmenter is not None and p.strategy_ is not None
@@ -239,8 +248,11 @@ def _mb(n: int) -> str:
     return f"{n / 1e6:,.0f} MB"
 
 
-def check_plan_memory(p: Pipeline, sources: Sequence[str]) -> MemoryEstimate | None:
-    """Refuse, before reading, a plan whose estimated peak exceeds ``p.opts.memory_budget``.
+def check_plan_memory(
+    p: Pipeline, sources: Sequence[str], *, baseline: int | None = None
+) -> MemoryEstimate | None:
+    """Refuse, before reading, a plan whose estimated peak exceeds ``p.opts.memory_budget``
+    (``baseline``: see :func:`estimate_peak`; default this process's peak so far).
 
     Returns
     -------
@@ -256,7 +268,7 @@ def check_plan_memory(p: Pipeline, sources: Sequence[str]) -> MemoryEstimate | N
     if budget is None:
         return None
     assert isinstance(budget, int)
-    est = estimate_peak(p, sources)
+    est = estimate_peak(p, sources, baseline=baseline)
     streaming = bool(p.opts.streaming)
     peak = est.streaming if streaming else est.in_memory
     if peak <= budget:

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
@@ -32,16 +31,9 @@ from kuration import (
 )
 
 
-def time_ordered(src: Path, out: Path) -> Path:
-    """``src`` with its rows stably sorted by time (each entity keeps its order)."""
-    t = pq.read_table(src)
-    pq.write_table(t.take(pc.sort_indices(t, [("timestamp", "ascending")])), out)
-    return out
-
-
 @pytest.fixture(scope="module")
-def ordered(adsb_sources: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return time_ordered(adsb_sources[1], tmp_path_factory.mktemp("ordered") / "s1.parquet")
+def ordered(adsb_time_ordered: list[Path]) -> Path:
+    return adsb_time_ordered[1]
 
 
 def glue(blocks: list[TickTable]) -> dict[str, np.ndarray]:
