@@ -3,6 +3,8 @@ cuts over the whole table, and each window holds the same ticks."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -25,7 +27,7 @@ def table(present: np.ndarray, k0: int = 5) -> TickTable:
 def cut(tab: TickTable, bounds: list[int]) -> list[TickTable]:
     """Blocks between the cut points; a block with no present tick is left out (a gap)."""
     out = []
-    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+    for a, b in itertools.pairwise(bounds):
         if not tab.present[a:b].any():
             continue
         out.append(
