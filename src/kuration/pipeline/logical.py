@@ -139,7 +139,7 @@ class PipelineOptions:
     durable: bool = True
     streaming: bool = False
     memory_budget: int | str | None = None
-    stream_batch_rows: int = 65_536
+    stream_batch_rows: int = 16_384
 
     def __post_init__(self) -> None:
         w = self.workers

@@ -1,37 +1,40 @@
-"""``memory_budget``: the plan's peak memory, estimated from source metadata before reading.
+"""``memory_budget``: the plan's peak memory, estimated before any row is decoded for the run.
 
-:func:`estimate_peak` reads only what a file's metadata says -- a Parquet
-footer (rows, row groups, each column chunk's uncompressed size, the time
-column's min/max statistics) or a CSV file's size -- never a row.  Its model,
-in bytes:
+:func:`estimate_peak` reads a file's metadata -- a Parquet footer (rows, row
+groups, each column chunk's uncompressed size, the time column's min/max
+statistics) or a CSV file's size -- and one column: the entity ids, scanned
+batch by batch to count distinct entities (Parquet metadata has no distinct
+counts, and the dense tick layout is ``ticks x entities``).  Its model, in
+bytes:
 
 * ``baseline``: this process's resident peak when the estimate is made (the
-  interpreter, numpy/pyarrow and kuration loaded).
+  interpreter, numpy and kuration loaded).
 * ``cell``: one entity at one tick in a :class:`~kuration.contracts.tick.TickTable`:
   8 bytes per float component of every field, 8 more per integer-field
   component (exact copies), 1 for presence.
 * per source, with ``R`` rows, ``T`` ticks (time span x ``sample_hz`` + 1, from
-  the statistics; ``R`` without them) and ``E = ceil(R / T)`` entities (the
-  fewest the rows imply, so the dense layout is close to ``R`` cells):
+  the statistics; ``R`` without them) and ``E`` distinct entities:
 
-  - in memory: the decoded columns (uncompressed column chunks) + the
-    per-row working arrays of the read (times, ticks, offsets, order: 48 B a
-    row) + the dense table ``T x E x cell`` + the feature temporaries
-    (``FeatureEngine.chunk_samples`` x 8 B x 4), all of it once per worker;
-  - streaming: the largest decoded row group (pyarrow decodes a row group's
-    column chunks to cut record batches) + one batch's working arrays and
-    block (``stream_batch_rows`` x (48 B + cell)) + the window deque and its
-    stacked copy (2 x window x E x cell) + the stream writer's buffers (E
-    tracks x ``shard_length`` x cell), for one source at a time;
+  - in memory: the decoded columns (uncompressed column chunks) + the per-row
+    working arrays of the read (times, ticks, offsets, orders: 48 B a row) +
+    ``IN_MEMORY_TABLES`` (4) dense tables of ``T x E x cell`` (the table and
+    the source-level streams the feature pass keeps per metric prefix:
+    measured 4.1 on the quickstart recording), once per worker;
+  - streaming: ``READER`` (100 MB: pyarrow's Parquet/compute libraries and
+    their allocator pools, measured 70-100 MB on Linux x86-64) + the largest
+    decoded row group (pyarrow decodes a row group's column chunks to cut
+    record batches) + one batch's working arrays + its block (``batch_rows /
+    (R / T)`` ticks x ``E x cell``) + the window deque and its stacked copy
+    (2 x window x ``E x cell``) + the stream writer's buffers (``E`` tracks x
+    ``shard_length`` x cell), one source at a time;
 
 * ``pool``: every window's segment, features included (``200 + 100 x
   n_features`` bytes each: a Python object with a dict of floats), windows
   counted as ``T / stride`` per source; the hours fill keeps a candidate per
   track, which this term dominates.
 
-It is an estimate, not a bound: ``E`` is a lower bound (a source whose
-entities come and go has more, and a dense table larger than ``R`` cells),
-Python object sizes vary across versions, and allocator slack is not
+It is an estimate, not a bound: the constants were measured on one machine
+and pyarrow version, Python object sizes vary, and allocator slack is not
 modelled.  ``bench/bench_stream.py`` prints it next to the measured peak.
 When the budget cannot be met, :func:`check_plan_memory` names what would
 meet it: ``streaming=True`` when the per-source part is what does not fit, and
@@ -65,7 +68,8 @@ __all__ = [
 ]
 
 _ROW_WORK = 48  # bytes of per-row working arrays while a batch or file is snapped
-_FEATURE_TEMPS = 4  # float64 temporaries per sample of the feature pass
+IN_MEMORY_TABLES = 4  # dense T x E tables alive at the in-memory peak (measured 4.1)
+READER = 100_000_000  # pyarrow's Parquet/compute libraries and pools, once loaded
 _SEGMENT = 200  # bytes of a Segment object without its features
 _FEATURE = 100  # bytes per feature in a Segment's dict
 
@@ -118,6 +122,7 @@ class SourceMeta:
     ticks: int
     decoded: int
     largest_group: int
+    entities: int = 1
 
 
 @dataclass(frozen=True)
@@ -179,8 +184,27 @@ def _file_meta(uri: str) -> SourceMeta:
     return SourceMeta(uri, rows, rows, size, size)
 
 
+def _count_entities(p: Pipeline, uri: str) -> int:
+    """Distinct entity ids of a source, from its entity column alone, batch by batch."""
+    from ..sources.stream import TickStream
+    from ..sources.timeseries import TimeseriesAdapter
+
+    adapter = p.adapter
+    if not isinstance(adapter, TimeseriesAdapter) or not os.path.isfile(uri):
+        return 1
+    try:
+        return len(TickStream(adapter, uri).roster)
+    except Exception:  # unreadable: the run itself will say why
+        return 1
+
+
 def source_meta(p: Pipeline, uri: str) -> SourceMeta:
-    """The metadata :func:`estimate_peak` uses for one source (no row is read)."""
+    """What :func:`estimate_peak` knows of one source: its metadata and entity count."""
+    m = _source_meta(p, uri)
+    return SourceMeta(m.uri, m.rows, m.ticks, m.decoded, m.largest_group, _count_entities(p, uri))
+
+
+def _source_meta(p: Pipeline, uri: str) -> SourceMeta:
     adapter = p.adapter
     hz = float(p.schema.sample_hz) if p.schema is not None else 1.0
     cols = getattr(adapter, "_needed_columns", lambda: [])()
@@ -209,8 +233,6 @@ def estimate_peak(
     baseline : int, optional
         Bytes resident before the run (default: this process's peak so far).
     """
-    from ..metrics.features import FeatureEngine
-
     assert p.schema is not None and p.segmenter is not None and p.strategy_ is not None
     schema = p.schema
     cell = 1 + sum(8 * f.dims for f in schema.fields)
@@ -223,16 +245,17 @@ def estimate_peak(
     batch = int(p.opts.stream_batch_rows)
     pool = 0
     inmem, stream = 0, 0
-    temps = FeatureEngine.chunk_samples * 8 * _FEATURE_TEMPS
     for m in metas:
-        ents = max(1, math.ceil(m.rows / m.ticks))
+        ents = max(1, m.entities)
+        table = m.ticks * ents * cell
         pool += (m.ticks // stride + 1) * (_SEGMENT + _FEATURE * n_feat)
-        inmem = max(inmem, m.decoded + m.rows * _ROW_WORK + m.ticks * ents * cell + temps)
+        inmem = max(inmem, m.decoded + m.rows * _ROW_WORK + IN_MEMORY_TABLES * table)
         rows_b = min(batch, m.rows)
+        block = math.ceil(rows_b * m.ticks / max(m.rows, 1)) * ents * cell
         window = 2 * w * ents * cell
         stream = max(
             stream,
-            m.largest_group + rows_b * (_ROW_WORK + cell) + window + ents * shard * cell,
+            READER + m.largest_group + rows_b * _ROW_WORK + block + window + ents * shard * cell,
         )
     workers = max(1, int(p.opts.workers))
     parts = {

@@ -50,7 +50,7 @@ from .timeseries import TimeseriesAdapter, _entity_array
 __all__ = ["TickStream"]
 
 #: Rows decoded at a time by default (one record batch / about one CSV block).
-DEFAULT_BATCH_ROWS = 65_536
+DEFAULT_BATCH_ROWS = 16_384
 
 
 class TickStream:

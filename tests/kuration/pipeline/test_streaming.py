@@ -108,24 +108,38 @@ def test_plans_that_cannot_stream_are_refused_before_reading(
         p.run()
 
 
+@pytest.fixture(scope="module")
+def recording(adsb_sources: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The whole quickstart recording (3 h, all twelve sources) as one time-ordered file."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rec = pa.concat_tables([pq.read_table(p) for p in adsb_sources])
+    out = tmp_path_factory.mktemp("recording") / "recording.parquet"
+    pq.write_table(rec.take(pc.sort_indices(rec, [("timestamp", "ascending")])), out)
+    return out
+
+
 def test_memory_budget_fails_before_reading_naming_the_option(
-    adsb_job_dict: dict, ordered: list[Path], tmp_path: Path
+    adsb_job_dict: dict, recording: Path, tmp_path: Path
 ) -> None:
-    j = job(adsb_job_dict, ordered)
+    j = job(adsb_job_dict, [recording])
     p = Pipeline.from_job(j)
-    est = estimate_peak(p, [str(s) for s in ordered], baseline=0)
+    sources = [str(recording)]
+    est = estimate_peak(p, sources, baseline=0)
+    md = pq.ParquetFile(recording).metadata
+    assert est.sources[0].rows == md.num_rows and est.sources[0].entities == 213
+    assert est.sources[0].ticks == 10_799  # 3 h at 1 Hz, from the timestamp statistics
     assert 0 < est.streaming < est.in_memory
-    assert est.sources[0].rows == pq.ParquetFile(ordered[0]).metadata.num_rows
-    base = est.parts["pool"]  # with a zero baseline: what the budget must also cover
     between = (est.streaming + est.in_memory) // 2
-    sources = [str(s) for s in ordered]
     with pytest.raises(MemoryBudgetError, match=r"streaming=True \(kur run --streaming\) would"):
         check_plan_memory(p.options(memory_budget=between), sources, baseline=0)
     assert check_plan_memory(p.options(memory_budget=between, streaming=True), sources, baseline=0)
+    pool = est.parts["pool"]
     with pytest.raises(
         MemoryBudgetError, match="segment pool alone does not fit: it needs checkpoints"
     ):
-        write(j, tmp_path / "out", memory_budget=max(1, base // 2))
+        write(j, tmp_path / "out", memory_budget=max(1, pool // 2))
     assert not (tmp_path / "out").exists()
     assert check_memory_budget("2GB") == 2_000_000_000
     assert check_memory_budget("2GiB") == 2**31
