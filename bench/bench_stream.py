@@ -23,7 +23,9 @@ quickstart job (container ``parquet``: npz refuses streaming; 2 h of train, no
 test split: one source is one split) in a fresh subprocess, so that its peak
 resident set (``getrusage`` ``ru_maxrss``) is its own.  Printed per run: wall
 seconds, measured peak RSS, the :func:`kuration.estimate_peak` estimate made
-before reading, and the ratios Nx / 1x (target for streaming: <= 1.2x).
+before reading, the peak when the first (streamed) pass ended, the number of
+fill candidates (spans of every track: the pool the fill ranks between the
+passes), and the ratios Nx / 1x (target for streaming: <= 1.2x).
 """
 
 from __future__ import annotations
@@ -88,10 +90,13 @@ def child(source: str, out: str, streaming: bool) -> None:
         res = p.write(out, force=True)
     wall = time.perf_counter() - t0
     shards = len(res.manifest["shards"])
+    tel = {t.stage: t for t in res.telemetry}
     print(
         json.dumps(
             {
                 "peak_rss": peak_rss_bytes(),
+                "first_pass_peak": tel["read+segment+features"].peak_rss_bytes,
+                "candidates": tel["candidates"].rows_out,
                 "wall_s": wall,
                 "estimate": est.streaming if streaming else est.in_memory,
                 "shards": shards,
@@ -143,13 +148,18 @@ def main() -> None:
             r1 = run(one, work / "o1", streaming)
             rn = run(many, work / "on", streaming)
             for label, r in (("1x", r1), (f"{args.copies}x", rn)):
+                first = r["first_pass_peak"]
                 print(
                     f"{name:10s} {label:4s} wall {r['wall_s']:7.1f} s  peak RSS "
-                    f"{r['peak_rss'] / 1e6:8.1f} MB  (estimated {r['estimate'] / 1e6:8.1f} MB)  "
-                    f"{r['shards']} shards"
+                    f"{r['peak_rss'] / 1e6:8.1f} MB  (estimated {r['estimate'] / 1e6:8.1f} MB; "
+                    f"after the first pass {first / 1e6 if first else float('nan'):8.1f} MB)  "
+                    f"{r['candidates']:,} fill candidates, {r['shards']} shards"
                 )
             ratio = rn["peak_rss"] / r1["peak_rss"]
             print(f"{name:10s} peak RSS {args.copies}x / 1x = {ratio:.2f}")
+            if streaming:
+                first = rn["first_pass_peak"] / r1["first_pass_peak"]
+                print(f"{name:10s} first-pass peak RSS {args.copies}x / 1x = {first:.2f}")
 
 
 if __name__ == "__main__":

@@ -135,7 +135,9 @@ class TickStream:
     def _parquet_batches(self, cols: list[str]) -> Iterator[pa.Table]:
         import pyarrow.parquet as pq
 
-        with pq.ParquetFile(self.uri) as pf:
+        # pre_buffer off: pyarrow would otherwise keep the buffers of every row group read
+        # so far (the whole file's column chunks by the end of the file)
+        with pq.ParquetFile(self.uri, pre_buffer=False) as pf:
             self._check_names(pf.schema_arrow.names, cols)
             for batch in pf.iter_batches(batch_size=self.batch_rows, columns=cols):
                 yield pa.Table.from_batches([batch])
