@@ -315,16 +315,8 @@ class TimeRangeError(SourceError):
 
 
 class StreamOrderError(SourceError):
-    """A streamed source goes back in time or repeats an (entity, time) row: a bounded
-    stream cannot sort or deduplicate a whole source (``streaming=True`` needs
-    time-ordered input).
-
-    Attributes
-    ----------
-    source : str
-    row : int or None
-        Zero-based row in the source file.
-    """
+    """A streamed source goes back in time: a bounded stream cannot sort a whole source
+    (``streaming=True`` needs time-ordered input).  ``source`` and ``row`` name the file row."""
 
 
 class EmptyPoolError(KurationError, RuntimeError):
@@ -579,34 +571,21 @@ class PipelineError(KurationError, ValueError):
 
 
 class StreamingError(PipelineError):
-    """``streaming=True`` was asked of a plan that cannot honour bounded memory: an npz or
-    packed container, an adapter or source that cannot be read lazily, a scorer that needs
-    whole-pool buffers, a transform that rereads whole sources (raised before any row is read).
-
-    Attributes
-    ----------
-    step : str or None
-        The part at fault (``"output"``, ``"adapter"``, ``"source"``, ``"scorer"``, ...).
-    """
+    """``streaming=True`` cannot honour bounded memory for this plan (npz or packed output, an
+    adapter or source that cannot be read lazily, a whole-pool scorer, a transform); raised
+    before any row is read.  ``step`` names the part at fault."""
 
 
 class MemoryBudgetError(PipelineError):
-    """The plan's estimated peak memory exceeds ``memory_budget`` (raised before any row is
-    read); the message names the option that would meet it.
+    """The plan's estimated peak exceeds ``memory_budget`` (raised before any row is read);
+    the message names the option that would meet it, ``estimate`` holds the breakdown (bytes)."""
 
-    Attributes
-    ----------
-    step : str or None
-        ``"memory_budget"``.
-    estimate : dict
-        The estimator's breakdown in bytes (see :mod:`kuration.pipeline.memory`).
-    """
-
-    def __init__(
-        self, message: str, *, estimate: dict[str, object] | None = None, step: str | None = None
-    ) -> None:
-        super().__init__(message, step=step or "memory_budget")
+    def __init__(self, message: str, *, estimate: dict[str, object] | None = None) -> None:
+        super().__init__(message, step="memory_budget")
         self.estimate = dict(estimate or {})
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_error, (type(self), self.args), self.__dict__)
 
 
 class ExecutionTraitsError(KurationError, ValueError):
