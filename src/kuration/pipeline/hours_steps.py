@@ -594,6 +594,7 @@ def _provenance(r: HoursRun) -> dict[str, Any]:
         "execution": {
             "mode": "local" if workers <= 1 else "process-pool",
             "workers": workers,
+            **({"streaming": True} if r.opt.get("streaming") else {}),
             # the PhysicalPlan that ran and each executed step's telemetry (this step's
             # own is not in yet: it ends with the commit)
             "plan": r.plan.to_dict() if r.plan is not None else None,

@@ -146,9 +146,8 @@ class TickStream:
         import pyarrow.csv as pacsv
 
         ent = self.adapter.entity_column
-        with open(self.uri, "rb") as fh:
-            header = pacsv.open_csv(fh, read_options=pacsv.ReadOptions(block_size=1 << 16))
-            self._check_names(header.schema.names, cols)
+        with pacsv.open_csv(self.uri, read_options=pacsv.ReadOptions(block_size=1 << 16)) as head:
+            self._check_names(head.schema.names, cols)
         types = {ent: pa.string()} if ent else {}  # ids are text, as in the whole-table read
         reader = pacsv.open_csv(
             self.uri,

@@ -64,6 +64,7 @@ def test_the_streamed_artifact_is_the_in_memory_one(
         assert tel[stage]["streamed"] is True
         assert tel[stage]["peak_rss_bytes"] > 10_000_000
     assert "streamed" not in tel["bin"]
+    assert res.config["provenance"]["execution"]["streaming"] is True
 
 
 def test_disorder_is_refused_naming_the_row(
