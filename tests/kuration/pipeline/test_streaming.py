@@ -163,3 +163,16 @@ def test_cli_flags(adsb_job_dict: dict, ordered: list[Path], tmp_path: Path, cap
     path.write_text(json.dumps(j))
     assert main(["run", str(path), "--out", str(tmp_path / "o")]) == 1  # the job key streams too
     assert "npz" in capsys.readouterr().err
+
+
+def test_resume_reuses_streamed_shards(
+    adsb_job_dict: dict, ordered: list[Path], tmp_path: Path
+) -> None:
+    j = job(adsb_job_dict, ordered[:2])
+    first = write(j, tmp_path / "out", streaming=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BudgetGranularityWarning)
+        again = Pipeline.from_job(j).options(streaming=True).write(tmp_path / "out", resume=True)
+    n = len(first.manifest["shards"])
+    assert n > 0 and again.resume["reused_shards"] == n and again.resume["rebuilt_shards"] == 0
+    assert again.manifest == first.manifest
