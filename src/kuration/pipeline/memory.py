@@ -30,8 +30,10 @@ bytes:
 
 * ``pool``: every window's segment, features included (``200 + 100 x
   n_features`` bytes each: a Python object with a dict of floats), windows
-  counted as ``T / stride`` per source; the hours fill keeps a candidate per
-  track, which this term dominates.
+  counted as ``T / stride`` per source, and the fill's candidates (800 B
+  each): one per entity, or with spans ``E x (T / span_steps + 1)`` -- an
+  upper bound, reached when every entity's track covers the whole source
+  (spans of a track are cut over its whole extent, absent stretches included).
 
 It is an estimate, not a bound: the constants were measured on one machine
 and pyarrow version, Python object sizes vary, and allocator slack is not
@@ -71,6 +73,7 @@ _ROW_WORK = 48  # bytes of per-row working arrays while a batch or file is snapp
 IN_MEMORY_TABLES = 4  # dense T x E tables alive at the in-memory peak (measured 4.1)
 READER = 100_000_000  # pyarrow's Parquet/compute libraries and pools, once loaded
 _SEGMENT = 200  # bytes of a Segment object without its features
+_CANDIDATE = 800  # bytes of one fill candidate (a track or span, its features and keys)
 _FEATURE = 100  # bytes per feature in a Segment's dict
 
 
@@ -240,6 +243,7 @@ def estimate_peak(
     w, stride = p.segmenter.window_steps, p.segmenter.stride_steps
     shard = p.output_spec.shard_length if p.output_spec is not None else w
     n_feat = len(p.strategy_.feature_names)
+    span = _span_steps(p) or 10**18  # whole tracks: one candidate per entity
     metas = tuple(source_meta(p, str(u)) for u in sources)
     base = peak_rss_bytes() if baseline is None else baseline
     batch = int(p.opts.stream_batch_rows)
@@ -249,6 +253,7 @@ def estimate_peak(
         ents = max(1, m.entities)
         table = m.ticks * ents * cell
         pool += (m.ticks // stride + 1) * (_SEGMENT + _FEATURE * n_feat)
+        pool += ents * (m.ticks // span + 1) * _CANDIDATE
         inmem = max(inmem, m.decoded + m.rows * _ROW_WORK + IN_MEMORY_TABLES * table)
         rows_b = min(batch, m.rows)
         block = math.ceil(rows_b * m.ticks / max(m.rows, 1)) * ents * cell
@@ -265,6 +270,15 @@ def estimate_peak(
         "per_source_streaming": stream,
     }
     return MemoryEstimate(base + pool + inmem * workers, base + pool + stream, parts, metas)
+
+
+def _span_steps(p: Pipeline) -> int | None:
+    sel = p.selection
+    steps = getattr(sel, "span_steps", None)
+    seconds = getattr(sel, "span_seconds", None)
+    if steps is None and seconds is not None and p.schema is not None:
+        steps = max(1, round(float(seconds) * float(p.schema.sample_hz)))
+    return int(steps) if steps else None
 
 
 def _mb(n: int) -> str:
