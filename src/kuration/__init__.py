@@ -31,6 +31,7 @@ from .errors import (
     KurationError,
     KurationWarning,
     MediaError,
+    MemoryBudgetError,
     MetricCompileError,
     OutputSpecError,
     OutputValueError,
@@ -45,6 +46,8 @@ from .errors import (
     SnapCollisionWarning,
     SourceError,
     StrategyError,
+    StreamingError,
+    StreamOrderError,
     StrictJSONError,
     TimeRangeError,
     TransformError,
@@ -159,6 +162,10 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     ".pipeline.disk_pool": ("DiskSelection",),
     ".pipeline.execute": ("PipelineRun",),
     ".pipeline.hours": ("DatasetWriteResult",),
+    ".pipeline.memory": (
+        "MemoryEstimate",
+        "estimate_peak",
+    ),
     ".pipeline.init": (
         "InitResult",
         "init_job",
@@ -218,6 +225,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "registered_methods",
     ),
     ".selection.strategy": ("Strategy",),
+    ".sources.stream": ("TickStream",),
     ".sources": (
         "InputAdapter",
         "JoinedMediaAdapter",
@@ -318,6 +326,7 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers
     from .pipeline.hours import DatasetWriteResult
     from .pipeline.init import InitResult, init_job
     from .pipeline.job import load_job
+    from .pipeline.memory import MemoryEstimate, estimate_peak
     from .pipeline.operators import (
         Operator,
         get_operator,
@@ -351,6 +360,7 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers
         registered_adapters,
         registered_media_providers,
     )
+    from .sources.stream import TickStream
     from .sources.video import motion_energy
     from .tools.analyzers import (
         AnalysisSubject,
@@ -409,6 +419,8 @@ __all__ = [
     "MediaProvider",
     "MediaRequest",
     "MediaSpec",
+    "MemoryBudgetError",
+    "MemoryEstimate",
     "MetricCompileError",
     "ModalitySpec",
     "MotionEnergy",
@@ -450,8 +462,11 @@ __all__ = [
     "Strategy",
     "StrategyError",
     "StreamInfo",
+    "StreamOrderError",
+    "StreamingError",
     "StrictJSONError",
     "Tick",
+    "TickStream",
     "TickTable",
     "TimeRangeError",
     "TimeseriesAdapter",
@@ -474,6 +489,7 @@ __all__ = [
     "compare_strategies",
     "compile_metric",
     "curate",
+    "estimate_peak",
     "get_adapter",
     "get_analyzer",
     "get_container",

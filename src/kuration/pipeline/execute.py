@@ -39,6 +39,7 @@ from .disk_pool import DISK_RUNTIME, DiskSelection, select_on_disk
 from .hours import DatasetWriteResult, preflight, run_hours
 from .job import resolve_sources
 from .logical import HoursSelection
+from .memory import check_plan_memory
 from .plan import PhysicalPlan, StageTelemetry
 from .planner import compile_plan
 from .pool import (
@@ -50,6 +51,7 @@ from .pool import (
     with_scoring,
 )
 from .scoring import ScoringResult, score_sources
+from .streaming import check_streaming
 from .windows import window_reader_scope
 
 if TYPE_CHECKING:
@@ -156,6 +158,8 @@ def execute(
         From scoring, selection and writing.
     """
     plan = compile_plan(p)
+    if p.opts.streaming:
+        check_streaming(p)  # before any source is resolved or read
     if isinstance(p.selection, HoursSelection):
         return _execute_hours(p, plan, dest, force, resume, resolved_sources)
     if plan.stage("select").runtime == DISK_RUNTIME:
@@ -164,6 +168,7 @@ def execute(
     scope = nullcontext() if p.include_entry_points else without_entry_point_plugins()
     with scope:
         sources = _resolve(p, rec)
+        check_plan_memory(p, sources)
         result, steps = _run_count(p, sources, rec)
         if dest is not None:
             dump_json_atomic(os.fspath(dest), result.to_dict(segments=True))
@@ -233,6 +238,7 @@ def _execute_hours(
     with scope:
         t0 = time.perf_counter()
         sources = _resolve(p, progress) if resolved is None else resolved
+        check_plan_memory(p, sources)  # from metadata, before any row is read
         n = len(sources)
         prov = StageTelemetry("provenance", time.perf_counter() - t0, None, n, n)
         result = run_hours(p, dest, sources, plan, force=force, resume=resume, telemetry=[prov])

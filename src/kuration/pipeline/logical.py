@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.progress import ProgressCallback
-from ..errors import PipelineError
+from ..errors import JobError, PipelineError
+from .memory import check_memory_budget
 
 __all__ = ["CountSelection", "HoursSelection", "PipelineOptions", "SeamUse"]
 
@@ -124,10 +125,14 @@ class HoursSelection:
 class PipelineOptions:
     """Execution options: ``progress`` callback, ``workers``, ``executor``
     (``local`` or ``process-pool``; derived from ``workers`` when None), ``seed``,
-    ``on_error`` (``skip``/``raise``), ``durable`` (fsync before publishing),
-    ``pool`` (``memory``, or ``disk`` for the disk-backed pool runtime of
-    :mod:`kuration.pipeline.disk_pool`) and ``checkpoint_dir`` (where that
-    runtime keeps its checkpoints; None: a temporary directory)."""
+    ``on_error`` (``skip``/``raise``) and ``durable`` (fsync before publishing);
+    ``streaming`` (read sources lazily in two passes, :mod:`kuration.pipeline.streaming`),
+    ``memory_budget`` (bytes, or text such as ``"2GB"``: a plan whose estimated peak
+    exceeds it fails before reading, :mod:`kuration.pipeline.memory`),
+    ``stream_batch_rows`` (rows decoded per batch when streaming), ``pool``
+    (``memory``, or ``disk`` for the disk-backed pool runtime of
+    :mod:`kuration.pipeline.disk_pool`) and ``checkpoint_dir`` (where that runtime
+    keeps its checkpoints; None: a temporary directory)."""
 
     progress: ProgressCallback | None = None
     workers: int = 1
@@ -135,6 +140,9 @@ class PipelineOptions:
     seed: int = 0
     on_error: str = "skip"
     durable: bool = True
+    streaming: bool = False
+    memory_budget: int | str | None = None
+    stream_batch_rows: int = 16_384
     pool: str = "memory"
     checkpoint_dir: str | None = None
 
@@ -157,6 +165,17 @@ class PipelineOptions:
             raise PipelineError(f"on_error must be skip or raise, not {self.on_error!r}")
         if self.progress is not None and not callable(self.progress):
             raise PipelineError("progress must be callable(event: dict)", step="options")
+        if not isinstance(self.streaming, bool):
+            raise PipelineError(f"streaming must be True or False, got {self.streaming!r}")
+        if self.memory_budget is not None:
+            try:
+                budget = check_memory_budget(self.memory_budget)
+            except JobError as exc:
+                raise PipelineError(str(exc), step="options") from None
+            object.__setattr__(self, "memory_budget", budget)
+        b = self.stream_batch_rows
+        if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+            raise PipelineError(f"stream_batch_rows must be an integer >= 1, got {b!r}")
         if self.pool not in ("memory", "disk"):
             raise PipelineError(
                 f"pool must be 'memory' or 'disk', got {self.pool!r}", step="options"
@@ -175,6 +194,8 @@ class PipelineOptions:
             "on_error": self.on_error,
             "durable": self.durable,
             "progress": self.progress is not None,
+            **({"streaming": True} if self.streaming else {}),
+            **({"memory_budget": self.memory_budget} if self.memory_budget is not None else {}),
             # the default pool leaves the recorded options as they were before it existed
             **(
                 {"pool": self.pool, "checkpoint_dir": self.checkpoint_dir}
@@ -193,7 +214,17 @@ class PipelineOptions:
         PipelineError
             Invalid values.
         """
-        keys = ("workers", "executor", "seed", "on_error", "durable", "pool", "checkpoint_dir")
+        keys = (
+            "workers",
+            "executor",
+            "seed",
+            "on_error",
+            "durable",
+            "streaming",
+            "memory_budget",
+            "pool",
+            "checkpoint_dir",
+        )
         kw = {k: d[k] for k in keys if k in d}
         implied = "local" if kw.get("workers", 1) == 1 else "process-pool"
         if kw.get("executor") == implied:

@@ -370,7 +370,8 @@ class Pipeline:
 
     def options(self, **kw: Any) -> Pipeline:
         """Set execution options (:class:`PipelineOptions` fields: ``progress``, ``workers``,
-        ``executor``, ``seed``, ``on_error``, ``durable``); unnamed ones keep their value.
+        ``executor``, ``seed``, ``on_error``, ``durable``, ``streaming``, ``memory_budget``,
+        ``stream_batch_rows``); unnamed ones keep their value.
 
         Raises
         ------
@@ -475,6 +476,8 @@ class Pipeline:
                 seed=m.seed,
                 workers=m.workers,
                 on_error=m.on_error,
+                streaming=m.streaming,
+                memory_budget=None if m.memory_budget is None else int(m.memory_budget),
                 pool=m.pool,
                 checkpoint_dir=m.checkpoint_dir,
             ),

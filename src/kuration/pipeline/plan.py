@@ -350,12 +350,17 @@ class StageTelemetry:
         Reused and rebuilt checkpointed partitions (shards on resume).
     queue_depth : int or None
         Largest number of in-flight batches.
-    batch_rows : int or None
-        Rows per record batch, for a stage that moves Arrow batches (left out of
-        :meth:`to_dict` when None).
     island : int or None
         The plan island the stage executed in; None for a barrier (or a
         step outside the plan's stages, such as the commit).
+    streamed : bool or None
+        True when the stage read its sources lazily (``streaming=True``).
+    peak_rss_bytes : int or None
+        The process's peak resident memory when the stage ended (``ru_maxrss``),
+        recorded by streaming stages.
+    batch_rows : int or None
+        Rows per record batch, for a stage that moves Arrow batches (the disk pool).
+        These three are left out of :meth:`to_dict` when None.
     """
 
     stage: str
@@ -368,10 +373,20 @@ class StageTelemetry:
     checkpoint_misses: int | None = None
     queue_depth: int | None = None
     island: int | None = None
+    streamed: bool | None = None
+    peak_rss_bytes: int | None = None
     batch_rows: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        extra = {} if self.batch_rows is None else {"batch_rows": self.batch_rows}
+        extra = {
+            k: v
+            for k, v in (
+                ("streamed", self.streamed),
+                ("peak_rss_bytes", self.peak_rss_bytes),
+                ("batch_rows", self.batch_rows),
+            )
+            if v is not None
+        }
         return {
             "stage": self.stage,
             "wall_s": self.wall_s,
