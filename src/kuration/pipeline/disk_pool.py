@@ -72,7 +72,15 @@ from .plan import PlanStage, StageTelemetry
 from .segment_batch import SegmentBatch
 from .strategy import resolve_uses, strategy_engine
 
-__all__ = ["DISK_RUNTIME", "DiskSelection", "disk_ineligible", "plan_pool", "select_on_disk"]
+__all__ = [
+    "DISK_RUNTIME",
+    "DiskSelection",
+    "budget_pool",
+    "disk_ineligible",
+    "disk_meets_budget",
+    "plan_pool",
+    "select_on_disk",
+]
 
 #: The runtime name :meth:`Pipeline.explain` shows for stages this module runs.
 DISK_RUNTIME = "disk-index (duckdb)"
@@ -96,6 +104,45 @@ def disk_ineligible(st: Strategy) -> str | None:
         if name not in _FILTERS:
             return f"filter {name!r} is not disk-backed (finite, source, predicate, dedup are)"
     return None
+
+
+#: DuckDB's memory_limit for the index when nothing else sets it, and the least it gets
+#: (DuckDB itself needs a few blocks: below about 16 MiB even small sorts fail)
+INDEX_MEMORY, INDEX_MEMORY_MIN = 256 * 2**20, 16 * 2**20
+
+
+def disk_meets_budget(
+    parts: Mapping[str, int], budget: int, workers: int = 1, *, index_min: int | None = None
+) -> int | None:
+    """The index memory (bytes) with which the disk pool meets ``budget``, or None.
+
+    ``parts`` are a :class:`~kuration.pipeline.memory.MemoryEstimate`'s: the disk pool
+    holds the baseline, one source in memory at a time (it scores with one worker) and
+    its index (up to :data:`INDEX_MEMORY`, at least ``index_min``, default
+    :data:`INDEX_MEMORY_MIN`), never the pool.
+    """
+    index_min = INDEX_MEMORY_MIN if index_min is None else index_min
+    per_source = int(parts["per_source_in_memory"]) // max(1, int(workers))
+    room = int(budget) - int(parts["baseline"]) - per_source
+    return min(room, INDEX_MEMORY) if room >= index_min else None
+
+
+def budget_pool(p: Any, sources: Sequence[str]) -> int | None:
+    """The automatic choice: with a ``memory_budget`` that the in-memory count plan of
+    ``p`` exceeds, the index memory with which the disk pool meets it (the plan is then
+    run there), else None.  Only for ``pool="memory"``, not streamed, eligible plans."""
+    from .logical import CountSelection
+    from .memory import estimate_peak
+
+    budget = p.opts.memory_budget
+    if budget is None or p.opts.pool != "memory" or p.opts.streaming:
+        return None
+    if not isinstance(p.selection, CountSelection) or disk_ineligible(p.strategy_) is not None:
+        return None
+    est = estimate_peak(p, sources)
+    if est.in_memory <= budget:
+        return None
+    return disk_meets_budget(est.parts, budget, p.opts.workers)
 
 
 #: the stages the disk runtime runs, and what each does there

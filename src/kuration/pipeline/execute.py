@@ -35,7 +35,7 @@ from ..errors import PipelineError, StrategyError
 from ..selection.strategy import Strategy
 from ..tools.analyzers import AnalysisSubject, get_analyzer, overlapping_rows, selected_rows
 from ..tools.review import hours_selection_review
-from .disk_pool import DISK_RUNTIME, DiskSelection, select_on_disk
+from .disk_pool import DISK_RUNTIME, INDEX_MEMORY, DiskSelection, budget_pool, select_on_disk
 from .hours import DatasetWriteResult, preflight, run_hours
 from .job import resolve_sources
 from .logical import HoursSelection
@@ -168,6 +168,10 @@ def execute(
     scope = nullcontext() if p.include_entry_points else without_entry_point_plugins()
     with scope:
         sources = _resolve(p, rec)
+        index_bytes = budget_pool(p, sources)
+        if index_bytes is not None:  # the pool does not fit the budget; the disk pool does
+            auto = p.options(pool="disk")
+            return _execute_disk(auto, compile_plan(auto), dest, sources, index_bytes)
         check_plan_memory(p, sources)
         result, steps = _run_count(p, sources, rec)
         if dest is not None:
@@ -178,13 +182,19 @@ def execute(
 
 
 def _execute_disk(
-    p: Pipeline, plan: PhysicalPlan, dest: str | os.PathLike[str] | None
+    p: Pipeline,
+    plan: PhysicalPlan,
+    dest: str | os.PathLike[str] | None,
+    sources: list[str] | None = None,
+    index_bytes: int = INDEX_MEMORY,
 ) -> PipelineRun:
-    """A count plan the planner put on the disk-backed pool runtime (``pool="disk"``)."""
+    """A count plan on the disk-backed pool runtime (``pool="disk"``, or chosen because
+    the in-memory pool would exceed ``memory_budget``)."""
     assert p.schema and p.adapter and p.segmenter and p.strategy_
     scope = nullcontext() if p.include_entry_points else without_entry_point_plugins()
     with scope:
-        sources = _resolve(p, p.opts.progress)
+        if sources is None:
+            sources = _resolve(p, p.opts.progress)
         result = select_on_disk(
             p.schema,
             p.adapter,
@@ -196,6 +206,7 @@ def _execute_disk(
             on_error=p.opts.on_error,
             checkpoint_dir=p.opts.checkpoint_dir,
             durable=p.opts.durable,
+            memory_limit=f"{max(index_bytes, 16 * 2**20) // 2**20}MiB",
             run_key={"plan": _plan_identity(plan)},
         )
     if dest is not None:

@@ -319,8 +319,10 @@ def check_plan_memory(
     elif est.parts["baseline"] + est.parts["pool"] > budget:
         fix = (
             "the segment pool alone does not fit: it needs checkpoints (a disk-backed pool "
-            "over fingerprinted sources, the [scale] tier), which this version does not "
-            "provide; fewer or shorter sources, or a larger stride, shrink it"
+            "over fingerprinted sources, the [scale] tier: pool='disk' runs top-k, "
+            "uniform-bins and weighted count selections, and is chosen for them "
+            "automatically when it meets the budget; hours budgets do not have it yet); "
+            "fewer or shorter sources, or a larger stride, shrink it"
         )
     else:
         fix = (

@@ -194,3 +194,29 @@ def test_kur_curate_pool_disk(small_job, tmp_path: Path, capsys) -> None:
     assert doc["checkpoint"]["root"] is None  # a temporary directory, removed
     assert main(["curate", str(path), "--n", "4", "--pool", "disk"]) == 0
     assert "on the disk pool" in capsys.readouterr().out
+
+
+def test_a_memory_budget_the_pool_exceeds_chooses_the_disk_pool(parts, monkeypatch) -> None:
+    """Estimated on the real sources: a budget below the in-memory peak but above what the
+    disk pool holds (baseline, one source, its index) runs the plan on the disk pool."""
+    from kuration.pipeline import disk_pool
+    from kuration.pipeline.disk_pool import disk_meets_budget
+    from kuration.pipeline.memory import estimate_peak
+
+    schema, adapter, sources, seg = parts
+    st = load_strategy(CASES["uniform-bins"], schema)
+    p = Pipeline().source(adapter, {"uris": sources}).segment(seg).metrics(st).select(30)
+    est = estimate_peak(p, sources)
+    base, one = est.parts["baseline"], est.parts["per_source_in_memory"]
+    assert disk_meets_budget(est.parts, base + one + 2**20, index_min=2**20) == 2**20
+    assert disk_meets_budget(est.parts, base + one + 2**20 - 1, index_min=2**20) is None
+    assert disk_meets_budget(est.parts, base + one + 2**30) == disk_pool.INDEX_MEMORY
+    # the quickstart pool is small: let the index take what the pool would have taken
+    monkeypatch.setattr(disk_pool, "INDEX_MEMORY_MIN", est.parts["pool"] // 2)
+    budget = est.in_memory - 1
+    run = p.options(memory_budget=budget).execute()
+    assert isinstance(run.result, DiskSelection)
+    assert run.plan.stage("select").runtime == DISK_RUNTIME
+    assert [s.key for s in run.result.selected] == [s.key for s in p.run().selected]
+    # a budget the in-memory plan meets keeps it in memory
+    assert not isinstance(p.options(memory_budget=est.in_memory + 2**20).run(), DiskSelection)
