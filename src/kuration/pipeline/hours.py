@@ -35,6 +35,7 @@ from ..errors import DatasetExistsError, DestinationError, KurationError, Output
 from ..output.commit import LOCK_NAME, WriterLease, destination_path, remove_tree
 from ..output.containers import require_container
 from ..output.encoders import PassthroughEncoder
+from ..output.packed import check_packed
 from ..output.spec import OutputSpec
 from ..selection.fill import FillResult
 from ..selection.strategy import Strategy
@@ -284,6 +285,8 @@ def _prepare(
         **sel.write_options(),
     )
     o = p.opts
+    # packed output cannot be streamed (the streaming option may not exist on this Pipeline)
+    check_packed(p.output_spec, streaming=bool(getattr(o, "streaming", False)))
     options = {
         **sel.write_options(),
         "span_steps": span,
