@@ -29,6 +29,7 @@ import json
 import os
 import struct
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,7 @@ __all__ = [
     "pack_plan",
     "row_bytes",
     "shard_digest",
+    "track_digests",
     "write_packed_file",
 ]
 
@@ -190,6 +192,48 @@ def shard_digest(arrays: Mapping[str, np.ndarray]) -> tuple[int, str]:
     return size, h.hexdigest()
 
 
+def track_digests(
+    cols: Mapping[str, np.ndarray], offsets: Sequence[int], rows: Sequence[int], entity: str
+) -> list[tuple[int, str]]:
+    """:func:`shard_digest` of every shard of a track, from its packed columns (shard ``i``
+    is rows ``offsets[i]`` to ``offsets[i] + rows[i]``): each column is viewed as bytes once,
+    headers are built once per length, and each shard's stream is hashed in one call."""
+    names = sorted([*(k for k in cols if k not in STRING_COLUMNS), "_entity"])
+    views: list[tuple[str, memoryview, int, str]] = []
+    for name in names:
+        if name in ("_entity", "_n_steps"):
+            views.append((name, memoryview(b""), 0, ""))
+            continue
+        a = np.asarray(cols[name])
+        kind = a.dtype.newbyteorder("<").str
+        a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<"))
+        tail = "".join(f",{d}" for d in a.shape[1:])
+        per_row = a.dtype.itemsize * int(np.prod(a.shape[1:], dtype=np.int64))
+        views.append((f"{name}\0{kind}\0", memoryview(a.reshape(-1)).cast("B"), per_row, tail))
+    body = entity.encode()
+    ent = b"_entity\0str\0\0" + struct.pack("<Q", len(body)) + body
+    steps_head = b"_n_steps\0<i8\0\0" + struct.pack("<Q", 8)
+    n_steps = memoryview(np.ascontiguousarray(cols["_n_steps"], dtype="<i8")).cast("B")
+    heads: dict[tuple[str, int], bytes] = {}
+    out = []
+    for off, n in zip(offsets, rows, strict=True):
+        parts: list[bytes | memoryview] = []
+        for prefix, view, per_row, tail in views:
+            if prefix == "_entity":
+                parts.append(ent)
+            elif prefix == "_n_steps":
+                parts += [steps_head, n_steps[off * 8 : off * 8 + 8]]
+            else:
+                head = heads.get((prefix, n))
+                if head is None:
+                    head = f"{prefix}{n}{tail}\0".encode() + struct.pack("<Q", n * per_row)
+                    heads[(prefix, n)] = head
+                parts += [head, view[off * per_row : (off + n) * per_row]]
+        data = b"".join(parts)
+        out.append((len(data), hashlib.sha256(data).hexdigest()))
+    return out
+
+
 def _pad_rows(a: np.ndarray, rows: int) -> np.ndarray:
     if a.shape[0] == rows:
         return a
@@ -308,6 +352,59 @@ def _row_group_table(
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
+def _write_row_groups(
+    pw: Any, schema: Any, plan: PackedFile, writer: ShardWriter, track_of: Any, hasher: Any
+) -> list[tuple[dict[str, Any], Future[list[tuple[int, str]]]]]:
+    """Write ``plan``'s row groups; each track's columns are built once and its shard
+    digests computed by ``hasher``.  Returns each entry with its track's digest future."""
+    by_rg: dict[int, list[dict[str, Any]]] = {}
+    for e in plan.entries:
+        by_rg.setdefault(e["row_group"], []).append(e)
+    pending: list[tuple[dict[str, Any], Future[list[tuple[int, str]]]]] = []
+    built: tuple[Track, dict[str, np.ndarray], list[int], Future[Any]] | None = None
+    for rg in range(len(plan.row_groups)):
+        pieces: list[tuple[dict[str, np.ndarray], int, int, str, str]] = []
+        for e in by_rg[rg]:
+            track = track_of(e)
+            if built is None or built[0] is not track:
+                cols, offsets = track_columns(writer, track)
+                rows = [int(n) for n in np.diff([*offsets, len(cols["_time_s"])])]
+                job = hasher.submit(track_digests, cols, offsets, rows, e["entity_id"])
+                built = (track, cols, offsets, job)
+            _, cols, offsets, job = built
+            start = offsets[e["shard_index"]]
+            if start + e["n_rows"] > len(cols["_time_s"]):
+                raise OutputSpecError(f"internal: packed plan mismatch for {e['shard']!r}")
+            pending.append((e, job))
+            last = pieces[-1] if pieces else None
+            if last is not None and last[0] is cols and last[1] + last[2] == start:
+                pieces[-1] = (cols, last[1], last[2] + e["n_rows"], last[3], last[4])
+            else:
+                pieces.append((cols, start, e["n_rows"], e["entity_id"], e["source_id"]))
+        table = _row_group_table(schema, pieces)
+        pw.write_table(table, row_group_size=max(1, table.num_rows))
+    return pending
+
+
+def _seal(tmp: Path, plan: PackedFile, fsync: bool) -> tuple[int, str]:
+    """fsync (when asked), check the row groups Parquet wrote, and digest the file."""
+    import pyarrow.parquet as pq
+
+    if fsync:
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    written = pq.ParquetFile(str(tmp)).metadata.num_row_groups
+    if written != len(plan.row_groups):
+        raise OutputSpecError(
+            f"{plan.path}: Parquet split {len(plan.row_groups)} row groups into {written}; "
+            "lower row_group_bytes"
+        )
+    return file_digest(tmp)
+
+
 def write_packed_file(
     stage: Path,
     plan: PackedFile,
@@ -336,48 +433,17 @@ def write_packed_file(
     final = stage / plan.path
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
-    built: tuple[int, dict[str, np.ndarray], list[int]] | None = None
     try:
-        with (
-            pa.OSFile(str(tmp), "wb") as sink,
-            pq.ParquetWriter(sink, schema, compression="snappy") as pw,
-        ):
-            by_rg: dict[int, list[dict[str, Any]]] = {}
-            for e in plan.entries:
-                by_rg.setdefault(e["row_group"], []).append(e)
-            for rg in range(len(plan.row_groups)):
-                pieces: list[tuple[dict[str, np.ndarray], int, int, str, str]] = []
-                for e in by_rg[rg]:
-                    track = track_of(e)
-                    if built is None or built[0] != id(track):
-                        cols, offsets = track_columns(writer, track)
-                        built = (id(track), cols, offsets)
-                    _, cols, offsets = built
-                    start = offsets[e["shard_index"]]
-                    if start + e["n_rows"] > len(cols["_time_s"]):
-                        raise OutputSpecError(f"internal: packed plan mismatch for {e['shard']!r}")
-                    tag = e["entity_id"]
-                    e["size"], e["sha256"] = shard_digest(shard_view(cols, start, e["n_rows"], tag))
-                    last = pieces[-1] if pieces else None
-                    if last is not None and last[0] is cols and last[1] + last[2] == start:
-                        pieces[-1] = (cols, last[1], last[2] + e["n_rows"], tag, last[4])
-                    else:
-                        pieces.append((cols, start, e["n_rows"], tag, e["source_id"]))
-                table = _row_group_table(schema, pieces)
-                pw.write_table(table, row_group_size=max(1, table.num_rows))
-        if fsync:
-            fd = os.open(tmp, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        written = pq.ParquetFile(str(tmp)).metadata.num_row_groups
-        if written != len(plan.row_groups):
-            raise OutputSpecError(
-                f"{plan.path}: Parquet split {len(plan.row_groups)} row groups into {written}; "
-                "lower row_group_bytes"
-            )
-        size, sha = file_digest(tmp)
+        # hashing releases the GIL: shard digests run in a thread beside the Parquet encoding
+        with ThreadPoolExecutor(1, thread_name_prefix="kuration-digest") as hasher:
+            with (
+                pa.OSFile(str(tmp), "wb") as sink,
+                pq.ParquetWriter(sink, schema, compression="snappy") as pw,
+            ):
+                pending = _write_row_groups(pw, schema, plan, writer, track_of, hasher)
+            for e, digests in pending:
+                e["size"], e["sha256"] = digests.result()[e["shard_index"]]
+        size, sha = _seal(tmp, plan, fsync)
         os.replace(tmp, final)
     except BaseException:
         with contextlib.suppress(OSError):
