@@ -117,13 +117,18 @@ def test_curated_adapter_reads_packed_tracks(packed: Path) -> None:
     assert table.n_steps > 0
 
 
-def test_inspect_check_and_diff(packed: Path, tmp_path: Path, job_b: dict) -> None:
+def test_inspect_check_and_diff(packed: Path, tmp_path: Path, job_b: dict, all_bytes: Any) -> None:
     rep = inspect_dataset(packed, verify=True)
     assert rep.verification["valid"] and rep.verification["checked"] > 0
     res = check_dataset(packed, {"verify": True, "required_modalities": ["position"]})
     assert res.ok
     again = _run(_packed_job(job_b), tmp_path / "again").path
     assert compare_datasets(packed, again, verify=True)["identical"]
+    mine, theirs = all_bytes(packed), all_bytes(again)  # the same job: byte-identical files
+    skip = {"config.json", "dataset.commit.json"}  # timestamps
+    assert {k: v for k, v in mine.items() if k not in skip} == {
+        k: v for k, v in theirs.items() if k not in skip
+    }
 
 
 def _flip(path: Path, offset: int) -> None:
@@ -182,3 +187,36 @@ def test_resume_reuses_whole_files_only(packed: Path, tmp_path: Path, job_b: dic
     assert redo.resume["reused_shards"] == n - victim["shards"]
     assert {p: p.read_bytes() for p in files} == before
     assert redo.manifest["shards"] == man["shards"]
+
+
+def test_an_interrupted_run_resumes_from_its_staged_files(
+    packed: Path, tmp_path: Path, job_b: dict, monkeypatch: pytest.MonkeyPatch, all_bytes: Any
+) -> None:
+    from kuration.pipeline import hours_packed
+
+    real = hours_packed.write_packed_file
+    calls = []
+
+    def fail_on_the_third_file(*a: Any, **kw: Any) -> dict[str, Any]:
+        calls.append(1)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")  # a real failure mid-stage
+        return real(*a, **kw)
+
+    monkeypatch.setattr(hours_packed, "write_packed_file", fail_on_the_third_file)
+    out = tmp_path / "killed"
+    out.mkdir()  # a folder the run did not create keeps its staging area on failure
+    job = _packed_job(job_b)
+    with pytest.raises(OSError):
+        _run(job, out)
+    monkeypatch.setattr(hours_packed, "write_packed_file", real)
+    assert not (out / "dataset.commit.json").exists()  # nothing was published
+    res = _run(job, out, resume=True)
+    man = res.manifest
+    first_two = man["files"][0]["shards"] + man["files"][1]["shards"]
+    assert res.resume["reused_shards"] == first_two  # the two staged files were reused
+    assert res.resume["rebuilt_shards"] == len(man["shards"]) - first_two
+    skip = {"config.json", "dataset.commit.json"}
+    assert {k: v for k, v in all_bytes(out).items() if k not in skip} == {
+        k: v for k, v in all_bytes(packed).items() if k not in skip
+    }
