@@ -70,8 +70,9 @@ def check_packed(spec: OutputSpec, *, streaming: bool = False) -> None:
     """
     if spec.packed and streaming:
         raise OutputSpecError(
-            "layout 'packed' cannot be written with streaming=True (packed files need "
-            "bounded-memory-incompatible whole-split ordering); use layout 'files' to stream"
+            "layout 'packed' cannot be written with streaming=True: a packed file orders "
+            "shards across a whole split, which a bounded-memory stream cannot; use layout "
+            "'files' to stream"
         )
 
 
