@@ -357,33 +357,41 @@ def _write_row_groups(
     pw: Any, schema: Any, plan: PackedFile, writer: ShardWriter, track_of: Any, hasher: Any
 ) -> list[tuple[dict[str, Any], Future[list[tuple[int, str]]]]]:
     """Write ``plan``'s row groups; each track's columns are built once and its shard
-    digests computed by ``hasher``.  Returns each entry with its track's digest future."""
+    digests computed by ``hasher``.  Row group ``k`` is encoded by a writer thread (Parquet
+    encoding releases the GIL) while the columns of ``k + 1`` are built; one at a time, in
+    order.  Returns each entry with its track's digest future."""
     by_rg: dict[int, list[dict[str, Any]]] = {}
     for e in plan.entries:
         by_rg.setdefault(e["row_group"], []).append(e)
     pending: list[tuple[dict[str, Any], Future[list[tuple[int, str]]]]] = []
     built: tuple[Track, dict[str, np.ndarray], list[int], Future[Any]] | None = None
-    for rg in range(len(plan.row_groups)):
-        pieces: list[tuple[dict[str, np.ndarray], int, int, str, str]] = []
-        for e in by_rg[rg]:
-            track = track_of(e)
-            if built is None or built[0] is not track:
-                cols, offsets = track_columns(writer, track)
-                rows = [int(n) for n in np.diff([*offsets, len(cols["_time_s"])])]
-                job = hasher.submit(track_digests, cols, offsets, rows, e["entity_id"])
-                built = (track, cols, offsets, job)
-            _, cols, offsets, job = built
-            start = offsets[e["shard_index"]]
-            if start + e["n_rows"] > len(cols["_time_s"]):
-                raise OutputSpecError(f"internal: packed plan mismatch for {e['shard']!r}")
-            pending.append((e, job))
-            last = pieces[-1] if pieces else None
-            if last is not None and last[0] is cols and last[1] + last[2] == start:
-                pieces[-1] = (cols, last[1], last[2] + e["n_rows"], last[3], last[4])
-            else:
-                pieces.append((cols, start, e["n_rows"], e["entity_id"], e["source_id"]))
-        table = _row_group_table(schema, pieces)
-        pw.write_table(table, row_group_size=max(1, table.num_rows))
+    inflight: Future[Any] | None = None
+    with ThreadPoolExecutor(1, thread_name_prefix="kuration-parquet") as encoder:
+        for rg in range(len(plan.row_groups)):
+            pieces: list[tuple[dict[str, np.ndarray], int, int, str, str]] = []
+            for e in by_rg[rg]:
+                track = track_of(e)
+                if built is None or built[0] is not track:
+                    cols, offsets = track_columns(writer, track)
+                    rows = [int(n) for n in np.diff([*offsets, len(cols["_time_s"])])]
+                    job = hasher.submit(track_digests, cols, offsets, rows, e["entity_id"])
+                    built = (track, cols, offsets, job)
+                _, cols, offsets, job = built
+                start = offsets[e["shard_index"]]
+                if start + e["n_rows"] > len(cols["_time_s"]):
+                    raise OutputSpecError(f"internal: packed plan mismatch for {e['shard']!r}")
+                pending.append((e, job))
+                last = pieces[-1] if pieces else None
+                if last is not None and last[0] is cols and last[1] + last[2] == start:
+                    pieces[-1] = (cols, last[1], last[2] + e["n_rows"], last[3], last[4])
+                else:
+                    pieces.append((cols, start, e["n_rows"], e["entity_id"], e["source_id"]))
+            table = _row_group_table(schema, pieces)
+            if inflight is not None:
+                inflight.result()
+            inflight = encoder.submit(pw.write_table, table, row_group_size=max(1, table.num_rows))
+        if inflight is not None:
+            inflight.result()
     return pending
 
 
