@@ -162,6 +162,8 @@ def test_a_changed_byte_is_caught_before_values(
     rep = inspect_dataset(copy, verify=True)
     assert not rep.verification["valid"] and len(rep.verification["failures"]) == len(bad)
     assert not check_dataset(copy, {"verify": True}).ok
+    if where == "footer":
+        return  # the CLI reads the same report: once is enough
     cli = subprocess.run(
         [sys.executable, "-m", "kuration.cli.main", "inspect", str(copy), "--verify"],
         capture_output=True,
