@@ -51,6 +51,8 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_e2e import build_corpus, job_for
 
+from kuration.output.packed import DICT_PAGE_BYTES
+
 
 class _ReadTimer:
     """Sums the time spent in the packed stager's source reads (``_Tracks.__call__``)."""
@@ -124,7 +126,12 @@ def reencode(root: Path, manifest: dict[str, Any], out: Path) -> float:
         groups.append([pf.read_row_group(i) for i in range(pf.metadata.num_row_groups)])
     t0 = time.perf_counter()
     for i, tables in enumerate(groups):
-        with pq.ParquetWriter(out / f"re-{i}.parquet", tables[0].schema, compression="snappy") as w:
+        with pq.ParquetWriter(
+            out / f"re-{i}.parquet",
+            tables[0].schema,
+            compression="snappy",
+            dictionary_pagesize_limit=DICT_PAGE_BYTES,  # as the packed writer
+        ) as w:
             for t in tables:
                 w.write_table(t, row_group_size=t.num_rows)
     return time.perf_counter() - t0

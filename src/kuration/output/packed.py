@@ -54,6 +54,9 @@ __all__ = [
 ]
 
 PACKED_FORMAT = "kuration-packed/1"
+#: dictionary pages are kept small, so a column of (nearly) unique values such as ``_time_s``
+#: falls back to plain encoding early instead of being dictionary-encoded row group by row group
+DICT_PAGE_BYTES = 1 << 16
 #: columns every packed file has besides the modalities (``_present`` when the mask is on)
 STRING_COLUMNS = ("_entity", "_source")
 
@@ -447,7 +450,9 @@ def write_packed_file(
         with ThreadPoolExecutor(1, thread_name_prefix="kuration-digest") as hasher:
             with (
                 pa.OSFile(str(tmp), "wb") as sink,
-                pq.ParquetWriter(sink, schema, compression="snappy") as pw,
+                pq.ParquetWriter(
+                    sink, schema, compression="snappy", dictionary_pagesize_limit=DICT_PAGE_BYTES
+                ) as pw,
             ):
                 pending = _write_row_groups(pw, schema, plan, writer, track_of, hasher)
             for e, digests in pending:
