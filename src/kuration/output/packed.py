@@ -44,7 +44,6 @@ from .writer import ShardSlot, ShardWriter, shard_plan, track_arrays
 __all__ = [
     "PACKED_FORMAT",
     "PackedFile",
-    "check_packed",
     "file_digest",
     "pack_plan",
     "row_bytes",
@@ -59,24 +58,6 @@ PACKED_FORMAT = "kuration-packed/1"
 DICT_PAGE_BYTES = 1 << 16
 #: columns every packed file has besides the modalities (``_present`` when the mask is on)
 STRING_COLUMNS = ("_entity", "_source")
-
-
-def check_packed(spec: OutputSpec, *, streaming: bool = False) -> None:
-    """Refuse what a packed layout cannot do (called before anything is read).
-
-    Raises
-    ------
-    OutputSpecError
-        ``streaming=True``: a packed file is a sorted, whole-split artifact, so a
-        bounded-memory stream writer cannot produce it (the spec's "partitioned
-        Parquet dataset mode rejects streaming").
-    """
-    if spec.packed and streaming:
-        raise OutputSpecError(
-            "layout 'packed' cannot be written with streaming=True: a packed file orders "
-            "shards across a whole split, which a bounded-memory stream cannot; use layout "
-            "'files' to stream"
-        )
 
 
 def row_bytes(spec: OutputSpec) -> int:

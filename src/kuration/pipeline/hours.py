@@ -35,11 +35,10 @@ from ..errors import DatasetExistsError, DestinationError, KurationError, Output
 from ..output.commit import LOCK_NAME, WriterLease, destination_path, remove_tree
 from ..output.containers import require_container
 from ..output.encoders import PassthroughEncoder
-from ..output.packed import check_packed
 from ..output.spec import OutputSpec
 from ..selection.fill import FillResult
 from ..selection.strategy import Strategy
-from .hours_steps import HoursRun, run_steps
+from .hours_steps import STEPS, HoursRun, run_steps
 from .logical import HoursSelection as HoursSelectionT
 from .plan import PhysicalPlan, StageTelemetry
 from .scoring import ScoringResult
@@ -240,7 +239,7 @@ def run_hours(
     try:
         if _destination_in_use(root) and not (resume or force):
             raise DatasetExistsError(refusal)  # filled by another writer since the check above
-        run_steps(r)
+        run_steps(r, streaming_steps() if p.opts.streaming else STEPS)
     except BaseException as exc:
         if r.journal is not None:
             r.journal.close()
@@ -268,6 +267,13 @@ def run_hours(
     )
 
 
+def streaming_steps() -> Any:
+    """The hours steps with both source passes streamed (:mod:`kuration.pipeline.streaming`)."""
+    from .streaming import STREAMING_STEPS
+
+    return STREAMING_STEPS
+
+
 def _prepare(
     p: Pipeline, root: Path, sources: list[str], plan: PhysicalPlan, *, force: bool, resume: bool
 ) -> HoursRun:
@@ -285,8 +291,6 @@ def _prepare(
         **sel.write_options(),
     )
     o = p.opts
-    # packed output cannot be streamed (the streaming option may not exist on this Pipeline)
-    check_packed(p.output_spec, streaming=bool(getattr(o, "streaming", False)))
     options = {
         **sel.write_options(),
         "span_steps": span,
@@ -297,6 +301,8 @@ def _prepare(
         "workers": o.workers,
         "on_error": o.on_error,
         "durable": o.durable,
+        "streaming": o.streaming,
+        "batch_rows": o.stream_batch_rows,
         "resume": resume,
         "force": force,
     }

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from kuration.errors import OutputSpecError
 from kuration.output.packed import (
-    check_packed,
     pack_plan,
     row_bytes,
     shard_digest,
@@ -43,13 +42,6 @@ def test_packed_defaults_to_parquet_and_refuses_per_file_containers() -> None:
     with pytest.raises(OutputSpecError, match="layout"):
         _spec(layout="zip")
     assert OutputSpec.from_dict(spec.to_dict()) == spec
-
-
-def test_packed_refuses_streaming() -> None:
-    check_packed(_spec(), streaming=True)  # the per-file layout may stream
-    check_packed(_spec(layout="packed"), streaming=False)
-    with pytest.raises(OutputSpecError, match="streaming=True"):
-        check_packed(_spec(layout="packed"), streaming=True)
 
 
 def test_row_bytes_counts_fixed_width_columns() -> None:

@@ -222,3 +222,15 @@ def test_an_interrupted_run_resumes_from_its_staged_files(
     assert {k: v for k, v in all_bytes(out).items() if k not in skip} == {
         k: v for k, v in all_bytes(packed).items() if k not in skip
     }
+
+
+def test_streaming_refuses_packed_output_before_reading(tmp_path: Path, job_b: dict) -> None:
+    from kuration.errors import StreamingError
+
+    job = _packed_job(job_b)
+    job["streaming"] = True
+    missing = tmp_path / "never-read.parquet"  # proves no source is opened first
+    job["sources"] = [str(missing)]
+    with pytest.raises(StreamingError, match="output: .*layout 'packed'"):
+        _run(job, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
