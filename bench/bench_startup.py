@@ -1,0 +1,94 @@
+"""Benchmark start-up: wall time of ``kur --help`` and ``import kuration`` in fresh processes.
+
+Run on demand (not part of the test suite)::
+
+    .venv/bin/python bench/bench_startup.py            # median of 15 runs each
+    .venv/bin/python bench/bench_startup.py -n 31
+
+Every figure is the median wall time of ``-n`` fresh interpreters, measured in this run
+next to the baseline ``python -c pass`` (the interpreter's own start-up), so a loaded
+machine shifts both; "over baseline" is the time the command adds.  Goals (issue 15):
+``kur --help`` under 0.15 s and ``import kuration`` under 0.25 s.  Then the top entries
+of ``python -X importtime`` (cumulative microseconds) for each, to show where the rest goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+GOALS = {"kur --help": 0.15, "import kuration": 0.25}
+
+
+def commands() -> dict[str, list[str]]:
+    """Name -> argv; ``kur`` is the console script installed next to this interpreter."""
+    kur = Path(sys.executable).parent / "kur"
+    script = [str(kur)] if kur.exists() else [shutil.which("kur") or "kur"]
+    return {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "import kuration": [sys.executable, "-c", "import kuration"],
+        "import timenet": [sys.executable, "-c", "import timenet"],
+        "kur --help": [*script, "--help"],
+        "kur run --help": [*script, "run", "--help"],
+    }
+
+
+def median_wall(argv: list[str], n: int) -> float:
+    """Median wall seconds of ``n`` runs of ``argv`` (one untimed run first warms the cache)."""
+    subprocess.run(argv, stdout=subprocess.DEVNULL, check=True)
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        subprocess.run(argv, stdout=subprocess.DEVNULL, check=True)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def importtime_top(code: str, top: int) -> list[tuple[int, int, str]]:
+    """The ``top`` entries of ``python -X importtime -c code`` by cumulative microseconds."""
+    res = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, check=True
+    )
+    rows = []
+    for line in res.stderr.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        self_us, cum_us, name = line.removeprefix("import time:").split("|")
+        rows.append((int(cum_us), int(self_us), name.rstrip()))
+    return sorted(rows, reverse=True)[:top]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-n", type=int, default=15, help="fresh processes per command (15)")
+    ap.add_argument("--top", type=int, default=10, help="importtime entries to show (10)")
+    args = ap.parse_args()
+    cmds = commands()
+    walls = {name: median_wall(argv, args.n) for name, argv in cmds.items()}
+    base = walls["python -c pass"]
+    print(f"median wall time of {args.n} fresh processes (baseline: python -c pass)")
+    print(f"{'command':>18} {'wall s':>8} {'over baseline s':>16} {'vs baseline':>12} {'goal':>8}")
+    for name, wall in walls.items():
+        goal = GOALS.get(name)
+        verdict = "" if goal is None else f"<{goal:.2f} {'ok' if wall < goal else 'MISSED'}"
+        print(f"{name:>18} {wall:8.3f} {wall - base:16.3f} {wall / base:11.2f}x {verdict:>8}")
+    for label, code in (
+        ("kur --help (import kuration.cli.main)", "import kuration.cli.main"),
+        ("import kuration", "import kuration"),
+    ):
+        print(f"\n-X importtime, {label}: top {args.top} by cumulative time")
+        print(f"{'cumulative ms':>14} {'self ms':>8}  module")
+        for cum, own, name in importtime_top(code, args.top):
+            print(f"{cum / 1000:14.1f} {own / 1000:8.1f}  {name}")
+    load = os.getloadavg()
+    print(f"\n(cpu count {os.cpu_count()}; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f})")
+
+
+if __name__ == "__main__":
+    main()
