@@ -23,7 +23,7 @@ from timenet._cli import OneLineParser, run_guarded
 from timenet.errors import TimeNetError
 
 from ..errors import KurationError, KurationWarning
-from ._args import non_negative_int, positive_float, positive_int
+from ._args import byte_size, non_negative_int, positive_float, positive_int
 
 __all__ = [
     "check_main",
@@ -123,6 +123,18 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--workers", type=int, default=None, help="scoring processes (default: the job's)"
+    )
+    p.add_argument(
+        "--streaming",
+        action="store_true",
+        help="read each (time-ordered) source lazily in two passes; same artifact, bounded memory",
+    )
+    p.add_argument(
+        "--memory-budget",
+        type=byte_size,
+        default=None,
+        metavar="SIZE",
+        help="fail before reading when the plan's estimated peak exceeds SIZE (2GB, 512MiB)",
     )
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(fn=_Lazy("run", "cmd_run"))

@@ -111,6 +111,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             resume=args.resume,
             workers=args.workers,
             progress=prog,
+            streaming=True if args.streaming else None,
+            memory_budget=args.memory_budget,
         )
     wall = time.perf_counter() - start
     if args.json:
