@@ -189,6 +189,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             resume=args.resume,
             workers=args.workers,
             progress=prog,
+            executor=args.executor,
+            ray_address=args.ray_address,
         )
     wall = time.perf_counter() - start
     if args.json:
@@ -283,6 +285,18 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--workers", type=int, default=None, help="scoring processes (default: the job's)"
+    )
+    p.add_argument(
+        "--executor",
+        choices=["local", "process", "ray"],
+        default=None,
+        help="where the workers run (default: the job's; local for one worker, process for more)",
+    )
+    p.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        default=None,
+        help="a running Ray cluster for --executor ray (default: start a local one)",
     )
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(fn=_cmd_run)

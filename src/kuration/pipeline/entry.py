@@ -157,25 +157,38 @@ def run_job(
     resume: bool = False,
     workers: int | None = None,
     progress: ProgressCallback | None = None,
+    executor: str | None = None,
+    ray_address: str | None = None,
 ) -> DatasetWriteResult:
     """Run a job end to end: ``Pipeline.from_job(job).options(...).write(out, ...)``.
 
     ``force`` replaces an existing dataset at ``out``; ``resume`` continues (or
     repeats) the same run there, reusing shards whose checksums still match.
-    ``workers`` (>= 1) replaces the job's.
+    ``workers`` (>= 1), ``executor`` (``local``, ``process``, ``ray``) and
+    ``ray_address`` replace the job's; the artifact does not depend on them.
 
     Raises
     ------
     JobError, SchemaError, StrategyError, MetricCompileError, OutputSpecError
         Before any data is read.
+    PipelineError
+        An unknown ``executor``, or ``executor`` and ``workers`` that do not go together.
     KurationError
         From scoring and writing (e.g. EmptyPoolError, DatasetExistsError).
+    ExecutorError
+        A worker process or Ray task died.
     """
     if workers is not None:
         check_workers(workers)
     opts: dict[str, Any] = {"progress": progress}
     if workers is not None:
         opts["workers"] = workers
+    if executor is not None:
+        opts["executor"] = executor
+        if ray_address is None and executor != "ray":
+            opts["ray_address"] = None  # the job's address was for its own Ray executor
+    if ray_address is not None:
+        opts["ray_address"] = ray_address
     res = Pipeline.from_job(job).options(**opts).write(out, force=force, resume=resume)
     assert isinstance(res, DatasetWriteResult)
     return res
