@@ -106,6 +106,14 @@ def enter_worker_environment(env: Any) -> None:
     load_plugins(env.get("plugins", ()), include_entry_points=env.get("entry_points", False))
 
 
+def batch_size_for(n_items: int, workers: int, *, per_worker: int = 4, cap: int = 16) -> int:
+    """Items per task: enough tasks for ``per_worker`` rounds per worker (load balance), at
+    most ``cap`` items each, so that a task's round trip (pickling, a wake-up of the lead
+    on a busy machine) is paid once per batch rather than per item.  Never less than 1.
+    The outcome of a run does not depend on it (results are folded per item, in order)."""
+    return max(1, min(cap, n_items // max(1, workers * per_worker)))
+
+
 def iter_ordered(
     items: Iterable[P],
     submit: Callable[[P], H],

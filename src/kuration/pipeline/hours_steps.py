@@ -449,8 +449,8 @@ def step_stage(r: HoursRun) -> dict[str, Any]:
     emit(r.progress, "writing", "start", total=len(work))
     if parallel_stage_possible(r.executor, r.encoder):
         assert r.executor is not None
-        depth = stage_in_workers(r, stage, work, lambda planned: _reuse(r, stage, planned))
-        run_by = {"executor": r.executor.name, "batch_size": 1, "queue_depth": depth}
+        depth, size = stage_in_workers(r, stage, work, lambda p: _reuse(r, stage, p))
+        run_by = {"executor": r.executor.name, "batch_size": size, "queue_depth": depth}
     else:
         _stage_here(r, stage, work)
         run_by = {"executor": "local", "batch_size": 1, "queue_depth": 1}

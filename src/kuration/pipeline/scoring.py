@@ -42,6 +42,7 @@ from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segment, Segmenter
 from ..core.executors import (
     Executor,
+    batch_size_for,
     enter_worker_environment,
     make_executor,
     worker_environment,
@@ -264,10 +265,17 @@ def _worker_components(
     return _WORKER_CACHE[key]
 
 
-def _worker(payload: Mapping[str, Any]) -> tuple[SourceInfo, list[Segment], str | None]:
-    """One source's fused pass in a ``process`` or ``ray`` worker."""
+def _worker(payload: Mapping[str, Any]) -> list[Any]:
+    """A batch of sources' fused passes in a ``process`` or ``ray`` worker: one outcome per
+    source, in order (a source's exception is its outcome; the batch goes on)."""
     adapter, seg, engine, runner = _worker_components(payload["base"])
-    return _score_one(adapter, payload["uri"], seg, engine, runner)
+    out: list[Any] = []
+    for uri in payload["uris"]:
+        try:
+            out.append(_score_one(adapter, uri, seg, engine, runner))
+        except Exception as exc:
+            out.append(exc)
+    return out
 
 
 def score_sources(
@@ -344,6 +352,7 @@ def score_sources(
     tally = _Tally(total, on_error, progress)
     results, errors, record = tally.results, tally.errors, tally.record
     t0 = time.perf_counter()
+    size = 1
     own = not isinstance(executor, Executor)
     ex = make_executor(executor, workers, address=ray_address) if own else executor
     assert isinstance(ex, Executor)
@@ -367,9 +376,13 @@ def score_sources(
                 "segmenter": segmenter.to_dict(),
                 "env": worker_environment(plugins, include_entry_points),
             }
-            tasks = ({"base": base, "uri": u} for u in uris)
-            for task, out in ex.iter_batches(_worker, tasks, label=lambda t: t["uri"]):
-                record(task["uri"], out)
+            size = batch_size_for(total, ex.workers)
+            tasks = ({"base": base, "uris": uris[i : i + size]} for i in range(0, total, size))
+            for task, outs in ex.iter_batches(_worker, tasks, label=_batch_label):
+                if isinstance(outs, BaseException):  # the worker could not start the batch
+                    outs = [outs] * len(task["uris"])
+                for uri, out in zip(task["uris"], outs, strict=True):
+                    record(uri, out)
         else:
             reads = _read_ahead(adapter, uris, segmenter)
 
@@ -386,7 +399,7 @@ def score_sources(
     execution = {
         "executor": ex.name,
         "workers": ex.workers,
-        "batch_size": 1,
+        "batch_size": size if fused and total > 1 and ex.parallel else 1,
         "max_in_flight": ex.max_in_flight,
         "queue_depth": ex.peak_in_flight,
     }
@@ -452,6 +465,11 @@ class _Tally:
             source=uri,
             status=status,
         )
+
+
+def _batch_label(task: Mapping[str, Any]) -> str:
+    uris = task["uris"]
+    return uris[0] if len(uris) == 1 else f"{uris[0]} (and {len(uris) - 1} more sources)"
 
 
 def _read_ahead(

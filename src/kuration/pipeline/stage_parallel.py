@@ -1,8 +1,9 @@
 """The hours run's ``stage`` step on a ``process`` or ``ray`` executor: workers encode and write
 each source's shards into the staging namespace; the lead journals and orders the entries.
 
-One task per source (in sorted source order) carries the source's URI and its
-admitted tracks that an earlier run cannot supply (``resume``).  The worker
+One task per batch of sources (in sorted source order,
+:func:`~kuration.core.executors.batch_size_for` of them) carries each source's URI
+and its admitted tracks that an earlier run cannot supply (``resume``).  The worker
 rebuilds the adapter, output spec and encoder once per process (after the
 job's plugins, as the scoring workers do), rereads the source, cuts each track
 and writes its shards with a :class:`~kuration.output.writer.ShardWriter`
@@ -26,7 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..contracts.schema import SchemaSpec
 from ..contracts.track import track_from_table
-from ..core.executors import Executor, enter_worker_environment, worker_environment
+from ..core.executors import (
+    Executor,
+    batch_size_for,
+    enter_worker_environment,
+    worker_environment,
+)
 from ..core.ids import tag_entity_id
 from ..core.progress import emit
 from ..errors import OutputSpecError
@@ -60,10 +66,10 @@ def stage_in_workers(
     stage: Path,
     work: Mapping[str, list[Planned]],
     reuse: Callable[[list[dict[str, Any]]], bool],
-) -> int:
+) -> tuple[int, int]:
     """Stage every source of ``work`` whose shards are not all reusable in ``r.executor``'s
     workers, filling ``r.entries``, ``r.to_move`` and ``r.rebuilt``; returns the largest
-    number of sources in flight.
+    number of tasks in flight and the sources per task.
 
     ``reuse(planned)`` takes one track's shards from an earlier run (and records
     them) when it can; it runs in this process, in source order.
@@ -92,35 +98,44 @@ def stage_in_workers(
     done = 0
     ex.peak_in_flight = 0  # this stage's own queue depth
 
+    size = batch_size_for(len(work), ex.workers)
+
     def tasks() -> Iterator[dict[str, Any]]:
         nonlocal done
+        batch: list[dict[str, Any]] = []
         for sid in sorted(work):
             todo = [(split, c, [e["path"] for e in planned]) for split, c, planned in work[sid]]
             todo = [t for t, item in zip(todo, work[sid], strict=True) if not reuse(item[2])]
             if todo:
-                yield {
-                    "key": key,
-                    "base": base,
-                    "uri": uri_of[sid],
-                    "source_id": sid,
-                    "items": todo,
-                }
+                batch.append({"uri": uri_of[sid], "source_id": sid, "items": todo})
             else:  # every shard reused: nothing to send
                 done += 1
                 emit(r.progress, "writing", "advance", current=done, total=len(work), source=sid)
+            if len(batch) == size:
+                yield {"key": key, "base": base, "sources": batch}
+                batch = []
+        if batch:
+            yield {"key": key, "base": base, "sources": batch}
 
-    for task, out in ex.iter_batches(write_source, tasks(), label=lambda t: t["uri"]):
-        if isinstance(out, BaseException):
-            raise out
-        for entry in out:
-            r.journal.record(entry)
-            r.entries.append(entry)
-            r.to_move.append(entry["path"])
-        r.rebuilt += len(out)
-        done += 1
-        sid = task["source_id"]
-        emit(r.progress, "writing", "advance", current=done, total=len(work), source=sid)
-    return ex.peak_in_flight
+    for task, outs in ex.iter_batches(write_sources, tasks(), label=_label):
+        if isinstance(outs, BaseException):
+            raise outs
+        for src, out in zip(task["sources"], outs, strict=True):
+            for entry in out:
+                r.journal.record(entry)
+                r.entries.append(entry)
+                r.to_move.append(entry["path"])
+            r.rebuilt += len(out)
+            done += 1
+            sid = src["source_id"]
+            emit(r.progress, "writing", "advance", current=done, total=len(work), source=sid)
+    return ex.peak_in_flight, size
+
+
+def _label(task: Mapping[str, Any]) -> str:
+    first = task["sources"][0]["uri"]
+    n = len(task["sources"])
+    return first if n == 1 else f"{first} (and {n - 1} more sources)"
 
 
 # ---- in the worker --------------------------------------------------------------------------
@@ -139,9 +154,10 @@ def _components(key: str, base: Mapping[str, Any]) -> tuple[InputAdapter, ShardW
     return _WRITERS[key]
 
 
-def write_source(task: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """In a worker: reread one source and write its admitted tracks' shards into the staging
-    directory; returns their manifest entries (size and SHA-256 filled), in order.
+def write_sources(task: Mapping[str, Any]) -> list[list[dict[str, Any]]]:
+    """In a worker: reread each source of a batch and write its admitted tracks' shards into
+    the staging directory; returns their manifest entries (size and SHA-256 filled), per
+    source, in order.
 
     Raises
     ------
@@ -151,15 +167,21 @@ def write_source(task: Mapping[str, Any]) -> list[dict[str, Any]]:
         A shard cannot be written.
     """
     adapter, writer = _components(task["key"], task["base"])
-    table = adapter.read_table(task["uri"])
+    return [_write_one(adapter, writer, src) for src in task["sources"]]
+
+
+def _write_one(
+    adapter: InputAdapter, writer: ShardWriter, src: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    table = adapter.read_table(src["uri"])
     roster = {tag_entity_id(e): j for j, e in enumerate(table.entity_ids)}
     out: list[dict[str, Any]] = []
-    for split, c, paths in task["items"]:
+    for split, c, paths in src["items"]:
         meta = {**c.features, "priority": c.priority}
         track = track_from_table(table, roster[tag_entity_id(c.entity_id)], *_span(c), meta)
         written = writer.write(track, split)
         if [e["path"] for e in written] != paths:
-            raise OutputSpecError(f"internal: shard plan mismatch for {task['source_id']!r}")
+            raise OutputSpecError(f"internal: shard plan mismatch for {src['source_id']!r}")
         out.extend(written)
     return out
 
