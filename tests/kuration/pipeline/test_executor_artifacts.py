@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,31 @@ def test_kur_run_refuses_a_bad_executor_in_one_line(
     assert not (tmp_path / "o").exists()
     with pytest.raises(PipelineError, match="ray_address"):
         run_job(small_job, tmp_path / "o", executor="process", ray_address="auto")
+
+
+# job_b's 0.1 h test split filled with whole 15-minute tracks overshoots on purpose
+@pytest.mark.filterwarnings("ignore::kuration.errors.BudgetGranularityWarning")
+@pytest.mark.slow
+def test_workers_resume_a_local_run_rebuilding_only_damaged_tracks(
+    tmp_path: Path, job_b: dict, base_b, digests
+) -> None:
+    """The parallel stage step reuses in the lead and rebuilds in workers: a local run's
+    dataset, two shards damaged, resumed by two worker processes, is byte-identical again."""
+    dest = tmp_path / "dest"
+    shutil.copytree(base_b.path, dest)
+    entries = base_b.manifest["shards"]
+    cut, empty = entries[0], entries[-1]
+    (dest / cut["path"]).write_bytes((dest / cut["path"]).read_bytes()[: cut["size"] // 2])
+    (dest / empty["path"]).write_bytes(b"")
+    res = run_job(job_b, dest, resume=True, workers=2)
+    assert digests(dest) == digests(base_b.path)
+
+    def track(e: dict) -> tuple:
+        return (e["split"], e["source_id"], e["entity_id"], e["span_index"])
+
+    damaged = {track(cut), track(empty)}
+    n_damaged = sum(1 for e in entries if track(e) in damaged)
+    assert res.resume["rebuilt_shards"] == n_damaged
+    assert res.resume["reused_shards"] == len(entries) - n_damaged
+    stage = {t.stage: t for t in res.telemetry}["stage"]
+    assert stage.executor == "process" and stage.checkpoint_misses == n_damaged
