@@ -357,8 +357,14 @@ class RayExecutor(Executor):
         CPUs of a local cluster started here, and the default in-flight bound
         (``2 * workers``).
     address : str, optional
-        A running cluster (``"auto"``, ``"ray://host:10001"``).  None uses the cluster
-        this process already initialised, or starts a local one.
+        A running cluster (``"auto"``, ``"ray://host:10001"``); None starts a local one.
+        A process that has already called ``ray.init`` keeps that cluster (``address``
+        is not consulted) and it is not shut down by :meth:`close`.
+
+    Each task's function and payload travel by cloudpickle; a task's exception comes
+    back as its outcome (not a ``RayTaskError``); a lost worker or task raises
+    :class:`~kuration.errors.ExecutorError`.  Tasks run with ``max_retries=0``: a
+    retried task could write a shard twice.
     """
 
     name = "ray"
