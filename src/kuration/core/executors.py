@@ -363,8 +363,8 @@ class RayExecutor(Executor):
 
     Each task's function and payload travel by cloudpickle; a task's exception comes
     back as its outcome (not a ``RayTaskError``); a lost worker or task raises
-    :class:`~kuration.errors.ExecutorError`.  Tasks run with ``max_retries=0``: a
-    retried task could write a shard twice.
+    :class:`~kuration.errors.ExecutorError`.  Tasks run with ``max_retries=0``, as a
+    process pool does: a source that kills its worker fails the run at once, naming it.
     """
 
     name = "ray"
