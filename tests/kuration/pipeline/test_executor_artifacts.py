@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-from kuration import JobError, Pipeline, PipelineError, run_job
+from kuration import ExecutorError, JobError, Pipeline, PipelineError, run_job
 from kuration.cli.main import main as kur_main
 from kuration.core.executors import RayExecutor
 from kuration.core.plugins import load_plugins
@@ -86,18 +87,18 @@ def test_the_artifact_is_byte_identical_under_every_executor(
         assert tel["bin"]["executor"] is None  # a barrier runs in the lead process
 
 
-def _sqrt_or_raise(x: float) -> float:
-    return math.sqrt(x)
-
-
 @pytest.mark.slow
 def test_ray_tasks_come_back_in_order_with_their_exceptions(ray_cluster) -> None:
     ex = RayExecutor(2, max_in_flight=3)
-    outs = [out for _, out in ex.iter_batches(_sqrt_or_raise, [9.0, -1.0, 4.0, 1.0])]
+    outs = [out for _, out in ex.iter_batches(math.sqrt, [9.0, -1.0, 4.0, 1.0])]
     ex.close()  # the session's cluster stays up: this executor did not start it
     assert ray_cluster.is_initialized()
     assert outs[0] == 3.0 and outs[2:] == [2.0, 1.0] and isinstance(outs[1], ValueError)
     assert ex.peak_in_flight == 3
+    # a task whose worker dies is not an outcome: the run stops, naming the task
+    with pytest.raises(ExecutorError, match="task-three") as info:
+        list(RayExecutor(1).iter_batches(os._exit, [3], label=lambda p: "task-three"))
+    assert info.value.executor == "ray"
 
 
 def test_explain_names_each_stage_executor(small_job: dict) -> None:
