@@ -190,8 +190,9 @@ def compile_plan(p: Pipeline) -> PhysicalPlan:
 
 def _place(stages: tuple[PlanStage, ...], p: Pipeline) -> tuple[PlanStage, ...]:
     """Name the executor of each stage: the run's executor for the fused island that starts
-    at ``read`` (when ``features`` is in it) and for ``write`` (when its encoder pickles);
-    the lead process (``driver``) for everything else."""
+    at ``read`` (when ``features`` is in it) and for ``tracks``/``write`` (when its encoder
+    pickles; otherwise the lead writes, ``local``); ``driver`` (the lead process, whole-pool
+    work) for everything else."""
     o = p.opts
     name = o.resolved_executor
     if name == "local":
@@ -204,12 +205,12 @@ def _place(stages: tuple[PlanStage, ...], p: Pipeline) -> tuple[PlanStage, ...]:
     )
     writes_in_workers = name != "local" and encoder_pickles(p.encoder)
 
-    def runs_in_workers(s: PlanStage) -> bool:
+    def executor_of(s: PlanStage) -> str:
         if s.kind in ("tracks", "write"):
-            return writes_in_workers
-        return fused and s.island == read_island and s.kind in _ISLAND_KINDS
+            return ex if writes_in_workers else "local (in the lead)"
+        return ex if fused and s.island == read_island and s.kind in _ISLAND_KINDS else s.executor
 
-    return tuple(dataclasses.replace(s, executor=ex) if runs_in_workers(s) else s for s in stages)
+    return tuple(dataclasses.replace(s, executor=executor_of(s)) for s in stages)
 
 
 _ISLAND_KINDS = ("read", "segment", "features", "transforms")

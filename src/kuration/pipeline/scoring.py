@@ -396,12 +396,13 @@ def score_sources(
     finally:
         if own:
             ex.close()
+    inline = not fused or total <= 1  # ran in this process, one source at a time
     execution = {
-        "executor": ex.name,
-        "workers": ex.workers,
-        "batch_size": size if fused and total > 1 and ex.parallel else 1,
-        "max_in_flight": ex.max_in_flight,
-        "queue_depth": ex.peak_in_flight,
+        "executor": "local" if inline else ex.name,
+        "workers": 1 if inline else ex.workers,
+        "batch_size": size,
+        "max_in_flight": 1 if inline else ex.max_in_flight,
+        "queue_depth": 1 if inline else ex.peak_in_flight,
     }
     timing = {"read+segment+features" if fused else "read+segment": time.perf_counter() - t0}
     if not fused:

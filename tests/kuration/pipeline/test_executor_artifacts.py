@@ -109,7 +109,7 @@ def test_explain_names_each_stage_executor(small_job: dict) -> None:
     assert "executor=process x2" in plan.render()
     local = Pipeline.from_job(small_job).explain()
     assert local.stage("read").executor.startswith("local")
-    assert local.stage("write").executor == "driver"
+    assert local.stage("write").executor == "local (in the lead)"
     ray = Pipeline.from_job({**small_job, "executor": "ray", "workers": 3}).explain()
     assert ray.stage("segment").executor == "ray x3"
     assert ray.options["executor"] == "ray"
