@@ -376,6 +376,7 @@ class RayExecutor(Executor):
         self.address = address
         self._owned = False
         self._remote: Any = None
+        self._outstanding: set[Any] = set()
 
     @property
     def parallel(self) -> bool:
@@ -415,8 +416,16 @@ class RayExecutor(Executor):
         ray = self._ray()
         remote = self._remote
 
+        outstanding = self._outstanding
+
+        def submit(p: Any) -> Any:
+            ref = remote.remote(fn, p)
+            outstanding.add(ref)
+            return ref
+
         def collect(p: Any, ref: Any) -> Any:
             ray.wait([ref], num_returns=1)
+            outstanding.discard(ref)
             try:
                 out = ray.get(ref)
             except ray.exceptions.RayError as exc:
@@ -427,9 +436,20 @@ class RayExecutor(Executor):
                 ) from exc
             return out
 
-        return (lambda p: remote.remote(fn, p)), collect
+        return submit, collect
 
     def close(self) -> None:
+        """Cancel the tasks submitted and never collected (a run that stopped early) and wait
+        for them, as a process pool's shutdown does, so none outlives the run; then shut the
+        cluster down if this executor started it."""
+        if self._outstanding:
+            import ray
+
+            refs = list(self._outstanding)
+            for ref in refs:
+                ray.cancel(ref)
+            ray.wait(refs, num_returns=len(refs), timeout=60)
+            self._outstanding.clear()
         if self._owned:
             import ray
 

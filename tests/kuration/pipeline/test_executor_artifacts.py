@@ -10,6 +10,7 @@ import json
 import math
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,22 @@ def test_ray_tasks_come_back_in_order_with_their_exceptions(ray_cluster) -> None
     assert ray_cluster.is_initialized()
     assert outs[0] == 3.0 and outs[2:] == [2.0, 1.0] and isinstance(outs[1], ValueError)
     assert ex.peak_in_flight == 3
+    # a consumer that stops early: closing cancels the tasks not started and waits for the
+    # running ones (as a process pool's shutdown does), so no task outlives the run
+    ex = RayExecutor(2, max_in_flight=4)
+    first = next(iter(ex.iter_batches(time.sleep, [0.0, 2.0, 2.0, 2.0])))
+    refs = list(ex._outstanding)
+    assert first == (0.0, None) and len(refs) == 3
+    ex.close()
+    done, _ = ray_cluster.wait(refs, num_returns=3, timeout=0)
+    assert len(done) == 3 and not ex._outstanding
+    cancelled = 0
+    for ref in refs:
+        try:
+            ray_cluster.get(ref)
+        except ray_cluster.exceptions.TaskCancelledError:
+            cancelled += 1
+    assert cancelled >= 1  # two CPUs: the third sleep had not started
     # a task whose worker dies is not an outcome: the run stops, naming the task
     with pytest.raises(ExecutorError, match="task-three") as info:
         list(RayExecutor(1).iter_batches(os._exit, [3], label=lambda p: "task-three"))
