@@ -31,6 +31,7 @@ from .errors import (
     KurationError,
     KurationWarning,
     MediaError,
+    MemoryBudgetError,
     MetricCompileError,
     OutputSpecError,
     OutputValueError,
@@ -45,6 +46,8 @@ from .errors import (
     SnapCollisionWarning,
     SourceError,
     StrategyError,
+    StreamingError,
+    StreamOrderError,
     StrictJSONError,
     TimeRangeError,
     TransformError,
@@ -164,6 +167,10 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     ),
     ".pipeline.execute": ("PipelineRun",),
     ".pipeline.hours": ("DatasetWriteResult",),
+    ".pipeline.memory": (
+        "MemoryEstimate",
+        "estimate_peak",
+    ),
     ".pipeline.init": (
         "InitResult",
         "init_job",
@@ -218,6 +225,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "registered_methods",
     ),
     ".selection.strategy": ("Strategy",),
+    ".sources.stream": ("TickStream",),
     ".sources": (
         "InputAdapter",
         "JoinedMediaAdapter",
@@ -323,6 +331,7 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers
     from .pipeline.hours import DatasetWriteResult
     from .pipeline.init import InitResult, init_job
     from .pipeline.job import load_job
+    from .pipeline.memory import MemoryEstimate, estimate_peak
     from .pipeline.operators import (
         Operator,
         get_operator,
@@ -354,6 +363,7 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers
         registered_adapters,
         registered_media_providers,
     )
+    from .sources.stream import TickStream
     from .sources.video import motion_energy
     from .tools.analyzers import (
         AnalysisSubject,
@@ -413,6 +423,8 @@ __all__ = [
     "MediaProvider",
     "MediaRequest",
     "MediaSpec",
+    "MemoryBudgetError",
+    "MemoryEstimate",
     "MetricCompileError",
     "ModalitySpec",
     "MotionEnergy",
@@ -454,8 +466,11 @@ __all__ = [
     "Strategy",
     "StrategyError",
     "StreamInfo",
+    "StreamOrderError",
+    "StreamingError",
     "StrictJSONError",
     "Tick",
+    "TickStream",
     "TickTable",
     "TimeRangeError",
     "TimeseriesAdapter",
@@ -478,6 +493,7 @@ __all__ = [
     "compare_strategies",
     "compile_metric",
     "curate",
+    "estimate_peak",
     "get_adapter",
     "get_analyzer",
     "get_container",

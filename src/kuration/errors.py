@@ -11,7 +11,8 @@
     ├── PolicyError (ValueError)            a quality policy (``kur check``) is malformed
     ├── SourceError (ValueError)            raw input is malformed (names source and row)
     │   ├── EntityIdError                   an entity id is missing or has no canonical form (names column)
-    │   └── TimeRangeError                  a time is outside the int64-nanosecond range (names column)
+    │   ├── TimeRangeError                  a time is outside the int64-nanosecond range (names column)
+    │   └── StreamOrderError                a streamed source is not time-ordered (names source and row)
     ├── EmptyPoolError (RuntimeError)       scoring produced no segments at all
     ├── OutputSpecError (ValueError)        an OutputSpec is invalid or a modality cannot be filled
     │   └── OutputValueError                a value does not fit its modality's dtype (range, integrality)
@@ -29,6 +30,8 @@
     ├── TransformError (ValueError)         a BatchTransform use is invalid or its output is (names transform, source, segment, token)
     ├── ScorerError (RuntimeError)          a SegmentScorer use is invalid or it failed (names scorer, source, segment)
     ├── PipelineError (ValueError)          a Pipeline is built or used inconsistently (unknown seam name, no source)
+    │   ├── StreamingError                  ``streaming=True`` cannot honour bounded memory for this plan (names the part)
+    │   └── MemoryBudgetError               the plan's estimated peak exceeds ``memory_budget`` (names what would meet it)
     ├── ExecutorError (RuntimeError)        an executor cannot start, or a worker process or Ray task died
     ├── ExecutionTraitsError (ValueError)   a component declares invalid execution traits (raised at registration)
     ├── AdapterError (ValueError)           an adapter's options do not fit its schema or format (names adapter)
@@ -68,6 +71,7 @@ __all__ = [
     "KurationError",
     "KurationWarning",
     "MediaError",
+    "MemoryBudgetError",
     "MetricCompileError",
     "MissingExtraError",
     "OutputSpecError",
@@ -84,6 +88,8 @@ __all__ = [
     "SnapCollisionWarning",
     "SourceError",
     "StrategyError",
+    "StreamOrderError",
+    "StreamingError",
     "StrictJSONError",
     "TimeRangeError",
     "TransformError",
@@ -312,6 +318,11 @@ class TimeRangeError(SourceError):
         where = f"column {column!r}: " if column is not None else ""
         super().__init__(where + message, source=source, row=row)
         self.column = column
+
+
+class StreamOrderError(SourceError):
+    """A streamed source goes back in time: a bounded stream cannot sort a whole source
+    (``streaming=True`` needs time-ordered input).  ``source`` and ``row`` name the file row."""
 
 
 class EmptyPoolError(KurationError, RuntimeError):
@@ -565,20 +576,28 @@ class PipelineError(KurationError, ValueError):
         self.step = step
 
 
+class StreamingError(PipelineError):
+    """``streaming=True`` cannot honour bounded memory for this plan (npz or packed output, an
+    adapter or source that cannot be read lazily, a whole-pool scorer, a transform); raised
+    before any row is read.  ``step`` names the part at fault."""
+
+
+class MemoryBudgetError(PipelineError):
+    """The plan's estimated peak exceeds ``memory_budget`` (raised before any row is read);
+    the message names the option that would meet it, ``estimate`` holds the breakdown (bytes)."""
+
+    def __init__(self, message: str, *, estimate: dict[str, object] | None = None) -> None:
+        super().__init__(message, step="memory_budget")
+        self.estimate = dict(estimate or {})
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_error, (type(self), self.args), self.__dict__)
+
+
 class ExecutorError(KurationError, RuntimeError):
-    """An executor (``process`` pool, ``ray``) cannot start, or one of its workers died.
-
-    An exception raised *inside* a task is not this: it travels back to the lead
-    process and is handled like the same failure run locally (a source skipped or
-    re-raised).  This is the failure that cannot be pinned on one task's input.
-
-    Attributes
-    ----------
-    executor : str or None
-        The executor's name (``"process"``, ``"ray"``).
-    task : str or None
-        What the lost task was running (a source URI), when known.
-    """
+    """An executor (``process`` pool, ``ray``) cannot start, or one of its workers died (an
+    exception *inside* a task is not this: it comes back as the task's outcome).
+    ``executor`` names the executor, ``task`` what the lost task ran (a source URI)."""
 
     def __init__(self, message: str, *, executor: str | None = None, task: str | None = None):
         super().__init__(message)

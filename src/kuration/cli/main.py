@@ -26,7 +26,7 @@ from ..errors import KurationError, KurationWarning
 from ..pipeline.entry import run_job
 from ..pipeline.hours import DatasetWriteResult
 from ..tools.inspect import InspectReport, inspect_dataset
-from ._args import positive_float
+from ._args import byte_size, positive_float
 from .artifacts import add_check, add_diff
 from .curate import add_curate, add_experiment
 from .explain import add_explain, add_operators
@@ -191,6 +191,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             progress=prog,
             executor=args.executor,
             ray_address=args.ray_address,
+            streaming=True if args.streaming else None,
+            memory_budget=args.memory_budget,
         )
     wall = time.perf_counter() - start
     if args.json:
@@ -297,6 +299,18 @@ def _add_run(p: argparse.ArgumentParser) -> None:
         metavar="ADDR",
         default=None,
         help="a running Ray cluster for --executor ray (default: start a local one)",
+    )
+    p.add_argument(
+        "--streaming",
+        action="store_true",
+        help="read each (time-ordered) source lazily in two passes; same artifact, bounded memory",
+    )
+    p.add_argument(
+        "--memory-budget",
+        type=byte_size,
+        default=None,
+        metavar="SIZE",
+        help="fail before reading when the plan's estimated peak exceeds SIZE (2GB, 512MiB)",
     )
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(fn=_cmd_run)

@@ -38,6 +38,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
+    ByteSize,
     ConfigDict,
     Discriminator,
     Field,
@@ -517,6 +518,10 @@ class JobModel(_Model):
     """Where the workers run: `local` (this process), `process` (a spawn-based pool; `process-pool` is the older name) or `ray` (the `[ray]` extra); default `local` for one worker, `process` for more."""
     ray_address: str | None = None
     """The Ray cluster of `executor: "ray"` (default: start a local one of `workers` CPUs)."""
+    streaming: bool = False
+    """Read each source lazily in two passes (time-ordered CSV/Parquet; the artifact is the same)."""
+    memory_budget: Annotated[ByteSize, Field(gt=0)] | None = None
+    """Fail before reading when the plan's estimated peak exceeds this (`"2GB"`, `"512MiB"` or bytes)."""
     on_error: Literal["skip", "raise"] = "skip"
     """A source that fails to read is skipped (and logged) or stops the run."""
     span_steps: PositiveInt | None = None

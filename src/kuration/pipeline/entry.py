@@ -159,13 +159,16 @@ def run_job(
     progress: ProgressCallback | None = None,
     executor: str | None = None,
     ray_address: str | None = None,
+    streaming: bool | None = None,
+    memory_budget: int | str | None = None,
 ) -> DatasetWriteResult:
     """Run a job end to end: ``Pipeline.from_job(job).options(...).write(out, ...)``.
 
     ``force`` replaces an existing dataset at ``out``; ``resume`` continues (or
     repeats) the same run there, reusing shards whose checksums still match.
     ``workers`` (>= 1), ``executor`` (``local``, ``process``, ``ray``) and
-    ``ray_address`` replace the job's; the artifact does not depend on them.
+    ``ray_address`` replace the job's (the artifact does not depend on them), and so do
+    ``streaming`` and ``memory_budget`` (bytes or ``"2GB"``) when given.
 
     Raises
     ------
@@ -189,6 +192,10 @@ def run_job(
             opts["ray_address"] = None  # the job's address was for its own Ray executor
     if ray_address is not None:
         opts["ray_address"] = ray_address
+    if streaming is not None:
+        opts["streaming"] = bool(streaming)
+    if memory_budget is not None:
+        opts["memory_budget"] = memory_budget
     res = Pipeline.from_job(job).options(**opts).write(out, force=force, resume=resume)
     assert isinstance(res, DatasetWriteResult)
     return res

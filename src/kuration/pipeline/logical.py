@@ -13,7 +13,8 @@ from typing import Any
 
 from ..core.executors import resolve_executor
 from ..core.progress import ProgressCallback
-from ..errors import PipelineError
+from ..errors import JobError, PipelineError
+from .memory import check_memory_budget
 
 __all__ = ["CountSelection", "HoursSelection", "PipelineOptions", "SeamUse"]
 
@@ -122,7 +123,11 @@ class HoursSelection:
 @dataclass(frozen=True)
 class PipelineOptions:
     """Execution options: ``progress`` callback, ``workers``, ``executor``, ``ray_address``,
-    ``seed``, ``on_error`` (``skip``/``raise``) and ``durable`` (fsync before publishing).
+    ``seed``, ``on_error`` (``skip``/``raise``) and ``durable`` (fsync before publishing);
+    ``streaming`` (read sources lazily in two passes, :mod:`kuration.pipeline.streaming`),
+    ``memory_budget`` (bytes, or text such as ``"2GB"``: a plan whose estimated peak
+    exceeds it fails before reading, :mod:`kuration.pipeline.memory`) and
+    ``stream_batch_rows`` (rows decoded per batch when streaming).
 
     ``executor`` is ``local`` (this process, one worker), ``process`` (a spawn-based
     pool of ``workers`` processes; ``process-pool`` is read as ``process``) or
@@ -137,6 +142,9 @@ class PipelineOptions:
     seed: int = 0
     on_error: str = "skip"
     durable: bool = True
+    streaming: bool = False
+    memory_budget: int | str | None = None
+    stream_batch_rows: int = 16_384
     ray_address: str | None = None
 
     def __post_init__(self) -> None:
@@ -162,6 +170,17 @@ class PipelineOptions:
             raise PipelineError(f"on_error must be skip or raise, not {self.on_error!r}")
         if self.progress is not None and not callable(self.progress):
             raise PipelineError("progress must be callable(event: dict)", step="options")
+        if not isinstance(self.streaming, bool):
+            raise PipelineError(f"streaming must be True or False, got {self.streaming!r}")
+        if self.memory_budget is not None:
+            try:
+                budget = check_memory_budget(self.memory_budget)
+            except JobError as exc:
+                raise PipelineError(str(exc), step="options") from None
+            object.__setattr__(self, "memory_budget", budget)
+        b = self.stream_batch_rows
+        if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+            raise PipelineError(f"stream_batch_rows must be an integer >= 1, got {b!r}")
 
     @property
     def resolved_executor(self) -> str:
@@ -177,6 +196,8 @@ class PipelineOptions:
             "on_error": self.on_error,
             "durable": self.durable,
             "progress": self.progress is not None,
+            **({"streaming": True} if self.streaming else {}),
+            **({"memory_budget": self.memory_budget} if self.memory_budget is not None else {}),
         }
         if self.ray_address is not None:
             d["ray_address"] = self.ray_address
@@ -193,7 +214,16 @@ class PipelineOptions:
         PipelineError
             Invalid values.
         """
-        keys = ("workers", "executor", "seed", "on_error", "durable", "ray_address")
+        keys = (
+            "workers",
+            "executor",
+            "seed",
+            "on_error",
+            "durable",
+            "streaming",
+            "memory_budget",
+            "ray_address",
+        )
         kw = {k: d[k] for k in keys if k in d}
         workers = kw.get("workers", 1)
         if kw.get("executor") is not None:

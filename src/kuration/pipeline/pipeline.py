@@ -369,8 +369,8 @@ class Pipeline:
 
     def options(self, **kw: Any) -> Pipeline:
         """Set execution options (:class:`PipelineOptions` fields: ``progress``, ``workers``,
-        ``executor``, ``ray_address``, ``seed``, ``on_error``, ``durable``); unnamed ones keep
-        their value.
+        ``executor``, ``ray_address``, ``seed``, ``on_error``, ``durable``, ``streaming``,
+        ``memory_budget``, ``stream_batch_rows``); unnamed ones keep their value.
 
         Raises
         ------
@@ -707,6 +707,8 @@ def _job_options(m: Any) -> PipelineOptions:
             on_error=m.on_error,
             executor=m.executor,
             ray_address=m.ray_address,
+            streaming=m.streaming,
+            memory_budget=None if m.memory_budget is None else int(m.memory_budget),
         )
     except PipelineError as exc:
         raise JobError(str(exc), path="executor") from None

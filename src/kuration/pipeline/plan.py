@@ -362,11 +362,18 @@ class StageTelemetry:
     island : int or None
         The plan island the stage executed in; None for a barrier (or a
         step outside the plan's stages, such as the commit).
+    streamed : bool or None
+        True when the stage read its sources lazily (``streaming=True``).
+    peak_rss_bytes : int or None
+        The process's peak resident memory when the stage ended (``ru_maxrss``),
+        recorded by streaming stages.
     executor : str or None
         The executor that ran the stage's batches (``local``, ``process``, ``ray``);
         None for a step the lead process runs by itself.
     batch_size : int or None
         Partitions (sources) per executor task.
+
+    The last four are left out of :meth:`to_dict` when None.
     """
 
     stage: str
@@ -381,8 +388,17 @@ class StageTelemetry:
     island: int | None = None
     executor: str | None = None
     batch_size: int | None = None
+    streamed: bool | None = None
+    peak_rss_bytes: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        optional = (
+            ("streamed", self.streamed),
+            ("peak_rss_bytes", self.peak_rss_bytes),
+            ("executor", self.executor),
+            ("batch_size", self.batch_size),
+        )
+        extra = {k: v for k, v in optional if v is not None}
         return {
             "stage": self.stage,
             "wall_s": self.wall_s,
@@ -394,8 +410,7 @@ class StageTelemetry:
             "checkpoint_misses": self.checkpoint_misses,
             "queue_depth": self.queue_depth,
             "island": self.island,
-            "executor": self.executor,
-            "batch_size": self.batch_size,
+            **extra,
         }
 
     @classmethod

@@ -110,7 +110,6 @@ def test_stage_telemetry_round_trips() -> None:
     assert set(t.to_dict()) == {
         "stage", "wall_s", "rows_in", "rows_out", "partitions", "bytes",
         "checkpoint_hits", "checkpoint_misses", "queue_depth", "island",
-        "executor", "batch_size",
     }  # fmt: skip
 
 
