@@ -523,17 +523,18 @@ class JobModel(_Model):
     min_track_seconds: NonNegativeNumber = 0.0
     """Tracks shorter than this never enter the pool."""
     workers: PositiveInt = 1
-    """Processes for the feature pass (results do not depend on it)."""
+    """Workers for the feature pass and the shard writing (results do not depend on it)."""
+    executor: Literal["local", "process", "process-pool", "ray"] | None = None
+    """Where the workers run: `local` (this process), `process` (a spawn-based pool; `process-pool` is the older name) or `ray` (the `[ray]` extra); default `local` for one worker, `process` for more."""
+    ray_address: str | None = None
+    """The Ray cluster of `executor: "ray"` (default: start a local one of `workers` CPUs)."""
     streaming: bool = False
     """Read each source lazily in two passes (time-ordered CSV/Parquet; the artifact is the same)."""
     memory_budget: Annotated[ByteSize, Field(gt=0)] | None = None
     """Fail before reading when the plan's estimated peak exceeds this (`"2GB"`, `"512MiB"` or bytes)."""
     on_error: Literal["skip", "raise"] = "skip"
     """A source that fails to read is skipped (and logged) or stops the run."""
-    pool: Literal["memory", "disk"] = "memory"
-    """`disk`: a count selection (`kur curate`) keeps the scored pool in checkpointed Arrow partitions and a DuckDB index (plans it cannot run stay in memory; `kur explain` says which)."""
-    checkpoint_dir: str | None = None
-    """Where the disk pool keeps its checkpoints (default: a temporary directory, no reuse)."""
+    pool: Literal["memory", "disk"] = Field("memory", description="`disk`: the scored pool on disk")
     span_steps: PositiveInt | None = None
     """Cut each track into independently budgeted spans of this many steps."""
     span_seconds: PositiveNumber | None = None

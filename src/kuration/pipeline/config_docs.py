@@ -112,6 +112,7 @@ reading, writing and queries.  Features that pull heavy dependencies are extras:
 | `media` | av (PyAV) | lazy video sources (`docs/media.md`) |
 | `scorers` | scikit-learn | the built-in segment scorers (mutual information, novelty) |
 | `scale` | pyarrow, duckdb | nothing more: both are core dependencies; names the disk-backed pool (`pool: "disk"`, SegmentBatch, StageCheckpoint) |
+| `ray` | ray | `executor: "ray"` (`kur run --executor ray`) |
 | `bench` | tsfresh, pandas | `bench/` comparisons |
 | `dev` | all of the above and the test tools | the test suite |
 """

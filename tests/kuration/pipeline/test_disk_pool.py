@@ -139,8 +139,8 @@ def test_ineligible_plans_stay_in_memory_and_say_why(parts) -> None:
 def test_job_key_pool_disk(small_job, tmp_path: Path) -> None:
     job = json.loads(json.dumps(small_job))
     job["strategy"] = _doc("top-k")
-    job["pool"], job["checkpoint_dir"] = "disk", str(tmp_path / "ck")
-    res = Pipeline.from_job(job).select(12).run()
+    job["pool"] = "disk"
+    res = Pipeline.from_job(job).select(12).options(checkpoint_dir=str(tmp_path / "ck")).run()
     assert isinstance(res, DiskSelection) and res.n_selected == 12
     assert (tmp_path / "ck" / res.checkpoint["run"] / "score" / "_stage.commit.json").is_file()
 
