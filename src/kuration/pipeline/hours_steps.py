@@ -204,10 +204,12 @@ def step_score(r: HoursRun) -> list[StageTelemetry]:
     scored = r.scoring.summary()["sources_scored"]
     island = r.plan.stage("read").island if r.plan is not None else 0
     out = []
+    parts = tuple(sorted(r.scoring.wall_s.items())) or None  # read, segment, features, ...
     for stage, wall in r.scoring.timing.items():
         rows_in = n_seg if stage == "features" else n_src
         isl = r.plan.stage("features").island if stage == "features" and r.plan else island
-        out.append(StageTelemetry(stage, wall, rows_in, n_seg, scored, island=isl))
+        split = parts if stage != "features" else None
+        out.append(StageTelemetry(stage, wall, rows_in, n_seg, scored, island=isl, parts_s=split))
     # transforms and scorers run inside scoring (the features stage)
     for seam in ("transforms", "scorers"):
         emit(r.progress, seam, "start", total=0)
@@ -432,6 +434,7 @@ def step_stage(r: HoursRun) -> dict[str, Any]:
     for item in r.admitted:
         work.setdefault(item[1].source_id, []).append(item)
     r.partitions = len(work)
+    read_s = fsync_s = 0.0  # the sources read again for their admitted tracks; the fsync
     emit(r.progress, "writing", "start", total=len(work))
     for i, sid in enumerate(sorted(work), 1):
         table, roster = None, {}
@@ -439,7 +442,9 @@ def step_stage(r: HoursRun) -> dict[str, Any]:
             if _reuse(r, stage, planned):
                 continue
             if table is None:
+                t0 = time.perf_counter()
                 table = r.adapter.read_table(uri_of[sid])
+                read_s += time.perf_counter() - t0
                 roster = {tag_entity_id(e): j for j, e in enumerate(table.entity_ids)}
             meta = {**c.features, "priority": c.priority}
             row = roster[tag_entity_id(c.entity_id)]
@@ -453,8 +458,11 @@ def step_stage(r: HoursRun) -> dict[str, Any]:
         emit(r.progress, "writing", "advance", current=i, total=len(work), source=sid)
     r.journal.close()
     if r.opt["durable"]:
+        t0 = time.perf_counter()
         fsync_paths([stage / p for p in r.to_move])
+        fsync_s = time.perf_counter() - t0
     return {
+        "parts_s": (("fsync", fsync_s), ("read", read_s)),
         "rows_in": len(r.admitted),
         "rows_out": len(r.entries),
         "partitions": len(work),

@@ -353,6 +353,11 @@ class StageTelemetry:
     island : int or None
         The plan island the stage executed in; None for a barrier (or a
         step outside the plan's stages, such as the commit).
+    parts_s : tuple of (str, float) pairs, or None
+        Where the stage's time went, seconds per part (``read``, ``segment``,
+        ``features``, ``fingerprint`` of a fused scoring call; ``read``,
+        ``fsync`` of the staging step), summed over partitions where they
+        ran; None when not measured (and then absent from :meth:`to_dict`).
     """
 
     stage: str
@@ -365,9 +370,10 @@ class StageTelemetry:
     checkpoint_misses: int | None = None
     queue_depth: int | None = None
     island: int | None = None
+    parts_s: tuple[tuple[str, float], ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "stage": self.stage,
             "wall_s": self.wall_s,
             "rows_in": self.rows_in,
@@ -379,7 +385,13 @@ class StageTelemetry:
             "queue_depth": self.queue_depth,
             "island": self.island,
         }
+        if self.parts_s is not None:
+            out["parts_s"] = dict(self.parts_s)
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> StageTelemetry:
-        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
+        kw = {k: d.get(k) for k in cls.__dataclass_fields__}
+        if kw["parts_s"] is not None:
+            kw["parts_s"] = tuple((str(k), float(v)) for k, v in dict(kw["parts_s"]).items())
+        return cls(**kw)

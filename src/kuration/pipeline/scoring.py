@@ -70,7 +70,9 @@ class SourceInfo:
     """What scoring learned of one source, enough to plan output without rereading it.
 
     ``counts`` holds the adapter's input-policy counters (``TickTable.counts``,
-    e.g. ``snap_collisions``).
+    e.g. ``snap_collisions``).  ``wall_s`` is where the source's time went
+    (seconds per stage kind: ``read``, ``segment``, ``features``,
+    ``fingerprint``); a measurement, so it takes no part in equality.
     """
 
     source_id: str
@@ -81,6 +83,7 @@ class SourceInfo:
     n_segments: int
     tracks: tuple[TrackExtent, ...]
     counts: Mapping[str, int] = field(default_factory=dict)
+    wall_s: Mapping[str, float] = field(default_factory=dict, compare=False)
 
 
 @dataclass
@@ -120,6 +123,16 @@ class ScoringResult:
             "skipped": dict(sorted(self.skipped.items())),
         }
 
+    @property
+    def wall_s(self) -> dict[str, float]:
+        """Seconds per stage kind summed over the scored sources (:attr:`SourceInfo.wall_s`,
+        measured where each source ran: with workers they add up to more than the wall)."""
+        out: dict[str, float] = {}
+        for info in self.sources.values():
+            for k, v in info.wall_s.items():
+                out[k] = out.get(k, 0.0) + v
+        return out
+
 
 def _track_extents(present: np.ndarray, entity_ids: Sequence[Any]) -> tuple[TrackExtent, ...]:
     n_t = present.shape[0]
@@ -141,11 +154,18 @@ def _score_one(
     runner: TransformRunner | None = None,
 ) -> tuple[SourceInfo, list[Segment], str | None]:
     """Read, window and (with ``engine``) score one source in one pass."""
+    t0 = time.perf_counter()
     table = adapter.read_table(uri)
+    t1 = time.perf_counter()
     segs = segmenter.segments(table.source_id, table.present)
+    t2 = time.perf_counter()
     if engine is not None:
         engine.score_segments(table, segs)
         _run_transforms(runner, table, segs)
+    t3 = time.perf_counter()
+    fingerprint = adapter.fingerprint(uri)
+    wall = {"read": t1 - t0, "segment": t2 - t1, "features": t3 - t2}
+    wall["fingerprint"] = time.perf_counter() - t3
     reason = None
     if not segs:
         reason = (
@@ -158,10 +178,11 @@ def _score_one(
         uri=str(uri),
         n_steps=table.n_steps,
         k0=table.k0,
-        fingerprint=adapter.fingerprint(uri),
+        fingerprint=fingerprint,
         n_segments=len(segs),
         tracks=_track_extents(table.present, table.entity_ids),
         counts=dict(sorted(table.counts.items())),
+        wall_s=wall,
     )
     return info, segs, reason
 
