@@ -484,7 +484,10 @@ class TimeseriesAdapter(InputAdapter):
         enc = pc.dictionary_encode(ids)
         uniq = enc.dictionary.to_pylist()
         codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-        rank = sorted(range(len(uniq)), key=lambda i: entity_sort_key(uniq[i]))
+        if pa.types.is_string(enc.dictionary.type):  # text ids: their tagged order is theirs
+            rank = sorted(range(len(uniq)), key=uniq.__getitem__)
+        else:
+            rank = sorted(range(len(uniq)), key=lambda i: entity_sort_key(uniq[i]))
         remap = np.empty(len(uniq), dtype=np.int64)
         remap[rank] = np.arange(len(uniq))
         return remap[codes], tuple(uniq[i] for i in rank)

@@ -19,6 +19,8 @@ __all__ = [
     "agg_entities",
     "angle_delta",
     "bit_map",
+    "clamp_speed",
+    "clamp_velocity",
     "diff_map",
     "dist_to",
     "formation_area",
@@ -32,6 +34,7 @@ __all__ = [
     "planar",
     "speed",
     "step_diff",
+    "step_velocity",
     "velocity",
 ]
 
@@ -180,18 +183,34 @@ def velocity(
     vel : ndarray, shape (..., T, E, D), float64, m/s (clamped)
     speed : ndarray, shape (..., T, E, 1), float64, m/s, ``min(|v|, max_rate)``
     """
+    v, mag = step_velocity(pos_m, sample_hz)
+    return clamp_velocity(v, mag, max_rate), clamp_speed(mag, max_rate)
+
+
+def step_velocity(pos_m: np.ndarray, sample_hz: float) -> tuple[np.ndarray, np.ndarray]:
+    """Unclamped velocity ``(p[t] - p[t-1]) * sample_hz`` (..., T, E, D) and its norm
+    (..., T, E, 1), m/s: what :func:`velocity` clamps."""
     v = step_diff(pos_m) * sample_hz
-    mag = _norm(v)
+    return v, _norm(v)
+
+
+def clamp_speed(mag: np.ndarray, max_rate: float | None) -> np.ndarray:
+    """``min(|v|, max_rate)`` (the speed of :func:`velocity`), m/s."""
+    return mag if max_rate is None else np.minimum(mag, max_rate)
+
+
+def clamp_velocity(v: np.ndarray, mag: np.ndarray, max_rate: float | None) -> np.ndarray:
+    """``v`` scaled down to ``max_rate`` where faster (the velocity of :func:`velocity`), m/s."""
     if max_rate is None:
-        return v, mag
+        return v
     scale = np.ones(mag.shape)
     np.divide(max_rate, mag, out=scale, where=mag > max_rate)
-    return v * scale, np.minimum(mag, max_rate)
+    return v * scale
 
 
 def speed(pos_m: np.ndarray, sample_hz: float, max_rate: float | None) -> np.ndarray:
     """``min(|p[t] - p[t-1]| * sample_hz, max_rate)``: (..., T, E, D) metres -> (..., T, E, 1) m/s."""
-    return velocity(pos_m, sample_hz, max_rate)[1]
+    return clamp_speed(step_velocity(pos_m, sample_hz)[1], max_rate)
 
 
 def heading(pos_m: np.ndarray, latlon: np.ndarray | None) -> np.ndarray:
