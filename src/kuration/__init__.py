@@ -30,6 +30,7 @@ from .errors import (
     KurationError,
     KurationWarning,
     MediaError,
+    MemoryBudgetError,
     MetricCompileError,
     OutputSpecError,
     OutputValueError,
@@ -44,6 +45,8 @@ from .errors import (
     SnapCollisionWarning,
     SourceError,
     StrategyError,
+    StreamingError,
+    StreamOrderError,
     StrictJSONError,
     TimeRangeError,
     TransformError,
@@ -156,6 +159,10 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     ),
     ".pipeline.execute": ("PipelineRun",),
     ".pipeline.hours": ("DatasetWriteResult",),
+    ".pipeline.memory": (
+        "MemoryEstimate",
+        "estimate_peak",
+    ),
     ".pipeline.init": (
         "InitResult",
         "init_job",
@@ -210,6 +217,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "registered_methods",
     ),
     ".selection.strategy": ("Strategy",),
+    ".sources.stream": ("TickStream",),
     ".sources": (
         "InputAdapter",
         "JoinedMediaAdapter",
@@ -308,6 +316,7 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers
     from .pipeline.hours import DatasetWriteResult
     from .pipeline.init import InitResult, init_job
     from .pipeline.job import load_job
+    from .pipeline.memory import MemoryEstimate, estimate_peak
     from .pipeline.operators import (
         Operator,
         get_operator,
@@ -339,6 +348,7 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers
         registered_adapters,
         registered_media_providers,
     )
+    from .sources.stream import TickStream
     from .sources.video import motion_energy
     from .tools.analyzers import (
         AnalysisSubject,
@@ -395,6 +405,8 @@ __all__ = [
     "MediaProvider",
     "MediaRequest",
     "MediaSpec",
+    "MemoryBudgetError",
+    "MemoryEstimate",
     "MetricCompileError",
     "ModalitySpec",
     "MotionEnergy",
@@ -434,8 +446,11 @@ __all__ = [
     "Strategy",
     "StrategyError",
     "StreamInfo",
+    "StreamOrderError",
+    "StreamingError",
     "StrictJSONError",
     "Tick",
+    "TickStream",
     "TickTable",
     "TimeRangeError",
     "TimeseriesAdapter",
@@ -458,6 +473,7 @@ __all__ = [
     "compare_strategies",
     "compile_metric",
     "curate",
+    "estimate_peak",
     "get_adapter",
     "get_analyzer",
     "get_container",

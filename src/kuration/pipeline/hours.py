@@ -38,7 +38,7 @@ from ..output.encoders import PassthroughEncoder
 from ..output.spec import OutputSpec
 from ..selection.fill import FillResult
 from ..selection.strategy import Strategy
-from .hours_steps import HoursRun, run_steps
+from .hours_steps import STEPS, HoursRun, run_steps
 from .logical import HoursSelection as HoursSelectionT
 from .plan import PhysicalPlan, StageTelemetry
 from .scoring import ScoringResult
@@ -239,7 +239,7 @@ def run_hours(
     try:
         if _destination_in_use(root) and not (resume or force):
             raise DatasetExistsError(refusal)  # filled by another writer since the check above
-        run_steps(r)
+        run_steps(r, streaming_steps() if p.opts.streaming else STEPS)
     except BaseException as exc:
         if r.journal is not None:
             r.journal.close()
@@ -265,6 +265,13 @@ def run_hours(
         r.too_short,
         tuple(r.telemetry),
     )
+
+
+def streaming_steps() -> Any:
+    """The hours steps with both source passes streamed (:mod:`kuration.pipeline.streaming`)."""
+    from .streaming import STREAMING_STEPS
+
+    return STREAMING_STEPS
 
 
 def _prepare(
@@ -294,6 +301,8 @@ def _prepare(
         "workers": o.workers,
         "on_error": o.on_error,
         "durable": o.durable,
+        "streaming": o.streaming,
+        "batch_rows": o.stream_batch_rows,
         "resume": resume,
         "force": force,
     }

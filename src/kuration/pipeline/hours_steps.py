@@ -602,6 +602,7 @@ def _provenance(r: HoursRun) -> dict[str, Any]:
         "execution": {
             "mode": "local" if workers <= 1 else "process-pool",
             "workers": workers,
+            **({"streaming": True} if r.opt.get("streaming") else {}),
             # the PhysicalPlan that ran and each executed step's telemetry (this step's
             # own is not in yet: it ends with the commit)
             "plan": r.plan.to_dict() if r.plan is not None else None,
@@ -683,10 +684,11 @@ _PLAN_STAGE = {
 }
 
 
-def run_steps(r: HoursRun) -> None:
-    """Run :data:`STEPS` in order, recording each one's :class:`StageTelemetry` in
-    ``r.telemetry`` (a step that ran several plan stages reports them itself)."""
-    for name, step in STEPS:
+def run_steps(r: HoursRun, steps: tuple[tuple[str, Step], ...] = STEPS) -> None:
+    """Run ``steps`` (default :data:`STEPS`) in order, recording each one's
+    :class:`StageTelemetry` in ``r.telemetry`` (a step that ran several plan stages
+    reports them itself)."""
+    for name, step in steps:
         t0 = time.perf_counter()
         measured = step(r)
         if isinstance(measured, list):

@@ -353,6 +353,11 @@ class StageTelemetry:
     island : int or None
         The plan island the stage executed in; None for a barrier (or a
         step outside the plan's stages, such as the commit).
+    streamed : bool or None
+        True when the stage read its sources lazily (``streaming=True``).
+    peak_rss_bytes : int or None
+        The process's peak resident memory when the stage ended (``ru_maxrss``),
+        recorded by streaming stages.  Both are left out of :meth:`to_dict` when None.
     parts_s : tuple of (str, float) pairs, or None
         Where the stage's time went, seconds per part (``read``, ``segment``,
         ``features``, ``fingerprint`` of a fused scoring call; ``read``,
@@ -370,10 +375,19 @@ class StageTelemetry:
     checkpoint_misses: int | None = None
     queue_depth: int | None = None
     island: int | None = None
+    streamed: bool | None = None
+    peak_rss_bytes: int | None = None
     parts_s: tuple[tuple[str, float], ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+        extra: dict[str, Any] = {
+            k: v
+            for k, v in (("streamed", self.streamed), ("peak_rss_bytes", self.peak_rss_bytes))
+            if v is not None
+        }
+        if self.parts_s is not None:
+            extra["parts_s"] = dict(self.parts_s)
+        return {
             "stage": self.stage,
             "wall_s": self.wall_s,
             "rows_in": self.rows_in,
@@ -384,10 +398,8 @@ class StageTelemetry:
             "checkpoint_misses": self.checkpoint_misses,
             "queue_depth": self.queue_depth,
             "island": self.island,
+            **extra,
         }
-        if self.parts_s is not None:
-            out["parts_s"] = dict(self.parts_s)
-        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> StageTelemetry:
