@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import DatasetIntegrityError
 from ..output.commit import read_commit, read_regular
 from ..output.containers import Container, get_container
+from .packed import read_packed_shard
 
 if TYPE_CHECKING:
     from .loaders import Dataset
@@ -110,29 +111,11 @@ def read_shard_arrays(
     base = root if root is not None else entry.get(ROOT_KEY)
     ds_root = Path(base).resolve() if base is not None else None
     path = shard_file(entry, ds_root)
-    data = read_regular(path)
-    if verify:
-        if len(data) != entry.get("size"):
-            raise DatasetIntegrityError(
-                f"shard is {len(data)} bytes, manifest says {entry.get('size')}", path=str(path)
-            )
-        if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
-            raise DatasetIntegrityError("shard SHA-256 does not match the manifest", path=str(path))
-    pinned = entry.get(COMMIT_KEY)
-    if ds_root is not None and isinstance(pinned, str):
-        _, now = read_commit(ds_root)
-        if hashlib.sha256(now).hexdigest() != pinned:
-            raise DatasetIntegrityError(
-                "the dataset changed while it was being read (a writer replaced it)",
-                path=str(ds_root),
-            )
-    codec = resolve_container(container, None, registry)
-    try:
-        arrays = codec.loads(data)
-    except ImportError:
-        raise
-    except Exception as exc:
-        raise DatasetIntegrityError(f"cannot decode shard: {exc}", path=str(path)) from None
+    if "row_group" in entry:  # packed into a shared Parquet file (layout="packed")
+        arrays = read_packed_shard(entry, path, verify=verify)
+        _check_generation(entry, ds_root)
+    else:
+        arrays = _read_file(entry, path, verify, container, registry, ds_root)
     if "_n_steps" in arrays and int(arrays["_n_steps"]) != entry.get(
         "n_steps", int(arrays["_n_steps"])
     ):
@@ -153,6 +136,44 @@ def read_shard_arrays(
             a = a.reshape((a.shape[0], *shape))
         arrays[name] = a.astype(np.dtype(m["dtype"]), copy=False)
     return arrays
+
+
+def _check_generation(entry: Mapping[str, Any], ds_root: Path | None) -> None:
+    pinned = entry.get(COMMIT_KEY)
+    if ds_root is not None and isinstance(pinned, str):
+        _, now = read_commit(ds_root)
+        if hashlib.sha256(now).hexdigest() != pinned:
+            raise DatasetIntegrityError(
+                "the dataset changed while it was being read (a writer replaced it)",
+                path=str(ds_root),
+            )
+
+
+def _read_file(
+    entry: Mapping[str, Any],
+    path: Path,
+    verify: bool,
+    container: str | Container | None,
+    registry: Mapping[str, Container] | None,
+    ds_root: Path | None,
+) -> dict[str, np.ndarray]:
+    """A shard file of its own: read once, checked, decoded from that snapshot."""
+    data = read_regular(path)
+    if verify:
+        if len(data) != entry.get("size"):
+            raise DatasetIntegrityError(
+                f"shard is {len(data)} bytes, manifest says {entry.get('size')}", path=str(path)
+            )
+        if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
+            raise DatasetIntegrityError("shard SHA-256 does not match the manifest", path=str(path))
+    _check_generation(entry, ds_root)
+    codec = resolve_container(container, None, registry)
+    try:
+        return codec.loads(data)
+    except ImportError:
+        raise
+    except Exception as exc:
+        raise DatasetIntegrityError(f"cannot decode shard: {exc}", path=str(path)) from None
 
 
 def shard_arrays(
