@@ -4,6 +4,7 @@ Run on demand (not part of the test suite)::
 
     .venv/bin/python bench/bench_e2e.py                  # 384 sources, 3 rounds
     .venv/bin/python bench/bench_e2e.py --sources 48 --repeat 2
+    .venv/bin/python bench/bench_e2e.py --record         # the ratio into bench/results.json
 
 Corpus: the 12 ADS-B quickstart sources (``build_adsb_sources``, 15 min
 slices) replicated to ``--sources`` files.  Replica ``r`` of a source is the
@@ -157,6 +158,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sources", type=int, default=384)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--record", action="store_true", help="store the ratio in bench/results.json")
     args = ap.parse_args()
 
     from kuration import run_job
@@ -202,6 +204,20 @@ def main() -> None:
     print(f"kur run (workers=1)      : {kur:12,.0f} rows/s  ({best['kur run']:.2f} s)")
     print(f"pq.read_table (1 thread) : {arrow:12,.0f} rows/s  ({best['pyarrow']:.2f} s)")
     print(f"kur run / pyarrow = {kur / arrow:.3f}x   (target >= 0.5x)")
+    if args.record:
+        from perf_table import record
+
+        record(
+            [
+                {
+                    "id": "e2e",
+                    "benchmark": f"`bench_e2e.py` ({len(files)} sources, {n_rows / 1e6:.1f} M rows): "
+                    "`kur run` workers=1 / `pq.read_table(use_threads=False)`",
+                    "measured": f"{kur / arrow:.2f}x",
+                    "goal": ">= 0.5x",
+                }
+            ]
+        )
     wall = stages.pop("_wall", best["kur run"])
     if recorded:
         print("stage telemetry recorded in config.json (best kur round):")
