@@ -62,7 +62,7 @@ def test_scoring_and_staging_record_where_their_time_went(small_run) -> None:
     parts = dict(score.parts_s or ())
     assert set(parts) == {"read", "segment", "features", "fingerprint"}
     assert all(v > 0 for k, v in parts.items() if k != "segment")
-    assert sum(parts.values()) <= score.wall_s
+    # no bound by the wall: an executor may read the next source while this one is scored
     staged = dict(by["stage"].parts_s or ())
     assert set(staged) == {"read", "fsync"} and staged["read"] > 0
     assert sum(staged.values()) <= by["stage"].wall_s
