@@ -31,6 +31,7 @@ from .errors import (
     KurationWarning,
     MediaError,
     MetricCompileError,
+    NonExclusiveLeaseWarning,
     OutputSpecError,
     OutputValueError,
     PipelineError,
@@ -50,6 +51,7 @@ from .errors import (
     UnknownModalityError,
     UnknownNameError,
     UnknownSplitError,
+    UnsupportedURLError,
 )
 
 # module (relative to this package) -> the public names it provides
@@ -399,6 +401,7 @@ __all__ = [
     "ModalitySpec",
     "MotionEnergy",
     "MutualInformationScorer",
+    "NonExclusiveLeaseWarning",
     "NoveltyScorer",
     "Operator",
     "OutputEncoder",
@@ -445,6 +448,7 @@ __all__ = [
     "UnknownModalityError",
     "UnknownNameError",
     "UnknownSplitError",
+    "UnsupportedURLError",
     "VideoAdapter",
     "WindowBatch",
     "WindowBuffer",

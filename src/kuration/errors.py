@@ -19,6 +19,7 @@
     │   ├── GroupCapError                   the group cap starves every group of a split
     │   └── EmptySplitError                 a split with a non-zero request would end empty
     ├── DestinationError (OSError)          the output destination cannot be created or written
+    ├── UnsupportedURLError (ValueError)    a URL scheme kuration cannot read or write (FTP, SFTP, HTTP writes)
     ├── DatasetExistsError (FileExistsError) the destination holds a dataset and neither resume nor force was given
     ├── DatasetIntegrityError (ValueError)  an artifact fails verification (checksum, layout, commit state)
     ├── UnknownSplitError (KeyError)        a reader was asked for a split the dataset does not have
@@ -39,6 +40,7 @@
 
 Warnings: ``KurationWarning`` (root), ``DataOrderWarning`` (input rows were reordered),
 ``SnapCollisionWarning`` (rows of one entity snapped to one grid point; all but one dropped),
+``NonExclusiveLeaseWarning`` (a remote backend cannot create the writer lease exclusively),
 ``BudgetGranularityWarning`` (a split's admitted hours miss its request by more than 10% because
 its smallest admissible unit, a whole track or span, is too long) and ``PluginWarning`` (an
 installed entry-point plugin failed and was rolled back).
@@ -68,6 +70,7 @@ __all__ = [
     "MediaError",
     "MetricCompileError",
     "MissingExtraError",
+    "NonExclusiveLeaseWarning",
     "OutputSpecError",
     "OutputValueError",
     "PipelineError",
@@ -88,6 +91,7 @@ __all__ = [
     "UnknownModalityError",
     "UnknownNameError",
     "UnknownSplitError",
+    "UnsupportedURLError",
 ]
 
 
@@ -510,6 +514,22 @@ class ReaderOptionError(KurationError, ValueError):
     offset off the sample grid or naming an unknown key."""
 
 
+class UnsupportedURLError(KurationError, ValueError):
+    """A URL whose scheme kuration cannot use there: writing to FTP/SFTP/HTTP (no safe
+    replacement or deletion), or a scheme no installed fsspec backend knows.
+
+    Attributes
+    ----------
+    url : str
+    scheme : str
+    """
+
+    def __init__(self, message: str, *, url: str, scheme: str) -> None:
+        super().__init__(f"{url}: {message}")
+        self.url = url
+        self.scheme = scheme
+
+
 class MissingExtraError(KurationError, ImportError):
     """An optional feature needs a package from an extra that is not installed."""
 
@@ -635,6 +655,12 @@ class SnapCollisionWarning(KurationWarning):
         super().__init__(message)
         self.source = source
         self.count = count
+
+
+class NonExclusiveLeaseWarning(KurationWarning):
+    """The remote backend cannot create ``.kuration-writer.lock`` exclusively (no
+    conditional create), so two writers starting at the same instant are not kept apart;
+    the checksummed commit record still keeps readers fail-closed."""
 
 
 class PluginWarning(KurationWarning):

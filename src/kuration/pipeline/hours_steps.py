@@ -21,7 +21,7 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,7 +74,7 @@ from .plan import PhysicalPlan, StageTelemetry
 from .scoring import ScoringResult, score_sources
 from .summary import feature_distributions, ranking_examples
 
-__all__ = ["STEPS", "HoursRun", "run_steps"]
+__all__ = ["STEPS", "HoursRun", "build_config", "run_steps"]
 
 _PLAN_KEYS = (
     "split",
@@ -604,10 +604,10 @@ def _provenance(r: HoursRun) -> dict[str, Any]:
     }
 
 
-def step_commit(r: HoursRun) -> dict[str, Any]:
-    """config.json, the marker and the manifest replaced, then ``state="committed"``."""
+def build_config(r: HoursRun) -> dict[str, Any]:
+    """The config.json document of the run (results, provenance, telemetry so far)."""
     pool = r.pool()
-    r.config = {
+    return {
         "format": "kuration-config/1",
         "schema": r.schema.to_dict(),
         "strategy": r.strategy.to_dict(),
@@ -629,6 +629,11 @@ def step_commit(r: HoursRun) -> dict[str, Any]:
         "warnings": _warnings(r),
         "provenance": _provenance(r),
     }
+
+
+def step_commit(r: HoursRun) -> dict[str, Any]:
+    """config.json, the marker and the manifest replaced, then ``state="committed"``."""
+    r.config = build_config(r)
     marker_sha = dump_json_atomic(r.root / MARKER_NAME, marker_document(r.run))
     man_sha = dump_json_atomic(r.root / MANIFEST_NAME, r.manifest)
     cfg_sha = dump_json_atomic(r.root / CONFIG_NAME, r.config)
@@ -675,10 +680,11 @@ _PLAN_STAGE = {
 }
 
 
-def run_steps(r: HoursRun) -> None:
-    """Run :data:`STEPS` in order, recording each one's :class:`StageTelemetry` in
-    ``r.telemetry`` (a step that ran several plan stages reports them itself)."""
-    for name, step in STEPS:
+def run_steps(r: HoursRun, steps: Sequence[tuple[str, Step]] = STEPS) -> None:
+    """Run ``steps`` (default :data:`STEPS`) in order, recording each one's
+    :class:`StageTelemetry` in ``r.telemetry`` (a step that ran several plan stages
+    reports them itself)."""
+    for name, step in steps:
         t0 = time.perf_counter()
         measured = step(r)
         if isinstance(measured, list):

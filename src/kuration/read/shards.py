@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import DatasetIntegrityError
 from ..output.commit import read_commit, read_regular
 from ..output.containers import Container, get_container
+from .remote import is_url, remote_dataset, remote_shard_bytes
 
 if TYPE_CHECKING:
     from .loaders import Dataset
@@ -26,6 +27,7 @@ __all__ = ["read_shard_arrays", "shard_arrays"]
 
 ROOT_KEY = "_dataset_root"
 COMMIT_KEY = "_commit_sha256"
+IDENTITY_KEY = "_commit_identity"  # a remote commit record's version/ETag
 
 
 def shard_file(entry: Mapping[str, Any], root: Path | None) -> Path:
@@ -108,16 +110,18 @@ def read_shard_arrays(
         undecodable shard, a missing modality, a changed commit record.
     """
     base = root if root is not None else entry.get(ROOT_KEY)
+    if base is not None and is_url(base):  # an object store: read through fsspec
+        url = str(base).rstrip("/")
+        data, where = remote_shard_bytes(entry, url)
+        _verify(data, entry, where, verify)
+        pinned = entry.get(COMMIT_KEY)
+        if isinstance(pinned, str):
+            remote_dataset(url).check_generation(pinned, str(entry.get(IDENTITY_KEY, "")))
+        return _decode(data, entry, where, container, modalities, registry)
     ds_root = Path(base).resolve() if base is not None else None
     path = shard_file(entry, ds_root)
     data = read_regular(path)
-    if verify:
-        if len(data) != entry.get("size"):
-            raise DatasetIntegrityError(
-                f"shard is {len(data)} bytes, manifest says {entry.get('size')}", path=str(path)
-            )
-        if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
-            raise DatasetIntegrityError("shard SHA-256 does not match the manifest", path=str(path))
+    _verify(data, entry, str(path), verify)
     pinned = entry.get(COMMIT_KEY)
     if ds_root is not None and isinstance(pinned, str):
         _, now = read_commit(ds_root)
@@ -126,6 +130,27 @@ def read_shard_arrays(
                 "the dataset changed while it was being read (a writer replaced it)",
                 path=str(ds_root),
             )
+    return _decode(data, entry, str(path), container, modalities, registry)
+
+
+def _verify(data: bytes, entry: Mapping[str, Any], path: str, verify: bool) -> None:
+    if verify:
+        if len(data) != entry.get("size"):
+            raise DatasetIntegrityError(
+                f"shard is {len(data)} bytes, manifest says {entry.get('size')}", path=path
+            )
+        if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
+            raise DatasetIntegrityError("shard SHA-256 does not match the manifest", path=path)
+
+
+def _decode(
+    data: bytes,
+    entry: Mapping[str, Any],
+    path: str,
+    container: str | Container | None,
+    modalities: Mapping[str, Mapping[str, Any]] | None,
+    registry: Mapping[str, Container] | None,
+) -> dict[str, np.ndarray]:
     codec = resolve_container(container, None, registry)
     try:
         arrays = codec.loads(data)

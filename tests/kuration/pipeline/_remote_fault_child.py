@@ -1,0 +1,47 @@
+"""Run ``kur run ... --out s3://...`` and SIGKILL it at a chosen point of its remote write.
+
+Usage: python _remote_fault_child.py POINT ARGV...
+
+``POINT`` is ``upload:N`` (right after the N-th shard attempt object is uploaded)
+or ``move:N`` (right after the N-th attempt object is moved into place, i.e. with
+``dataset.commit.json`` in ``state="writing"``).  Every remote object goes through
+:class:`kuration.output.destination.RemoteDestination`, so hooking its ``write`` and
+``move`` finds the points without knowing the steps.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+from kuration.cli.main import main
+from kuration.output.destination import RemoteDestination
+
+
+def _arm(point: str) -> None:
+    kind, _, n = point.partition(":")
+    seen = {"upload": 0, "move": 0}
+    write, move = RemoteDestination.write, RemoteDestination.move
+
+    def count(what: str) -> None:
+        seen[what] += 1
+        if kind == what and seen[what] == int(n):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def hooked_write(self: RemoteDestination, rel: str, data: bytes) -> None:
+        write(self, rel, data)
+        if rel.startswith(".kuration_staging/") and not rel.endswith(".entry.json"):
+            count("upload")
+
+    def hooked_move(self: RemoteDestination, src: str, dst: str) -> None:
+        move(self, src, dst)
+        count("move")
+
+    RemoteDestination.write = hooked_write  # type: ignore[method-assign]
+    RemoteDestination.move = hooked_move  # type: ignore[method-assign]
+
+
+if __name__ == "__main__":
+    _arm(sys.argv[1])
+    sys.exit(main(sys.argv[2:]))
