@@ -40,7 +40,10 @@ from ..core.remote import object_identity, open_url
 from ..errors import DatasetExistsError, DestinationError, NonExclusiveLeaseWarning
 from .commit import LOCK_NAME, STAGING_NAME
 
-__all__ = ["RemoteDestination", "RemoteLease", "sha256_hex"]
+__all__ = ["ATOMIC_CREATE", "RemoteDestination", "RemoteLease", "sha256_hex", "staging_prefix"]
+
+#: fsspec protocols whose conditional create is one atomic request (S3 ``If-None-Match: *``).
+ATOMIC_CREATE = frozenset({"s3", "s3a"})
 
 
 def sha256_hex(data: bytes) -> str:
@@ -56,6 +59,8 @@ class RemoteDestination:
         ``s3://bucket/prefix`` (or ``gs://``, ``az://``, ...).
     write : bool
         Whether it will be written (only object-store schemes are).
+    filesystem : fsspec.AbstractFileSystem, optional
+        Use this filesystem instead of opening the URL's (no scheme check).
 
     Raises
     ------
@@ -65,9 +70,12 @@ class RemoteDestination:
         The backend's package is not installed.
     """
 
-    def __init__(self, url: str, *, write: bool = True) -> None:
+    def __init__(self, url: str, *, write: bool = True, filesystem: Any = None) -> None:
         self.url = str(url).rstrip("/")
-        self.fs, self.base = open_url(self.url, write=write)
+        if filesystem is None:
+            self.fs, self.base = open_url(self.url, write=write)
+        else:  # an fsspec filesystem given directly; the URL's path is the prefix
+            self.fs, self.base = filesystem, filesystem._strip_protocol(self.url).rstrip("/")
 
     def key(self, rel: str) -> str:
         return f"{self.base}/{rel}" if rel else self.base
@@ -114,35 +122,32 @@ class RemoteDestination:
 
     def create_exclusive(self, rel: str, data: bytes) -> bool:
         """Create ``rel`` only if it does not exist; returns whether the backend did it
-        atomically (False: check-then-create, and a warning was issued).
+        atomically.
+
+        On S3 (:data:`ATOMIC_CREATE`) this is one conditional PUT (``If-None-Match: *``,
+        s3fs ``mode="create"``; AWS and moto 5.x honour it).  Other backends get
+        check-then-create and a :class:`~kuration.errors.NonExclusiveLeaseWarning`: two
+        writers starting at the same instant are not kept apart there.
 
         Raises
         ------
         FileExistsError
             ``rel`` exists.
+        DestinationError
+            Any other failure (names the URL).
         """
         key = self.key(rel)
-        try:
-            self.fs.pipe_file(key, data, mode="create")
+        protocols = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
+        if ATOMIC_CREATE & set(protocols):
+            try:
+                self.fs.pipe_file(key, data, mode="create")
+            except FileExistsError:
+                raise
+            except OSError as exc:
+                raise self._fail("create", rel, exc) from exc
             return True
-        except FileExistsError:
-            raise
-        except (TypeError, NotImplementedError, ValueError):
-            pass  # this backend's pipe_file has no create mode
-        except OSError as exc:
-            raise self._fail("create", rel, exc) from exc
-        try:
-            with self.fs.open(key, "xb") as fh:
-                fh.write(data)
-            return True
-        except FileExistsError:
-            raise
-        except (TypeError, NotImplementedError, ValueError):
-            pass
-        except OSError as exc:
-            raise self._fail("create", rel, exc) from exc
         warnings.warn(
-            f"{self.where(rel)}: the {self.fs.protocol} backend cannot create objects "
+            f"{self.where(rel)}: the {protocols[0]} backend cannot create objects "
             "exclusively; two writers starting at once are not kept apart",
             NonExclusiveLeaseWarning,
             stacklevel=3,

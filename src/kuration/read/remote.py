@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
@@ -101,9 +102,13 @@ class RemoteDataset:
             )
 
 
-@functools.lru_cache(maxsize=32)
 def remote_dataset(url: str) -> RemoteDataset:
-    """A (cached) :class:`RemoteDataset` of ``url``."""
+    """A (cached) :class:`RemoteDataset` of ``url`` under the current storage options."""
+    return _cached(url, os.environ.get("KURATION_STORAGE_OPTIONS", ""))
+
+
+@functools.lru_cache(maxsize=32)
+def _cached(url: str, options: str) -> RemoteDataset:
     return RemoteDataset(url)
 
 

@@ -82,7 +82,13 @@ def _same_arrays(url: str, local: Path) -> None:
 
 @pytest.mark.slow
 def test_remote_write_reads_back_like_local(
-    s3_bucket: str, job_b: dict, base_b: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    s3_bucket: str,
+    job_b: dict,
+    base_b: Any,
+    job_a: dict,
+    gen_a: Any,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
     url = f"{s3_bucket}/runs/b"
     res = _quiet_run(job_b, url)
@@ -115,6 +121,10 @@ def test_remote_write_reads_back_like_local(
     # without resume or force the prefix is protected
     with pytest.raises(DatasetExistsError, match="not empty"):
         _quiet_run(job_b, url)
+    # force replaces it with another run: its stale shards are deleted
+    _quiet_run(job_a, url, force=True)
+    assert _remote_bytes(url) == _local_bytes(gen_a.path)
+    assert open_dataset(url).commit["run_fingerprint"] == gen_a.fingerprint
 
 
 def test_second_writer_is_refused_by_the_remote_lease(s3_bucket: str, job_b: dict) -> None:
