@@ -157,12 +157,17 @@ class RemoteDestination:
         self.write(rel, data)
         return False
 
-    def move(self, src: str, dst: str) -> None:
-        """Move object ``src`` onto ``dst`` (copy + delete on object stores)."""
+    def move_many(self, pairs: list[tuple[str, str]]) -> None:
+        """Move objects ``src -> dst``: every copy first (concurrent on async backends),
+        then the sources are deleted, so a crash leaves each shard in place, staged, or both.
+        """
+        if not pairs:
+            return
         try:
-            self.fs.mv(self.key(src), self.key(dst))
+            self.fs.copy([self.key(a) for a, _ in pairs], [self.key(b) for _, b in pairs])
         except OSError as exc:
-            raise self._fail("move into place", dst, exc) from exc
+            raise self._fail("move into place", pairs[0][1], exc) from exc
+        self.remove([a for a, _ in pairs])
 
     def listing(self, rel: str = "") -> list[str]:
         """Every object under ``rel`` (recursively), relative to the prefix."""
@@ -193,10 +198,23 @@ class RemoteDestination:
         """Whether the prefix holds anything but the lease (a dataset, a staging area)."""
         return any(r != LOCK_NAME for r in self.listing())
 
-    def sha256(self, rel: str) -> tuple[int, str] | None:
-        """Size and SHA-256 of the bytes of ``rel`` as stored (None when missing)."""
-        data = self.read(rel)
-        return None if data is None else (len(data), sha256_hex(data))
+    def sha256_many(self, rels: Iterable[str], batch: int = 128) -> dict[str, tuple[int, str]]:
+        """Size and SHA-256 of the stored bytes of each of ``rels`` that exists, fetched
+        ``batch`` objects at a time (concurrently on async backends); only the digests
+        are kept."""
+        todo = sorted(set(rels))
+        out: dict[str, tuple[int, str]] = {}
+        for i in range(0, len(todo), batch):
+            keys = {self.key(r): r for r in todo[i : i + batch]}
+            try:
+                got = self.fs.cat(list(keys), on_error="omit")
+            except OSError as exc:
+                raise self._fail("read", todo[i], exc) from exc
+            for key, data in got.items():
+                rel = keys.get(key) or keys.get(self.fs._strip_protocol(key))
+                if rel is not None and isinstance(data, bytes):
+                    out[rel] = (len(data), sha256_hex(data))
+        return out
 
 
 class RemoteLease:

@@ -63,6 +63,8 @@ from .hours_steps import step_manifest as _step_manifest
 __all__ = ["REMOTE_STEPS", "RemoteRun", "run_remote"]
 
 RECORD_SUFFIX = ".entry.json"
+#: Attempt objects moved into place per batch (one concurrent copy, then one delete).
+MOVE_BATCH = 64
 
 
 @dataclass
@@ -73,6 +75,7 @@ class RemoteRun:
     attempt: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
     staged: dict[str, list[tuple[dict[str, Any], str]]] = field(default_factory=dict)
     moves: list[tuple[str, str]] = field(default_factory=list)
+    digests: dict[str, tuple[int, str]] = field(default_factory=dict)  # of candidate objects
     wrote: bool = False
 
 
@@ -120,6 +123,10 @@ def step_remote_resume(r: HoursRun, s: RemoteRun) -> dict[str, Any]:
         elif strong:
             r.trusted, _, r.resume_notes = reusable_entries(r.root, r.fingerprint, r.run)
             s.staged = _staged_records(s, r.fingerprint)
+            # the bytes of every object that could be reused, hashed (never trusted by name)
+            cands = set(r.trusted) | {p for p in s.staged}
+            cands |= {key for recs in s.staged.values() for _, key in recs}
+            s.digests = s.dest.sha256_many(cands)
         else:
             r.resume_notes = ["a source has no strong fingerprint: nothing is reused"]
     try:
@@ -143,7 +150,7 @@ def _locate(
     for rec, obj, where in cands:
         if any(rec.get(k) != planned[k] for k in _PLAN_KEYS):
             continue
-        if s.dest.sha256(obj) == (rec.get("size"), rec.get("sha256")):
+        if s.digests.get(obj) == (rec.get("size"), rec.get("sha256")):
             return {**planned, "size": rec["size"], "sha256": rec["sha256"]}, obj, where
     return None
 
@@ -232,8 +239,8 @@ def step_remote_publish(r: HoursRun, s: RemoteRun) -> dict[str, Any]:
         COMMIT_NAME,
         _commit_bytes("writing", run_fingerprint=r.fingerprint, previous=last_committed),
     )
-    for src, dst in s.moves:
-        s.dest.move(src, dst)
+    for i in range(0, len(s.moves), MOVE_BATCH):
+        s.dest.move_many(s.moves[i : i + MOVE_BATCH])
     emit(r.progress, "writing", "complete", total=r.partitions)
     r.entries.sort(
         key=lambda e: (

@@ -3,10 +3,10 @@
 Usage: python _remote_fault_child.py POINT ARGV...
 
 ``POINT`` is ``upload:N`` (right after the N-th shard attempt object is uploaded)
-or ``move:N`` (right after the N-th attempt object is moved into place, i.e. with
-``dataset.commit.json`` in ``state="writing"``).  Every remote object goes through
+or ``move:N`` (right after the N-th batch of two attempt objects is moved into place,
+i.e. with ``dataset.commit.json`` in ``state="writing"``).  Every remote object goes through
 :class:`kuration.output.destination.RemoteDestination`, so hooking its ``write`` and
-``move`` finds the points without knowing the steps.
+``move_many`` finds the points without knowing the steps.
 """
 
 from __future__ import annotations
@@ -17,12 +17,14 @@ import sys
 
 from kuration.cli.main import main
 from kuration.output.destination import RemoteDestination
+from kuration.pipeline import remote_run
 
 
 def _arm(point: str) -> None:
     kind, _, n = point.partition(":")
     seen = {"upload": 0, "move": 0}
-    write, move = RemoteDestination.write, RemoteDestination.move
+    write, move_many = RemoteDestination.write, RemoteDestination.move_many
+    remote_run.MOVE_BATCH = 2  # several batches even for a small run
 
     def count(what: str) -> None:
         seen[what] += 1
@@ -34,12 +36,12 @@ def _arm(point: str) -> None:
         if rel.startswith(".kuration_staging/") and not rel.endswith(".entry.json"):
             count("upload")
 
-    def hooked_move(self: RemoteDestination, src: str, dst: str) -> None:
-        move(self, src, dst)
+    def hooked_move(self: RemoteDestination, pairs: list[tuple[str, str]]) -> None:
+        move_many(self, pairs)
         count("move")
 
     RemoteDestination.write = hooked_write  # type: ignore[method-assign]
-    RemoteDestination.move = hooked_move  # type: ignore[method-assign]
+    RemoteDestination.move_many = hooked_move  # type: ignore[method-assign]
 
 
 if __name__ == "__main__":
