@@ -120,6 +120,15 @@ class RemoteDestination:
         except OSError as exc:
             raise self._fail("write", rel, exc) from exc
 
+    def write_many(self, items: dict[str, bytes]) -> None:
+        """Upload several whole objects (concurrently on async backends)."""
+        if not items:
+            return
+        try:
+            self.fs.pipe({self.key(r): d for r, d in items.items()})
+        except OSError as exc:
+            raise self._fail("write", next(iter(items)), exc) from exc
+
     def create_exclusive(self, rel: str, data: bytes) -> bool:
         """Create ``rel`` only if it does not exist; returns whether the backend did it
         atomically.

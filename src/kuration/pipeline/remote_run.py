@@ -10,9 +10,9 @@ versions (:data:`REMOTE_STEPS`), which follow the same commit protocol through a
   :func:`~kuration.output.commit.reusable_entries` judge them exactly as it judges a
   local dataset (their bytes must hash to the checksums the commit pins), and reads
   the attempt records of the run-fingerprint staging namespace;
-* ``stage`` encodes each shard into the scratch directory, uploads it whole as an
-  attempt object ``.kuration_staging/<fp>/<attempt>/<split>/<name>`` plus its record
-  (``<name>.entry.json``), and drops the local copy;
+* ``stage`` encodes a track's shards into the scratch directory, uploads each whole as
+  an attempt object ``.kuration_staging/<fp>/<attempt>/<split>/<name>`` plus its record
+  (``<name>.entry.json``; one concurrent batch per track), and drops the local copies;
 * ``publish`` replaces ``dataset.commit.json`` by ``state="writing"``, moves the
   attempt objects into place and deletes stale shards;
 * ``commit`` uploads marker, manifest and config (the same canonical bytes a local
@@ -178,17 +178,22 @@ def step_remote_stage(r: HoursRun, s: RemoteRun) -> dict[str, Any]:
     attempt = f"{prefix}/{s.attempt}"
     local = r.root / "stage"
 
-    def upload(entry: dict[str, Any]) -> None:
-        path = local / entry["path"]
-        key = f"{attempt}/{entry['path']}"
-        s.dest.write(key, path.read_bytes())
+    def upload(written: list[dict[str, Any]]) -> None:
+        """One track's shards and their records, uploaded together; a record without its
+        shard (a kill mid-batch) proposes nothing, since reuse needs the shard's bytes."""
+        batch = {}
+        for entry in written:
+            path = local / entry["path"]
+            key = f"{attempt}/{entry['path']}"
+            record = {"run_fingerprint": r.fingerprint, "key": key, "entry": entry}
+            batch[key] = path.read_bytes()
+            batch[key + RECORD_SUFFIX] = canonical_json(record)
+            path.unlink()
+            s.moves.append((key, entry["path"]))
         s.wrote = True
-        record = {"run_fingerprint": r.fingerprint, "key": key, "entry": entry}
-        s.dest.write(key + RECORD_SUFFIX, canonical_json(record))
-        path.unlink()
-        s.moves.append((key, entry["path"]))
+        s.dest.write_many(batch)
 
-    writer = ShardWriter(local, r.spec, r.schema, r.encoder, on_shard=upload)
+    writer = ShardWriter(local, r.spec, r.schema, r.encoder)
     uri_of = {sid: info.uri for sid, info in r.pool().sources.items()}
     work: dict[str, list[Planned]] = {}
     for item in r.admitted:
@@ -209,6 +214,7 @@ def step_remote_stage(r: HoursRun, s: RemoteRun) -> dict[str, Any]:
             written = writer.write(track, split)
             if [e["path"] for e in written] != [e["path"] for e in planned]:
                 raise OutputSpecError(f"internal: shard plan mismatch for {sid!r}")
+            upload(written)
             r.entries.extend(written)
             r.rebuilt += len(written)
         emit(r.progress, "writing", "advance", current=i, total=len(work), source=sid)
