@@ -93,7 +93,7 @@ class RemoteDestination:
             data: bytes = self.fs.cat_file(self.key(rel))
         except FileNotFoundError:
             return None
-        except OSError as exc:
+        except Exception as exc:  # any backend error (OSError, botocore...)
             raise self._fail("read", rel, exc) from exc
         return data
 
@@ -104,7 +104,7 @@ class RemoteDestination:
             out: dict[str, Any] = self.fs.info(self.key(rel))
         except FileNotFoundError:
             return None
-        except OSError as exc:
+        except Exception as exc:  # any backend error (OSError, botocore...)
             raise self._fail("stat", rel, exc) from exc
         return out if out.get("type", "file") != "directory" else None
 
@@ -117,7 +117,7 @@ class RemoteDestination:
         """Upload ``data`` as one whole object ``rel`` (a single PUT for small objects)."""
         try:
             self.fs.pipe_file(self.key(rel), data)
-        except OSError as exc:
+        except Exception as exc:  # any backend error (OSError, botocore...)
             raise self._fail("write", rel, exc) from exc
 
     def write_many(self, items: dict[str, bytes]) -> None:
@@ -126,7 +126,7 @@ class RemoteDestination:
             return
         try:
             self.fs.pipe({self.key(r): d for r, d in items.items()})
-        except OSError as exc:
+        except Exception as exc:  # any backend error (OSError, botocore...)
             raise self._fail("write", next(iter(items)), exc) from exc
 
     def create_exclusive(self, rel: str, data: bytes) -> bool:
@@ -152,7 +152,7 @@ class RemoteDestination:
                 self.fs.pipe_file(key, data, mode="create")
             except FileExistsError:
                 raise
-            except OSError as exc:
+            except Exception as exc:  # any backend error (OSError, botocore...)
                 raise self._fail("create", rel, exc) from exc
             return True
         warnings.warn(
@@ -174,7 +174,7 @@ class RemoteDestination:
             return
         try:
             self.fs.copy([self.key(a) for a, _ in pairs], [self.key(b) for _, b in pairs])
-        except OSError as exc:
+        except Exception as exc:  # any backend error (OSError, botocore...)
             raise self._fail("move into place", pairs[0][1], exc) from exc
         self.remove([a for a, _ in pairs])
 
@@ -185,7 +185,7 @@ class RemoteDestination:
             found = self.fs.find(self.key(rel))
         except FileNotFoundError:
             return []
-        except OSError as exc:
+        except Exception as exc:  # any backend error (OSError, botocore...)
             raise self._fail("list", rel, exc) from exc
         start = len(self.base) + 1
         return sorted(p[start:] for p in found if p.startswith(self.base + "/"))
@@ -199,7 +199,7 @@ class RemoteDestination:
             self.fs.rm(keys)
         except FileNotFoundError:
             pass
-        except OSError as exc:
+        except Exception as exc:  # any backend error (OSError, botocore...)
             raise self._fail("delete", keys[0][len(self.base) + 1 :], exc) from exc
         self.fs.invalidate_cache()
 
@@ -217,7 +217,7 @@ class RemoteDestination:
             keys = {self.key(r): r for r in todo[i : i + batch]}
             try:
                 got = self.fs.cat(list(keys), on_error="omit")
-            except OSError as exc:
+            except Exception as exc:  # any backend error (OSError, botocore...)
                 raise self._fail("read", todo[i], exc) from exc
             for key, data in got.items():
                 rel = keys.get(key) or keys.get(self.fs._strip_protocol(key))

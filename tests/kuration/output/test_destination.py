@@ -8,7 +8,7 @@ import json
 import fsspec
 import pytest
 
-from kuration import DatasetExistsError, NonExclusiveLeaseWarning
+from kuration import DatasetExistsError, DestinationError, NonExclusiveLeaseWarning
 from kuration.output.commit import LOCK_NAME
 from kuration.output.destination import RemoteDestination, RemoteLease
 
@@ -51,3 +51,10 @@ def test_a_backend_without_conditional_create_warns() -> None:
         assert dest.listing() == ["lock"]
     finally:
         fs.rm("/kuration-test-dest", recursive=True)
+
+
+def test_a_missing_bucket_is_a_destination_error_naming_the_url(s3_bucket: str) -> None:
+    dest = RemoteDestination(f"{s3_bucket}-missing/ds")
+    assert not dest.in_use()
+    with pytest.raises(DestinationError, match=r"-missing/ds/\.kuration-writer\.lock"):
+        RemoteLease(dest).acquire()
