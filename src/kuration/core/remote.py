@@ -27,6 +27,7 @@ __all__ = [
     "READ_SCHEMES",
     "WRITE_SCHEMES",
     "is_url",
+    "local_path",
     "object_identity",
     "open_url",
     "read_remote",
@@ -66,6 +67,18 @@ def url_scheme(target: Any) -> str | None:
 def is_url(target: Any) -> bool:
     """Whether ``target`` is a remote URL (``file://`` and plain paths are local)."""
     return url_scheme(target) is not None
+
+
+def local_path(target: str | os.PathLike[str]) -> str:
+    """``target`` as a local path: a ``file://`` URL loses its scheme, anything else is
+    returned as is."""
+    text = os.fspath(target)
+    m = _SCHEME.match(text)
+    if m is not None and m.group(1).lower() == "file":
+        from urllib.parse import unquote, urlparse
+
+        return unquote(urlparse(text).path)
+    return text
 
 
 def storage_options(protocol: str) -> dict[str, Any]:

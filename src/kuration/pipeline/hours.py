@@ -31,7 +31,7 @@ import numpy as np
 
 from ..contracts.schema import SchemaSpec
 from ..core.registry import UnknownNameError
-from ..core.remote import is_url
+from ..core.remote import is_url, local_path
 from ..errors import DatasetExistsError, DestinationError, KurationError, OutputSpecError
 from ..output.commit import LOCK_NAME, WriterLease, destination_path, remove_tree
 from ..output.containers import require_container
@@ -231,7 +231,7 @@ def run_hours(
             r.telemetry.extend(telemetry)
             run_remote(r, str(out).rstrip("/"), resume=resume, force=force)
             return _result(r, str(out).rstrip("/"))
-    root = Path(out)
+    root = Path(local_path(out))
     r = _prepare(p, root, sources, plan, force=force, resume=resume)
     r.telemetry.extend(telemetry)
     refusal = (

@@ -40,6 +40,7 @@ import numpy as np
 
 from ..contracts.schema import SchemaSpec
 from ..core.jsonio import loads_strict
+from ..core.remote import local_path
 from ..errors import (
     DatasetIntegrityError,
     MissingExtraError,
@@ -175,7 +176,7 @@ class Dataset:
             self.root = url
             commit, commit_bytes, self._identity = self._remote.read_commit()
         else:
-            p = Path(path)
+            p = Path(local_path(path))
             root = p.parent if p.name == MANIFEST_NAME else p
             local = root.resolve()
             self.root = local

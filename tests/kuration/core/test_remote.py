@@ -11,7 +11,14 @@ import pytest
 
 from kuration import UnsupportedURLError, open_dataset, run_job
 from kuration.cli.main import main as cli_main
-from kuration.core.remote import is_url, object_identity, open_url, storage_options, url_scheme
+from kuration.core.remote import (
+    is_url,
+    local_path,
+    object_identity,
+    open_url,
+    storage_options,
+    url_scheme,
+)
 from kuration.errors import MissingExtraError
 
 
@@ -19,6 +26,16 @@ def test_local_paths_and_file_urls_are_not_remote(tmp_path: Path) -> None:
     assert not is_url(tmp_path) and not is_url(str(tmp_path)) and not is_url("runs/b")
     assert not is_url("file:///tmp/x") and url_scheme("file:///tmp/x") is None
     assert url_scheme("S3://b/p") == "s3" and is_url("gs://b/p") and is_url("az://c/p")
+    assert local_path("file:///tmp/a%20b/ds") == "/tmp/a b/ds" and local_path(tmp_path) == str(
+        tmp_path
+    )
+
+
+@pytest.mark.filterwarnings("ignore::kuration.errors.BudgetGranularityWarning")
+def test_a_file_url_is_a_local_destination_and_dataset(small_job: dict, tmp_path: Path) -> None:
+    res = run_job(small_job, f"file://{tmp_path}/ds")
+    assert res.path == tmp_path / "ds" and (tmp_path / "ds" / "dataset.commit.json").is_file()
+    assert len(open_dataset(f"file://{tmp_path}/ds")) == len(res.manifest["shards"])
 
 
 @pytest.mark.parametrize(
