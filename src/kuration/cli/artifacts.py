@@ -78,8 +78,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def add_diff(p: argparse.ArgumentParser) -> None:
-    p.add_argument("left", help="a dataset directory")
-    p.add_argument("right", help="another dataset directory")
+    p.add_argument("left", help="a dataset directory or URL (s3://, gs://, az://)")
+    p.add_argument("right", help="another dataset directory or URL")
     p.add_argument("--verify", action="store_true", help="also verify every shard of both")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML comparison")
@@ -87,7 +87,7 @@ def add_diff(p: argparse.ArgumentParser) -> None:
 
 
 def add_check(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dataset", help="a dataset directory")
+    p.add_argument("dataset", help="a dataset directory or URL (s3://, gs://, az://)")
     p.add_argument("--policy", required=True, help="quality policy JSON file")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(fn=_cmd_check)

@@ -274,7 +274,9 @@ def _add_schema(p: argparse.ArgumentParser) -> None:
 
 def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("job", help="job JSON file")
-    p.add_argument("--out", help="output directory (default runs/<job name>)")
+    p.add_argument(
+        "--out", help="output directory or s3://, gs://, az:// URL (default runs/<job name>)"
+    )
     p.add_argument("--force", action="store_true", help="replace an existing dataset")
     p.add_argument(
         "--resume",
@@ -289,7 +291,10 @@ def _add_run(p: argparse.ArgumentParser) -> None:
 
 
 def _add_inspect(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dataset", help="dataset directory or its dataset_manifest.json")
+    p.add_argument(
+        "dataset",
+        help="dataset directory, its dataset_manifest.json, or a URL (s3://, gs://, az://)",
+    )
     p.add_argument("--verify", action="store_true", help="read and check every shard")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report with plots")
