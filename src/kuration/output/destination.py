@@ -207,22 +207,30 @@ class RemoteDestination:
         """Whether the prefix holds anything but the lease (a dataset, a staging area)."""
         return any(r != LOCK_NAME for r in self.listing())
 
+    def read_many(self, rels: Iterable[str]) -> dict[str, bytes]:
+        """The bytes of each of ``rels`` that exists, fetched concurrently on async backends."""
+        keys = {self.key(r): r for r in rels}
+        if not keys:
+            return {}
+        try:
+            got = self.fs.cat(list(keys), on_error="omit")
+        except Exception as exc:  # any backend error (OSError, botocore...)
+            raise self._fail("read", next(iter(keys.values())), exc) from exc
+        out = {}
+        for key, data in got.items():
+            rel = keys.get(key) or keys.get(self.fs._strip_protocol(key))
+            if rel is not None and isinstance(data, bytes):
+                out[rel] = data
+        return out
+
     def sha256_many(self, rels: Iterable[str], batch: int = 128) -> dict[str, tuple[int, str]]:
         """Size and SHA-256 of the stored bytes of each of ``rels`` that exists, fetched
-        ``batch`` objects at a time (concurrently on async backends); only the digests
-        are kept."""
+        ``batch`` objects at a time; only the digests are kept."""
         todo = sorted(set(rels))
         out: dict[str, tuple[int, str]] = {}
         for i in range(0, len(todo), batch):
-            keys = {self.key(r): r for r in todo[i : i + batch]}
-            try:
-                got = self.fs.cat(list(keys), on_error="omit")
-            except Exception as exc:  # any backend error (OSError, botocore...)
-                raise self._fail("read", todo[i], exc) from exc
-            for key, data in got.items():
-                rel = keys.get(key) or keys.get(self.fs._strip_protocol(key))
-                if rel is not None and isinstance(data, bytes):
-                    out[rel] = (len(data), sha256_hex(data))
+            for rel, data in self.read_many(todo[i : i + batch]).items():
+                out[rel] = (len(data), sha256_hex(data))
         return out
 
 

@@ -92,15 +92,15 @@ def _staged_records(s: RemoteRun, fingerprint: str) -> dict[str, list[tuple[dict
     """Attempt records of the staging namespace of ``fingerprint``, by shard path."""
     prefix = staging_prefix(fingerprint)
     out: dict[str, list[tuple[dict[str, Any], str]]] = {}
-    for rel in s.dest.listing(prefix):
-        if not rel.endswith(RECORD_SUFFIX):
-            continue
-        data = s.dest.read(rel)
+    records = [rel for rel in s.dest.listing(prefix) if rel.endswith(RECORD_SUFFIX)]
+    for rel, data in sorted(s.dest.read_many(records).items()):
         try:
-            rec = loads_strict(data or b"", what=rel)
+            rec = loads_strict(data, what=rel)
         except ValueError:
             continue  # a torn or foreign record proposes nothing
-        entry, key = rec.get("entry"), rec.get("key") if isinstance(rec, dict) else None
+        if not isinstance(rec, dict):
+            continue
+        entry, key = rec.get("entry"), rec.get("key")
         if (
             isinstance(entry, dict)
             and isinstance(entry.get("path"), str)
@@ -124,7 +124,7 @@ def step_remote_resume(r: HoursRun, s: RemoteRun) -> dict[str, Any]:
             r.trusted, _, r.resume_notes = reusable_entries(r.root, r.fingerprint, r.run)
             s.staged = _staged_records(s, r.fingerprint)
             # the bytes of every object that could be reused, hashed (never trusted by name)
-            cands = set(r.trusted) | {p for p in s.staged}
+            cands = set(r.trusted) | set(s.staged)
             cands |= {key for recs in s.staged.values() for _, key in recs}
             s.digests = s.dest.sha256_many(cands)
         else:
