@@ -190,7 +190,12 @@ def test_sigkill_during_remote_write_then_resume(
     keys = set(fs.find(f"{base}/{STAGING_NAME}"))
     recorded = [k for k in keys if k.endswith(".npz") and f"{k}.entry.json" in keys]
     tails = [k.split("/", 5)[-1] for k in recorded]  # <split>/<name>, without the attempt
-    staged = sorted(k for k, t in zip(recorded, tails, strict=True) if tails.count(t) == 1)
+    in_place = set(fs.find(base))
+    staged = sorted(  # the only valid copy of its shard: recorded once, not yet in place
+        k
+        for k, t in zip(recorded, tails, strict=True)
+        if tails.count(t) == 1 and f"{base}/{t}" not in in_place
+    )
     data = bytearray(fs.cat_file(staged[0]))
     data[len(data) // 2] ^= 0xFF
     fs.pipe_file(staged[0], bytes(data))  # same name and size, other bytes
