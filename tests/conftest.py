@@ -21,6 +21,24 @@ def adsb_sources(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 
 @pytest.fixture(scope="session")
+def adsb_time_ordered(
+    adsb_sources: list[Path], tmp_path_factory: pytest.TempPathFactory
+) -> list[Path]:
+    """The first four quickstart sources with their rows stably sorted by time (each
+    aircraft keeps its order): the time-ordered input that ``streaming=True`` needs."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    root = tmp_path_factory.mktemp("adsb-time-ordered")
+    out = []
+    for src in adsb_sources[:4]:
+        t = pq.read_table(src)
+        pq.write_table(t.take(pc.sort_indices(t, [("timestamp", "ascending")])), root / src.name)
+        out.append(root / src.name)
+    return out
+
+
+@pytest.fixture(scope="session")
 def adsb_job_dict() -> dict:
     """The shipped example job with every part inlined, tracks kept whole.
 

@@ -30,6 +30,7 @@ from .errors import (
     KurationError,
     KurationWarning,
     MediaError,
+    MemoryBudgetError,
     MetricCompileError,
     NonExclusiveLeaseWarning,
     OutputSpecError,
@@ -45,6 +46,8 @@ from .errors import (
     SnapCollisionWarning,
     SourceError,
     StrategyError,
+    StreamingError,
+    StreamOrderError,
     StrictJSONError,
     TimeRangeError,
     TransformError,
@@ -158,6 +161,10 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     ),
     ".pipeline.execute": ("PipelineRun",),
     ".pipeline.hours": ("DatasetWriteResult",),
+    ".pipeline.memory": (
+        "MemoryEstimate",
+        "estimate_peak",
+    ),
     ".pipeline.init": (
         "InitResult",
         "init_job",
@@ -212,6 +219,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "registered_methods",
     ),
     ".selection.strategy": ("Strategy",),
+    ".sources.stream": ("TickStream",),
     ".sources": (
         "InputAdapter",
         "JoinedMediaAdapter",
@@ -310,6 +318,7 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers
     from .pipeline.hours import DatasetWriteResult
     from .pipeline.init import InitResult, init_job
     from .pipeline.job import load_job
+    from .pipeline.memory import MemoryEstimate, estimate_peak
     from .pipeline.operators import (
         Operator,
         get_operator,
@@ -341,6 +350,7 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers
         registered_adapters,
         registered_media_providers,
     )
+    from .sources.stream import TickStream
     from .sources.video import motion_energy
     from .tools.analyzers import (
         AnalysisSubject,
@@ -397,6 +407,8 @@ __all__ = [
     "MediaProvider",
     "MediaRequest",
     "MediaSpec",
+    "MemoryBudgetError",
+    "MemoryEstimate",
     "MetricCompileError",
     "ModalitySpec",
     "MotionEnergy",
@@ -437,8 +449,11 @@ __all__ = [
     "Strategy",
     "StrategyError",
     "StreamInfo",
+    "StreamOrderError",
+    "StreamingError",
     "StrictJSONError",
     "Tick",
+    "TickStream",
     "TickTable",
     "TimeRangeError",
     "TimeseriesAdapter",
@@ -462,6 +477,7 @@ __all__ = [
     "compare_strategies",
     "compile_metric",
     "curate",
+    "estimate_peak",
     "get_adapter",
     "get_analyzer",
     "get_container",

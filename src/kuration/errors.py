@@ -11,7 +11,8 @@
     ├── PolicyError (ValueError)            a quality policy (``kur check``) is malformed
     ├── SourceError (ValueError)            raw input is malformed (names source and row)
     │   ├── EntityIdError                   an entity id is missing or has no canonical form (names column)
-    │   └── TimeRangeError                  a time is outside the int64-nanosecond range (names column)
+    │   ├── TimeRangeError                  a time is outside the int64-nanosecond range (names column)
+    │   └── StreamOrderError                a streamed source is not time-ordered (names source and row)
     ├── EmptyPoolError (RuntimeError)       scoring produced no segments at all
     ├── OutputSpecError (ValueError)        an OutputSpec is invalid or a modality cannot be filled
     │   └── OutputValueError                a value does not fit its modality's dtype (range, integrality)
@@ -30,6 +31,8 @@
     ├── TransformError (ValueError)         a BatchTransform use is invalid or its output is (names transform, source, segment, token)
     ├── ScorerError (RuntimeError)          a SegmentScorer use is invalid or it failed (names scorer, source, segment)
     ├── PipelineError (ValueError)          a Pipeline is built or used inconsistently (unknown seam name, no source)
+    │   ├── StreamingError                  ``streaming=True`` cannot honour bounded memory for this plan (names the part)
+    │   └── MemoryBudgetError               the plan's estimated peak exceeds ``memory_budget`` (names what would meet it)
     ├── ExecutionTraitsError (ValueError)   a component declares invalid execution traits (raised at registration)
     ├── AdapterError (ValueError)           an adapter's options do not fit its schema or format (names adapter)
     ├── StrictJSONError (ValueError)        a JSON document has duplicate keys, NaN/Infinity or bad syntax
@@ -68,6 +71,7 @@ __all__ = [
     "KurationError",
     "KurationWarning",
     "MediaError",
+    "MemoryBudgetError",
     "MetricCompileError",
     "MissingExtraError",
     "NonExclusiveLeaseWarning",
@@ -85,6 +89,8 @@ __all__ = [
     "SnapCollisionWarning",
     "SourceError",
     "StrategyError",
+    "StreamOrderError",
+    "StreamingError",
     "StrictJSONError",
     "TimeRangeError",
     "TransformError",
@@ -310,6 +316,11 @@ class TimeRangeError(SourceError):
         where = f"column {column!r}: " if column is not None else ""
         super().__init__(where + message, source=source, row=row)
         self.column = column
+
+
+class StreamOrderError(SourceError):
+    """A streamed source goes back in time: a bounded stream cannot sort a whole source
+    (``streaming=True`` needs time-ordered input).  ``source`` and ``row`` name the file row."""
 
 
 class EmptyPoolError(KurationError, RuntimeError):
@@ -577,6 +588,24 @@ class PipelineError(KurationError, ValueError):
     def __init__(self, message: str, *, step: str | None = None) -> None:
         super().__init__(f"{step}: {message}" if step else message)
         self.step = step
+
+
+class StreamingError(PipelineError):
+    """``streaming=True`` cannot honour bounded memory for this plan (npz or packed output, an
+    adapter or source that cannot be read lazily, a whole-pool scorer, a transform); raised
+    before any row is read.  ``step`` names the part at fault."""
+
+
+class MemoryBudgetError(PipelineError):
+    """The plan's estimated peak exceeds ``memory_budget`` (raised before any row is read);
+    the message names the option that would meet it, ``estimate`` holds the breakdown (bytes)."""
+
+    def __init__(self, message: str, *, estimate: dict[str, object] | None = None) -> None:
+        super().__init__(message, step="memory_budget")
+        self.estimate = dict(estimate or {})
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_error, (type(self), self.args), self.__dict__)
 
 
 class ExecutionTraitsError(KurationError, ValueError):

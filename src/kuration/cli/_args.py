@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 
-__all__ = ["non_negative_int", "positive_float", "positive_int"]
+__all__ = ["byte_size", "non_negative_int", "positive_float", "positive_int"]
 
 
 def _int(text: str, low: int) -> int:
@@ -38,3 +38,14 @@ def positive_float(text: str) -> float:
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
     return value
+
+
+def byte_size(text: str) -> int:
+    """A size in bytes: ``2GB``, ``512MiB`` or a plain number (``--memory-budget``)."""
+    from ..errors import JobError
+    from ..pipeline.memory import check_memory_budget
+
+    try:
+        return check_memory_budget(int(text) if text.isdigit() else text)
+    except JobError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

@@ -26,7 +26,7 @@ from ..errors import KurationError, KurationWarning
 from ..pipeline.entry import run_job
 from ..pipeline.hours import DatasetWriteResult
 from ..tools.inspect import InspectReport, inspect_dataset
-from ._args import positive_float
+from ._args import byte_size, positive_float
 from .artifacts import add_check, add_diff
 from .curate import add_curate, add_experiment
 from .explain import add_explain, add_operators
@@ -189,6 +189,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             resume=args.resume,
             workers=args.workers,
             progress=prog,
+            streaming=True if args.streaming else None,
+            memory_budget=args.memory_budget,
         )
     wall = time.perf_counter() - start
     if args.json:
@@ -285,6 +287,18 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--workers", type=int, default=None, help="scoring processes (default: the job's)"
+    )
+    p.add_argument(
+        "--streaming",
+        action="store_true",
+        help="read each (time-ordered) source lazily in two passes; same artifact, bounded memory",
+    )
+    p.add_argument(
+        "--memory-budget",
+        type=byte_size,
+        default=None,
+        metavar="SIZE",
+        help="fail before reading when the plan's estimated peak exceeds SIZE (2GB, 512MiB)",
     )
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(fn=_cmd_run)

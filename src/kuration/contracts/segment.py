@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
 from ..errors import KurationError
+from .tick import TickTable
 
 __all__ = ["Segment", "Segmenter"]
 
@@ -150,8 +153,107 @@ class Segmenter:
         occupied = (csum[starts + w] - csum[starts]) > 0
         return [Segment(source_id, int(s), int(s) + w) for s in starts[occupied]]
 
+    def stream(
+        self, source_id: str, blocks: Iterable[TickTable]
+    ) -> Iterator[tuple[Segment, TickTable]]:
+        """The windows of a source given as consecutive blocks of ticks, lazily.
+
+        A ``deque(maxlen=window)`` of ticks slides over the blocks, so at most one
+        window of ticks (plus the block it is read from) is resident.  Windows
+        start every ``stride`` ticks from the source's first tick, as
+        :meth:`segments` cuts them; a window where no entity is present is left
+        out.  Ticks between blocks (a gap in the source) are absent.
+
+        Parameters
+        ----------
+        source_id : str
+        blocks : iterable of TickTable
+            Time-ordered, non-overlapping blocks over one roster (the source's
+            whole roster, so that each window is laid out as the whole source is).
+
+        Yields
+        ------
+        segment : Segment
+            The window ``[start_idx, end_idx)`` on the source's grid (tick 0 is the
+            first block's first tick), with no features yet.
+        window : TickTable
+            The window's ticks over the roster, C-contiguous; ``k0`` is the grid
+            index of its first tick.  Scoring it
+            (:meth:`~kuration.metrics.features.FeatureEngine.score_segments`) gives the
+            same values, bit for bit, as scoring the whole source.
+
+        Raises
+        ------
+        KurationError
+            Blocks that overlap, go back or change roster.
+        """
+        w, stride = self.window_steps, self.stride_steps
+        win: deque[tuple[TickTable | None, int, bool]] = deque(maxlen=w)
+        first: TickTable | None = None
+        busy = 0  # ticks of the deque where some entity is present
+        nxt = 0  # grid index (relative to the first tick) of the next tick to append
+        for blk in blocks:
+            if first is None:
+                first = blk
+            elif blk.entity_ids != first.entity_ids:
+                raise KurationError(f"{source_id}: a block changes the roster")
+            at = blk.k0 - first.k0
+            if at < nxt:
+                raise KurationError(f"{source_id}: blocks overlap or go back at tick {blk.k0}")
+            # absent ticks of a gap: after one window of them every window is empty
+            ticks = [(None, 0, False)] * min(at - nxt, w) + [
+                (blk, t, occ) for t, occ in enumerate(blk.present.any(axis=1).tolist())
+            ]
+            pos = at - min(at - nxt, w)
+            for item in ticks:
+                busy -= win[0][2] if len(win) == w else 0
+                win.append(item)
+                busy += item[2]
+                start = pos - w + 1
+                pos += 1
+                if start >= 0 and start % stride == 0 and busy and len(win) == w:
+                    yield Segment(source_id, start, start + w), _window(first, win, start)
+            nxt = at + blk.n_steps
+
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"window": self.window, "stride": self.stride, "unit": self.unit}
         if self.sample_hz is not None:
             d["sample_hz"] = self.sample_hz
         return d
+
+
+def _window(
+    first: TickTable, ticks: Iterable[tuple[TickTable | None, int, bool]], start: int
+) -> TickTable:
+    """The ticks of the deque as one C-contiguous TickTable (absent where a tick is None)."""
+    rows = list(ticks)
+
+    def stack(get: Any, blank: np.ndarray) -> np.ndarray:
+        return np.stack([blank if b is None else get(b)[t] for b, t, _ in rows])
+
+    e = first.n_entities
+    values = {
+        k: stack(lambda b, k=k: b.values[k], np.full((e, *v.shape[2:]), np.nan))
+        for k, v in first.values.items()
+    }
+    glob = {
+        k: stack(lambda b, k=k: b.globals[k], np.full(v.shape[1:], np.nan))
+        for k, v in first.globals.items()
+    }
+    ints = {
+        k: stack(lambda b, k=k: b.ints[k], np.zeros(v.shape[1:], dtype=v.dtype))
+        for k, v in first.ints.items()
+    }
+    events = {k: stack(lambda b, k=k: b.events[k], np.zeros((), dtype=bool)) for k in first.events}
+    present = stack(lambda b: b.present, np.zeros(e, dtype=bool))
+    return TickTable(
+        first.source_id,
+        first.schema,
+        first.k0 + start,
+        first.entity_ids,
+        values,
+        present,
+        glob,
+        events,
+        ints=ints,
+    )

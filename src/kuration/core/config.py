@@ -38,6 +38,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
+    ByteSize,
     ConfigDict,
     Discriminator,
     Field,
@@ -513,6 +514,10 @@ class JobModel(_Model):
     """Tracks shorter than this never enter the pool."""
     workers: PositiveInt = 1
     """Processes for the feature pass (results do not depend on it)."""
+    streaming: bool = False
+    """Read each source lazily in two passes (time-ordered CSV/Parquet; the artifact is the same)."""
+    memory_budget: Annotated[ByteSize, Field(gt=0)] | None = None
+    """Fail before reading when the plan's estimated peak exceeds this (`"2GB"`, `"512MiB"` or bytes)."""
     on_error: Literal["skip", "raise"] = "skip"
     """A source that fails to read is skipped (and logged) or stops the run."""
     span_steps: PositiveInt | None = None

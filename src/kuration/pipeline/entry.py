@@ -163,12 +163,15 @@ def run_job(
     resume: bool = False,
     workers: int | None = None,
     progress: ProgressCallback | None = None,
+    streaming: bool | None = None,
+    memory_budget: int | str | None = None,
 ) -> DatasetWriteResult:
     """Run a job end to end: ``Pipeline.from_job(job).options(...).write(out, ...)``.
 
     ``force`` replaces an existing dataset at ``out``; ``resume`` continues (or
     repeats) the same run there, reusing shards whose checksums still match.
-    ``workers`` (>= 1) replaces the job's.
+    ``workers`` (>= 1) replaces the job's, and so do ``streaming`` and
+    ``memory_budget`` (bytes or ``"2GB"``) when given.
 
     Raises
     ------
@@ -182,6 +185,10 @@ def run_job(
     opts: dict[str, Any] = {"progress": progress}
     if workers is not None:
         opts["workers"] = workers
+    if streaming is not None:
+        opts["streaming"] = bool(streaming)
+    if memory_budget is not None:
+        opts["memory_budget"] = memory_budget
     res = Pipeline.from_job(job).options(**opts).write(out, force=force, resume=resume)
     assert isinstance(res, DatasetWriteResult)
     return res

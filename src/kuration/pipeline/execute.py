@@ -38,6 +38,7 @@ from ..tools.review import hours_selection_review
 from .hours import DatasetWriteResult, preflight, run_hours
 from .job import resolve_sources
 from .logical import HoursSelection
+from .memory import check_plan_memory
 from .plan import PhysicalPlan, StageTelemetry
 from .planner import compile_plan
 from .pool import (
@@ -49,6 +50,7 @@ from .pool import (
     with_scoring,
 )
 from .scoring import ScoringResult, score_sources
+from .streaming import check_streaming
 
 if TYPE_CHECKING:
     from .pipeline import Pipeline
@@ -154,12 +156,15 @@ def execute(
         From scoring, selection and writing.
     """
     plan = compile_plan(p)
+    if p.opts.streaming:
+        check_streaming(p)  # before any source is resolved or read
     if isinstance(p.selection, HoursSelection):
         return _execute_hours(p, plan, dest, force, resume, resolved_sources)
     rec = _Recorder(p.opts.progress)
     scope = nullcontext() if p.include_entry_points else without_entry_point_plugins()
     with scope:
         sources = _resolve(p, rec)
+        check_plan_memory(p, sources)
         result, steps = _run_count(p, sources, rec)
         if dest is not None:
             dump_json_atomic(os.fspath(dest), result.to_dict(segments=True))
@@ -194,6 +199,7 @@ def _execute_hours(
     with scope:
         t0 = time.perf_counter()
         sources = _resolve(p, progress) if resolved is None else resolved
+        check_plan_memory(p, sources)  # from metadata, before any row is read
         n = len(sources)
         prov = StageTelemetry("provenance", time.perf_counter() - t0, None, n, n)
         result = run_hours(p, dest, sources, plan, force=force, resume=resume, telemetry=[prov])

@@ -32,14 +32,20 @@ import numpy as np
 from ..contracts.schema import SchemaSpec
 from ..core.registry import UnknownNameError
 from ..core.remote import is_url, local_path
-from ..errors import DatasetExistsError, DestinationError, KurationError, OutputSpecError
+from ..errors import (
+    DatasetExistsError,
+    DestinationError,
+    KurationError,
+    OutputSpecError,
+    StreamingError,
+)
 from ..output.commit import LOCK_NAME, WriterLease, destination_path, remove_tree
 from ..output.containers import require_container
 from ..output.encoders import PassthroughEncoder
 from ..output.spec import OutputSpec
 from ..selection.fill import FillResult
 from ..selection.strategy import Strategy
-from .hours_steps import HoursRun, run_steps
+from .hours_steps import STEPS, HoursRun, run_steps
 from .logical import HoursSelection as HoursSelectionT
 from .plan import PhysicalPlan, StageTelemetry
 from .remote_run import run_remote
@@ -226,6 +232,12 @@ def run_hours(
     ahead of the steps' own.  Raises what :func:`write_dataset` documents.
     """
     if is_url(out):  # an object store: see kuration.pipeline.remote_run
+        if p.opts.streaming:
+            raise StreamingError(
+                f"{out}: streaming=True writes a local destination (the remote writer reads "
+                "whole sources); stream into a folder, then upload it",
+                step="write",
+            )
         with tempfile.TemporaryDirectory(prefix="kuration-remote-") as scratch:
             r = _prepare(p, Path(scratch) / "dataset", sources, plan, force=force, resume=resume)
             r.telemetry.extend(telemetry)
@@ -244,7 +256,7 @@ def run_hours(
     try:
         if _destination_in_use(root) and not (resume or force):
             raise DatasetExistsError(refusal)  # filled by another writer since the check above
-        run_steps(r)
+        run_steps(r, streaming_steps() if p.opts.streaming else STEPS)
     except BaseException as exc:
         if r.journal is not None:
             r.journal.close()
@@ -276,6 +288,13 @@ def _result(r: HoursRun, where: Path | str) -> DatasetWriteResult:
     )
 
 
+def streaming_steps() -> Any:
+    """The hours steps with both source passes streamed (:mod:`kuration.pipeline.streaming`)."""
+    from .streaming import STREAMING_STEPS
+
+    return STREAMING_STEPS
+
+
 def _prepare(
     p: Pipeline, root: Path, sources: list[str], plan: PhysicalPlan, *, force: bool, resume: bool
 ) -> HoursRun:
@@ -303,6 +322,8 @@ def _prepare(
         "workers": o.workers,
         "on_error": o.on_error,
         "durable": o.durable,
+        "streaming": o.streaming,
+        "batch_rows": o.stream_batch_rows,
         "resume": resume,
         "force": force,
     }

@@ -21,7 +21,7 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -594,6 +594,7 @@ def _provenance(r: HoursRun) -> dict[str, Any]:
         "execution": {
             "mode": "local" if workers <= 1 else "process-pool",
             "workers": workers,
+            **({"streaming": True} if r.opt.get("streaming") else {}),
             # the PhysicalPlan that ran and each executed step's telemetry (this step's
             # own is not in yet: it ends with the commit)
             "plan": r.plan.to_dict() if r.plan is not None else None,
@@ -680,7 +681,7 @@ _PLAN_STAGE = {
 }
 
 
-def run_steps(r: HoursRun, steps: Sequence[tuple[str, Step]] = STEPS) -> None:
+def run_steps(r: HoursRun, steps: tuple[tuple[str, Step], ...] = STEPS) -> None:
     """Run ``steps`` (default :data:`STEPS`) in order, recording each one's
     :class:`StageTelemetry` in ``r.telemetry`` (a step that ran several plan stages
     reports them itself)."""

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.progress import ProgressCallback
-from ..errors import PipelineError
+from ..errors import JobError, PipelineError
+from .memory import check_memory_budget
 
 __all__ = ["CountSelection", "HoursSelection", "PipelineOptions", "SeamUse"]
 
@@ -124,7 +125,11 @@ class HoursSelection:
 class PipelineOptions:
     """Execution options: ``progress`` callback, ``workers``, ``executor``
     (``local`` or ``process-pool``; derived from ``workers`` when None), ``seed``,
-    ``on_error`` (``skip``/``raise``) and ``durable`` (fsync before publishing)."""
+    ``on_error`` (``skip``/``raise``) and ``durable`` (fsync before publishing);
+    ``streaming`` (read sources lazily in two passes, :mod:`kuration.pipeline.streaming`),
+    ``memory_budget`` (bytes, or text such as ``"2GB"``: a plan whose estimated peak
+    exceeds it fails before reading, :mod:`kuration.pipeline.memory`) and
+    ``stream_batch_rows`` (rows decoded per batch when streaming)."""
 
     progress: ProgressCallback | None = None
     workers: int = 1
@@ -132,6 +137,9 @@ class PipelineOptions:
     seed: int = 0
     on_error: str = "skip"
     durable: bool = True
+    streaming: bool = False
+    memory_budget: int | str | None = None
+    stream_batch_rows: int = 16_384
 
     def __post_init__(self) -> None:
         w = self.workers
@@ -152,6 +160,17 @@ class PipelineOptions:
             raise PipelineError(f"on_error must be skip or raise, not {self.on_error!r}")
         if self.progress is not None and not callable(self.progress):
             raise PipelineError("progress must be callable(event: dict)", step="options")
+        if not isinstance(self.streaming, bool):
+            raise PipelineError(f"streaming must be True or False, got {self.streaming!r}")
+        if self.memory_budget is not None:
+            try:
+                budget = check_memory_budget(self.memory_budget)
+            except JobError as exc:
+                raise PipelineError(str(exc), step="options") from None
+            object.__setattr__(self, "memory_budget", budget)
+        b = self.stream_batch_rows
+        if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+            raise PipelineError(f"stream_batch_rows must be an integer >= 1, got {b!r}")
 
     @property
     def resolved_executor(self) -> str:
@@ -166,6 +185,8 @@ class PipelineOptions:
             "on_error": self.on_error,
             "durable": self.durable,
             "progress": self.progress is not None,
+            **({"streaming": True} if self.streaming else {}),
+            **({"memory_budget": self.memory_budget} if self.memory_budget is not None else {}),
         }
 
     @classmethod
@@ -178,7 +199,7 @@ class PipelineOptions:
         PipelineError
             Invalid values.
         """
-        keys = ("workers", "executor", "seed", "on_error", "durable")
+        keys = ("workers", "executor", "seed", "on_error", "durable", "streaming", "memory_budget")
         kw = {k: d[k] for k in keys if k in d}
         implied = "local" if kw.get("workers", 1) == 1 else "process-pool"
         if kw.get("executor") == implied:

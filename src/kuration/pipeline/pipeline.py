@@ -369,7 +369,8 @@ class Pipeline:
 
     def options(self, **kw: Any) -> Pipeline:
         """Set execution options (:class:`PipelineOptions` fields: ``progress``, ``workers``,
-        ``executor``, ``seed``, ``on_error``, ``durable``); unnamed ones keep their value.
+        ``executor``, ``seed``, ``on_error``, ``durable``, ``streaming``, ``memory_budget``,
+        ``stream_batch_rows``); unnamed ones keep their value.
 
         Raises
         ------
@@ -470,7 +471,13 @@ class Pipeline:
             selection=job_selection(m),
             output_spec=resolve_output(raw["output"], what="job output"),
             encoder=job_encoder(m),
-            opts=PipelineOptions(seed=m.seed, workers=m.workers, on_error=m.on_error),
+            opts=PipelineOptions(
+                seed=m.seed,
+                workers=m.workers,
+                on_error=m.on_error,
+                streaming=m.streaming,
+                memory_budget=None if m.memory_budget is None else int(m.memory_budget),
+            ),
             job=raw,
         )
 

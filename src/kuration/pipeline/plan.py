@@ -353,6 +353,11 @@ class StageTelemetry:
     island : int or None
         The plan island the stage executed in; None for a barrier (or a
         step outside the plan's stages, such as the commit).
+    streamed : bool or None
+        True when the stage read its sources lazily (``streaming=True``).
+    peak_rss_bytes : int or None
+        The process's peak resident memory when the stage ended (``ru_maxrss``),
+        recorded by streaming stages.  Both are left out of :meth:`to_dict` when None.
     """
 
     stage: str
@@ -365,8 +370,15 @@ class StageTelemetry:
     checkpoint_misses: int | None = None
     queue_depth: int | None = None
     island: int | None = None
+    streamed: bool | None = None
+    peak_rss_bytes: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        extra = {
+            k: v
+            for k, v in (("streamed", self.streamed), ("peak_rss_bytes", self.peak_rss_bytes))
+            if v is not None
+        }
         return {
             "stage": self.stage,
             "wall_s": self.wall_s,
@@ -378,6 +390,7 @@ class StageTelemetry:
             "checkpoint_misses": self.checkpoint_misses,
             "queue_depth": self.queue_depth,
             "island": self.island,
+            **extra,
         }
 
     @classmethod

@@ -91,3 +91,11 @@ def test_object_identity_prefers_a_version_and_never_a_name() -> None:
     assert object_identity({"ETag": '"abc"', "VersionId": "null"}) == "etag:abc"
     assert object_identity({"generation": 17, "md5Hash": "x"}) == "version:17"
     assert object_identity({"name": "bucket/a.parquet", "size": 3}) == ""
+
+
+def test_streaming_into_a_remote_destination_is_refused_before_reading(small_job: dict) -> None:
+    from kuration import StreamingError
+
+    job = {**small_job, "output": {**small_job["output"], "container": "parquet"}}
+    with pytest.raises(StreamingError, match="streaming=True writes a local destination"):
+        run_job(job, "s3://bucket/run", streaming=True)
