@@ -64,6 +64,7 @@ __all__ = [
     "STAGING_NAME",
     "Journal",
     "WriterLease",
+    "committed_manifest",
     "destination_path",
     "fsync_paths",
     "marker_document",
@@ -418,32 +419,55 @@ def _why_different(root: Path, run: Mapping[str, Any] | None) -> str:
     return f"{base}: changed {', '.join(changed[:6])}{more}"
 
 
-def _committed_entries(
+def _committed_manifest(
     root: Path, rec: Mapping[str, Any], fingerprint: str, run: Mapping[str, Any] | None = None
-) -> tuple[list[Any], str]:
+) -> tuple[dict[str, Any], str]:
     if rec.get("run_fingerprint") != fingerprint:
-        return [], _why_different(root, run)
+        return {}, _why_different(root, run)
     pinned = rec.get("output_spec_sha256")
     if not isinstance(pinned, str):
-        return [], "the committed run does not pin its fingerprint marker"
+        return {}, "the committed run does not pin its fingerprint marker"
     try:
         marker_bytes = read_regular(root / MARKER_NAME)
         man_bytes = read_regular(root / MANIFEST_NAME)
     except DatasetIntegrityError as exc:
-        return [], str(exc)
+        return {}, str(exc)
     if hashlib.sha256(marker_bytes).hexdigest() != pinned:
-        return [], "the fingerprint marker does not match the commit"
+        return {}, "the fingerprint marker does not match the commit"
     if hashlib.sha256(man_bytes).hexdigest() != rec.get("manifest_sha256"):
-        return [], "the manifest does not match the commit"
+        return {}, "the manifest does not match the commit"
     try:
         marker = loads_strict(marker_bytes, what=MARKER_NAME)
         manifest = loads_strict(man_bytes, what=MANIFEST_NAME)
     except ValueError as exc:
-        return [], str(exc)
+        return {}, str(exc)
     if not isinstance(marker, dict) or marker.get("run_fingerprint") != fingerprint:
-        return [], "the fingerprint marker names a different run"
-    shards = manifest.get("shards") if isinstance(manifest, dict) else None
-    return (shards if isinstance(shards, list) else []), ""
+        return {}, "the fingerprint marker names a different run"
+    return (manifest if isinstance(manifest, dict) else {}), ""
+
+
+def _committed_entries(
+    root: Path, rec: Mapping[str, Any], fingerprint: str, run: Mapping[str, Any] | None = None
+) -> tuple[list[Any], str]:
+    manifest, why = _committed_manifest(root, rec, fingerprint, run)
+    shards = manifest.get("shards")
+    return (shards if isinstance(shards, list) else []), why
+
+
+def committed_manifest(root: Path, fingerprint: str) -> dict[str, Any]:
+    """The last committed manifest of ``root`` (the current commit, or the ``previous``
+    record of an interrupted publication) when its pinned marker names ``fingerprint`` and
+    every checksum holds; ``{}`` otherwise (nothing to reuse)."""
+    try:
+        commit, _ = read_commit(root)
+    except DatasetIntegrityError:
+        return {}
+    if commit is None:
+        return {}
+    last = commit if commit.get("state") == "committed" else commit.get("previous")
+    if not isinstance(last, dict):
+        return {}
+    return _committed_manifest(root, last, fingerprint)[0]
 
 
 def reusable_entries(

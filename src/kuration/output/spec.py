@@ -16,6 +16,9 @@ from ..errors import OutputSpecError
 __all__ = ["ModalitySpec", "OutputSpec"]
 
 _ROUTES = ("field", "segment", "encoder", "media")
+LAYOUTS = ("files", "packed")
+TARGET_FILE_BYTES = 128 * 1024 * 1024
+ROW_GROUP_BYTES = 4 * 1024 * 1024
 _POLICIES = ("keep", "pad", "drop")
 OVERFLOW_POLICIES = ("error", "saturate")
 ROUNDING_POLICIES = ("error", "round", "floor", "ceil", "trunc")
@@ -104,6 +107,12 @@ class OutputSpec:
     presence_mask : bool
         Emit ``_present`` (bool, per timestep): false where the entity is absent.
     modalities : mapping of str to ModalitySpec
+    layout : {"files", "packed"}
+        One file per shard, or shards packed into Parquet files per split
+        (:mod:`kuration.output.packed`; needs ``container="parquet"``).
+    target_file_bytes, row_group_bytes : int
+        ``packed``: close a file (a row group) once its rows hold this many
+        fixed-width bytes (uncompressed).
 
     Raises
     ------
@@ -117,8 +126,12 @@ class OutputSpec:
     container: str = "npz"
     presence_mask: bool = True
     extra: Mapping[str, Any] = field(default_factory=dict)
+    layout: str = "files"
+    target_file_bytes: int = TARGET_FILE_BYTES
+    row_group_bytes: int = ROW_GROUP_BYTES
 
     def __post_init__(self) -> None:
+        self._check_layout()
         if (
             not isinstance(self.shard_length, int)
             or isinstance(self.shard_length, bool)
@@ -170,6 +183,33 @@ class OutputSpec:
                     f"not {m.dtype!r}"
                 )
 
+    def _check_layout(self) -> None:
+        if self.layout not in LAYOUTS:
+            raise OutputSpecError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
+        for key in ("target_file_bytes", "row_group_bytes"):
+            v = getattr(self, key)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise OutputSpecError(f"{key} must be a positive integer, got {v!r}")
+        if self.layout == "files":
+            if (self.target_file_bytes, self.row_group_bytes) != (
+                TARGET_FILE_BYTES,
+                ROW_GROUP_BYTES,
+            ):
+                raise OutputSpecError(
+                    "target_file_bytes and row_group_bytes apply to layout 'packed' only"
+                )
+            return
+        if self.container != "parquet":
+            raise OutputSpecError(
+                f"layout 'packed' writes Parquet files: container must be 'parquet', "
+                f"got {self.container!r} (npz and other per-file containers need layout 'files')"
+            )
+
+    @property
+    def packed(self) -> bool:
+        """Whether shards are packed into shared Parquet files (``layout="packed"``)."""
+        return self.layout == "packed"
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], *, what: str = "output spec") -> OutputSpec:
         """Build from the JSON form, checked by :class:`~kuration.core.config.OutputModel` (strict
@@ -208,12 +248,19 @@ class OutputSpec:
             )
             for name, mm in m.modalities.items()
         }
+        packed = m.layout == "packed"
         return cls(
             shard_length=m.shard_length,
             modalities=mods,
             short_policy=m.short_policy,
-            container=m.container,
+            # a packed layout writes Parquet: that is its container unless one is named
+            container="parquet"
+            if packed and "container" not in m.model_fields_set
+            else m.container,
             presence_mask=m.presence_mask,
+            layout=m.layout,
+            target_file_bytes=m.target_file_bytes,
+            row_group_bytes=m.row_group_bytes,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -223,6 +270,16 @@ class OutputSpec:
             "container": self.container,
             "presence_mask": self.presence_mask,
             "modalities": {k: m.to_dict() for k, m in self.modalities.items()},
+            # the default layout stays out, so existing configs and fingerprints are unchanged
+            **(
+                {
+                    "layout": self.layout,
+                    "target_file_bytes": self.target_file_bytes,
+                    "row_group_bytes": self.row_group_bytes,
+                }
+                if self.packed
+                else {}
+            ),
         }
 
     def units(self, schema: SchemaSpec | None, encoder: Any = None) -> dict[str, Any]:

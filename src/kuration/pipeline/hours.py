@@ -238,6 +238,11 @@ def run_hours(
                 "whole sources); stream into a folder, then upload it",
                 step="write",
             )
+        if p.output_spec is not None and p.output_spec.packed:
+            raise OutputSpecError(
+                f"{out}: layout='packed' writes a local destination (the remote writer "
+                "uploads one object per shard); write the packed dataset to a folder"
+            )
         with tempfile.TemporaryDirectory(prefix="kuration-remote-") as scratch:
             r = _prepare(p, Path(scratch) / "dataset", sources, plan, force=force, resume=resume)
             r.telemetry.extend(telemetry)

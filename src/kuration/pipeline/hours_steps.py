@@ -70,6 +70,7 @@ from ..selection.fill import (
 from ..selection.select import apply_strategy, assign_splits
 from ..selection.strategy import Strategy
 from ..sources.base import InputAdapter
+from .hours_packed import stage_packed
 from .plan import PhysicalPlan, StageTelemetry
 from .scoring import ScoringResult, score_sources
 from .summary import feature_distributions, ranking_examples
@@ -141,6 +142,7 @@ class HoursRun:
     rebuilt: int = 0
     partitions: int = 0
     published: bool = False
+    packed_files: list[dict[str, Any]] = field(default_factory=list)
     manifest: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
     telemetry: list[StageTelemetry] = field(default_factory=list)
@@ -427,6 +429,10 @@ def step_stage(r: HoursRun) -> dict[str, Any]:
         remove_tree(stage)
     r.journal = Journal(stage, r.fingerprint, keep=r.opt["resume"])
     writer = ShardWriter(stage, r.spec, r.schema, r.encoder, on_shard=r.journal.record)
+    if r.spec.packed:  # shards packed into shared Parquet files (pipeline/hours_packed.py)
+        measured = stage_packed(r, stage, writer)
+        r.journal.close()
+        return measured
     uri_of = {sid: info.uri for sid, info in r.pool().sources.items()}
     work: dict[str, list[Planned]] = {}
     for item in r.admitted:
@@ -534,6 +540,9 @@ def step_manifest(r: HoursRun) -> dict[str, Any]:
         "budget": budget,
         "shards": r.entries,
     }
+    if spec.packed:  # the files the entries point into (see kuration.output.packed)
+        r.manifest["layout"] = "packed"
+        r.manifest["files"] = r.packed_files
     return {"rows_in": len(r.entries), "rows_out": 1}
 
 

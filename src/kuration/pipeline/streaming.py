@@ -70,13 +70,8 @@ __all__ = ["STREAMING_STEPS", "check_streaming", "stream_score_sources"]
 
 
 def _packed(spec: Any) -> bool:
-    """Whether an output spec asks for a packed (partitioned Parquet dataset) layout."""
-    for name in ("layout", "mode", "dataset_mode"):
-        v = getattr(spec, name, None)
-        if isinstance(v, str) and v in ("packed", "partitioned"):
-            return True
-    extra = getattr(spec, "extra", None) or {}
-    return bool(getattr(spec, "packed", False)) or extra.get("layout") in ("packed", "partitioned")
+    """Whether an output spec asks for the packed (partitioned Parquet dataset) layout."""
+    return bool(getattr(spec, "packed", False))
 
 
 def check_streaming(p: Pipeline) -> None:
@@ -136,7 +131,9 @@ def _check_output(spec: Any, encoder: Any) -> None:
         )
     if _packed(spec):
         raise StreamingError(
-            "the partitioned Parquet dataset (packed) mode cannot honour bounded memory",
+            "the partitioned Parquet dataset (layout 'packed') orders shards across a whole "
+            "split, which a bounded stream cannot; use layout 'files' (container parquet, "
+            "json or hdf5)",
             step="output",
         )
     for name, m in spec.modalities.items():

@@ -37,7 +37,7 @@ _UNITS = ("track", "shard")
 
 
 def _track_key(entry: Mapping[str, Any]) -> str:
-    path = str(entry["path"])
+    path = str(entry.get("shard", entry["path"]))  # a packed shard's name, or its file
     stem, _, _ = path.rpartition("_shard")
     return stem or path
 
@@ -160,7 +160,7 @@ class CuratedDatasetAdapter(InputAdapter):
                 )
         self._groups: dict[str, list[dict[str, Any]]] = {}
         for e in self._ds.entries(split):
-            key = _track_key(e) if unit == "track" else str(e["path"])
+            key = _track_key(e) if unit == "track" else str(e.get("shard", e["path"]))
             self._groups.setdefault(key, []).append(e)
 
     # -- the source list --------------------------------------------------------------
@@ -187,7 +187,7 @@ class CuratedDatasetAdapter(InputAdapter):
         """SHA-256 over the run fingerprint and the recorded checksums of the source's shards."""
         h = hashlib.sha256(str(self._ds.manifest.get("run_fingerprint", "")).encode())
         for e in self._entries(uri):
-            h.update(f"\0{e['path']}\0{e['sha256']}".encode())
+            h.update(f"\0{e.get('shard', e['path'])}\0{e['sha256']}".encode())
         return h.hexdigest()
 
     def options(self) -> dict[str, Any]:

@@ -58,6 +58,7 @@ from ..output.commit import (
     read_regular,
 )
 from ..output.containers import Container
+from .packed import FILE_KEY, check_packed_manifest
 from .remote import RemoteDataset, is_url, remote_dataset, remote_shard_rel
 from .shards import (
     COMMIT_KEY,
@@ -255,6 +256,10 @@ class Dataset:
         _check_modalities(man.get("modalities"), where)
         for e in man["shards"]:
             _check_entry(e, where)
+        layout = man.get("layout", "files")
+        if layout not in ("files", "packed"):
+            raise DatasetIntegrityError(f"unknown layout {layout!r}", path=where)
+        self._files = check_packed_manifest(man, where) if layout == "packed" else {}
 
     def _check_marker(self, marker: Any) -> None:
         where = self._where(MARKER_NAME) if self.root else MARKER_NAME
@@ -326,6 +331,8 @@ class Dataset:
 
     def _entry(self, e: Mapping[str, Any]) -> dict[str, Any]:
         d = dict(e)
+        if self._files:  # packed: the file record verify checks (kuration.read.packed)
+            d[FILE_KEY] = self._files[d["path"]]
         if self.root is not None:
             d[ROOT_KEY] = str(self.root)
             d[COMMIT_KEY] = hashlib.sha256(self.commit_bytes).hexdigest()
@@ -419,7 +426,8 @@ class Dataset:
             ``_time_s``: ndarray ``(n_steps,)`` float64, seconds since the Unix
             epoch (UTC); ``_present``: ndarray ``(n_steps,)`` bool (when written);
             ``_split``, ``_source``, ``_entity`` (type-tagged), ``_shard``
-            (relative path): str.
+            (relative path; for a packed shard the name it would have as a file of
+            its own, without suffix): str.
 
         Raises
         ------
@@ -432,7 +440,7 @@ class Dataset:
             "_split": str(entry["split"]),
             "_source": str(entry.get("source_id", "")),
             "_entity": str(entry.get("entity_id", "")),
-            "_shard": str(entry["path"]),
+            "_shard": str(entry.get("shard", entry["path"])),
         }
 
     def select(self, indices: Sequence[int]) -> Dataset:

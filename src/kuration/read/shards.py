@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import DatasetIntegrityError
 from ..output.commit import read_commit, read_regular
 from ..output.containers import Container, get_container
+from .packed import read_packed_shard
 from .remote import is_url, remote_dataset, remote_shard_bytes
 
 if TYPE_CHECKING:
@@ -110,54 +111,17 @@ def read_shard_arrays(
         undecodable shard, a missing modality, a changed commit record.
     """
     base = root if root is not None else entry.get(ROOT_KEY)
+    path: Path | str
     if base is not None and is_url(base):  # an object store: read through fsspec
-        url = str(base).rstrip("/")
-        data, where = remote_shard_bytes(entry, url)
-        _verify(data, entry, where, verify)
-        pinned = entry.get(COMMIT_KEY)
-        if isinstance(pinned, str):
-            remote_dataset(url).check_generation(pinned, str(entry.get(IDENTITY_KEY, "")))
-        return _decode(data, entry, where, container, modalities, registry)
-    ds_root = Path(base).resolve() if base is not None else None
-    path = shard_file(entry, ds_root)
-    data = read_regular(path)
-    _verify(data, entry, str(path), verify)
-    pinned = entry.get(COMMIT_KEY)
-    if ds_root is not None and isinstance(pinned, str):
-        _, now = read_commit(ds_root)
-        if hashlib.sha256(now).hexdigest() != pinned:
-            raise DatasetIntegrityError(
-                "the dataset changed while it was being read (a writer replaced it)",
-                path=str(ds_root),
-            )
-    return _decode(data, entry, str(path), container, modalities, registry)
-
-
-def _verify(data: bytes, entry: Mapping[str, Any], path: str, verify: bool) -> None:
-    if verify:
-        if len(data) != entry.get("size"):
-            raise DatasetIntegrityError(
-                f"shard is {len(data)} bytes, manifest says {entry.get('size')}", path=path
-            )
-        if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
-            raise DatasetIntegrityError("shard SHA-256 does not match the manifest", path=path)
-
-
-def _decode(
-    data: bytes,
-    entry: Mapping[str, Any],
-    path: str,
-    container: str | Container | None,
-    modalities: Mapping[str, Mapping[str, Any]] | None,
-    registry: Mapping[str, Container] | None,
-) -> dict[str, np.ndarray]:
-    codec = resolve_container(container, None, registry)
-    try:
-        arrays = codec.loads(data)
-    except ImportError:
-        raise
-    except Exception as exc:
-        raise DatasetIntegrityError(f"cannot decode shard: {exc}", path=str(path)) from None
+        arrays, path = _read_remote(entry, str(base).rstrip("/"), verify, container, registry)
+    else:
+        ds_root = Path(base).resolve() if base is not None else None
+        path = shard_file(entry, ds_root)
+        if "row_group" in entry:  # packed into a shared Parquet file (layout="packed")
+            arrays = read_packed_shard(entry, path, verify=verify)
+            _check_generation(entry, ds_root)
+        else:
+            arrays = _read_file(entry, path, verify, container, registry, ds_root)
     if "_n_steps" in arrays and int(arrays["_n_steps"]) != entry.get(
         "n_steps", int(arrays["_n_steps"])
     ):
@@ -178,6 +142,78 @@ def _decode(
             a = a.reshape((a.shape[0], *shape))
         arrays[name] = a.astype(np.dtype(m["dtype"]), copy=False)
     return arrays
+
+
+def _check_generation(entry: Mapping[str, Any], ds_root: Path | None) -> None:
+    pinned = entry.get(COMMIT_KEY)
+    if ds_root is not None and isinstance(pinned, str):
+        _, now = read_commit(ds_root)
+        if hashlib.sha256(now).hexdigest() != pinned:
+            raise DatasetIntegrityError(
+                "the dataset changed while it was being read (a writer replaced it)",
+                path=str(ds_root),
+            )
+
+
+def _read_file(
+    entry: Mapping[str, Any],
+    path: Path,
+    verify: bool,
+    container: str | Container | None,
+    registry: Mapping[str, Container] | None,
+    ds_root: Path | None,
+) -> dict[str, np.ndarray]:
+    """A shard file of its own: read once, checked, decoded from that snapshot."""
+    data = read_regular(path)
+    _verify(data, entry, str(path), verify)
+    _check_generation(entry, ds_root)
+    return _decode(data, str(path), container, registry)
+
+
+def _read_remote(
+    entry: Mapping[str, Any],
+    url: str,
+    verify: bool,
+    container: str | Container | None,
+    registry: Mapping[str, Container] | None,
+) -> tuple[dict[str, np.ndarray], str]:
+    """A shard object of a remote dataset: fetched once, checked, the commit record's
+    identity re-checked (see :mod:`kuration.read.remote`), decoded from that snapshot."""
+    if "row_group" in entry:
+        raise DatasetIntegrityError(
+            "a packed dataset (layout='packed') is read from a local folder", path=url
+        )
+    data, where = remote_shard_bytes(entry, url)
+    _verify(data, entry, where, verify)
+    pinned = entry.get(COMMIT_KEY)
+    if isinstance(pinned, str):
+        remote_dataset(url).check_generation(pinned, str(entry.get(IDENTITY_KEY, "")))
+    return _decode(data, where, container, registry), where
+
+
+def _verify(data: bytes, entry: Mapping[str, Any], path: str, verify: bool) -> None:
+    if verify:
+        if len(data) != entry.get("size"):
+            raise DatasetIntegrityError(
+                f"shard is {len(data)} bytes, manifest says {entry.get('size')}", path=path
+            )
+        if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
+            raise DatasetIntegrityError("shard SHA-256 does not match the manifest", path=path)
+
+
+def _decode(
+    data: bytes,
+    path: str,
+    container: str | Container | None,
+    registry: Mapping[str, Container] | None,
+) -> dict[str, np.ndarray]:
+    codec = resolve_container(container, None, registry)
+    try:
+        return codec.loads(data)
+    except ImportError:
+        raise
+    except Exception as exc:
+        raise DatasetIntegrityError(f"cannot decode shard: {exc}", path=str(path)) from None
 
 
 def shard_arrays(

@@ -9,7 +9,7 @@ column          Arrow type                  meaning
 ``_split``      string                      the shard's split
 ``_source``     string                      the source id
 ``_entity``     string                      the type-tagged entity id (``str:3c6444``)
-``_shard``      string                      the shard path, relative to the dataset
+``_shard``      string                      the shard path, relative to the dataset (packed: its shard name)
 ``_time_s``     float64, unit ``s``         seconds since the Unix epoch (UTC)
 ``_present``    bool                        the entity is present at this step
 ``<modality>``  its dtype; tensors are      the declared modalities, in manifest order
@@ -123,7 +123,7 @@ def shard_record_batch(
         pa.array([str(entry.get("split", ""))] * n, pa.string()),
         pa.array([str(entry.get("source_id", ""))] * n, pa.string()),
         pa.array([str(entry.get("entity_id", ""))] * n, pa.string()),
-        pa.array([str(entry.get("path", ""))] * n, pa.string()),
+        pa.array([str(entry.get("shard", entry.get("path", "")))] * n, pa.string()),
         pa.array(np.asarray(arrays["_time_s"], dtype=np.float64)),
     ]
     if "_present" in schema.names:

@@ -89,7 +89,8 @@ def compare_datasets(
     sb = {_shard_key(e): e for e in b.manifest["shards"]}
 
     def show(k: tuple[Any, ...]) -> str:
-        return (sa.get(k) or sb[k])["path"]
+        e = sa.get(k) or sb[k]
+        return str(e.get("shard", e["path"]))  # packed shards share a file: show their name
 
     shards = {
         "added": sorted(show(k) for k in sb.keys() - sa.keys()),

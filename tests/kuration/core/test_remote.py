@@ -99,3 +99,11 @@ def test_streaming_into_a_remote_destination_is_refused_before_reading(small_job
     job = {**small_job, "output": {**small_job["output"], "container": "parquet"}}
     with pytest.raises(StreamingError, match="streaming=True writes a local destination"):
         run_job(job, "s3://bucket/run", streaming=True)
+
+
+def test_packed_output_into_a_remote_destination_is_refused(small_job: dict) -> None:
+    from kuration import OutputSpecError
+
+    out = {**small_job["output"], "container": "parquet", "layout": "packed"}
+    with pytest.raises(OutputSpecError, match="layout='packed' writes a local destination"):
+        run_job({**small_job, "output": out}, "s3://bucket/run")

@@ -1,0 +1,466 @@
+"""Packed output: shards packed into Parquet files of a target size, one folder per split.
+
+One file per shard does not scale to millions of shards (per-file cost
+dominates the write, object stores charge per request).  With
+``OutputSpec(layout="packed")`` the shards of a split are written, in
+manifest order, into ``<split>/part-00000.parquet``, ``part-00001.parquet``
+...: one row per step, a row group holding one or more whole shards, a file
+holding whole row groups.  The plan (which shard goes to which file, row
+group and rows) is fixed before any source is read, from row counts and the
+fixed-width row size (:func:`row_bytes`), so it is deterministic and a
+resumed run knows each file's shards in advance.
+
+Each shard entry of the manifest addresses its rows (``path`` of the file,
+``row_group``, ``row_start`` within the file, ``n_rows``) and records the
+``size`` and ``sha256`` of its *canonical row bytes* (:func:`shard_digest`),
+which readers recompute from the decoded rows before returning them; the
+manifest's ``files`` list records each file's size and SHA-256 (every byte,
+footer included).  The layout is specified in ``docs/format.md``.
+
+Columns are built per track with numpy (no per-step Python) and written one
+row group at a time with :class:`pyarrow.parquet.ParquetWriter`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import struct
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..contracts.track import Track
+from ..errors import OutputSpecError
+from .spec import OutputSpec
+from .writer import ShardSlot, ShardWriter, shard_plan, track_arrays
+
+__all__ = [
+    "PACKED_FORMAT",
+    "PackedFile",
+    "file_digest",
+    "pack_plan",
+    "row_bytes",
+    "shard_digest",
+    "track_digests",
+    "write_packed_file",
+]
+
+PACKED_FORMAT = "kuration-packed/1"
+#: dictionary pages are kept small, so a column of (nearly) unique values such as ``_time_s``
+#: falls back to plain encoding early instead of being dictionary-encoded row group by row group
+DICT_PAGE_BYTES = 1 << 16
+#: columns every packed file has besides the modalities (``_present`` when the mask is on)
+STRING_COLUMNS = ("_entity", "_source")
+
+
+def row_bytes(spec: OutputSpec) -> int:
+    """Fixed-width bytes of one step (row): every modality (itemsize x per-step size), plus
+    ``_present`` (1), ``_time_s`` (8) and ``_n_steps`` (8); strings are not counted."""
+    width = 8 + 8 + (1 if spec.presence_mask else 0)
+    for m in spec.modalities.values():
+        width += np.dtype(m.dtype).itemsize * int(np.prod(m.shape, dtype=np.int64))
+        if m.route == "media":
+            width += 1  # the frame mask _present_<name>
+    return width
+
+
+@dataclass
+class PackedFile:
+    """One planned packed file: its relative ``path``, ``split``, shard ``entries`` (in row
+    order, each with ``row_group``, ``row_start`` and ``n_rows``) and rows per row group."""
+
+    path: str
+    split: str
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    row_groups: list[int] = field(default_factory=list)
+
+    @property
+    def rows(self) -> int:
+        return sum(self.row_groups)
+
+
+def _n_rows(entry: Mapping[str, Any], spec: OutputSpec) -> int:
+    return spec.shard_length if entry["padded"] else int(entry["n_steps"])
+
+
+def pack_plan(entries: Iterable[dict[str, Any]], spec: OutputSpec) -> list[PackedFile]:
+    """Assign planned shard entries (in manifest order) to files and row groups.
+
+    A row group is closed once its rows reach ``spec.row_group_bytes`` (at
+    :func:`row_bytes` per row), a file once its rows reach
+    ``spec.target_file_bytes``; a shard never spans two.  Each entry gets
+    ``path`` (the file), ``row_group``, ``row_start``, ``n_rows`` and
+    ``shard`` (the name it would have as a file of its own, without suffix).
+    Files are numbered per split from ``part-00000.parquet``.
+    """
+    width = row_bytes(spec)
+    files: list[PackedFile] = []
+    cur: PackedFile | None = None
+    rg_rows = 0
+    for e in entries:
+        split = e["split"]
+        if cur is None or cur.split != split:
+            n = sum(1 for f in files if f.split == split)
+            cur = PackedFile(f"{split}/part-{n:05d}.parquet", split)
+            files.append(cur)
+            rg_rows = 0
+        if not rg_rows:
+            cur.row_groups.append(0)
+        rows = _n_rows(e, spec)
+        e["shard"] = e["path"].rsplit(".", 1)[0]
+        e["path"] = cur.path
+        e["row_group"] = len(cur.row_groups) - 1
+        e["row_start"] = cur.rows
+        e["n_rows"] = rows
+        cur.entries.append(e)
+        cur.row_groups[-1] += rows
+        rg_rows += rows
+        if rg_rows * width >= spec.row_group_bytes:
+            rg_rows = 0
+            if cur.rows * width >= spec.target_file_bytes:
+                cur = None
+    return files
+
+
+def _digest_header(name: str, a: np.ndarray) -> bytes:
+    kind = "str" if a.dtype.kind == "U" else a.dtype.newbyteorder("<").str
+    shape = ",".join(str(s) for s in a.shape)
+    return f"{name}\0{kind}\0{shape}\0".encode()
+
+
+def _body(a: np.ndarray) -> memoryview | bytes:
+    if a.dtype.kind == "U":
+        return str(a.item()).encode()
+    if a.dtype.byteorder == ">":
+        a = a.astype(a.dtype.newbyteorder("<"))
+    return memoryview(np.ascontiguousarray(a).reshape(-1)).cast("B")
+
+
+def shard_digest(arrays: Mapping[str, np.ndarray]) -> tuple[int, str]:
+    """Size and SHA-256 of a shard's canonical row bytes.
+
+    The byte stream is, for every array in name order (code-point order):
+    the name (UTF-8), NUL, the dtype (numpy ``str`` in little-endian form,
+    e.g. ``<f8``, ``|b1``; ``str`` for the 0-d entity string), NUL, the
+    shape as decimal numbers joined by ``,`` (empty for a scalar), NUL, the
+    body length as an 8-byte little-endian unsigned integer, and the body:
+    the C-order little-endian element bytes (bool as one byte 0/1), or the
+    UTF-8 string.  ``arrays`` are the untrimmed arrays a reader returns for
+    the shard (declared modalities, ``_present``, ``_time_s``, ``_n_steps``,
+    ``_entity``, media frame masks).
+
+    Returns
+    -------
+    size : int
+        Length of the byte stream.
+    sha256 : str
+        Its hex SHA-256.
+    """
+    h = hashlib.sha256()
+    size = 0
+    for name in sorted(arrays):
+        a = np.asarray(arrays[name])
+        head = _digest_header(name, a)
+        body = _body(a)
+        n = len(body) if isinstance(body, bytes) else body.nbytes
+        chunk = head + struct.pack("<Q", n)
+        h.update(chunk)
+        h.update(body)
+        size += len(chunk) + n
+    return size, h.hexdigest()
+
+
+def track_digests(
+    cols: Mapping[str, np.ndarray], offsets: Sequence[int], rows: Sequence[int], entity: str
+) -> list[tuple[int, str]]:
+    """:func:`shard_digest` of every shard of a track, from its packed columns (shard ``i``
+    is rows ``offsets[i]`` to ``offsets[i] + rows[i]``): each column is viewed as bytes once,
+    headers are built once per length, and each shard's stream is hashed in one call."""
+    names = sorted([*(k for k in cols if k not in STRING_COLUMNS), "_entity"])
+    views: list[tuple[str, memoryview, int, str]] = []
+    for name in names:
+        if name in ("_entity", "_n_steps"):
+            views.append((name, memoryview(b""), 0, ""))
+            continue
+        a = np.asarray(cols[name])
+        kind = a.dtype.newbyteorder("<").str
+        a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<"))
+        tail = "".join(f",{d}" for d in a.shape[1:])
+        per_row = a.dtype.itemsize * int(np.prod(a.shape[1:], dtype=np.int64))
+        views.append((f"{name}\0{kind}\0", memoryview(a.reshape(-1)).cast("B"), per_row, tail))
+    body = entity.encode()
+    ent = b"_entity\0str\0\0" + struct.pack("<Q", len(body)) + body
+    steps_head = b"_n_steps\0<i8\0\0" + struct.pack("<Q", 8)
+    n_steps = memoryview(np.ascontiguousarray(cols["_n_steps"], dtype="<i8")).cast("B")
+    heads: dict[tuple[str, int], bytes] = {}
+    out = []
+    for off, n in zip(offsets, rows, strict=True):
+        parts: list[bytes | memoryview] = []
+        for prefix, view, per_row, tail in views:
+            if prefix == "_entity":
+                parts.append(ent)
+            elif prefix == "_n_steps":
+                parts += [steps_head, n_steps[off * 8 : off * 8 + 8]]
+            else:
+                head = heads.get((prefix, n))
+                if head is None:
+                    head = f"{prefix}{n}{tail}\0".encode() + struct.pack("<Q", n * per_row)
+                    heads[(prefix, n)] = head
+                parts += [head, view[off * per_row : (off + n) * per_row]]
+        data = b"".join(parts)
+        out.append((len(data), hashlib.sha256(data).hexdigest()))
+    return out
+
+
+def _pad_rows(a: np.ndarray, rows: int) -> np.ndarray:
+    if a.shape[0] == rows:
+        return a
+    out = np.zeros((rows, *a.shape[1:]), dtype=a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+def track_columns(writer: ShardWriter, track: Track) -> tuple[dict[str, np.ndarray], list[int]]:
+    """A track's rows as packed columns (every shard's rows, pad rows included) and the row
+    offset of each shard; built with whole-track numpy operations.
+
+    Raises
+    ------
+    OutputSpecError, MediaError
+        As :meth:`ShardWriter.iter_shard_arrays`.
+    """
+    spec = writer.spec
+    slots = shard_plan(track.n_steps, spec)
+    rows = [spec.shard_length if s.padded else s.n_steps for s in slots]
+    offsets = np.concatenate([[0], np.cumsum(rows)]).astype(np.int64)
+    if any(m.route == "media" for m in spec.modalities.values()):
+        return _media_columns(writer, track, slots, rows), [int(o) for o in offsets[:-1]]
+    total = int(offsets[-1])
+    stop = slots[-1].stop if slots else 0
+    arrays = track_arrays(track, spec, writer.schema, writer.encoder)
+    cols = {k: _pad_rows(v[:stop], total) for k, v in arrays.items()}
+    if spec.presence_mask:
+        cols["_present"] = _pad_rows(np.asarray(track.present[:stop], dtype=bool), total)
+    first = track.k0 + track.start_idx
+    time_s = np.arange(first, first + total, dtype=np.int64) / float(track.sample_hz)
+    time_s[stop:] = np.nan
+    cols["_time_s"] = time_s
+    cols["_n_steps"] = np.repeat(np.array([s.n_steps for s in slots], np.int64), rows)
+    return cols, [int(o) for o in offsets[:-1]]
+
+
+def _media_columns(
+    writer: ShardWriter, track: Track, slots: list[ShardSlot], rows: list[int]
+) -> dict[str, np.ndarray]:
+    """Media tracks: shard by shard (frames decoded per shard), then concatenated."""
+    parts: dict[str, list[np.ndarray]] = {}
+    for (_, chunk), n in zip(writer.iter_shard_arrays(track), rows, strict=True):
+        for k, v in chunk.items():
+            if k == "_entity":
+                continue
+            parts.setdefault(k, []).append(np.repeat(v, n) if v.ndim == 0 else v)
+    return {k: np.concatenate(v) for k, v in parts.items()}
+
+
+def shard_view(
+    cols: Mapping[str, np.ndarray], start: int, n_rows: int, entity: str
+) -> dict[str, np.ndarray]:
+    """One shard's arrays (as a reader returns them) from packed columns, rows
+    ``[start, start + n_rows)``."""
+    out = {k: v[start : start + n_rows] for k, v in cols.items() if k not in STRING_COLUMNS}
+    out["_n_steps"] = np.array(int(cols["_n_steps"][start]), dtype=np.int64)
+    out["_entity"] = np.array(entity)
+    return out
+
+
+def arrow_schema(spec: OutputSpec, attrs: Mapping[str, Mapping[str, Any]]) -> Any:
+    """The Arrow schema of a packed file: modalities in spec order (tensors as fixed-size
+    lists), then ``_present``, media frame masks, ``_time_s``, ``_n_steps``, ``_entity``,
+    ``_source``; field metadata ``kuration.shape`` and ``kuration.unit`` (JSON)."""
+    import pyarrow as pa
+
+    def meta(name: str, shape: Sequence[int]) -> dict[bytes, bytes]:
+        out = {b"kuration.shape": json.dumps(list(shape)).encode()}
+        unit = attrs.get(name, {}).get("unit")
+        if unit is not None:
+            out[b"kuration.unit"] = json.dumps(unit).encode()
+        return out
+
+    fields = []
+    for name, m in spec.modalities.items():
+        t = pa.from_numpy_dtype(np.dtype(m.dtype))
+        width = int(np.prod(m.shape, dtype=np.int64))
+        typ = pa.list_(t, width) if m.shape else t
+        fields.append(pa.field(name, typ, nullable=False, metadata=meta(name, m.shape)))
+    if spec.presence_mask:
+        fields.append(pa.field("_present", pa.bool_(), nullable=False, metadata=meta("", [])))
+    for name, m in spec.modalities.items():
+        if m.route == "media":
+            fields.append(pa.field(f"_present_{name}", pa.bool_(), nullable=False))
+    fields.append(pa.field("_time_s", pa.float64(), nullable=False, metadata=meta("_time_s", [])))
+    fields.append(pa.field("_n_steps", pa.int64(), nullable=False))
+    for name in STRING_COLUMNS:
+        fields.append(pa.field(name, pa.string(), nullable=False))
+    doc = {"format": PACKED_FORMAT, "shard_length": spec.shard_length}
+    return pa.schema(fields, metadata={b"kuration.packed": json.dumps(doc).encode()})
+
+
+def _row_group_table(
+    schema: Any, pieces: list[tuple[dict[str, np.ndarray], int, int, str, str]]
+) -> Any:
+    """One row group as an Arrow table from ``(columns, start, rows, entity, source)``
+    pieces (consecutive shards of one track are one piece)."""
+    import pyarrow as pa
+
+    arrays = []
+    reps = np.array([p[2] for p in pieces], dtype=np.int64)
+    idx = pa.array(np.repeat(np.arange(len(pieces), dtype=np.int32), reps))
+    for f in schema:
+        if f.name in STRING_COLUMNS:
+            k = 3 if f.name == "_entity" else 4
+            words = pa.array([p[k] for p in pieces], pa.string())
+            arrays.append(pa.DictionaryArray.from_arrays(idx, words).dictionary_decode())
+            continue
+        col = np.concatenate([p[0][f.name][p[1] : p[1] + p[2]] for p in pieces])
+        if pa.types.is_fixed_size_list(f.type):
+            flat = pa.array(np.ascontiguousarray(col).reshape(-1), f.type.value_type)
+            arrays.append(pa.FixedSizeListArray.from_arrays(flat, f.type.list_size))
+        else:
+            arrays.append(pa.array(col, f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _write_row_groups(
+    pw: Any, schema: Any, plan: PackedFile, writer: ShardWriter, track_of: Any, hasher: Any
+) -> list[tuple[dict[str, Any], Future[list[tuple[int, str]]]]]:
+    """Write ``plan``'s row groups; each track's columns are built once and its shard
+    digests computed by ``hasher``.  Row group ``k`` is encoded by a writer thread (Parquet
+    encoding releases the GIL) while the columns of ``k + 1`` are built; one at a time, in
+    order.  Returns each entry with its track's digest future."""
+    by_rg: dict[int, list[dict[str, Any]]] = {}
+    for e in plan.entries:
+        by_rg.setdefault(e["row_group"], []).append(e)
+    pending: list[tuple[dict[str, Any], Future[list[tuple[int, str]]]]] = []
+    built: tuple[Track, dict[str, np.ndarray], list[int], Future[Any]] | None = None
+    inflight: Future[Any] | None = None
+    with ThreadPoolExecutor(1, thread_name_prefix="kuration-parquet") as encoder:
+        for rg in range(len(plan.row_groups)):
+            pieces: list[tuple[dict[str, np.ndarray], int, int, str, str]] = []
+            for e in by_rg[rg]:
+                track = track_of(e)
+                if built is None or built[0] is not track:
+                    cols, offsets = track_columns(writer, track)
+                    rows = [int(n) for n in np.diff([*offsets, len(cols["_time_s"])])]
+                    job = hasher.submit(track_digests, cols, offsets, rows, e["entity_id"])
+                    built = (track, cols, offsets, job)
+                _, cols, offsets, job = built
+                start = offsets[e["shard_index"]]
+                if start + e["n_rows"] > len(cols["_time_s"]):
+                    raise OutputSpecError(f"internal: packed plan mismatch for {e['shard']!r}")
+                pending.append((e, job))
+                last = pieces[-1] if pieces else None
+                if last is not None and last[0] is cols and last[1] + last[2] == start:
+                    pieces[-1] = (cols, last[1], last[2] + e["n_rows"], last[3], last[4])
+                else:
+                    pieces.append((cols, start, e["n_rows"], e["entity_id"], e["source_id"]))
+            table = _row_group_table(schema, pieces)
+            if inflight is not None:
+                inflight.result()
+            inflight = encoder.submit(pw.write_table, table, row_group_size=max(1, table.num_rows))
+        if inflight is not None:
+            inflight.result()
+    return pending
+
+
+def _seal(tmp: Path, plan: PackedFile, fsync: bool) -> tuple[int, str]:
+    """fsync (when asked), check the row groups Parquet wrote, and digest the file."""
+    import pyarrow.parquet as pq
+
+    if fsync:
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    written = pq.ParquetFile(str(tmp)).metadata.num_row_groups
+    if written != len(plan.row_groups):
+        raise OutputSpecError(
+            f"{plan.path}: Parquet split {len(plan.row_groups)} row groups into {written}; "
+            "lower row_group_bytes"
+        )
+    return file_digest(tmp)
+
+
+def write_packed_file(
+    stage: Path,
+    plan: PackedFile,
+    writer: ShardWriter,
+    track_of: Any,
+    *,
+    fsync: bool = False,
+) -> dict[str, Any]:
+    """Write one planned file under ``stage`` (temp file, then ``os.replace``), filling each
+    entry's ``size`` and ``sha256`` (:func:`shard_digest`); returns the file record
+    (``path``, ``split``, ``size``, ``sha256``, ``rows``, ``row_groups``, ``shards``).
+
+    ``track_of(entry)`` returns the :class:`~kuration.contracts.track.Track` an entry's
+    shard belongs to (the same object for the shards of one track); each track's columns
+    are built once.
+
+    Raises
+    ------
+    OutputSpecError
+        A shard's rows do not match the plan (internal), or what building the columns raises.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = arrow_schema(writer.spec, writer.attrs)
+    final = stage / plan.path
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
+    try:
+        # hashing releases the GIL: shard digests run in a thread beside the Parquet encoding
+        with ThreadPoolExecutor(1, thread_name_prefix="kuration-digest") as hasher:
+            with (
+                pa.OSFile(str(tmp), "wb") as sink,
+                pq.ParquetWriter(
+                    sink, schema, compression="snappy", dictionary_pagesize_limit=DICT_PAGE_BYTES
+                ) as pw,
+            ):
+                pending = _write_row_groups(pw, schema, plan, writer, track_of, hasher)
+            for e, digests in pending:
+                e["size"], e["sha256"] = digests.result()[e["shard_index"]]
+        size, sha = _seal(tmp, plan, fsync)
+        os.replace(tmp, final)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return {
+        "path": plan.path,
+        "split": plan.split,
+        "size": size,
+        "sha256": sha,
+        "rows": plan.rows,
+        "row_groups": list(plan.row_groups),
+        "shards": len(plan.entries),
+    }
+
+
+def file_digest(path: Path) -> tuple[int, str]:
+    """Size and SHA-256 of a file's bytes (read in 4 MiB blocks)."""
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 22):
+            h.update(block)
+            size += len(block)
+    return size, h.hexdigest()

@@ -1,0 +1,179 @@
+"""The ``stage`` step of an hours run for ``layout="packed"`` (see :mod:`kuration.output.packed`).
+
+The planned shards are put in manifest order and assigned to files and row
+groups (:func:`~kuration.output.packed.pack_plan`) before any source is
+read.  Resume works per file: a file is reused only when an earlier record
+of it (the last committed manifest of the same run fingerprint, or this
+run's staging journal) lists exactly the same shards at the same rows and
+the file's bytes still hash to the recorded size and SHA-256; otherwise the
+whole file is rebuilt.  Rebuilt files go to the staging namespace (temp
+file, then ``os.replace``) and are journaled, as per-file shards are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..contracts.track import Track, track_from_table
+from ..core.ids import tag_entity_id
+from ..core.progress import emit
+from ..output.commit import committed_manifest, reusable_entries
+from ..output.packed import PackedFile, file_digest, pack_plan, write_packed_file
+from ..output.writer import ShardWriter
+from ..selection.fill import Candidate
+
+if TYPE_CHECKING:
+    from .hours_steps import HoursRun
+
+__all__ = ["stage_packed"]
+
+#: what must agree, shard by shard, for an earlier file to be reused
+_PACKED_KEYS = (
+    "path",
+    "shard",
+    "row_group",
+    "row_start",
+    "n_rows",
+    "split",
+    "source_id",
+    "entity_id",
+    "span_index",
+    "shard_index",
+    "start_idx",
+    "start_time_s",
+    "n_steps",
+    "padded",
+)
+
+
+def _order_key(e: Mapping[str, Any]) -> tuple[Any, ...]:
+    span = -1 if e["span_index"] is None else e["span_index"]
+    return (e["split"], e["source_id"], e["entity_id"], span, e["shard_index"])
+
+
+def _previous(r: HoursRun) -> dict[str, list[tuple[dict[str, Any], dict[str, Any], str]]]:
+    """Earlier records of each file, by path: ``(file record, {shard: entry}, where)``
+    with ``where`` ``"in place"`` (committed) or ``"staged"`` (this run's journal)."""
+    out: dict[str, list[tuple[dict[str, Any], dict[str, Any], str]]] = {}
+    manifest = committed_manifest(r.root, r.fingerprint)
+    files = manifest.get("files") if manifest.get("layout") == "packed" else None
+    shards = manifest.get("shards") if isinstance(files, list) else None
+    by_file: dict[str, dict[str, Any]] = {}
+    for e in shards if isinstance(shards, list) else []:
+        if isinstance(e, dict) and isinstance(e.get("path"), str):
+            by_file.setdefault(e["path"], {})[str(e.get("shard"))] = e
+    for f in files if isinstance(files, list) else []:
+        if isinstance(f, dict) and isinstance(f.get("path"), str):
+            out.setdefault(f["path"], []).append((f, by_file.get(f["path"], {}), "in place"))
+    _, staged, _ = reusable_entries(r.root, r.fingerprint)
+    for path, rec in staged.items():
+        f, ents = rec.get("file"), rec.get("shards")
+        if rec.get("packed") is True and isinstance(f, dict) and isinstance(ents, list):
+            mapped = {str(e.get("shard")): e for e in ents if isinstance(e, dict)}
+            out.setdefault(path, []).append((f, mapped, "staged"))
+            out[path].append((f, mapped, "in place"))  # moved before a publication ended
+    return out
+
+
+def _reusable(
+    plan: PackedFile,
+    previous: list[tuple[dict[str, Any], dict[str, Any], str]],
+    bases: Mapping[str, Path],
+) -> tuple[dict[str, Any], dict[str, Any], str] | None:
+    """An earlier record of ``plan`` whose shards agree and whose bytes still match."""
+    for rec, shards, where in previous:
+        if len(shards) != len(plan.entries) or rec.get("row_groups") != plan.row_groups:
+            continue
+        if any(
+            (old := shards.get(e["shard"])) is None or any(old.get(k) != e[k] for k in _PACKED_KEYS)
+            for e in plan.entries
+        ):
+            continue
+        path = bases[where] / plan.path
+        if not path.is_file() or path.is_symlink():
+            continue
+        if file_digest(path) == (rec.get("size"), rec.get("sha256")):
+            return rec, shards, where
+    return None
+
+
+class _Tracks:
+    """``track_of(entry)``: the Track of a planned shard, reading each source once (shards
+    come in source order) and cutting each track once."""
+
+    def __init__(self, r: HoursRun, cand_of: Mapping[int, Candidate]) -> None:
+        self.r = r
+        self.cand_of = cand_of
+        self.uri_of = {sid: info.uri for sid, info in r.pool().sources.items()}
+        self.sid: str | None = None
+        self.table: Any = None
+        self.roster: dict[str, int] = {}
+        self.key: tuple[Any, ...] | None = None
+        self.track: Track | None = None
+
+    def __call__(self, e: Mapping[str, Any]) -> Track:
+        c = self.cand_of[id(e)]
+        key = (c.source_id, e["entity_id"], c.span_index, c.first)
+        if key == self.key and self.track is not None:
+            return self.track
+        if c.source_id != self.sid:
+            self.table = self.r.adapter.read_table(self.uri_of[c.source_id])
+            self.roster = {tag_entity_id(x): j for j, x in enumerate(self.table.entity_ids)}
+            self.sid = c.source_id
+        meta = {**c.features, "priority": c.priority}
+        row = self.roster[e["entity_id"]]
+        self.track = track_from_table(self.table, row, c.first, c.last, c.span_index, meta)
+        self.key = key
+        return self.track
+
+
+def stage_packed(r: HoursRun, stage: Path, writer: ShardWriter) -> dict[str, Any]:
+    """Plan the packed files, reuse the ones that still match, write the others into
+    ``stage``; fills ``r.entries``, ``r.to_move``, ``r.packed_files`` and the counters."""
+    assert r.journal is not None
+    cand_of: dict[int, Candidate] = {}
+    planned: list[dict[str, Any]] = []
+    for _split, c, entries in r.admitted:
+        for e in entries:
+            copy = dict(e)
+            cand_of[id(copy)] = c
+            planned.append(copy)
+    planned.sort(key=_order_key)
+    files = pack_plan(planned, r.spec)
+    previous = _previous(r) if r.opt["resume"] else {}
+    bases = {"in place": r.root, "staged": stage}
+    track_of = _Tracks(r, cand_of)
+    r.partitions = len(files)
+    emit(r.progress, "writing", "start", total=len(files))
+    for i, plan in enumerate(files, 1):
+        found = _reusable(plan, previous.get(plan.path, []), bases)
+        if found is not None:
+            rec, shards, where = found
+            for e in plan.entries:
+                old = shards[e["shard"]]
+                e["size"], e["sha256"] = old["size"], old["sha256"]
+            r.reused += len(plan.entries)
+            if where == "staged":
+                r.to_move.append(plan.path)
+            r.packed_files.append(dict(rec))
+        else:
+            rec = write_packed_file(stage, plan, writer, track_of, fsync=r.opt["durable"])
+            r.journal.record(
+                {"path": plan.path, "packed": True, "file": rec, "shards": plan.entries}
+            )
+            r.to_move.append(plan.path)
+            r.rebuilt += len(plan.entries)
+            r.packed_files.append(rec)
+        r.entries.extend(plan.entries)
+        emit(r.progress, "writing", "advance", current=i, total=len(files), file=plan.path)
+    return {
+        "rows_in": len(r.admitted),
+        "rows_out": len(r.entries),
+        "partitions": len(files),
+        "bytes": sum(int(f["size"]) for f in r.packed_files),
+        "checkpoint_hits": r.reused,
+        "checkpoint_misses": r.rebuilt,
+        "queue_depth": 1,  # one file's row group in flight at a time
+    }
