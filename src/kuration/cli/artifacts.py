@@ -1,4 +1,7 @@
-"""``kur diff`` and ``kur check``: compare and gate curated datasets."""
+"""``kur inspect``, ``kur diff`` and ``kur check``: summarize, compare and gate curated datasets.
+
+The commands behind the parsers in :mod:`kuration.cli.main`, imported only when one runs.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +14,90 @@ from rich.table import Table
 
 from ..tools.check import check_dataset
 from ..tools.diff import compare_datasets
+from ..tools.inspect import InspectReport, inspect_dataset
 
-__all__ = ["add_check", "add_diff"]
+__all__ = ["cmd_check", "cmd_diff", "cmd_inspect", "print_inspect"]
 
 
-def _cmd_diff(args: argparse.Namespace) -> int:
+def _hours(s: float) -> str:
+    return f"{s / 3600:.2f} h"
+
+
+def print_inspect(rep: InspectReport, console: Console) -> None:
+    """Render an :class:`InspectReport` as text tables."""
+    console.print(f"[bold]{rep.path}[/]  container={rep.container} shard_length={rep.shard_length}")
+    t = Table(title="splits")
+    for col in (
+        "split",
+        "shards",
+        "tracks",
+        "sources",
+        "hours",
+        "requested",
+        "admitted",
+        "underfill",
+    ):
+        t.add_column(col, justify="right")
+    for split, s in rep.splits.items():
+        b = rep.budget.get(split, {})
+        t.add_row(
+            split,
+            str(s["shards"]),
+            str(s["tracks"]),
+            str(len(s["sources"])),
+            _hours(s["seconds"]),
+            _hours(b.get("requested_s", 0)),
+            _hours(b.get("admitted_s", 0)),
+            _hours(b.get("underfill_s", 0)),
+        )
+    console.print(t)
+    for split, b in sorted(rep.budget.items()):
+        if isinstance(b, dict) and b.get("binding"):
+            console.print(
+                f"[yellow]{split} under-filled[/], binding constraint: [bold]{b['binding']}[/] "
+                f"({b['binding_detail']})",
+                highlight=False,
+            )
+    m = Table(title="modalities")
+    for col in ("name", "dtype", "shape", "unit", "source"):
+        m.add_column(col)
+    for name, spec in rep.modalities.items():
+        unit = spec.get("unit")
+        shown = "-" if unit is None else unit if isinstance(unit, str) else ", ".join(unit)
+        m.add_row(name, spec["dtype"], str(tuple(spec["shape"])), shown, spec.get("source", ""))
+    m.add_row("_present", "bool", "()", "-", "entity present at the step")
+    m.add_row("_time_s", "float64", "()", "s", "time since the Unix epoch")
+    console.print(m)
+    console.print(f"padding: {rep.padding}")
+    console.print(f"execution: {rep.execution}; kuration {rep.provenance.get('kuration_version')}")
+    if rep.errors:
+        console.print(f"[yellow]skipped sources:[/] {rep.errors}")
+    if rep.verification:
+        v = rep.verification
+        state = "[green]valid[/]" if v["valid"] else "[red]INVALID[/]"
+        console.print(f"verification: {state} ({v['checked']} shards checked)")
+        for f in v["failures"]:
+            console.print(f"  [red]{f}[/]")
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    """``kur inspect DATASET [--verify] [--json] [--html FILE]``: status 1 when invalid."""
+    rep = inspect_dataset(args.dataset, verify=args.verify)
+    if args.html:
+        from ..read.loaders import Dataset
+        from ..tools.report import render_inspect_html, write_html
+
+        ds = Dataset(args.dataset)
+        write_html(args.html, render_inspect_html(rep, ds.manifest, ds.config, ds))
+    if args.json:
+        print(json.dumps(rep.to_dict(), indent=2, sort_keys=True))
+    else:
+        print_inspect(rep, Console())
+    return 0 if not rep.verification or rep.verification["valid"] else 1
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    """``kur diff LEFT RIGHT [--verify] [--json] [--html FILE]``."""
     d = compare_datasets(args.left, args.right, verify=args.verify)
     if args.html:
         from ..tools.report import render_diff_html, write_html
@@ -59,7 +141,8 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_check(args: argparse.Namespace) -> int:
+def cmd_check(args: argparse.Namespace) -> int:
+    """``kur check DATASET --policy FILE [--json]``: status 2 when a gate fails."""
     res = check_dataset(args.dataset, args.policy)
     if args.json:
         print(
@@ -75,19 +158,3 @@ def _cmd_check(args: argparse.Namespace) -> int:
     for g in res.failures:
         print(f"kur check: gate {g['gate']} failed: {g['detail']}", file=sys.stderr)
     return 0 if res.ok else 2
-
-
-def add_diff(p: argparse.ArgumentParser) -> None:
-    p.add_argument("left", help="a dataset directory or URL (s3://, gs://, az://)")
-    p.add_argument("right", help="another dataset directory or URL")
-    p.add_argument("--verify", action="store_true", help="also verify every shard of both")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--html", metavar="FILE", help="write a self-contained HTML comparison")
-    p.set_defaults(fn=_cmd_diff)
-
-
-def add_check(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dataset", help="a dataset directory or URL (s3://, gs://, az://)")
-    p.add_argument("--policy", required=True, help="quality policy JSON file")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(fn=_cmd_check)

@@ -7,7 +7,8 @@
 
 Both read the job's schema, adapter, sources and segmenter; ``--strategy``
 replaces the job's strategy.  ``--json`` prints the full result (with the
-per-segment audit for ``curate``) instead of tables.
+per-segment audit for ``curate``) instead of tables.  The parsers live in
+:mod:`kuration.cli.main`; this module is imported only when a command runs.
 """
 
 from __future__ import annotations
@@ -22,9 +23,8 @@ from rich.table import Table
 
 from ..core.progress import RichProgress
 from ..pipeline.count import CurationResult, ExperimentResult, curate_job, experiment_job
-from ._args import non_negative_int, positive_int
 
-__all__ = ["add_curate", "add_experiment"]
+__all__ = ["cmd_curate", "cmd_experiment", "print_curation", "print_experiment"]
 
 
 def _f(v: Any, nd: int = 3) -> str:
@@ -133,7 +133,8 @@ def print_experiment(res: ExperimentResult, wall: float, console: Console) -> No
     console.print(d)
 
 
-def _cmd_curate(args: argparse.Namespace) -> int:
+def cmd_curate(args: argparse.Namespace) -> int:
+    """``kur curate``: select ``--n`` segments and print the result."""
     start = time.perf_counter()
     with RichProgress() as prog:
         res = curate_job(
@@ -152,7 +153,8 @@ def _cmd_curate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_experiment(args: argparse.Namespace) -> int:
+def cmd_experiment(args: argparse.Namespace) -> int:
+    """``kur experiment``: compare strategies on one scored pool."""
     start = time.perf_counter()
     with RichProgress() as prog:
         res = experiment_job(
@@ -165,34 +167,3 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         # a wide table: never squeeze it below 132 columns (pipes default to 80)
         print_experiment(res, wall, Console(width=max(Console().width, 132)))
     return 0
-
-
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("job", help="job JSON file (schema, adapter, sources, segmenter)")
-    p.add_argument("--n", type=non_negative_int, required=True, help="segments to select")
-    p.add_argument(
-        "--seed", type=non_negative_int, default=None, help="selection seed (default: the job's)"
-    )
-    p.add_argument(
-        "--workers", type=positive_int, default=None, help="scoring processes (default: the job's)"
-    )
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
-
-
-def add_curate(p: argparse.ArgumentParser) -> None:
-    """Arguments of ``kur curate``."""
-    _common(p)
-    p.add_argument("--strategy", help="strategy JSON file (default: the job's strategy)")
-    p.set_defaults(fn=_cmd_curate)
-
-
-def add_experiment(p: argparse.ArgumentParser) -> None:
-    """Arguments of ``kur experiment``."""
-    _common(p)
-    p.add_argument(
-        "--strategy",
-        action="append",
-        required=True,
-        help="a strategy JSON file; repeat for each strategy to compare",
-    )
-    p.set_defaults(fn=_cmd_experiment)

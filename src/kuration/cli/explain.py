@@ -10,7 +10,8 @@ its :class:`~kuration.PhysicalPlan` as a tree (``--json``: as JSON) without
 resolving, fetching or reading any source; ``--n`` plans the count path
 (``kur curate``) instead of the job's hours budget.  ``operators`` lists
 every built-in operator, analyzer and output preset (``--all``: plugins'
-too); ``--markdown`` prints ``docs/operators.md``.
+too); ``--markdown`` prints ``docs/operators.md``.  The parsers live in
+:mod:`kuration.cli.main`; this module is imported only when a command runs.
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ from rich.table import Table
 from ..pipeline.operators import get_operator, operators_markdown, registered_operators
 from ..pipeline.pipeline import Pipeline
 
-__all__ = ["add_explain", "add_operators"]
+__all__ = ["cmd_explain", "cmd_operators"]
 
 
-def _cmd_explain(args: argparse.Namespace) -> int:
+def cmd_explain(args: argparse.Namespace) -> int:
+    """``kur explain JOB [--json] [--n N]``."""
     p = Pipeline.from_job(args.job)
     if args.n is not None:
         p = p.select(args.n)
@@ -39,7 +41,8 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_operators(args: argparse.Namespace) -> int:
+def cmd_operators(args: argparse.Namespace) -> int:
+    """``kur operators [--markdown] [--all]``."""
     if args.markdown:
         print(operators_markdown(builtin_only=not args.all), end="")
         return 0
@@ -52,16 +55,3 @@ def _cmd_operators(args: argparse.Namespace) -> int:
             t.add_row(name, op.kind, ", ".join(op.params), op.doc)
     Console().print(t)
     return 0
-
-
-def add_explain(p: argparse.ArgumentParser) -> None:
-    p.add_argument("job", help="job JSON file")
-    p.add_argument("--json", action="store_true", help="print the plan as JSON")
-    p.add_argument("--n", type=int, default=None, help="plan a count selection of N segments")
-    p.set_defaults(fn=_cmd_explain)
-
-
-def add_operators(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--markdown", action="store_true", help="print docs/operators.md")
-    p.add_argument("--all", action="store_true", help="include plugins' operators")
-    p.set_defaults(fn=_cmd_operators)

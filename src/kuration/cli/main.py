@@ -3,33 +3,27 @@
 Exit codes: 0 success, 1 an error (one line ``<prog>: error: ...`` on stderr: a bad
 argument, a kuration or TimeNet error, a file-system problem), 2 a failed ``kur check``
 gate.
+
+This module is the parser only: it imports argparse-level modules, and each command's
+implementation (``kuration.cli.run``, ``.artifacts``, ``.curate``, ``.explain``, or the
+imports inside the small commands below) is imported when that command runs, so ``kur
+--help`` and a usage error never load numpy, pyarrow, pydantic or the pipeline
+(tests/kuration/cli/test_lazy_cli.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import importlib
 import sys
-import time
 import warnings
 from collections.abc import Callable, Sequence
-from pathlib import Path
-
-from rich.console import Console
-from rich.table import Table
 
 from timenet._cli import OneLineParser, run_guarded
 from timenet.errors import TimeNetError
 
-from ..core.progress import RichProgress
 from ..errors import KurationError, KurationWarning
-from ..pipeline.entry import run_job
-from ..pipeline.hours import DatasetWriteResult
-from ..tools.inspect import InspectReport, inspect_dataset
-from ._args import byte_size, positive_float
-from .artifacts import add_check, add_diff
-from .curate import add_curate, add_experiment
-from .explain import add_explain, add_operators
+from ._args import byte_size, non_negative_int, positive_float, positive_int
 
 __all__ = [
     "check_main",
@@ -45,178 +39,20 @@ __all__ = [
 ]
 
 
-def _hours(s: float) -> str:
-    return f"{s / 3600:.2f} h"
+class _Lazy:
+    """The command ``kuration.cli.<module>.<name>``, imported when it runs."""
 
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
 
-def _print_run_summary(res: DatasetWriteResult, wall: float, console: Console) -> None:
-    sc = res.scoring.summary()
-    budget = res.config["results"]["budget"]
-    console.print(f"[bold]kuration[/] curated [cyan]{res.path}[/] in {wall:.1f} s")
-    console.print(
-        f"sources scored: {sc['sources_scored']}/{sc['sources_total']} "
-        f"(failed {sc['sources_failed']}, shorter than a window {sc['sources_short']}); "
-        f"segments: {sc['segments']}"
-    )
-    if sc.get("snap_collisions"):
-        coll = sc["snap_collisions"]
-        console.print(
-            f"[yellow]snap collisions[/]: {sum(coll.values())} row(s) in {len(coll)} source(s) "
-            f"landed on a tick already taken (collisions="
-            f"{res.config['pipeline']['adapter'].get('collisions', 'nearest')}); "
-            "per source in config.json"
-        )
-    t = Table(title="hours budget per split")
-    for col in (
-        "split",
-        "requested",
-        "pool",
-        "admitted",
-        "emitted",
-        "underfill",
-        "tracks",
-        "shards",
-    ):
-        t.add_column(col, justify="right")
-    for split in ("train", "test"):
-        b = budget[split]
-        t.add_row(
-            split,
-            _hours(b["requested_s"]),
-            _hours(b["candidate_s"]),
-            _hours(b["admitted_s"]),
-            _hours(b["emitted_s"]),
-            _hours(b["underfill_s"]),
-            str(b["admitted_tracks"]),
-            str(res.manifest["splits"][split]["shards"]),
-        )
-    console.print(t)
-    console.print(
-        "[dim]pool: hours of every candidate track (one entity in one source), so concurrent "
-        "entities add up; whole tracks are admitted, so a split may exceed its request by less "
-        "than one track.[/]"
-    )
-    for split in ("train", "test"):
-        b = budget[split]
-        if b.get("binding"):
-            console.print(
-                f"[yellow]{split} under-filled[/], binding constraint: [bold]{b['binding']}[/] "
-                f"({b['binding_detail']})",
-                highlight=False,
-            )
-    reuse = res.config["results"].get("resume", {})
-    if reuse.get("requested"):
-        console.print(
-            f"resume: {reuse.get('reused_shards', 0)} shards reused, "
-            f"{reuse.get('rebuilt_shards', 0)} rebuilt"
-        )
-        if reuse.get("rebuilt_shards"):
-            for note in reuse.get("notes", []):
-                console.print(f"resume: not reused: {note}", markup=False)
-    console.print(
-        f"shards written: {len(res.manifest['shards'])} ({res.manifest['container']}, "
-        f"{res.manifest['shard_length']} steps each); modalities: "
-        f"{', '.join(res.manifest['modalities'])}"
-    )
-    for uri, err in sorted(sc["errors"].items()):
-        console.print(f"[yellow]skipped[/] {uri}: {err}")
+    def resolve(self) -> Callable[[argparse.Namespace], int]:
+        """Import the implementation module and return the command function."""
+        impl: Callable[[argparse.Namespace], int]
+        impl = getattr(importlib.import_module(f"kuration.cli.{self.module}"), self.name)
+        return impl
 
-
-def _print_inspect(rep: InspectReport, console: Console) -> None:
-    console.print(f"[bold]{rep.path}[/]  container={rep.container} shard_length={rep.shard_length}")
-    t = Table(title="splits")
-    for col in (
-        "split",
-        "shards",
-        "tracks",
-        "sources",
-        "hours",
-        "requested",
-        "admitted",
-        "underfill",
-    ):
-        t.add_column(col, justify="right")
-    for split, s in rep.splits.items():
-        b = rep.budget.get(split, {})
-        t.add_row(
-            split,
-            str(s["shards"]),
-            str(s["tracks"]),
-            str(len(s["sources"])),
-            _hours(s["seconds"]),
-            _hours(b.get("requested_s", 0)),
-            _hours(b.get("admitted_s", 0)),
-            _hours(b.get("underfill_s", 0)),
-        )
-    console.print(t)
-    for split, b in sorted(rep.budget.items()):
-        if isinstance(b, dict) and b.get("binding"):
-            console.print(
-                f"[yellow]{split} under-filled[/], binding constraint: [bold]{b['binding']}[/] "
-                f"({b['binding_detail']})",
-                highlight=False,
-            )
-    m = Table(title="modalities")
-    for col in ("name", "dtype", "shape", "unit", "source"):
-        m.add_column(col)
-    for name, spec in rep.modalities.items():
-        unit = spec.get("unit")
-        shown = "-" if unit is None else unit if isinstance(unit, str) else ", ".join(unit)
-        m.add_row(name, spec["dtype"], str(tuple(spec["shape"])), shown, spec.get("source", ""))
-    m.add_row("_present", "bool", "()", "-", "entity present at the step")
-    m.add_row("_time_s", "float64", "()", "s", "time since the Unix epoch")
-    console.print(m)
-    console.print(f"padding: {rep.padding}")
-    console.print(f"execution: {rep.execution}; kuration {rep.provenance.get('kuration_version')}")
-    if rep.errors:
-        console.print(f"[yellow]skipped sources:[/] {rep.errors}")
-    if rep.verification:
-        v = rep.verification
-        state = "[green]valid[/]" if v["valid"] else "[red]INVALID[/]"
-        console.print(f"verification: {state} ({v['checked']} shards checked)")
-        for f in v["failures"]:
-            console.print(f"  [red]{f}[/]")
-
-
-def _cmd_run(args: argparse.Namespace) -> int:
-    out = args.out or str(Path("runs") / Path(args.job).stem)
-    start = time.perf_counter()
-    with RichProgress() as prog:
-        res = run_job(
-            args.job,
-            out,
-            force=args.force,
-            resume=args.resume,
-            workers=args.workers,
-            progress=prog,
-            streaming=True if args.streaming else None,
-            memory_budget=args.memory_budget,
-        )
-    wall = time.perf_counter() - start
-    if args.json:
-        print(
-            json.dumps(
-                {"path": str(res.path), "wall_s": wall, "results": res.config["results"]}, indent=2
-            )
-        )
-    else:
-        _print_run_summary(res, wall, Console())
-    return 0
-
-
-def _cmd_inspect(args: argparse.Namespace) -> int:
-    rep = inspect_dataset(args.dataset, verify=args.verify)
-    if args.html:
-        from ..read.loaders import Dataset
-        from ..tools.report import render_inspect_html, write_html
-
-        ds = Dataset(args.dataset)
-        write_html(args.html, render_inspect_html(rep, ds.manifest, ds.config, ds))
-    if args.json:
-        print(json.dumps(rep.to_dict(), indent=2, sort_keys=True))
-    else:
-        _print_inspect(rep, Console())
-    return 0 if not rep.verification or rep.verification["valid"] else 1
+    def __call__(self, args: argparse.Namespace) -> int:
+        return int(self.resolve()(args))
 
 
 def _cmd_sample(args: argparse.Namespace) -> int:
@@ -246,6 +82,8 @@ def _cmd_plugin_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
+    import json
+
     from ..core.config import json_schema
 
     if args.markdown:
@@ -301,7 +139,7 @@ def _add_run(p: argparse.ArgumentParser) -> None:
         help="fail before reading when the plan's estimated peak exceeds SIZE (2GB, 512MiB)",
     )
     p.add_argument("--json", action="store_true", help="print the results as JSON")
-    p.set_defaults(fn=_cmd_run)
+    p.set_defaults(fn=_Lazy("run", "cmd_run"))
 
 
 def _add_inspect(p: argparse.ArgumentParser) -> None:
@@ -312,7 +150,7 @@ def _add_inspect(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verify", action="store_true", help="read and check every shard")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report with plots")
-    p.set_defaults(fn=_cmd_inspect)
+    p.set_defaults(fn=_Lazy("artifacts", "cmd_inspect"))
 
 
 def _cmd_init(args: argparse.Namespace) -> int:
@@ -365,17 +203,75 @@ def _add_sample(p: argparse.ArgumentParser) -> None:
     p.set_defaults(fn=_cmd_sample)
 
 
+def _add_diff(p: argparse.ArgumentParser) -> None:
+    p.add_argument("left", help="a dataset directory or URL (s3://, gs://, az://)")
+    p.add_argument("right", help="another dataset directory or URL")
+    p.add_argument("--verify", action="store_true", help="also verify every shard of both")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--html", metavar="FILE", help="write a self-contained HTML comparison")
+    p.set_defaults(fn=_Lazy("artifacts", "cmd_diff"))
+
+
+def _add_check(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset", help="a dataset directory or URL (s3://, gs://, az://)")
+    p.add_argument("--policy", required=True, help="quality policy JSON file")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(fn=_Lazy("artifacts", "cmd_check"))
+
+
+def _count_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("job", help="job JSON file (schema, adapter, sources, segmenter)")
+    p.add_argument("--n", type=non_negative_int, required=True, help="segments to select")
+    p.add_argument(
+        "--seed", type=non_negative_int, default=None, help="selection seed (default: the job's)"
+    )
+    p.add_argument(
+        "--workers", type=positive_int, default=None, help="scoring processes (default: the job's)"
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _add_curate(p: argparse.ArgumentParser) -> None:
+    _count_arguments(p)
+    p.add_argument("--strategy", help="strategy JSON file (default: the job's strategy)")
+    p.set_defaults(fn=_Lazy("curate", "cmd_curate"))
+
+
+def _add_experiment(p: argparse.ArgumentParser) -> None:
+    _count_arguments(p)
+    p.add_argument(
+        "--strategy",
+        action="append",
+        required=True,
+        help="a strategy JSON file; repeat for each strategy to compare",
+    )
+    p.set_defaults(fn=_Lazy("curate", "cmd_experiment"))
+
+
+def _add_explain(p: argparse.ArgumentParser) -> None:
+    p.add_argument("job", help="job JSON file")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    p.add_argument("--n", type=int, default=None, help="plan a count selection of N segments")
+    p.set_defaults(fn=_Lazy("explain", "cmd_explain"))
+
+
+def _add_operators(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--markdown", action="store_true", help="print docs/operators.md")
+    p.add_argument("--all", action="store_true", help="include plugins' operators")
+    p.set_defaults(fn=_Lazy("explain", "cmd_operators"))
+
+
 # every subcommand: how to add its arguments, and its help line
 _COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], str]] = {
     "run": (_add_run, "run a curation job"),
     "init": (_add_init, "write a starter job folder from CSV/Parquet files or a TimeNet version"),
     "inspect": (_add_inspect, "summarize a curated dataset"),
-    "diff": (add_diff, "compare two curated datasets"),
-    "check": (add_check, "gate a dataset with a quality policy (exit 2 on failure)"),
-    "curate": (add_curate, "select N segments with a strategy"),
-    "experiment": (add_experiment, "compare strategies on one scored pool"),
-    "explain": (add_explain, "print a job's physical plan without reading data"),
-    "operators": (add_operators, "list operators, analyzers and presets"),
+    "diff": (_add_diff, "compare two curated datasets"),
+    "check": (_add_check, "gate a dataset with a quality policy (exit 2 on failure)"),
+    "curate": (_add_curate, "select N segments with a strategy"),
+    "experiment": (_add_experiment, "compare strategies on one scored pool"),
+    "explain": (_add_explain, "print a job's physical plan without reading data"),
+    "operators": (_add_operators, "list operators, analyzers and presets"),
     "plugin-check": (_add_plugin_check, "load plugins and print the full error of any that fail"),
     "sample": (_add_sample, "fetch the pinned public ADS-B sample"),
     "schema": (_add_schema, "print the JSON Schema of a job, strategy, output or schema file"),

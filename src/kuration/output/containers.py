@@ -26,9 +26,11 @@ Register another with :func:`register_container`.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import io
 import json
+import math
 import zipfile
 from collections.abc import Mapping
 from types import ModuleType
@@ -250,6 +252,28 @@ class Hdf5Container:
             return out
 
 
+@functools.lru_cache(maxsize=4096)
+def _parquet_field(
+    name: str,
+    type_: Any,
+    shape: tuple[int, ...],
+    unit: str | tuple[str, str] | None,
+    scalar: bool,
+) -> Any:
+    """The ``pyarrow.field`` of one column with its kuration metadata (shape, unit, and
+    for a 0-d array ``kuration.scalar``), built once per distinct column: every shard
+    of a dataset repeats the same few.  ``unit`` is a unit string or ``("json", text)``
+    for a unit given per component (a list), so that it can be a cache key."""
+    import pyarrow as pa
+
+    meta = {b"kuration.shape": json.dumps(list(shape)).encode()}
+    if unit is not None:
+        meta[b"kuration.unit"] = (json.dumps(unit) if isinstance(unit, str) else unit[1]).encode()
+    if scalar:
+        meta[b"kuration.scalar"] = b"true"
+    return pa.field(name, type_, nullable=False, metadata=meta)
+
+
 class ParquetContainer:
     """Parquet via pyarrow: one row per timestep.
 
@@ -278,24 +302,18 @@ class ParquetContainer:
         fields, cols = [], []
         for name in sorted(arrays):
             a = _contiguous(arrays[name])
-            meta = {b"kuration.shape": json.dumps(list(a.shape[1:])).encode()}
             unit = (attrs or {}).get(name, {}).get("unit")
-            if unit is not None:
-                meta[b"kuration.unit"] = json.dumps(unit).encode()
             if a.ndim == 0:
                 dtype = "str" if a.dtype.kind == "U" else a.dtype.str.lstrip("<|")
                 scalars[name] = [dtype, a.item()]
-                meta[b"kuration.scalar"] = b"true"
                 col = pa.array(np.repeat(a, n_rows) if a.dtype.kind != "U" else [a.item()] * n_rows)
-                fields.append(pa.field(name, col.type, nullable=False, metadata=meta))
-                cols.append(col)
-                continue
-            if a.ndim == 1:
+            elif a.ndim == 1:
                 col = pa.array(a)
             else:
-                width = int(np.prod(a.shape[1:]))
+                width = math.prod(a.shape[1:])
                 col = pa.FixedSizeListArray.from_arrays(pa.array(a.reshape(-1)), width)
-            fields.append(pa.field(name, col.type, nullable=False, metadata=meta))
+            unit_key = unit if unit is None or isinstance(unit, str) else ("json", json.dumps(unit))
+            fields.append(_parquet_field(name, col.type, a.shape[1:], unit_key, a.ndim == 0))
             cols.append(col)
         meta = {b"kuration.scalars": json.dumps(scalars, sort_keys=True).encode()}
         table = pa.Table.from_arrays(cols, schema=pa.schema(fields, metadata=meta))

@@ -104,19 +104,20 @@ def aggregate_segments(
 
     ``how`` is max, mean or min.  Only finite priorities count; a span with
     none gets -inf (never admitted).  Features aggregate their finite values
-    (NaN when none).
+    (NaN when none).  The arithmetic is :func:`build_candidates`' own (a mean
+    is ``np.add.reduceat`` over the values divided by their count), so the one
+    span computed here is bit for bit the one computed there; it can differ
+    from ``np.mean`` in the last bit, whose summation order numpy does not fix.
     """
     over = [s for s in segments if s.start_idx <= last and s.end_idx > first]
-    fn = _AGG[how]
+    idx, off = np.arange(len(over)), np.array([0, len(over)])
     pr = np.array([s.priority for s in over], dtype=np.float64)
-    pr = pr[np.isfinite(pr)]
-    priority = float(fn(pr)) if pr.size else -math.inf
+    p = _reduce_runs(pr, idx, off, how)[0]
     feats: dict[str, float] = {}
     for name in features:
         v = np.array([s.features.get(name, np.nan) for s in over], dtype=np.float64)
-        v = v[np.isfinite(v)]
-        feats[name] = float(fn(v)) if v.size else math.nan
-    return priority, feats
+        feats[name] = float(_reduce_runs(v, idx, off, how)[0])
+    return (-math.inf if math.isnan(p) else float(p)), feats
 
 
 def _overlaps(
@@ -143,8 +144,10 @@ def _overlaps(
 def _reduce_runs(vals: np.ndarray, idx: np.ndarray, off: np.ndarray, how: str) -> np.ndarray:
     """``how`` of the finite ``vals[idx]`` of each run (runs given by ``off``), NaN when none.
 
-    The same arithmetic as ``np.max/min/mean`` over each run's finite values:
-    ``add.reduceat`` sums a run with numpy's pairwise summation like ``np.sum``.
+    ``np.maximum/minimum.reduceat`` give ``np.max/min`` exactly; a mean is the run's
+    ``np.add.reduceat`` sum over its count, which can differ from ``np.mean`` in the last
+    bit (numpy sums short runs in a different order); :func:`aggregate_segments` uses
+    this same kernel, so the two always agree.
     """
     v = vals[idx]
     fin = np.isfinite(v)

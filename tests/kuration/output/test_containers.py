@@ -217,3 +217,33 @@ def test_register_a_container() -> None:
         _CONTAINERS.unregister("raw-test")
     with pytest.raises(ValueError, match="suffix"):
         register_container("broken", object())  # type: ignore[arg-type]
+
+
+def test_parquet_columns_carry_each_calls_units() -> None:
+    """Column fields are built once per distinct (name, type, shape, unit) and reused; a
+    shard with other units, or none, still gets its own metadata."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq_c, arrays = get_container("parquet"), _shard()
+    a = {"pos": {"unit": ["m", "m", "ft"]}, "alt": {"unit": "ft"}}
+    b = {"pos": {"unit": ["m", "m", "m"]}, "alt": {"unit": "m"}}
+    first, other, bare, again = (
+        pq_c.dumps(arrays, attrs=a),
+        pq_c.dumps(arrays, attrs=b),
+        pq_c.dumps(arrays),
+        pq_c.dumps(arrays, attrs=a),
+    )
+    assert first == again and len({first, other, bare}) == 3
+
+    def units(data: bytes) -> dict[str, object]:
+        schema = pq.read_schema(pa.BufferReader(data))
+        return {
+            f.name: json.loads(f.metadata[b"kuration.unit"])
+            for f in schema
+            if b"kuration.unit" in (f.metadata or {})
+        }
+
+    assert units(first) == {"pos": ["m", "m", "ft"], "alt": "ft"}
+    assert units(other) == {"pos": ["m", "m", "m"], "alt": "m"}
+    assert units(bare) == {}

@@ -351,3 +351,13 @@ def test_a_lone_negative_zero_priority_means_like_numpy() -> None:
     prio, feats = aggregate_segments(segs, 0, 0, "mean", ["f"])
     assert repr(cand.priority) == repr(prio) == "0.0"
     assert repr(cand.features["f"]) == repr(feats["f"]) == "0.0"
+
+
+def test_mean_agrees_where_numpy_sums_in_another_order() -> None:
+    # hypothesis found these: np.mean and np.add.reduceat differ in the last bit here
+    g = [-34946.0, math.nan, -489342.5750244712, 1.0, 0.0]
+    segs = [Segment("s", 0, 1, {"g": x}, priority=0.0) for x in g]
+    got, _ = build_candidates(
+        {"s": [TrackExtent("e", 0, 0, 1)]}, {"s": segs}, how="mean", features=["g"], min_steps=1
+    )
+    assert repr(got[0].features["g"]) == repr(aggregate_segments(segs, 0, 0, "mean", ["g"])[1]["g"])

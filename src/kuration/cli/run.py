@@ -1,0 +1,126 @@
+"""``kur run``: run a job's hours budget and print what was written.
+
+The command behind the parser in :mod:`kuration.cli.main`; imported only when
+``kur run`` runs, so ``kur --help`` never loads the pipeline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from ..core.progress import RichProgress
+from ..pipeline.entry import run_job
+from ..pipeline.hours import DatasetWriteResult
+
+__all__ = ["cmd_run", "print_run_summary"]
+
+
+def _hours(s: float) -> str:
+    return f"{s / 3600:.2f} h"
+
+
+def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) -> None:
+    """Render the results of a run: scoring counts, the hours budget per split, shards."""
+    sc = res.scoring.summary()
+    budget = res.config["results"]["budget"]
+    console.print(f"[bold]kuration[/] curated [cyan]{res.path}[/] in {wall:.1f} s")
+    console.print(
+        f"sources scored: {sc['sources_scored']}/{sc['sources_total']} "
+        f"(failed {sc['sources_failed']}, shorter than a window {sc['sources_short']}); "
+        f"segments: {sc['segments']}"
+    )
+    if sc.get("snap_collisions"):
+        coll = sc["snap_collisions"]
+        console.print(
+            f"[yellow]snap collisions[/]: {sum(coll.values())} row(s) in {len(coll)} source(s) "
+            f"landed on a tick already taken (collisions="
+            f"{res.config['pipeline']['adapter'].get('collisions', 'nearest')}); "
+            "per source in config.json"
+        )
+    t = Table(title="hours budget per split")
+    for col in (
+        "split",
+        "requested",
+        "pool",
+        "admitted",
+        "emitted",
+        "underfill",
+        "tracks",
+        "shards",
+    ):
+        t.add_column(col, justify="right")
+    for split in ("train", "test"):
+        b = budget[split]
+        t.add_row(
+            split,
+            _hours(b["requested_s"]),
+            _hours(b["candidate_s"]),
+            _hours(b["admitted_s"]),
+            _hours(b["emitted_s"]),
+            _hours(b["underfill_s"]),
+            str(b["admitted_tracks"]),
+            str(res.manifest["splits"][split]["shards"]),
+        )
+    console.print(t)
+    console.print(
+        "[dim]pool: hours of every candidate track (one entity in one source), so concurrent "
+        "entities add up; whole tracks are admitted, so a split may exceed its request by less "
+        "than one track.[/]"
+    )
+    for split in ("train", "test"):
+        b = budget[split]
+        if b.get("binding"):
+            console.print(
+                f"[yellow]{split} under-filled[/], binding constraint: [bold]{b['binding']}[/] "
+                f"({b['binding_detail']})",
+                highlight=False,
+            )
+    reuse = res.config["results"].get("resume", {})
+    if reuse.get("requested"):
+        console.print(
+            f"resume: {reuse.get('reused_shards', 0)} shards reused, "
+            f"{reuse.get('rebuilt_shards', 0)} rebuilt"
+        )
+        if reuse.get("rebuilt_shards"):
+            for note in reuse.get("notes", []):
+                console.print(f"resume: not reused: {note}", markup=False)
+    console.print(
+        f"shards written: {len(res.manifest['shards'])} ({res.manifest['container']}, "
+        f"{res.manifest['shard_length']} steps each); modalities: "
+        f"{', '.join(res.manifest['modalities'])}"
+    )
+    for uri, err in sorted(sc["errors"].items()):
+        console.print(f"[yellow]skipped[/] {uri}: {err}")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``kur run JOB [--out DIR] [--force | --resume] [--workers N] [--json]``."""
+    out = args.out or str(Path("runs") / Path(args.job).stem)
+    start = time.perf_counter()
+    with RichProgress() as prog:
+        res = run_job(
+            args.job,
+            out,
+            force=args.force,
+            resume=args.resume,
+            workers=args.workers,
+            progress=prog,
+            streaming=True if args.streaming else None,
+            memory_budget=args.memory_budget,
+        )
+    wall = time.perf_counter() - start
+    if args.json:
+        print(
+            json.dumps(
+                {"path": str(res.path), "wall_s": wall, "results": res.config["results"]}, indent=2
+            )
+        )
+    else:
+        print_run_summary(res, wall, Console())
+    return 0

@@ -1,0 +1,96 @@
+"""``kur --help``, every subcommand's ``--help`` and a usage error load only the parser:
+no numpy, pyarrow, DuckDB, pydantic, pint, rich, TimeNet's client or kuration's stages.
+
+Each check runs in a fresh interpreter and reads ``sys.modules`` afterwards, so it fails
+when an eager import comes back, whatever the machine's speed (``bench/bench_startup.py``
+measures the time).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from kuration.cli import main as cli_main
+
+# top-level packages, and kuration/timenet submodules, that the parser must not load
+HEAVY = (
+    "numpy",
+    "pyarrow",
+    "duckdb",
+    "torch",
+    "pydantic",
+    "pint",
+    "rich",
+    "scipy",
+    "pandas",
+    "timenet.client",
+    "timenet.models",
+    "timenet.reader",
+    "kuration.core.config",
+    "kuration.pipeline",
+    "kuration.metrics",
+    "kuration.output",
+    "kuration.read",
+    "kuration.selection",
+    "kuration.sources",
+    "kuration.tools",
+)
+
+# run argv lists through one entry point, then print which HEAVY modules are loaded
+_PROBE = """
+import json, sys
+from kuration.cli import main as m
+for entry, argv in json.loads(sys.argv[1]):
+    try:
+        getattr(m, entry)(argv)
+    except SystemExit:
+        pass
+heavy = json.loads(sys.argv[2])
+print(json.dumps(sorted(n for n in sys.modules if n in heavy or n.split(".")[0] in heavy
+                        or any(n.startswith(h + ".") for h in heavy))))
+"""
+
+
+def loaded_after(calls: list[tuple[str, list[str]]]) -> list[str]:
+    """The HEAVY modules a fresh interpreter has loaded after running ``calls``."""
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps(calls), json.dumps(HEAVY)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return list(json.loads(out.stdout.splitlines()[-1]))
+
+
+def test_help_and_usage_errors_load_only_the_parser() -> None:
+    calls = [("main", ["--help"]), ("main", ["bogus"]), ("main", ["run", "job.json", "--bogus"])]
+    calls += [("main", [name, "--help"]) for name in cli_main._COMMANDS]
+    calls += [
+        (f"{name.replace('-', '_')}_main", ["--help"])
+        for name in cli_main._COMMANDS
+        if hasattr(cli_main, f"{name.replace('-', '_')}_main")
+    ]
+    assert loaded_after(calls) == []
+
+
+def test_the_probe_sees_a_command_load_its_implementation() -> None:
+    """The same probe, running a command: the check above can fail."""
+    loaded = loaded_after([("main", ["schema", "job"])])
+    assert "pydantic" in loaded and "kuration.core.config" in loaded
+
+
+def test_every_lazy_command_resolves_to_its_function() -> None:
+    parser = cli_main._parser()
+    sub = next(a for a in parser._actions if isinstance(a, cli_main.argparse._SubParsersAction))
+    lazy = {}
+    for name, p in sub.choices.items():
+        fn = p.get_default("fn")
+        assert callable(fn), name
+        if isinstance(fn, cli_main._Lazy):
+            lazy[name] = fn
+            impl = fn.resolve()
+            assert callable(impl) and impl.__name__ == fn.name, name
+    # run, inspect, diff, check, curate, experiment, explain, operators
+    assert len(lazy) == 8, sorted(lazy)
