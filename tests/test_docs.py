@@ -123,8 +123,11 @@ def _make_venv(clone: Path) -> Path:
     for name, target in scripts.items():
         module, func = target.split(":")
         script = venv / "bin" / name
+        # as pip writes it: the __main__ guard keeps spawned worker processes (kur run
+        # --workers 2), which import the script as __mp_main__, from running the command again
         script.write_text(
-            f"#!{python}\nimport sys\nfrom {module} import {func}\nsys.exit({func}())\n"
+            f"#!{python}\nimport sys\nfrom {module} import {func}\n"
+            f"if __name__ == '__main__':\n    sys.exit({func}())\n"
         )
         script.chmod(0o755)
     return venv

@@ -24,6 +24,7 @@ from .errors import (
     EmptySplitError,
     EntityIdError,
     ExecutionTraitsError,
+    ExecutorError,
     GroupCapError,
     InitError,
     JobError,
@@ -87,6 +88,13 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "Track",
         "tracks_from_segment",
         "tracks_from_ticks",
+    ),
+    ".core.executors": (
+        "Executor",
+        "LocalExecutor",
+        "ProcessExecutor",
+        "RayExecutor",
+        "make_executor",
     ),
     ".core.plugins": (
         "load_plugins",
@@ -274,6 +282,13 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers
     from .contracts.segment import Segment, Segmenter
     from .contracts.tick import Tick, TickTable
     from .contracts.track import Track, tracks_from_segment, tracks_from_ticks
+    from .core.executors import (
+        Executor,
+        LocalExecutor,
+        ProcessExecutor,
+        RayExecutor,
+        make_executor,
+    )
     from .core.plugins import load_plugins, plugin_failures
     from .core.traits import ExecutionTraits
     from .metrics.dsl import CompiledMetric, compile_metric
@@ -387,6 +402,8 @@ __all__ = [
     "EntityIdError",
     "ExecutionTraits",
     "ExecutionTraitsError",
+    "Executor",
+    "ExecutorError",
     "ExperimentResult",
     "FeatureEngine",
     "FeatureInfo",
@@ -402,6 +419,7 @@ __all__ = [
     "JoinedMediaAdapter",
     "KurationError",
     "KurationWarning",
+    "LocalExecutor",
     "MediaColumn",
     "MediaError",
     "MediaProvider",
@@ -431,6 +449,8 @@ __all__ = [
     "PlanStage",
     "PluginError",
     "PluginWarning",
+    "ProcessExecutor",
+    "RayExecutor",
     "ReaderOptionError",
     "RegistrationError",
     "SampleFetchError",
@@ -493,6 +513,7 @@ __all__ = [
     "load_job",
     "load_plugins",
     "load_strategy",
+    "make_executor",
     "motion_energy",
     "open_dataset",
     "operators_markdown",

@@ -33,6 +33,7 @@
     ├── PipelineError (ValueError)          a Pipeline is built or used inconsistently (unknown seam name, no source)
     │   ├── StreamingError                  ``streaming=True`` cannot honour bounded memory for this plan (names the part)
     │   └── MemoryBudgetError               the plan's estimated peak exceeds ``memory_budget`` (names what would meet it)
+    ├── ExecutorError (RuntimeError)        an executor cannot start, or a worker process or Ray task died
     ├── ExecutionTraitsError (ValueError)   a component declares invalid execution traits (raised at registration)
     ├── AdapterError (ValueError)           an adapter's options do not fit its schema or format (names adapter)
     ├── StrictJSONError (ValueError)        a JSON document has duplicate keys, NaN/Infinity or bad syntax
@@ -65,6 +66,7 @@ __all__ = [
     "EmptySplitError",
     "EntityIdError",
     "ExecutionTraitsError",
+    "ExecutorError",
     "GroupCapError",
     "InitError",
     "JobError",
@@ -102,7 +104,22 @@ __all__ = [
 
 
 class KurationError(Exception):
-    """Root of every error raised by kuration."""
+    """Root of every error raised by kuration.
+
+    Every subclass pickles with its attributes (a failure in a ``process`` or
+    ``ray`` worker travels back to the lead process as the same error), even
+    where ``__init__`` takes keyword-only arguments.
+    """
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # rebuilt without calling __init__ (keyword-only attributes are not in ``args``)
+        return (_rebuild_error, (type(self), self.args), self.__dict__)
+
+
+def _rebuild_error(cls: type[Exception], args: tuple[object, ...]) -> Exception:
+    err = cls.__new__(cls)
+    Exception.__init__(err, *args)
+    return err
 
 
 class SchemaError(KurationError, ValueError):
@@ -257,17 +274,6 @@ class SourceError(KurationError, ValueError):
         super().__init__(f"{where}: {message}")
         self.source = source
         self.row = row
-
-    def __reduce__(self) -> tuple[object, ...]:
-        # rebuilt without calling __init__ (its keyword-only ``source`` is not in
-        # ``args``), so the error crosses a process pool intact
-        return (_rebuild_error, (type(self), self.args), self.__dict__)
-
-
-def _rebuild_error(cls: type[Exception], args: tuple[object, ...]) -> Exception:
-    err = cls.__new__(cls)
-    Exception.__init__(err, *args)
-    return err
 
 
 class EntityIdError(SourceError):
@@ -608,6 +614,17 @@ class MemoryBudgetError(PipelineError):
         return (_rebuild_error, (type(self), self.args), self.__dict__)
 
 
+class ExecutorError(KurationError, RuntimeError):
+    """An executor (``process`` pool, ``ray``) cannot start, or one of its workers died (an
+    exception *inside* a task is not this: it comes back as the task's outcome).
+    ``executor`` names the executor, ``task`` what the lost task ran (a source URI)."""
+
+    def __init__(self, message: str, *, executor: str | None = None, task: str | None = None):
+        super().__init__(message)
+        self.executor = executor
+        self.task = task
+
+
 class ExecutionTraitsError(KurationError, ValueError):
     """A registered component's ``execution_traits`` are invalid (raised at registration).
 
@@ -635,9 +652,6 @@ class AdapterError(KurationError, ValueError):
     def __init__(self, message: str, *, adapter: str) -> None:
         super().__init__(message)
         self.adapter = adapter
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (_rebuild_error, (type(self), self.args), self.__dict__)
 
 
 class StrictJSONError(KurationError, ValueError):

@@ -127,6 +127,18 @@ def _add_run(p: argparse.ArgumentParser) -> None:
         "--workers", type=int, default=None, help="scoring processes (default: the job's)"
     )
     p.add_argument(
+        "--executor",
+        choices=["local", "process", "ray"],
+        default=None,
+        help="where the workers run (default: the job's; local for one worker, process for more)",
+    )
+    p.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        default=None,
+        help="a running Ray cluster for --executor ray (default: start a local one)",
+    )
+    p.add_argument(
         "--streaming",
         action="store_true",
         help="read each (time-ordered) source lazily in two passes; same artifact, bounded memory",

@@ -100,7 +100,7 @@ def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) ->
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """``kur run JOB [--out DIR] [--force | --resume] [--workers N] [--json]``."""
+    """``kur run JOB [--out DIR] [--force | --resume] [--workers N] [--executor E] [--json]``."""
     out = args.out or str(Path("runs") / Path(args.job).stem)
     start = time.perf_counter()
     with RichProgress() as prog:
@@ -113,6 +113,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             progress=prog,
             streaming=True if args.streaming else None,
             memory_budget=args.memory_budget,
+            executor=args.executor,
+            ray_address=args.ray_address,
         )
     wall = time.perf_counter() - start
     if args.json:

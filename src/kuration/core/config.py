@@ -523,7 +523,11 @@ class JobModel(_Model):
     min_track_seconds: NonNegativeNumber = 0.0
     """Tracks shorter than this never enter the pool."""
     workers: PositiveInt = 1
-    """Processes for the feature pass (results do not depend on it)."""
+    """Workers for the feature pass and the shard writing (results do not depend on it)."""
+    executor: Literal["local", "process", "process-pool", "ray"] | None = None
+    """Where the workers run: `local` (this process), `process` (a spawn-based pool; `process-pool` is the older name) or `ray` (the `[ray]` extra); default `local` for one worker, `process` for more."""
+    ray_address: str | None = None
+    """The Ray cluster of `executor: "ray"` (default: start a local one of `workers` CPUs)."""
     streaming: bool = False
     """Read each source lazily in two passes (time-ordered CSV/Parquet; the artifact is the same)."""
     memory_budget: Annotated[ByteSize, Field(gt=0)] | None = None

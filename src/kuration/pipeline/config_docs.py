@@ -114,6 +114,7 @@ reading, writing and queries.  Features that pull heavy dependencies are extras:
 | `connectors` | kloppy | the `kloppy/football-tracking` connector |
 | `media` | av (PyAV) | lazy video sources (`docs/media.md`) |
 | `scorers` | scikit-learn | the built-in segment scorers (mutual information, novelty) |
+| `ray` | ray | `executor: "ray"` (`kur run --executor ray`) |
 | `bench` | tsfresh, pandas | `bench/` comparisons |
 | `dev` | all of the above and the test tools | the test suite |
 

@@ -163,6 +163,8 @@ def run_job(
     resume: bool = False,
     workers: int | None = None,
     progress: ProgressCallback | None = None,
+    executor: str | None = None,
+    ray_address: str | None = None,
     streaming: bool | None = None,
     memory_budget: int | str | None = None,
 ) -> DatasetWriteResult:
@@ -170,21 +172,32 @@ def run_job(
 
     ``force`` replaces an existing dataset at ``out``; ``resume`` continues (or
     repeats) the same run there, reusing shards whose checksums still match.
-    ``workers`` (>= 1) replaces the job's, and so do ``streaming`` and
-    ``memory_budget`` (bytes or ``"2GB"``) when given.
+    ``workers`` (>= 1), ``executor`` (``local``, ``process``, ``ray``) and
+    ``ray_address`` replace the job's (the artifact does not depend on them), and so do
+    ``streaming`` and ``memory_budget`` (bytes or ``"2GB"``) when given.
 
     Raises
     ------
     JobError, SchemaError, StrategyError, MetricCompileError, OutputSpecError
         Before any data is read.
+    PipelineError
+        An unknown ``executor``, or ``executor`` and ``workers`` that do not go together.
     KurationError
         From scoring and writing (e.g. EmptyPoolError, DatasetExistsError).
+    ExecutorError
+        A worker process or Ray task died.
     """
     if workers is not None:
         check_workers(workers)
     opts: dict[str, Any] = {"progress": progress}
     if workers is not None:
         opts["workers"] = workers
+    if executor is not None:
+        opts["executor"] = executor
+        if ray_address is None and executor != "ray":
+            opts["ray_address"] = None  # the job's address was for its own Ray executor
+    if ray_address is not None:
+        opts["ray_address"] = ray_address
     if streaming is not None:
         opts["streaming"] = bool(streaming)
     if memory_budget is not None:

@@ -221,6 +221,8 @@ def _score(p: Pipeline, sources: list[str], rec: _Recorder) -> tuple[ScoringResu
         p.segmenter,
         p.strategy_,
         workers=p.opts.workers,
+        executor=p.opts.resolved_executor,
+        ray_address=p.opts.ray_address,
         on_error=p.opts.on_error,
         progress=rec,
         plugins=list(p.plugin_modules),

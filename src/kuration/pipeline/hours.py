@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..contracts.schema import SchemaSpec
+from ..core.executors import make_executor
 from ..core.registry import UnknownNameError
 from ..core.remote import is_url, local_path
 from ..errors import (
@@ -261,7 +262,11 @@ def run_hours(
     try:
         if _destination_in_use(root) and not (resume or force):
             raise DatasetExistsError(refusal)  # filled by another writer since the check above
-        run_steps(r, streaming_steps() if p.opts.streaming else STEPS)
+        # one executor for the whole run: scoring and staging share its workers
+        with make_executor(
+            p.opts.resolved_executor, p.opts.workers, address=p.opts.ray_address
+        ) as r.executor:
+            run_steps(r, streaming_steps() if p.opts.streaming else STEPS)
     except BaseException as exc:
         if r.journal is not None:
             r.journal.close()
@@ -325,6 +330,8 @@ def _prepare(
         "allow_empty_split": sel.allow_empty_split,
         "seed": o.seed,
         "workers": o.workers,
+        "executor": o.resolved_executor,
+        "ray_address": o.ray_address,
         "on_error": o.on_error,
         "durable": o.durable,
         "streaming": o.streaming,

@@ -32,6 +32,7 @@ from .._version import __version__
 from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segment, Segmenter
 from ..contracts.track import track_from_table
+from ..core.executors import Executor
 from ..core.ids import tag_entity_id
 from ..core.jsonio import dump_json_atomic
 from ..core.plugins import code_unidentified, implementation_fingerprints, run_code, used_names
@@ -73,6 +74,7 @@ from ..sources.base import InputAdapter
 from .hours_packed import stage_packed
 from .plan import PhysicalPlan, StageTelemetry
 from .scoring import ScoringResult, score_sources
+from .stage_parallel import parallel_stage_possible, stage_in_workers
 from .summary import feature_distributions, ranking_examples
 
 __all__ = ["STEPS", "HoursRun", "build_config", "run_steps"]
@@ -115,6 +117,7 @@ class HoursRun:
     job: Mapping[str, Any] | None
     plugins: list[str]
     include_entry_points: bool
+    executor: Executor | None = None  # set for the run's duration (scoring and staging)
     started: str = ""
     scoring: ScoringResult | None = None
     edges: Any = None
@@ -201,20 +204,33 @@ def step_score(r: HoursRun) -> list[StageTelemetry]:
         plugins=r.plugins,
         include_entry_points=r.include_entry_points,
         fused=fused,
+        executor=r.executor if r.executor is not None else r.opt.get("executor"),
+        ray_address=r.opt.get("ray_address"),
     )
     n_src, n_seg = len(r.sources), len(r.scoring.segments)
+    ex = r.scoring.execution
     scored = r.scoring.summary()["sources_scored"]
     island = r.plan.stage("read").island if r.plan is not None else 0
     out = []
     for stage, wall in r.scoring.timing.items():
         rows_in = n_seg if stage == "features" else n_src
         isl = r.plan.stage("features").island if stage == "features" and r.plan else island
-        out.append(StageTelemetry(stage, wall, rows_in, n_seg, scored, island=isl))
+        run_by = {} if stage == "features" else _run_by(ex)  # a features barrier runs here
+        out.append(StageTelemetry(stage, wall, rows_in, n_seg, scored, island=isl, **run_by))
     # transforms and scorers run inside scoring (the features stage)
     for seam in ("transforms", "scorers"):
         emit(r.progress, seam, "start", total=0)
         emit(r.progress, seam, "complete", total=0)
     return out
+
+
+def _run_by(execution: Mapping[str, Any]) -> dict[str, Any]:
+    """The executor fields of a StageTelemetry."""
+    return {
+        "executor": execution.get("executor"),
+        "batch_size": execution.get("batch_size"),
+        "queue_depth": execution.get("queue_depth"),
+    }
 
 
 def step_rank(r: HoursRun) -> dict[str, Any]:
@@ -428,17 +444,42 @@ def step_stage(r: HoursRun) -> dict[str, Any]:
     if not r.opt["resume"] and stage.exists():
         remove_tree(stage)
     r.journal = Journal(stage, r.fingerprint, keep=r.opt["resume"])
-    writer = ShardWriter(stage, r.spec, r.schema, r.encoder, on_shard=r.journal.record)
     if r.spec.packed:  # shards packed into shared Parquet files (pipeline/hours_packed.py)
+        writer = ShardWriter(stage, r.spec, r.schema, r.encoder, on_shard=r.journal.record)
         measured = stage_packed(r, stage, writer)
         r.journal.close()
         return measured
-    uri_of = {sid: info.uri for sid, info in r.pool().sources.items()}
     work: dict[str, list[Planned]] = {}
     for item in r.admitted:
         work.setdefault(item[1].source_id, []).append(item)
     r.partitions = len(work)
     emit(r.progress, "writing", "start", total=len(work))
+    if parallel_stage_possible(r.executor, r.encoder):
+        assert r.executor is not None
+        depth, size = stage_in_workers(r, stage, work, lambda p: _reuse(r, stage, p))
+        run_by = {"executor": r.executor.name, "batch_size": size, "queue_depth": depth}
+    else:
+        _stage_here(r, stage, work)
+        run_by = {"executor": "local", "batch_size": 1, "queue_depth": 1}
+    r.journal.close()
+    if r.opt["durable"]:
+        fsync_paths([stage / p for p in r.to_move])
+    return {
+        "rows_in": len(r.admitted),
+        "rows_out": len(r.entries),
+        "partitions": len(work),
+        "bytes": sum(int(e.get("size", 0)) for e in r.entries),
+        "checkpoint_hits": r.reused,
+        "checkpoint_misses": r.rebuilt,
+        **run_by,
+    }
+
+
+def _stage_here(r: HoursRun, stage: Path, work: Mapping[str, list[Planned]]) -> None:
+    """The stage step in this process, one source at a time."""
+    assert r.journal is not None
+    writer = ShardWriter(stage, r.spec, r.schema, r.encoder, on_shard=r.journal.record)
+    uri_of = {sid: info.uri for sid, info in r.pool().sources.items()}
     for i, sid in enumerate(sorted(work), 1):
         table, roster = None, {}
         for split, c, planned in work[sid]:
@@ -457,18 +498,6 @@ def step_stage(r: HoursRun) -> dict[str, Any]:
             r.to_move.extend(e["path"] for e in written)
             r.rebuilt += len(written)
         emit(r.progress, "writing", "advance", current=i, total=len(work), source=sid)
-    r.journal.close()
-    if r.opt["durable"]:
-        fsync_paths([stage / p for p in r.to_move])
-    return {
-        "rows_in": len(r.admitted),
-        "rows_out": len(r.entries),
-        "partitions": len(work),
-        "bytes": sum(int(e.get("size", 0)) for e in r.entries),
-        "checkpoint_hits": r.reused,
-        "checkpoint_misses": r.rebuilt,
-        "queue_depth": 1,  # one source's shards in flight at a time
-    }
 
 
 def step_publish(r: HoursRun) -> dict[str, Any]:
@@ -591,6 +620,7 @@ def _pipeline_block(r: HoursRun) -> dict[str, Any]:
 
 def _provenance(r: HoursRun) -> dict[str, Any]:
     workers = r.opt["workers"]
+    ex = r.executor
     return {
         "kuration_version": __version__,
         "run_fingerprint": r.fingerprint,
@@ -601,8 +631,9 @@ def _provenance(r: HoursRun) -> dict[str, Any]:
         "implementations": implementation_fingerprints(),
         "sources": r.run["sources"],
         "execution": {
-            "mode": "local" if workers <= 1 else "process-pool",
+            "mode": ex.name if ex is not None else r.opt.get("executor", "local"),
             "workers": workers,
+            "max_in_flight": ex.max_in_flight if ex is not None else None,
             **({"streaming": True} if r.opt.get("streaming") else {}),
             # the PhysicalPlan that ran and each executed step's telemetry (this step's
             # own is not in yet: it ends with the commit)

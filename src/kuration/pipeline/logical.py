@@ -11,13 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.executors import resolve_executor
 from ..core.progress import ProgressCallback
 from ..errors import JobError, PipelineError
 from .memory import check_memory_budget
 
 __all__ = ["CountSelection", "HoursSelection", "PipelineOptions", "SeamUse"]
-
-_EXECUTORS = ("local", "process-pool")
 
 
 @dataclass(frozen=True)
@@ -123,13 +122,19 @@ class HoursSelection:
 
 @dataclass(frozen=True)
 class PipelineOptions:
-    """Execution options: ``progress`` callback, ``workers``, ``executor``
-    (``local`` or ``process-pool``; derived from ``workers`` when None), ``seed``,
-    ``on_error`` (``skip``/``raise``) and ``durable`` (fsync before publishing);
+    """Execution options: ``progress`` callback, ``workers``, ``executor``, ``ray_address``,
+    ``seed``, ``on_error`` (``skip``/``raise``) and ``durable`` (fsync before publishing);
     ``streaming`` (read sources lazily in two passes, :mod:`kuration.pipeline.streaming`),
     ``memory_budget`` (bytes, or text such as ``"2GB"``: a plan whose estimated peak
     exceeds it fails before reading, :mod:`kuration.pipeline.memory`) and
-    ``stream_batch_rows`` (rows decoded per batch when streaming)."""
+    ``stream_batch_rows`` (rows decoded per batch when streaming).
+
+    ``executor`` is ``local`` (this process, one worker), ``process`` (a spawn-based
+    pool of ``workers`` processes; ``process-pool`` is read as ``process``) or
+    ``ray`` (Ray tasks on ``workers`` CPUs of a local cluster, or of the cluster at
+    ``ray_address``); None derives it from ``workers`` (``local`` for 1, ``process``
+    for more).  The artifact is byte-identical for every executor and worker count.
+    """
 
     progress: ProgressCallback | None = None
     workers: int = 1
@@ -140,20 +145,25 @@ class PipelineOptions:
     streaming: bool = False
     memory_budget: int | str | None = None
     stream_batch_rows: int = 16_384
+    ray_address: str | None = None
 
     def __post_init__(self) -> None:
         w = self.workers
         if isinstance(w, bool) or not isinstance(w, int) or w < 1:
             raise PipelineError(f"workers must be an integer >= 1, got {w!r}", step="options")
-        if self.executor is not None and self.executor not in _EXECUTORS:
-            raise PipelineError(
-                f"executor must be one of {_EXECUTORS} in this version, got {self.executor!r}",
-                step="options",
-            )
+        if self.executor is not None:
+            # the canonical name ("process-pool" from an older config reads as "process")
+            object.__setattr__(self, "executor", resolve_executor(self.executor, w))
         if self.executor == "local" and w > 1:
             raise PipelineError("executor 'local' runs one worker", step="options")
-        if self.executor == "process-pool" and w < 2:
-            raise PipelineError("executor 'process-pool' needs workers >= 2", step="options")
+        if self.ray_address is not None and (
+            self.resolved_executor != "ray" or not isinstance(self.ray_address, str)
+        ):
+            raise PipelineError(
+                f"ray_address (a string) is for executor 'ray', got {self.ray_address!r} "
+                f"with executor {self.resolved_executor!r}",
+                step="options",
+            )
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise PipelineError(f"seed must be an integer, got {self.seed!r}", step="options")
         if self.on_error not in ("skip", "raise"):
@@ -174,11 +184,12 @@ class PipelineOptions:
 
     @property
     def resolved_executor(self) -> str:
-        return self.executor or ("local" if self.workers == 1 else "process-pool")
+        return resolve_executor(self.executor, self.workers)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form (the callback is not serializable: only whether one is set)."""
-        return {
+        """JSON form (the callback is not serializable: only whether one is set;
+        ``ray_address`` only when set)."""
+        d = {
             "workers": self.workers,
             "executor": self.resolved_executor,
             "seed": self.seed,
@@ -188,20 +199,35 @@ class PipelineOptions:
             **({"streaming": True} if self.streaming else {}),
             **({"memory_budget": self.memory_budget} if self.memory_budget is not None else {}),
         }
+        if self.ray_address is not None:
+            d["ray_address"] = self.ray_address
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PipelineOptions:
         """Inverse of :meth:`to_dict`, without a callback (an executor that equals the one
-        ``workers`` implies reads back as None, as it was before ``to_dict`` resolved it).
+        ``workers`` implies reads back as None, as it was before ``to_dict`` resolved it;
+        ``process-pool``, the older name, reads as ``process``).
 
         Raises
         ------
         PipelineError
             Invalid values.
         """
-        keys = ("workers", "executor", "seed", "on_error", "durable", "streaming", "memory_budget")
+        keys = (
+            "workers",
+            "executor",
+            "seed",
+            "on_error",
+            "durable",
+            "streaming",
+            "memory_budget",
+            "ray_address",
+        )
         kw = {k: d[k] for k in keys if k in d}
-        implied = "local" if kw.get("workers", 1) == 1 else "process-pool"
-        if kw.get("executor") == implied:
+        workers = kw.get("workers", 1)
+        if kw.get("executor") is not None:
+            kw["executor"] = resolve_executor(kw["executor"], workers)
+        if kw.get("executor") == resolve_executor(None, workers):
             kw["executor"] = None
         return cls(**kw)

@@ -45,7 +45,7 @@ from ..contracts.segment import Segmenter
 from ..core.jsonio import loads_strict
 from ..core.plugins import load_plugins, without_entry_point_plugins
 from ..core.progress import ProgressCallback
-from ..errors import PipelineError
+from ..errors import JobError, PipelineError
 from ..metrics.seams import SCORERS, TRANSFORMS
 from ..output.encoders import get_encoder
 from ..output.presets import resolve_output
@@ -369,8 +369,8 @@ class Pipeline:
 
     def options(self, **kw: Any) -> Pipeline:
         """Set execution options (:class:`PipelineOptions` fields: ``progress``, ``workers``,
-        ``executor``, ``seed``, ``on_error``, ``durable``, ``streaming``, ``memory_budget``,
-        ``stream_batch_rows``); unnamed ones keep their value.
+        ``executor``, ``ray_address``, ``seed``, ``on_error``, ``durable``, ``streaming``,
+        ``memory_budget``, ``stream_batch_rows``); unnamed ones keep their value.
 
         Raises
         ------
@@ -471,13 +471,7 @@ class Pipeline:
             selection=job_selection(m),
             output_spec=resolve_output(raw["output"], what="job output"),
             encoder=job_encoder(m),
-            opts=PipelineOptions(
-                seed=m.seed,
-                workers=m.workers,
-                on_error=m.on_error,
-                streaming=m.streaming,
-                memory_budget=None if m.memory_budget is None else int(m.memory_budget),
-            ),
+            opts=_job_options(m),
             job=raw,
         )
 
@@ -696,3 +690,25 @@ def _check_sources(sources: Any) -> None:
             "or {'uris': [resolved URIs]}",
             step="source",
         )
+
+
+def _job_options(m: Any) -> PipelineOptions:
+    """A job model's execution options.
+
+    Raises
+    ------
+    JobError
+        ``executor`` and ``workers`` (or ``ray_address``) that do not go together.
+    """
+    try:
+        return PipelineOptions(
+            seed=m.seed,
+            workers=m.workers,
+            on_error=m.on_error,
+            executor=m.executor,
+            ray_address=m.ray_address,
+            streaming=m.streaming,
+            memory_budget=None if m.memory_budget is None else int(m.memory_budget),
+        )
+    except PipelineError as exc:
+        raise JobError(str(exc), path="executor") from None

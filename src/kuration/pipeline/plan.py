@@ -124,6 +124,10 @@ class PlanStage:
         Which runtime executes it.
     detail : dict
         Stage-specific resolved settings (window, budgets, destination ...).
+    executor : str
+        Where its batches run: ``driver`` (the lead process, whole-pool work), or
+        the run's executor (``local``, ``process xN``, ``ray xN``) for the fused
+        read/segment/features island and the shard writing.
     """
 
     kind: str
@@ -134,6 +138,7 @@ class PlanStage:
     runtime: str = REFERENCE_RUNTIME
     detail: Mapping[str, Any] = field(default_factory=dict)
     empty: bool = False
+    executor: str = "driver"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -145,6 +150,7 @@ class PlanStage:
             "runtime": self.runtime,
             "detail": dict(self.detail),
             "empty": self.empty,
+            "executor": self.executor,
         }
 
     @classmethod
@@ -158,6 +164,7 @@ class PlanStage:
             runtime=d.get("runtime", REFERENCE_RUNTIME),
             detail=dict(d.get("detail", {})),
             empty=bool(d.get("empty", False)),
+            executor=str(d.get("executor", "driver")),
         )
 
 
@@ -286,6 +293,8 @@ class PhysicalPlan:
                 where = f"[yellow]barrier[/] {escape(st.barrier or '')}"
             if not st.empty and t.checkpoint != "none":
                 where += f" checkpoint={t.checkpoint}"
+            if not st.empty:
+                where += f" executor={escape(st.executor)}"
             node = root.add(f"[bold]{st.kind}[/] {where}")
             for k, v in st.detail.items():
                 node.add(f"[dim]{k}[/] = {escape(str(v))}")
@@ -357,7 +366,14 @@ class StageTelemetry:
         True when the stage read its sources lazily (``streaming=True``).
     peak_rss_bytes : int or None
         The process's peak resident memory when the stage ended (``ru_maxrss``),
-        recorded by streaming stages.  Both are left out of :meth:`to_dict` when None.
+        recorded by streaming stages.
+    executor : str or None
+        The executor that ran the stage's batches (``local``, ``process``, ``ray``);
+        None for a step the lead process runs by itself.
+    batch_size : int or None
+        Partitions (sources) per executor task.
+
+    The last four are left out of :meth:`to_dict` when None.
     """
 
     stage: str
@@ -370,15 +386,19 @@ class StageTelemetry:
     checkpoint_misses: int | None = None
     queue_depth: int | None = None
     island: int | None = None
+    executor: str | None = None
+    batch_size: int | None = None
     streamed: bool | None = None
     peak_rss_bytes: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        extra = {
-            k: v
-            for k, v in (("streamed", self.streamed), ("peak_rss_bytes", self.peak_rss_bytes))
-            if v is not None
-        }
+        optional = (
+            ("streamed", self.streamed),
+            ("peak_rss_bytes", self.peak_rss_bytes),
+            ("executor", self.executor),
+            ("batch_size", self.batch_size),
+        )
+        extra = {k: v for k, v in optional if v is not None}
         return {
             "stage": self.stage,
             "wall_s": self.wall_s,

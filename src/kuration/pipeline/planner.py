@@ -6,6 +6,7 @@ declared in the registries: no source is resolved, fetched or opened.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ from ..selection.strategy import Strategy
 from .hours import preflight
 from .logical import CountSelection, HoursSelection
 from .plan import REFERENCE_RUNTIME, PhysicalPlan, PlanComponent, PlanStage, fuse_stages
+from .stage_parallel import encoder_pickles
 
 if TYPE_CHECKING:
     from .pipeline import Pipeline, SeamUse
@@ -182,4 +184,34 @@ def compile_plan(p: Pipeline) -> PhysicalPlan:
                     f"(planned as {c.traits.scope}/{c.traits.fusion})"
                 )
     mode = "hours" if isinstance(sel, HoursSelection) else "count"
+    stages = _place(stages, p)
     return PhysicalPlan(mode, stages, tuple(warnings), p.opts.to_dict())
+
+
+def _place(stages: tuple[PlanStage, ...], p: Pipeline) -> tuple[PlanStage, ...]:
+    """Name the executor of each stage: the run's executor for the fused island that starts
+    at ``read`` (when ``features`` is in it) and for ``tracks``/``write`` (when its encoder
+    pickles; otherwise the lead writes, ``local``); ``driver`` (the lead process, whole-pool
+    work) for everything else."""
+    o = p.opts
+    name = o.resolved_executor
+    if name == "local":
+        ex = "local (lead reads ahead, 1 scoring thread)"
+    else:
+        ex = f"{name} x{o.workers}" + (f" at {o.ray_address}" if o.ray_address else "")
+    read_island = next(s.island for s in stages if s.kind == "read")
+    fused = read_island is not None and any(
+        s.kind == "features" and s.island == read_island for s in stages
+    )
+    packed = bool(getattr(p.output_spec, "packed", False))  # packed files are written here
+    writes_in_workers = name != "local" and not packed and encoder_pickles(p.encoder)
+
+    def executor_of(s: PlanStage) -> str:
+        if s.kind in ("tracks", "write"):
+            return ex if writes_in_workers else "local (in the lead)"
+        return ex if fused and s.island == read_island and s.kind in _ISLAND_KINDS else s.executor
+
+    return tuple(dataclasses.replace(s, executor=executor_of(s)) for s in stages)
+
+
+_ISLAND_KINDS = ("read", "segment", "features", "transforms")

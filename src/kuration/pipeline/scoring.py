@@ -5,14 +5,19 @@ windows and scored.  A source that fails is skipped and logged
 (``on_error="skip"``) or re-raised (``"raise"``).  Segments are sorted by
 ``(source_id, start_idx)`` so that the pool is the same whatever the order in
 which sources finished; an empty pool raises :class:`EmptyPoolError`.
-With ``workers > 1`` sources are scored in a spawn-based process pool; each
-worker rebuilds the adapter and the feature engine from their JSON form
-(compiled metrics are closures and do not pickle), after importing the
-``plugins`` modules, so a registered metric must live in an importable
-module.  Results are gathered per source and merged in sorted order, so the
-pool is identical for any worker count and completion order.  A worker
-process that dies (not an exception in a source) breaks the pool; that
-cannot be pinned on one source, so it always raises.
+Sources are scored through an :class:`~kuration.core.executors.Executor`
+(ordered ``iter_batches``, at most ``max_in_flight`` sources in flight).
+``local`` reads and windows the next source in this process while one
+long-lived worker thread scores the previous one.  ``process`` (a spawn-based
+pool) and ``ray`` (Ray tasks) score each source in a worker that rebuilds the
+adapter and the feature engine from their JSON form (compiled metrics are
+closures and do not pickle) after importing the ``plugins`` modules, once per
+worker process (cached), so a registered metric must live in an importable
+module.  Results are folded in submission order and merged in sorted order,
+so the pool is identical for any executor, worker count and completion order.
+A worker that dies (not an exception in a source) breaks the run; that cannot
+be pinned on one source, so it always raises
+:class:`~kuration.errors.ExecutorError`.
 
 The strategy's BatchTransforms run inside the feature pass, per source, after
 its metrics (:class:`~kuration.metrics.transform_exec.TransformRunner`; a
@@ -24,12 +29,10 @@ rows kept.  Its SegmentScorers run afterwards on the sorted pool
 
 from __future__ import annotations
 
-import multiprocessing as mp
+import json
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +40,13 @@ import numpy as np
 
 from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segment, Segmenter
+from ..core.executors import (
+    Executor,
+    batch_size_for,
+    enter_worker_environment,
+    make_executor,
+    worker_environment,
+)
 from ..core.ids import tag_entity_id
 from ..core.progress import ProgressCallback, emit
 from ..errors import EmptyPoolError, KurationError, PipelineError
@@ -96,6 +106,10 @@ class ScoringResult:
     timing : dict of str to float
         Wall seconds per executed pass: ``{"read+segment+features": s}`` when
         fused, ``{"read+segment": s, "features": s}`` when features ran as a barrier.
+    execution : dict
+        How the fused pass ran: ``executor`` (name), ``workers``, ``batch_size``
+        (sources per task), ``max_in_flight`` and ``queue_depth`` (the largest
+        number of tasks in flight).
     """
 
     segments: list[Segment]
@@ -103,6 +117,7 @@ class ScoringResult:
     errors: dict[str, str] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     timing: dict[str, float] = field(default_factory=dict)
+    execution: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -141,8 +156,27 @@ def _score_one(
     runner: TransformRunner | None = None,
 ) -> tuple[SourceInfo, list[Segment], str | None]:
     """Read, window and (with ``engine``) score one source in one pass."""
+    return _finish(_read_segment(adapter, uri, segmenter), segmenter, engine, runner)
+
+
+_Read = tuple[str, Any, list[Segment], str]  # uri, TickTable, its windows, fingerprint
+
+
+def _read_segment(adapter: InputAdapter, uri: str, segmenter: Segmenter) -> _Read:
+    """The first half of a source's fused pass: read it and cut its windows."""
     table = adapter.read_table(uri)
     segs = segmenter.segments(table.source_id, table.present)
+    return str(uri), table, segs, adapter.fingerprint(uri)
+
+
+def _finish(
+    read: _Read,
+    segmenter: Segmenter,
+    engine: FeatureEngine | None,
+    runner: TransformRunner | None,
+) -> tuple[SourceInfo, list[Segment], str | None]:
+    """The second half: score the windows (metrics, then transforms) and describe the source."""
+    uri, table, segs, fingerprint = read
     if engine is not None:
         engine.score_segments(table, segs)
         _run_transforms(runner, table, segs)
@@ -155,10 +189,10 @@ def _score_one(
         )
     info = SourceInfo(
         source_id=table.source_id,
-        uri=str(uri),
+        uri=uri,
         n_steps=table.n_steps,
         k0=table.k0,
-        fingerprint=adapter.fingerprint(uri),
+        fingerprint=fingerprint,
         n_segments=len(segs),
         tracks=_track_extents(table.present, table.entity_ids),
         counts=dict(sorted(table.counts.items())),
@@ -207,22 +241,41 @@ def _run_transforms(runner: TransformRunner | None, table: Any, segs: list[Segme
         raise
 
 
-def _worker(payload: Mapping[str, Any]) -> tuple[SourceInfo, list[Segment], str | None]:
-    from ..core.plugins import load_plugins
+# one worker process's components, rebuilt once per job (keyed by the job's JSON form)
+_WORKER_CACHE: dict[str, tuple[InputAdapter, Segmenter, FeatureEngine, TransformRunner]] = {}
 
-    load_plugins(
-        payload.get("plugins", ()), include_entry_points=payload.get("entry_points", False)
-    )
-    schema = SchemaSpec.from_dict(payload["schema"])
-    adapter = adapter_from_dict(payload["adapter"], schema)
-    engine = FeatureEngine(payload["define"], schema, payload["registered"])
-    seg = Segmenter(**payload["segmenter"])
-    features = [*payload["define"], *payload["registered"]]
-    uses = []
-    for t in payload.get("transforms", ()):
-        uses.append(resolve_transform(t, schema, features))
-        features.extend(uses[-1].outputs.values())
-    return _score_one(adapter, payload["uri"], seg, engine, runner_for(uses))
+
+def _worker_components(
+    base: Mapping[str, Any],
+) -> tuple[InputAdapter, Segmenter, FeatureEngine, TransformRunner]:
+    key = json.dumps(base, sort_keys=True, default=str)
+    if key not in _WORKER_CACHE:
+        enter_worker_environment(base["env"])
+        schema = SchemaSpec.from_dict(base["schema"])
+        adapter = adapter_from_dict(base["adapter"], schema)
+        engine = FeatureEngine(base["define"], schema, base["registered"])
+        seg = Segmenter(**base["segmenter"])
+        features = [*base["define"], *base["registered"]]
+        uses = []
+        for t in base.get("transforms", ()):
+            uses.append(resolve_transform(t, schema, features))
+            features.extend(uses[-1].outputs.values())
+        _WORKER_CACHE.clear()  # one job at a time per worker
+        _WORKER_CACHE[key] = (adapter, seg, engine, runner_for(uses))
+    return _WORKER_CACHE[key]
+
+
+def _worker(payload: Mapping[str, Any]) -> list[Any]:
+    """A batch of sources' fused passes in a ``process`` or ``ray`` worker: one outcome per
+    source, in order (a source's exception is its outcome; the batch goes on)."""
+    adapter, seg, engine, runner = _worker_components(payload["base"])
+    out: list[Any] = []
+    for uri in payload["uris"]:
+        try:
+            out.append(_score_one(adapter, uri, seg, engine, runner))
+        except Exception as exc:
+            out.append(exc)
+    return out
 
 
 def score_sources(
@@ -238,6 +291,8 @@ def score_sources(
     plugins: Sequence[str] = (),
     include_entry_points: bool = True,
     fused: bool = True,
+    executor: Executor | str | None = None,
+    ray_address: str | None = None,
 ) -> ScoringResult:
     """Score every window of every source.
 
@@ -247,9 +302,8 @@ def score_sources(
         What to read, how to window it and which features to compute
         (``strategy.define`` and ``strategy.registered``).
     workers : int
-        1 scores in this process; more uses a spawn-based process pool of
-        ``min(workers, len(sources))`` processes.  Results are identical for
-        any worker count.
+        Workers of the executor (1 for ``local``).  Results are identical for
+        any worker count and executor.
     on_error : {"skip", "raise"}
         ``skip`` logs a failing source to stderr and records it in ``errors``
         (and the summary); ``raise`` re-raises the first failure.
@@ -265,6 +319,12 @@ def score_sources(
         read and windowed first, then the whole pool is scored in a second
         pass that rereads each source (in this process).  The pool is
         identical either way.
+    executor : Executor or {"local", "process", "ray"}, optional
+        Runs the fused pass (see the module docs); an :class:`Executor`
+        instance is used as is (and left open: its owner closes it), a name
+        (None: the one ``workers`` implies) is made here and closed at the end.
+    ray_address : str, optional
+        The Ray cluster of ``executor="ray"``.
 
     Raises
     ------
@@ -276,7 +336,9 @@ def score_sources(
         A transform or scorer use that does not resolve (before any source is read).
     KurationError
         With ``on_error="raise"``, the first source error; also for duplicate
-        source ids and for a process pool that broke (a worker died).
+        source ids.
+    ExecutorError
+        A worker process or Ray task died.
     PipelineError
         For a bad ``workers`` or ``on_error``, or a source listed twice (a ``ValueError``).
     """
@@ -290,29 +352,58 @@ def score_sources(
     tally = _Tally(total, on_error, progress)
     results, errors, record = tally.results, tally.errors, tally.record
     t0 = time.perf_counter()
-    if workers <= 1 or total <= 1 or not fused:
-        for uri in uris:
-            try:
-                out: Any = _score_one(adapter, uri, segmenter, engine if fused else None, runner)
-            except Exception as exc:
-                out = exc
-            record(uri, out)
-    else:
-        _score_in_pool(
-            {
+    size = 1
+    own = not isinstance(executor, Executor)
+    ex = make_executor(executor, workers, address=ray_address) if own else executor
+    assert isinstance(ex, Executor)
+    try:
+        if not fused or total <= 1:
+            for uri in uris:
+                try:
+                    out: Any = _score_one(
+                        adapter, uri, segmenter, engine if fused else None, runner
+                    )
+                except Exception as exc:
+                    out = exc
+                record(uri, out)
+        elif ex.parallel:
+            base = {
                 "schema": schema.to_dict(),
                 "adapter": adapter.to_dict(),
                 "define": dict(strategy.define),
                 "registered": list(strategy.registered),
                 "transforms": [u.to_dict() for u in transforms],
                 "segmenter": segmenter.to_dict(),
-                "plugins": list(plugins),
-                "entry_points": include_entry_points,
-            },
-            uris,
-            workers,
-            record,
-        )
+                "env": worker_environment(plugins, include_entry_points),
+            }
+            size = batch_size_for(total, ex.workers)
+            tasks = ({"base": base, "uris": uris[i : i + size]} for i in range(0, total, size))
+            for task, outs in ex.iter_batches(_worker, tasks, label=_batch_label):
+                if isinstance(outs, BaseException):  # the worker could not start the batch
+                    outs = [outs] * len(task["uris"])
+                for uri, out in zip(task["uris"], outs, strict=True):
+                    record(uri, out)
+        else:
+            reads = _read_ahead(adapter, uris, segmenter)
+
+            def score(read: _Read | tuple[str, Exception]) -> Any:
+                if isinstance(read[1], Exception):
+                    raise read[1]
+                return _finish(read, segmenter, engine, runner)  # type: ignore[arg-type]
+
+            for read, out in ex.iter_batches(score, reads):
+                record(read[0], out)
+    finally:
+        if own:
+            ex.close()
+    inline = not fused or total <= 1  # ran in this process, one source at a time
+    execution = {
+        "executor": "local" if inline else ex.name,
+        "workers": 1 if inline else ex.workers,
+        "batch_size": size,
+        "max_in_flight": 1 if inline else ex.max_in_flight,
+        "queue_depth": 1 if inline else ex.peak_in_flight,
+    }
     timing = {"read+segment+features" if fused else "read+segment": time.perf_counter() - t0}
     if not fused:
         t1 = time.perf_counter()
@@ -320,6 +411,7 @@ def score_sources(
         timing["features"] = time.perf_counter() - t1
     emit(progress, "scoring", "complete", total=total)
     result = _merge(results, errors, total, timing)
+    result.execution = execution
     if scorers:
         run_scorers(result, scorers, schema, adapter, on_error=on_error, progress=progress)
     return result
@@ -376,31 +468,21 @@ class _Tally:
         )
 
 
-def _score_in_pool(
-    base: dict[str, Any],
-    uris: list[str],
-    workers: int,
-    record: Callable[[str, Any], None],
-) -> None:
-    """Score ``uris`` in a spawn-based process pool, recording each result as it completes."""
-    total = len(uris)
-    ctx = mp.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=min(workers, total), mp_context=ctx)
-    try:
-        futs: dict[Future[Any], str] = {pool.submit(_worker, {**base, "uri": u}): u for u in uris}
-        for fut in as_completed(futs):
-            try:
-                out = fut.result()
-            except BrokenProcessPool as exc:
-                raise KurationError(
-                    f"the scoring process pool broke while scoring {futs[fut]} "
-                    f"(a worker process died: {exc}); rerun with workers=1 to find the source"
-                ) from exc
-            except Exception as exc:
-                out = exc
-            record(futs[fut], out)
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+def _batch_label(task: Mapping[str, Any]) -> str:
+    uris = task["uris"]
+    return uris[0] if len(uris) == 1 else f"{uris[0]} (and {len(uris) - 1} more sources)"
+
+
+def _read_ahead(
+    adapter: InputAdapter, uris: Sequence[str], segmenter: Segmenter
+) -> Iterator[_Read | tuple[str, Exception]]:
+    """Read and window each source in turn (in the lead thread: the local executor draws the
+    next one while its worker thread scores the previous); a failure travels as the item."""
+    for uri in uris:
+        try:
+            yield _read_segment(adapter, uri, segmenter)
+        except Exception as exc:
+            yield uri, exc
 
 
 def _merge(

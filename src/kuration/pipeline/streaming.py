@@ -90,9 +90,10 @@ def check_streaming(p: Pipeline) -> None:
             "runs in memory",
             step="select",
         )
-    if p.opts.workers > 1:
+    if p.opts.workers > 1 or p.opts.resolved_executor != "local":
         raise StreamingError(
-            "streaming=True reads one source at a time in this process: use workers=1",
+            "streaming=True reads one source at a time in this process: use workers=1 "
+            f"(executor 'local', not {p.opts.resolved_executor!r})",
             step="options",
         )
     if p.adapter is not None and not isinstance(p.adapter, TimeseriesAdapter):

@@ -157,7 +157,9 @@ def test_builders_return_new_pipelines_and_validate_early() -> None:
     with pytest.raises(PipelineError, match="metrics"):
         Pipeline().metrics(EXAMPLE / "strategy.json")
     with pytest.raises(PipelineError, match="executor"):
-        base.options(executor="ray")
+        base.options(executor="dask")
+    with pytest.raises(PipelineError, match="ray_address"):
+        base.options(executor="process", ray_address="auto")
     with pytest.raises(PipelineError, match="unknown options"):
         base.sample(hours=1.0, budget_weeks=2)
     with pytest.raises(PipelineError, match="analyzer"):
@@ -221,7 +223,13 @@ def test_logical_parts_round_trip() -> None:
     for obj in (hours, CountSelection(12), opts, SeamUse("audit", {"n_bins": 3})):
         doc = json.loads(json.dumps(obj.to_dict()))
         assert type(obj).from_dict(doc) == obj
-    assert opts.to_dict()["executor"] == "process-pool"
+    assert opts.to_dict()["executor"] == "process"
+    # the older name still loads (config.json and job files written before "process")
+    old = PipelineOptions.from_dict({**opts.to_dict(), "executor": "process-pool"})
+    assert old == opts and old.resolved_executor == "process"
+    assert PipelineOptions(executor="process-pool").executor == "process"
+    ray = PipelineOptions(workers=2, executor="ray", ray_address="auto")
+    assert PipelineOptions.from_dict(json.loads(json.dumps(ray.to_dict()))) == ray
 
 
 def test_pipeline_round_trips_through_from_dict(adsb_adapter) -> None:

@@ -93,6 +93,7 @@ def test_plans_that_cannot_stream_are_refused_before_reading(
     npz["output"]["container"] = "npz"
     cases.append((npz, {}, "npz container cannot honour bounded memory"))
     cases.append((base, {"workers": 2}, "use workers=1"))
+    cases.append((base, {"executor": "ray"}, "not 'ray'"))  # one worker, but not this process
     register_scorer("test-stream-buffers", _Buffers, needs_buffers=True, clobber=True)
     buf = json.loads(json.dumps(base))
     buf["strategy"]["scorers"] = [{"name": "test-stream-buffers", "output": "b"}]

@@ -1,0 +1,482 @@
+"""Executors: one function over many payloads, results in submission order, bounded work in flight.
+
+Three executors share one interface, :class:`Executor`:
+
+* ``local`` -- this process.  ``max_in_flight=1`` calls the function inline;
+  more runs it on one long-lived worker thread, so that producing the next
+  payload (reading and windowing the next source) overlaps the function
+  (scoring the previous one).
+* ``process`` -- a spawn-based :class:`~concurrent.futures.ProcessPoolExecutor`
+  of ``workers`` processes, created on first use and reused by every later
+  call until :meth:`Executor.close` (scoring and writing share it).
+* ``ray`` -- ``ray.remote`` tasks on a Ray cluster (the ``[ray]`` extra): the
+  one already initialised in this process, the one at ``address``, or a local
+  one of ``workers`` CPUs started here (and shut down by :meth:`Executor.close`).
+
+:meth:`Executor.iter_batches` is the ordered scheduler all three use
+(:func:`iter_ordered`): it draws payloads lazily from an iterable, never holds
+more than ``max_in_flight`` submitted and uncollected (the producer cannot run
+ahead: backpressure), and yields ``(payload, outcome)`` in submission order, so
+a caller that folds outcomes in that order is deterministic whatever the
+completion order.  An exception raised by the function is the task's
+*outcome* (yielded, not raised); a worker that dies raises
+:class:`~kuration.errors.ExecutorError`.
+
+Functions and payloads must pickle (``ray`` uses cloudpickle); a function
+must be importable at module level in the worker.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import sys
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, TypeVar
+
+from ..errors import ExecutorError, MissingExtraError, PipelineError
+
+__all__ = [
+    "EXECUTORS",
+    "Executor",
+    "LocalExecutor",
+    "ProcessExecutor",
+    "RayExecutor",
+    "enter_worker_environment",
+    "iter_ordered",
+    "make_executor",
+    "resolve_executor",
+    "worker_environment",
+]
+
+#: The executor names (``process-pool`` is read as ``process``).
+EXECUTORS = ("local", "process", "ray")
+_ALIASES = {"process-pool": "process"}
+
+P = TypeVar("P")
+H = TypeVar("H")
+
+
+def resolve_executor(name: str | None, workers: int = 1) -> str:
+    """The canonical executor name: ``name`` with aliases resolved, or the one ``workers``
+    implies when ``name`` is None (``local`` for 1, ``process`` for more).
+
+    Raises
+    ------
+    PipelineError
+        An unknown name.
+    """
+    if name is None:
+        return "process" if isinstance(workers, int) and workers > 1 else "local"
+    if not isinstance(name, str) or _ALIASES.get(name, name) not in EXECUTORS:
+        raise PipelineError(
+            f"executor must be one of {EXECUTORS} (or 'process-pool'), got {name!r}",
+            step="options",
+        )
+    return _ALIASES.get(name, name)
+
+
+def worker_environment(plugins: Iterable[str], include_entry_points: bool) -> dict[str, Any]:
+    """What a worker needs before it can rebuild a job's components: the plugin modules to
+    import, whether to load entry-point plugins, and this process's ``sys.path`` (a spawn
+    worker inherits it; a Ray worker gets it this way)."""
+    return {
+        "plugins": list(plugins),
+        "entry_points": bool(include_entry_points),
+        "sys_path": [p for p in sys.path if isinstance(p, str)],
+    }
+
+
+def enter_worker_environment(env: Any) -> None:
+    """In a worker: append the lead's missing ``sys.path`` entries, then import its plugins
+    (idempotent; a module already imported is not imported again).
+
+    Raises
+    ------
+    PluginError
+        A plugin module does not import in the worker.
+    """
+    from .plugins import load_plugins
+
+    for entry in env.get("sys_path", ()):
+        if entry not in sys.path:
+            sys.path.append(entry)
+    load_plugins(env.get("plugins", ()), include_entry_points=env.get("entry_points", False))
+
+
+def batch_size_for(n_items: int, workers: int, *, per_worker: int = 4, cap: int = 16) -> int:
+    """Items per task: enough tasks for ``per_worker`` rounds per worker (load balance), at
+    most ``cap`` items each, so that a task's round trip (pickling, a wake-up of the lead
+    on a busy machine) is paid once per batch rather than per item.  Never less than 1.
+    The outcome of a run does not depend on it (results are folded per item, in order)."""
+    return max(1, min(cap, n_items // max(1, workers * per_worker)))
+
+
+def iter_ordered(
+    items: Iterable[P],
+    submit: Callable[[P], H],
+    collect: Callable[[P, H], Any],
+    max_in_flight: int,
+    on_depth: Callable[[int], None] | None = None,
+) -> Iterator[tuple[P, Any]]:
+    """The ordered scheduler: submit ``items`` in order, yield ``(item, collect(item, handle))``
+    in the same order, with at most ``max_in_flight`` submitted and not yet collected.
+
+    ``items`` is drawn lazily: the next item is produced only when there is room,
+    so a producer doing real work (reading the next source) runs at most
+    ``max_in_flight`` ahead of the consumer.  ``on_depth`` sees the number in
+    flight after each submission (telemetry: queue depth).
+
+    Raises
+    ------
+    PipelineError
+        ``max_in_flight`` < 1.
+    """
+    if isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int) or max_in_flight < 1:
+        raise PipelineError(f"max_in_flight must be an integer >= 1, got {max_in_flight!r}")
+    pending: deque[tuple[P, H]] = deque()
+    it = iter(items)
+    exhausted = False
+    while True:
+        while not exhausted and len(pending) < max_in_flight:
+            try:
+                item = next(it)
+            except StopIteration:
+                exhausted = True
+                break
+            pending.append((item, submit(item)))
+            if on_depth is not None:
+                on_depth(len(pending))
+        if not pending:
+            return
+        item, handle = pending.popleft()
+        yield item, collect(item, handle)
+
+
+class Executor:
+    """The common interface (see the module docs).
+
+    Attributes
+    ----------
+    name : {"local", "process", "ray"}
+    workers : int
+        Processes (``process``), CPUs requested (``ray``), 1 (``local``).
+    max_in_flight : int
+        Default bound on submitted, uncollected tasks (``2 * workers``; 2 for ``local``,
+        whose second slot is the overlap).
+    peak_in_flight : int
+        The largest number in flight seen by any :meth:`iter_batches` so far.
+    tasks : int
+        Tasks submitted so far.
+    """
+
+    name = "executor"
+
+    def __init__(self, workers: int = 1, *, max_in_flight: int | None = None) -> None:
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise PipelineError(f"workers must be an integer >= 1, got {workers!r}")
+        self.workers = workers
+        self.max_in_flight = max_in_flight or 2 * workers
+        self.peak_in_flight = 0
+        self.tasks = 0
+
+    @property
+    def parallel(self) -> bool:
+        """Whether tasks run outside this process (payloads and results are pickled)."""
+        return False
+
+    def describe(self) -> str:
+        """``name x workers (max_in_flight=n)``, as :meth:`Pipeline.explain` prints it."""
+        return f"{self.name} x{self.workers} (max_in_flight={self.max_in_flight})"
+
+    def iter_batches(
+        self,
+        fn: Callable[[P], Any],
+        payloads: Iterable[P],
+        *,
+        max_in_flight: int | None = None,
+        label: Callable[[P], str] = repr,
+    ) -> Iterator[tuple[P, Any]]:
+        """``(payload, fn(payload) or the exception it raised)`` for each payload, in order.
+
+        Parameters
+        ----------
+        fn : callable
+            A module-level function (it is pickled by reference for ``process``/``ray``).
+        payloads : iterable
+            Drawn lazily, at most ``max_in_flight`` ahead of the consumer.
+        max_in_flight : int, optional
+            Default :attr:`max_in_flight`.
+        label : callable
+            Names a payload in an :class:`~kuration.errors.ExecutorError`.
+
+        Raises
+        ------
+        ExecutorError
+            A worker died (the pool is broken; not pinned on a payload's input).
+        MissingExtraError
+            ``ray`` without the ``[ray]`` extra.
+        """
+        bound = self.max_in_flight if max_in_flight is None else max_in_flight
+        submit, collect = self._start(fn, label)
+        yield from iter_ordered(payloads, submit, collect, bound, self._depth)
+
+    def _depth(self, n: int) -> None:
+        self.tasks += 1
+        self.peak_in_flight = max(self.peak_in_flight, n)
+
+    def _start(
+        self, fn: Callable[[Any], Any], label: Callable[[Any], str]
+    ) -> tuple[Callable[[Any], Any], Callable[[Any, Any], Any]]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the workers (idempotent)."""
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _future_outcome(fut: Future[Any]) -> Any:
+    try:
+        return fut.result()
+    except Exception as exc:
+        return exc
+
+
+class LocalExecutor(Executor):
+    """This process: inline for ``max_in_flight=1``; otherwise one long-lived worker thread."""
+
+    name = "local"
+
+    def __init__(self, workers: int = 1, *, max_in_flight: int | None = None) -> None:
+        if workers != 1:
+            raise PipelineError("executor 'local' runs one worker", step="options")
+        super().__init__(1, max_in_flight=max_in_flight or 2)
+        self._thread: ThreadPoolExecutor | None = None
+
+    def describe(self) -> str:
+        return f"local (1 worker thread, max_in_flight={self.max_in_flight})"
+
+    def iter_batches(
+        self,
+        fn: Callable[[P], Any],
+        payloads: Iterable[P],
+        *,
+        max_in_flight: int | None = None,
+        label: Callable[[P], str] = repr,
+    ) -> Iterator[tuple[P, Any]]:
+        bound = self.max_in_flight if max_in_flight is None else max_in_flight
+        if bound == 1:
+
+            def inline(p: Any) -> Any:
+                try:
+                    return fn(p)
+                except Exception as exc:
+                    return exc
+
+            yield from iter_ordered(payloads, inline, lambda _p, out: out, 1, self._depth)
+            return
+        yield from super().iter_batches(fn, payloads, max_in_flight=bound, label=label)
+
+    def _start(
+        self, fn: Callable[[Any], Any], label: Callable[[Any], str]
+    ) -> tuple[Callable[[Any], Any], Callable[[Any, Any], Any]]:
+        if self._thread is None:
+            self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kuration-worker")
+        thread = self._thread
+        return (lambda p: thread.submit(fn, p)), (lambda _p, fut: _future_outcome(fut))
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._thread.shutdown(wait=True, cancel_futures=True)
+            self._thread = None
+
+
+class ProcessExecutor(Executor):
+    """A spawn-based process pool of ``workers`` processes, reused until :meth:`close`."""
+
+    name = "process"
+
+    def __init__(self, workers: int = 1, *, max_in_flight: int | None = None) -> None:
+        super().__init__(workers, max_in_flight=max_in_flight)
+        self._pool: ProcessPoolExecutor | None = None
+
+    @property
+    def parallel(self) -> bool:
+        return True
+
+    def _start(
+        self, fn: Callable[[Any], Any], label: Callable[[Any], str]
+    ) -> tuple[Callable[[Any], Any], Callable[[Any, Any], Any]]:
+        if self._pool is None:
+            ctx = mp.get_context("spawn")
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
+        pool = self._pool
+
+        def collect(p: Any, fut: Future[Any]) -> Any:
+            try:
+                return fut.result()
+            except BrokenProcessPool as exc:
+                raise ExecutorError(
+                    f"the process pool broke while running {label(p)} (a worker process "
+                    f"died: {exc}); rerun with workers=1 to find the input",
+                    executor=self.name,
+                    task=label(p),
+                ) from exc
+            except Exception as exc:
+                return exc
+
+        return (lambda p: pool.submit(fn, p)), collect
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+def _ray_call(fn: Callable[[Any], Any], payload: Any) -> Any:
+    """Run one task on a Ray worker; an exception comes back as the outcome, not a RayTaskError."""
+    try:
+        return fn(payload)
+    except Exception as exc:
+        return exc
+
+
+class RayExecutor(Executor):
+    """Ordered ``ray.remote`` tasks (one CPU each) collected with ``ray.wait``.
+
+    Parameters
+    ----------
+    workers : int
+        CPUs of a local cluster started here, and the default in-flight bound
+        (``2 * workers``).
+    address : str, optional
+        A running cluster (``"auto"``, ``"ray://host:10001"``); None starts a local one.
+        A process that has already called ``ray.init`` keeps that cluster (``address``
+        is not consulted) and it is not shut down by :meth:`close`.
+
+    Each task's function and payload travel by cloudpickle; a task's exception comes
+    back as its outcome (not a ``RayTaskError``); a lost worker or task raises
+    :class:`~kuration.errors.ExecutorError`.  Tasks run with ``max_retries=0``, as a
+    process pool does: a source that kills its worker fails the run at once, naming it.
+    """
+
+    name = "ray"
+
+    def __init__(
+        self, workers: int = 1, *, max_in_flight: int | None = None, address: str | None = None
+    ) -> None:
+        super().__init__(workers, max_in_flight=max_in_flight)
+        self.address = address
+        self._owned = False
+        self._remote: Any = None
+        self._outstanding: set[Any] = set()
+
+    @property
+    def parallel(self) -> bool:
+        return True
+
+    def describe(self) -> str:
+        where = self.address or "local cluster"
+        return f"ray x{self.workers} ({where}, max_in_flight={self.max_in_flight})"
+
+    def _ray(self) -> Any:
+        try:
+            import ray
+        except ImportError as exc:
+            raise MissingExtraError(
+                "executor 'ray' needs Ray: pip install 'kuration-sdk[ray]'"
+            ) from exc
+        if not ray.is_initialized():
+            try:
+                if self.address is None:
+                    ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False)
+                else:
+                    ray.init(address=self.address, log_to_driver=False)
+            except Exception as exc:
+                raise ExecutorError(
+                    f"cannot start or reach a Ray cluster at {self.address or 'a local cluster'}: "
+                    f"{exc}",
+                    executor=self.name,
+                ) from exc
+            self._owned = True
+        if self._remote is None:
+            self._remote = ray.remote(num_cpus=1, max_retries=0)(_ray_call)
+        return ray
+
+    def _start(
+        self, fn: Callable[[Any], Any], label: Callable[[Any], str]
+    ) -> tuple[Callable[[Any], Any], Callable[[Any, Any], Any]]:
+        ray = self._ray()
+        remote = self._remote
+
+        outstanding = self._outstanding
+
+        def submit(p: Any) -> Any:
+            ref = remote.remote(fn, p)
+            outstanding.add(ref)
+            return ref
+
+        def collect(p: Any, ref: Any) -> Any:
+            ray.wait([ref], num_returns=1)
+            outstanding.discard(ref)
+            try:
+                out = ray.get(ref)
+            except ray.exceptions.RayError as exc:
+                raise ExecutorError(
+                    f"a Ray task died while running {label(p)}: {exc}",
+                    executor=self.name,
+                    task=label(p),
+                ) from exc
+            return out
+
+        return submit, collect
+
+    def close(self) -> None:
+        """Cancel the tasks submitted and never collected (a run that stopped early) and wait
+        for them, as a process pool's shutdown does, so none outlives the run; then shut the
+        cluster down if this executor started it."""
+        if self._outstanding:
+            import ray
+
+            refs = list(self._outstanding)
+            for ref in refs:
+                ray.cancel(ref)
+            ray.wait(refs, num_returns=len(refs), timeout=60)
+            self._outstanding.clear()
+        if self._owned:
+            import ray
+
+            ray.shutdown()
+            self._owned = False
+        self._remote = None
+
+
+def make_executor(
+    name: str | None,
+    workers: int = 1,
+    *,
+    address: str | None = None,
+    max_in_flight: int | None = None,
+) -> Executor:
+    """The executor called ``name`` (aliases and None resolved by :func:`resolve_executor`).
+
+    Raises
+    ------
+    PipelineError
+        An unknown name, ``local`` with ``workers > 1``, or ``address`` for another executor.
+    """
+    kind = resolve_executor(name, workers)
+    if address is not None and kind != "ray":
+        raise PipelineError(f"ray_address is for executor 'ray', not {kind!r}", step="options")
+    if kind == "local":
+        return LocalExecutor(workers, max_in_flight=max_in_flight)
+    if kind == "process":
+        return ProcessExecutor(workers, max_in_flight=max_in_flight)
+    return RayExecutor(workers, max_in_flight=max_in_flight, address=address)

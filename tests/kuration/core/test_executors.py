@@ -1,0 +1,120 @@
+"""The ordered scheduler and the executors: submission order kept, in-flight work bounded,
+task exceptions returned as outcomes, a dead worker raised (a real thread, a real spawn pool)."""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kuration.core.executors import (
+    LocalExecutor,
+    ProcessExecutor,
+    RayExecutor,
+    iter_ordered,
+    make_executor,
+    resolve_executor,
+)
+from kuration.errors import ExecutorError, PipelineError
+
+
+@given(n=st.integers(0, 60), bound=st.integers(1, 8))
+def test_iter_ordered_yields_in_order_and_never_runs_ahead(n, bound) -> None:
+    """What comes out is submission order, at most ``bound`` items are submitted and not
+    collected, and the (lazy) producer is never more than ``bound`` ahead of the consumer."""
+    produced: list[int] = []
+    in_flight: set[int] = set()
+    depths: list[int] = []
+
+    def items():
+        for i in range(n):
+            produced.append(i)
+            yield i
+
+    def submit(i: int) -> int:
+        in_flight.add(i)
+        return i * i
+
+    def collect(i: int, handle: int) -> int:
+        assert i == min(in_flight) and len(in_flight) <= bound
+        in_flight.discard(i)
+        return handle + 1
+
+    got = []
+    for i, out in iter_ordered(items(), submit, collect, bound, depths.append):
+        assert len(produced) - len(got) <= bound  # backpressure on the producer
+        got.append((i, out))
+    assert got == [(i, i * i + 1) for i in range(n)]
+    assert all(1 <= d <= bound for d in depths) and len(depths) == n
+
+
+def test_iter_ordered_rejects_a_bad_bound() -> None:
+    with pytest.raises(PipelineError, match="max_in_flight"):
+        list(iter_ordered([1], lambda i: i, lambda i, h: h, 0))
+
+
+def test_names_aliases_and_bad_combinations() -> None:
+    assert resolve_executor(None, 1) == "local" and resolve_executor(None, 3) == "process"
+    assert resolve_executor("process-pool") == "process"
+    with pytest.raises(PipelineError, match="executor must be one of"):
+        resolve_executor("dask")
+    with pytest.raises(PipelineError, match="one worker"):
+        make_executor("local", 2)
+    with pytest.raises(PipelineError, match="ray_address"):
+        make_executor("process", 2, address="auto")
+    ex = make_executor("ray", 2, address="ray://nowhere:1")
+    assert isinstance(ex, RayExecutor) and ex.describe().startswith("ray x2 (ray://nowhere:1")
+    assert isinstance(make_executor(None, 2), ProcessExecutor)
+
+
+def _boom_on_three(x: int) -> int:
+    if x == 3:
+        raise ValueError(f"three ({x})")
+    return x * 10
+
+
+def test_local_executor_overlaps_the_producer_with_one_long_lived_thread() -> None:
+    threads: set[str] = set()
+    produced: list[int] = []
+
+    def fn(x: int) -> int:
+        threads.add(threading.current_thread().name)
+        return _boom_on_three(x)
+
+    def items():
+        for i in range(8):
+            produced.append(i)
+            yield i
+
+    with LocalExecutor() as ex:
+        outs = []
+        for _, out in ex.iter_batches(fn, items()):
+            assert len(produced) - len(outs) <= 2
+            outs.append(out)
+        assert ex.peak_in_flight == 2 and ex.tasks == 8
+    assert len(threads) == 1 and threads.pop().startswith("kuration-worker")
+    assert [o for o in outs if not isinstance(o, Exception)] == [0, 10, 20, 40, 50, 60, 70]
+    assert isinstance(outs[3], ValueError) and "three" in str(outs[3])
+    # max_in_flight=1 calls inline, in this thread
+    inline = LocalExecutor().iter_batches(
+        lambda x: threading.current_thread().name, [1], max_in_flight=1
+    )
+    assert [out for _, out in inline] == [threading.current_thread().name]
+
+
+def test_process_executor_keeps_order_and_returns_task_errors() -> None:
+    with ProcessExecutor(2, max_in_flight=3) as ex:
+        outs = [out for _, out in ex.iter_batches(math.sqrt, [4.0, -1.0, 9.0, 16.0, 25.0])]
+        assert ex.peak_in_flight <= 3
+    assert outs[0] == 2.0 and outs[2:] == [3.0, 4.0, 5.0]
+    assert isinstance(outs[1], ValueError)
+
+
+def test_a_dead_worker_process_is_an_executor_error() -> None:
+    with ProcessExecutor(1) as ex, pytest.raises(ExecutorError, match="task-seven") as info:
+        list(ex.iter_batches(os._exit, [7], label=lambda p: "task-seven"))
+    assert info.value.executor == "process" and info.value.task == "task-seven"
