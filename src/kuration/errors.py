@@ -44,10 +44,9 @@
 
 Warnings: ``KurationWarning`` (root), ``DataOrderWarning`` (input rows were reordered),
 ``SnapCollisionWarning`` (rows of one entity snapped to one grid point; all but one dropped),
-``NonExclusiveLeaseWarning`` (a remote backend cannot create the writer lease exclusively),
 ``BudgetGranularityWarning`` (a split's admitted hours miss its request by more than 10% because
 its smallest admissible unit, a whole track or span, is too long) and ``PluginWarning`` (an
-installed entry-point plugin failed and was rolled back).
+installed entry-point plugin failed and was rolled back); ``NonExclusiveLeaseWarning``: no atomic lease.
 """
 
 from __future__ import annotations
@@ -532,19 +531,11 @@ class ReaderOptionError(KurationError, ValueError):
 
 
 class UnsupportedURLError(KurationError, ValueError):
-    """A URL whose scheme kuration cannot use there: writing to FTP/SFTP/HTTP (no safe
-    replacement or deletion), or a scheme no installed fsspec backend knows.
-
-    Attributes
-    ----------
-    url : str
-    scheme : str
-    """
+    """A URL scheme kuration cannot use there (FTP/SFTP/HTTP writes); has ``url``, ``scheme``."""
 
     def __init__(self, message: str, *, url: str, scheme: str) -> None:
         super().__init__(f"{url}: {message}")
-        self.url = url
-        self.scheme = scheme
+        self.url, self.scheme = url, scheme
 
 
 class MissingExtraError(KurationError, ImportError):
@@ -701,9 +692,7 @@ class SnapCollisionWarning(KurationWarning):
 
 
 class NonExclusiveLeaseWarning(KurationWarning):
-    """The remote backend cannot create ``.kuration-writer.lock`` exclusively (no
-    conditional create), so two writers starting at the same instant are not kept apart;
-    the checksummed commit record still keeps readers fail-closed."""
+    """A remote backend cannot create ``.kuration-writer.lock`` exclusively."""
 
 
 class PluginWarning(KurationWarning):
