@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
+from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
 from .schema import SchemaSpec
 from .tick import TickTable
@@ -218,10 +218,22 @@ class WindowBatch:
         ndarray, shape (G, L - offset, ...)
             A read-only strided view (a gathered copy only for irregular starts).
         """
-        win = sliding_window_view(arr, self.length, axis=0)
+        grid, step, sl = self._grid
+        length = self.length
+        fits = grid.size == 0 or int(grid[-1]) + length <= arr.shape[0]
+        if sl is not None and fits and 0 <= offset <= length:
+            # a regular grid: window g, tick t is arr[s0 + g * step + offset + t], one
+            # strided view (what the sliding-window path below builds, in one call)
+            st = arr.strides
+            return as_strided(
+                arr[int(grid[0]) + offset :] if grid.size else arr,
+                shape=(grid.size, length - offset, *arr.shape[1:]),
+                strides=(st[0] * step, st[0], *st[1:]),
+                writeable=False,
+            )
+        win = sliding_window_view(arr, length, axis=0)
         win = np.moveaxis(win, -1, 1)
-        sl = self._grid[2]
-        win = win[self.grid] if sl is None else win[sl]
+        win = win[grid] if sl is None else win[sl]
         return win[:, offset:]
 
     def window_sum(self, arr: np.ndarray) -> np.ndarray:

@@ -537,11 +537,30 @@ def shard_matches(root: Path, entry: Mapping[str, Any]) -> bool:
 
 
 def fsync_paths(paths: list[Path]) -> None:
-    """``fsync`` files and directories (best effort on filesystems that refuse it)."""
-    for p in paths:
-        with contextlib.suppress(OSError):
-            fd = os.open(p, os.O_RDONLY | (os.O_DIRECTORY if p.is_dir() else 0))
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+    """``fsync`` files and directories (best effort on filesystems that refuse it).
+
+    The calls run concurrently (``fsync`` releases the GIL, and a journaling
+    filesystem commits concurrent requests together: several times faster
+    than one after another for a run's shards); all have returned when this does.
+    """
+    if len(paths) <= 1:
+        for p in paths:
+            _fsync_one(p)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(_FSYNC_THREADS, len(paths))) as pool:
+        for _ in pool.map(_fsync_one, paths):
+            pass
+
+
+_FSYNC_THREADS = 16
+
+
+def _fsync_one(p: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(p, os.O_RDONLY | (os.O_DIRECTORY if p.is_dir() else 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

@@ -212,11 +212,15 @@ def step_score(r: HoursRun) -> list[StageTelemetry]:
     scored = r.scoring.summary()["sources_scored"]
     island = r.plan.stage("read").island if r.plan is not None else 0
     out = []
+    parts = tuple(sorted(r.scoring.wall_s.items())) or None  # read, segment, features, ...
     for stage, wall in r.scoring.timing.items():
         rows_in = n_seg if stage == "features" else n_src
         isl = r.plan.stage("features").island if stage == "features" and r.plan else island
+        split = parts if stage != "features" else None
         run_by = {} if stage == "features" else _run_by(ex)  # a features barrier runs here
-        out.append(StageTelemetry(stage, wall, rows_in, n_seg, scored, island=isl, **run_by))
+        out.append(
+            StageTelemetry(stage, wall, rows_in, n_seg, scored, island=isl, parts_s=split, **run_by)
+        )
     # transforms and scorers run inside scoring (the features stage)
     for seam in ("transforms", "scorers"):
         emit(r.progress, seam, "start", total=0)
@@ -453,18 +457,24 @@ def step_stage(r: HoursRun) -> dict[str, Any]:
     for item in r.admitted:
         work.setdefault(item[1].source_id, []).append(item)
     r.partitions = len(work)
+    read_s = None  # seconds reading sources again, when they are read in this process
     emit(r.progress, "writing", "start", total=len(work))
     if parallel_stage_possible(r.executor, r.encoder):
         assert r.executor is not None
         depth, size = stage_in_workers(r, stage, work, lambda p: _reuse(r, stage, p))
         run_by = {"executor": r.executor.name, "batch_size": size, "queue_depth": depth}
     else:
-        _stage_here(r, stage, work)
+        read_s = _stage_here(r, stage, work)
         run_by = {"executor": "local", "batch_size": 1, "queue_depth": 1}
     r.journal.close()
+    fsync_s = 0.0
     if r.opt["durable"]:
+        t0 = time.perf_counter()
         fsync_paths([stage / p for p in r.to_move])
+        fsync_s = time.perf_counter() - t0
+    parts = (("fsync", fsync_s),) + ((("read", read_s),) if read_s is not None else ())
     return {
+        "parts_s": parts,
         "rows_in": len(r.admitted),
         "rows_out": len(r.entries),
         "partitions": len(work),
@@ -475,9 +485,11 @@ def step_stage(r: HoursRun) -> dict[str, Any]:
     }
 
 
-def _stage_here(r: HoursRun, stage: Path, work: Mapping[str, list[Planned]]) -> None:
-    """The stage step in this process, one source at a time."""
+def _stage_here(r: HoursRun, stage: Path, work: Mapping[str, list[Planned]]) -> float:
+    """The stage step in this process, one source at a time; returns the seconds spent
+    reading sources again for their admitted tracks."""
     assert r.journal is not None
+    read_s = 0.0
     writer = ShardWriter(stage, r.spec, r.schema, r.encoder, on_shard=r.journal.record)
     uri_of = {sid: info.uri for sid, info in r.pool().sources.items()}
     for i, sid in enumerate(sorted(work), 1):
@@ -486,7 +498,9 @@ def _stage_here(r: HoursRun, stage: Path, work: Mapping[str, list[Planned]]) -> 
             if _reuse(r, stage, planned):
                 continue
             if table is None:
+                t0 = time.perf_counter()
                 table = r.adapter.read_table(uri_of[sid])
+                read_s += time.perf_counter() - t0
                 roster = {tag_entity_id(e): j for j, e in enumerate(table.entity_ids)}
             meta = {**c.features, "priority": c.priority}
             row = roster[tag_entity_id(c.entity_id)]
@@ -498,6 +512,7 @@ def _stage_here(r: HoursRun, stage: Path, work: Mapping[str, list[Planned]]) -> 
             r.to_move.extend(e["path"] for e in written)
             r.rebuilt += len(written)
         emit(r.progress, "writing", "advance", current=i, total=len(work), source=sid)
+    return read_s
 
 
 def step_publish(r: HoursRun) -> dict[str, Any]:

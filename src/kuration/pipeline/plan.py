@@ -372,8 +372,13 @@ class StageTelemetry:
         None for a step the lead process runs by itself.
     batch_size : int or None
         Partitions (sources) per executor task.
+    parts_s : tuple of (str, float) pairs, or None
+        Where the stage's time went, seconds per part (``read``, ``segment``,
+        ``features``, ``fingerprint`` of a fused scoring call; ``fsync`` and
+        ``read`` -- sources read again in this process -- of the staging
+        step), summed over partitions where they ran.
 
-    The last four are left out of :meth:`to_dict` when None.
+    The last five are left out of :meth:`to_dict` when None.
     """
 
     stage: str
@@ -390,6 +395,7 @@ class StageTelemetry:
     batch_size: int | None = None
     streamed: bool | None = None
     peak_rss_bytes: int | None = None
+    parts_s: tuple[tuple[str, float], ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         optional = (
@@ -397,6 +403,7 @@ class StageTelemetry:
             ("peak_rss_bytes", self.peak_rss_bytes),
             ("executor", self.executor),
             ("batch_size", self.batch_size),
+            ("parts_s", None if self.parts_s is None else dict(self.parts_s)),
         )
         extra = {k: v for k, v in optional if v is not None}
         return {
@@ -415,4 +422,7 @@ class StageTelemetry:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> StageTelemetry:
-        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
+        kw = {k: d.get(k) for k in cls.__dataclass_fields__}
+        if kw["parts_s"] is not None:
+            kw["parts_s"] = tuple((str(k), float(v)) for k, v in dict(kw["parts_s"]).items())
+        return cls(**kw)

@@ -80,7 +80,9 @@ class SourceInfo:
     """What scoring learned of one source, enough to plan output without rereading it.
 
     ``counts`` holds the adapter's input-policy counters (``TickTable.counts``,
-    e.g. ``snap_collisions``).
+    e.g. ``snap_collisions``).  ``wall_s`` is where the source's time went
+    (seconds per stage kind: ``read``, ``segment``, ``features``,
+    ``fingerprint``); a measurement, so it takes no part in equality.
     """
 
     source_id: str
@@ -91,6 +93,7 @@ class SourceInfo:
     n_segments: int
     tracks: tuple[TrackExtent, ...]
     counts: Mapping[str, int] = field(default_factory=dict)
+    wall_s: Mapping[str, float] = field(default_factory=dict, compare=False)
 
 
 @dataclass
@@ -135,6 +138,16 @@ class ScoringResult:
             "skipped": dict(sorted(self.skipped.items())),
         }
 
+    @property
+    def wall_s(self) -> dict[str, float]:
+        """Seconds per stage kind summed over the scored sources (:attr:`SourceInfo.wall_s`,
+        measured where each source ran: with workers they add up to more than the wall)."""
+        out: dict[str, float] = {}
+        for info in self.sources.values():
+            for k, v in info.wall_s.items():
+                out[k] = out.get(k, 0.0) + v
+        return out
+
 
 def _track_extents(present: np.ndarray, entity_ids: Sequence[Any]) -> tuple[TrackExtent, ...]:
     n_t = present.shape[0]
@@ -159,14 +172,20 @@ def _score_one(
     return _finish(_read_segment(adapter, uri, segmenter), segmenter, engine, runner)
 
 
-_Read = tuple[str, Any, list[Segment], str]  # uri, TickTable, its windows, fingerprint
+# uri, TickTable, its windows, fingerprint, seconds spent so far (read, segment, fingerprint)
+_Read = tuple[str, Any, list[Segment], str, dict[str, float]]
 
 
 def _read_segment(adapter: InputAdapter, uri: str, segmenter: Segmenter) -> _Read:
     """The first half of a source's fused pass: read it and cut its windows."""
+    t0 = time.perf_counter()
     table = adapter.read_table(uri)
+    t1 = time.perf_counter()
     segs = segmenter.segments(table.source_id, table.present)
-    return str(uri), table, segs, adapter.fingerprint(uri)
+    t2 = time.perf_counter()
+    fingerprint = adapter.fingerprint(uri)
+    wall = {"read": t1 - t0, "segment": t2 - t1, "fingerprint": time.perf_counter() - t2}
+    return str(uri), table, segs, fingerprint, wall
 
 
 def _finish(
@@ -176,10 +195,12 @@ def _finish(
     runner: TransformRunner | None,
 ) -> tuple[SourceInfo, list[Segment], str | None]:
     """The second half: score the windows (metrics, then transforms) and describe the source."""
-    uri, table, segs, fingerprint = read
+    uri, table, segs, fingerprint, wall = read
+    t0 = time.perf_counter()
     if engine is not None:
         engine.score_segments(table, segs)
         _run_transforms(runner, table, segs)
+    wall = {**wall, "features": time.perf_counter() - t0}
     reason = None
     if not segs:
         reason = (
@@ -196,6 +217,7 @@ def _finish(
         n_segments=len(segs),
         tracks=_track_extents(table.present, table.entity_ids),
         counts=dict(sorted(table.counts.items())),
+        wall_s=wall,
     )
     return info, segs, reason
 

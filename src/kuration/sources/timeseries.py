@@ -290,9 +290,11 @@ class TimeseriesAdapter(InputAdapter):
                 row=r,
             )
 
-        # backward time within an entity, in file order
-        by_ent = np.lexsort((rows, ent_codes))
-        same = ent_codes[by_ent][1:] == ent_codes[by_ent][:-1]
+        # backward time within an entity, in file order (a stable sort by entity: rows of
+        # one entity stay in file order)
+        by_ent = np.argsort(_narrow_codes(ent_codes, len(roster)), kind="stable")
+        e_by = ent_codes[by_ent]
+        same = e_by[1:] == e_by[:-1]
         back = same & (np.diff(t_sec[by_ent]) < 0)
         if back.any():
             r = int(by_ent[1:][back].min())
@@ -303,8 +305,9 @@ class TimeseriesAdapter(InputAdapter):
                 f"{src}, row {r}: {msg}; rows sorted by time", DataOrderWarning, stacklevel=2
             )
 
-        # exact duplicates of (entity, time)
-        order = np.lexsort((rows, t_sec, ent_codes))
+        # exact duplicates of (entity, time); rows sorted by (entity, time, row).  Without
+        # backward time the rows of each entity already are in time order
+        order = by_ent if not back.any() else np.lexsort((rows, t_sec, ent_codes))
         e_s, t_s = ent_codes[order], t_sec[order]
         dup = (e_s[1:] == e_s[:-1]) & (t_s[1:] == t_s[:-1])
         if dup.any():
@@ -342,8 +345,11 @@ class TimeseriesAdapter(InputAdapter):
         SourceError
             With ``collisions="raise"``, for the first row that shares a tick.
         """
-        order = order[np.lexsort((order, off[order], k[order], ent_codes[order]))]
+        # ``order`` is sorted by (entity, time, row), hence by (entity, tick): only the rows
+        # of a collision group still need ordering (nearest first, ties by file row)
         starts = group_starts(ent_codes[order], k[order])
+        if starts.size < order.size:
+            order = order[np.lexsort((order, off[order], k[order], ent_codes[order]))]
         n_coll = order.size - starts.size
         if n_coll and self.collisions == "raise":
             extra = np.ones(order.size, dtype=bool)
@@ -378,22 +384,28 @@ class TimeseriesAdapter(InputAdapter):
         k0 = int(k_kept.min())
         n_t = int(k_kept.max()) - k0 + 1
         ti = k_kept - k0
-        present = np.zeros((n_t, len(roster)), dtype=bool)
-        present[ti, e_kept] = True
+        n_e = len(roster)
+        cell = ti * n_e + e_kept  # flat (tick, entity) index of every kept row
+        present = np.zeros(n_t * n_e, dtype=bool)
+        present[cell] = True
+        present = present.reshape(n_t, n_e)
         values: dict[str, np.ndarray] = {}
         ints: dict[str, np.ndarray] = {}
         for f in self.schema.fields:
             data = self._field_values(table, f, self.fields[f.name], src)
-            arr = np.full((n_t, len(roster), f.dims), np.nan)
+            arr = np.full((n_t * n_e, f.dims), np.nan)
             if self.collisions == "mean" and starts.size < order.size:
-                arr[ti, e_kept] = merge_groups(data[order], starts, f, self.collisions)
+                arr[cell] = merge_groups(data[order], starts, f, self.collisions)
+            elif f.dims == 1:  # one component: 1-d gather and scatter (twice as fast)
+                arr[:, 0][cell] = data[:, 0][kept]
             else:  # the nearest row of each group: gather only those rows
-                arr[ti, e_kept] = data[kept]
-            values[f.name] = arr
+                arr[cell] = data[kept]
+            values[f.name] = arr.reshape(n_t, n_e, f.dims)
             if is_int_field(f):  # exact integers: never averaged, the nearest row is kept
                 exact = _int_values(table, f, self.fields[f.name], src)
-                ints[f.name] = np.zeros((n_t, len(roster), f.dims), dtype=exact.dtype)
-                ints[f.name][ti, e_kept] = exact[kept]
+                flat = np.zeros((n_t * n_e, f.dims), dtype=exact.dtype)
+                flat[cell] = exact[kept]
+                ints[f.name] = flat.reshape(n_t, n_e, f.dims)
         glob: dict[str, np.ndarray] = {}
         for g in self.schema.globals:
             arr = np.full((n_t, g.dims), np.nan)
@@ -476,7 +488,10 @@ class TimeseriesAdapter(InputAdapter):
         enc = pc.dictionary_encode(ids)
         uniq = enc.dictionary.to_pylist()
         codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-        rank = sorted(range(len(uniq)), key=lambda i: entity_sort_key(uniq[i]))
+        if pa.types.is_string(enc.dictionary.type):  # text ids: their tagged order is theirs
+            rank = sorted(range(len(uniq)), key=uniq.__getitem__)
+        else:
+            rank = sorted(range(len(uniq)), key=lambda i: entity_sort_key(uniq[i]))
         remap = np.empty(len(uniq), dtype=np.int64)
         remap[rank] = np.arange(len(uniq))
         return remap[codes], tuple(uniq[i] for i in rank)
@@ -511,6 +526,14 @@ class TimeseriesAdapter(InputAdapter):
                 raise SourceError(f"infinite value in column {c!r}", source=src, row=int(inf[0]))
             out[:, j] = vals
         return out
+
+
+def _narrow_codes(codes: np.ndarray, n_codes: int) -> np.ndarray:
+    """Entity codes ``0 .. n_codes - 1`` in the narrowest integer type that holds them
+    (numpy's stable sort of 8- and 16-bit integers is a radix sort)."""
+    if n_codes <= np.iinfo(np.int16).max:
+        return codes.astype(np.int16)
+    return codes
 
 
 def _check_ns_range(raw: np.ndarray, limit: float, col: pa.Array, name: str, src: str) -> None:

@@ -55,6 +55,23 @@ def test_each_step_records_its_telemetry(small_run) -> None:
     assert all(t.wall_s >= 0 for t in run.telemetry)
 
 
+def test_scoring_and_staging_record_where_their_time_went(small_run) -> None:
+    _, run = small_run
+    by = {t.stage: t for t in run.telemetry}
+    score = by["read+segment+features"]
+    parts = dict(score.parts_s or ())
+    assert set(parts) == {"read", "segment", "features", "fingerprint"}
+    assert all(v > 0 for k, v in parts.items() if k != "segment")
+    # no bound by the wall: an executor may read the next source while this one is scored
+    staged = dict(by["stage"].parts_s or ())
+    assert set(staged) == {"read", "fsync"} and staged["read"] > 0
+    assert sum(staged.values()) <= by["stage"].wall_s
+    cfg = json.loads((run.result.path / "config.json").read_text())
+    rec = {t["stage"]: t for t in cfg["provenance"]["execution"]["telemetry"]}
+    assert rec["read+segment+features"]["parts_s"] == parts
+    assert "parts_s" not in rec["bin"]  # a step that measured no parts records none
+
+
 def test_config_records_the_plan_and_the_telemetry(small_run) -> None:
     _, run = small_run
     cfg = json.loads((run.result.path / "config.json").read_text())

@@ -113,6 +113,12 @@ def test_stage_telemetry_round_trips() -> None:
     }  # fmt: skip
 
 
+def test_stage_telemetry_parts_round_trip() -> None:
+    t = StageTelemetry("stage", 2.0, parts_s=(("fsync", 0.5), ("read", 0.25)))
+    assert t.to_dict()["parts_s"] == {"fsync": 0.5, "read": 0.25}
+    assert StageTelemetry.from_dict(t.to_dict()) == t
+
+
 def test_kur_explain_prints_a_tree_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", str(EXAMPLE / "job.json")]) == 0
     out = capsys.readouterr().out

@@ -125,8 +125,15 @@ class Frame:
         def make() -> Stream:
             x = np.asarray(self.batch.values[name], dtype=np.float64)
             nan = np.isnan(x)
-            missing = nan[..., 0] if x.shape[-1] == 1 else nan.all(axis=-1)
-            ok = self.batch.present & ~nan.any(axis=-1)
+            present = self.batch.present
+            if x.shape[-1] == 1:  # one check: every sample is present or missing
+                if np.logical_or(nan[..., 0], present).all():
+                    return Stream(x)
+                return Stream(np.where((present & ~nan[..., 0])[..., None], x, np.nan))
+            # component by component: numpy reduces a short last axis slowly
+            comps = [nan[..., j] for j in range(x.shape[-1])]
+            missing = np.logical_and.reduce(comps)
+            ok = present & ~np.logical_or.reduce(comps)
             stray = ~ok & ~missing  # absent but valued, or a partly missing vector
             # a TickTable is already NaN wherever absent: mask only when something is not
             return Stream(np.where(ok[..., None], x, np.nan) if stray.any() else x)

@@ -19,6 +19,8 @@ __all__ = [
     "agg_entities",
     "angle_delta",
     "bit_map",
+    "clamp_speed",
+    "clamp_velocity",
     "diff_map",
     "dist_to",
     "formation_area",
@@ -32,6 +34,7 @@ __all__ = [
     "planar",
     "speed",
     "step_diff",
+    "step_velocity",
     "velocity",
 ]
 
@@ -79,6 +82,9 @@ def geodetic_to_ecef(pos: np.ndarray, alt_factor: float | None) -> np.ndarray:
     The closed form of ``pymap3d.geodetic2ecef``, with each sine and cosine
     taken once: ``N = a / sqrt(1 - e^2 sin^2(lat))``, ``x = (N + h) cos(lat)
     cos(lon)``, ``y = (N + h) cos(lat) sin(lon)``, ``z = (N (1 - e^2) + h) sin(lat)``.
+    A tick grid is mostly absent entities (NaN): the valid samples are gathered
+    once and converted together, then scattered back (each element's value is
+    the same ufuncs', so the result does not depend on how many are missing).
 
     Parameters
     ----------
@@ -90,7 +96,44 @@ def geodetic_to_ecef(pos: np.ndarray, alt_factor: float | None) -> np.ndarray:
     Returns
     -------
     ndarray, shape (..., 3), float64, metres
+        NaN where a used component is NaN.
     """
+    use_alt = pos.shape[-1] == 3 and alt_factor is not None
+    # component planes, contiguous (a reduction over a short last axis is slow in numpy)
+    planes = [np.ascontiguousarray(pos[..., j]).reshape(-1) for j in range(3 if use_alt else 2)]
+    nans = [np.isnan(c) for c in planes]
+    bad = np.logical_or.reduce(nans)
+    if any(not np.array_equal(m, bad) for m in nans):  # a partly missing sample
+        return _geodetic_elementwise(pos, alt_factor)
+    idx = np.flatnonzero(~bad)
+    lat, lon = np.take(planes[0], idx), np.take(planes[1], idx)
+    h = np.take(planes[2], idx) * alt_factor if use_alt else None
+    out = np.full((3, bad.size), np.nan)
+    for j, comp in enumerate(_ecef(lat, lon, h)):
+        out[j][idx] = comp
+    return np.moveaxis(out.reshape(3, *pos.shape[:-1]), 0, -1)
+
+
+def _ecef(
+    lat_deg: np.ndarray, lon_deg: np.ndarray, h: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(K,) degrees (and metres) -> x, y, z (K,) ECEF metres, with the formula's operations
+    in the order :func:`geodetic_to_ecef` documents."""
+    lat = np.radians(lat_deg)
+    lon = np.radians(lon_deg)
+    slat, clat = np.sin(lat), np.cos(lat)
+    n = _WGS84_A / np.sqrt(1.0 - _WGS84_E2 * slat * slat)
+    if h is not None:
+        r = (n + h) * clat
+        z = (n * (1.0 - _WGS84_E2) + h) * slat
+    else:
+        r = n * clat
+        z = (n * (1.0 - _WGS84_E2)) * slat
+    return r * np.cos(lon), r * np.sin(lon), z
+
+
+def _geodetic_elementwise(pos: np.ndarray, alt_factor: float | None) -> np.ndarray:
+    """:func:`geodetic_to_ecef` on every element, NaN propagating per component."""
     lat = np.radians(pos[..., 0])
     lon = np.radians(pos[..., 1])
     slat, clat = _sincos(lat)
@@ -110,12 +153,7 @@ def geodetic_to_ecef(pos: np.ndarray, alt_factor: float | None) -> np.ndarray:
 
 
 def _sincos(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.sin(x), np.cos(x)``, evaluated on the non-NaN elements only.
-
-    A tick grid is mostly absent entities (NaN), and the trigonometry is the
-    cost of the ECEF conversion; NaN in gives NaN out either way, and each
-    element's value is the same ufunc's.
-    """
+    """``np.sin(x), np.cos(x)``, evaluated on the non-NaN elements only."""
     ok = ~np.isnan(x)
     if ok.all():
         return np.sin(x), np.cos(x)
@@ -145,18 +183,34 @@ def velocity(
     vel : ndarray, shape (..., T, E, D), float64, m/s (clamped)
     speed : ndarray, shape (..., T, E, 1), float64, m/s, ``min(|v|, max_rate)``
     """
+    v, mag = step_velocity(pos_m, sample_hz)
+    return clamp_velocity(v, mag, max_rate), clamp_speed(mag, max_rate)
+
+
+def step_velocity(pos_m: np.ndarray, sample_hz: float) -> tuple[np.ndarray, np.ndarray]:
+    """Unclamped velocity ``(p[t] - p[t-1]) * sample_hz`` (..., T, E, D) and its norm
+    (..., T, E, 1), m/s: what :func:`velocity` clamps."""
     v = step_diff(pos_m) * sample_hz
-    mag = _norm(v)
+    return v, _norm(v)
+
+
+def clamp_speed(mag: np.ndarray, max_rate: float | None) -> np.ndarray:
+    """``min(|v|, max_rate)`` (the speed of :func:`velocity`), m/s."""
+    return mag if max_rate is None else np.minimum(mag, max_rate)
+
+
+def clamp_velocity(v: np.ndarray, mag: np.ndarray, max_rate: float | None) -> np.ndarray:
+    """``v`` scaled down to ``max_rate`` where faster (the velocity of :func:`velocity`), m/s."""
     if max_rate is None:
-        return v, mag
+        return v
     scale = np.ones(mag.shape)
     np.divide(max_rate, mag, out=scale, where=mag > max_rate)
-    return v * scale, np.minimum(mag, max_rate)
+    return v * scale
 
 
 def speed(pos_m: np.ndarray, sample_hz: float, max_rate: float | None) -> np.ndarray:
     """``min(|p[t] - p[t-1]| * sample_hz, max_rate)``: (..., T, E, D) metres -> (..., T, E, 1) m/s."""
-    return velocity(pos_m, sample_hz, max_rate)[1]
+    return clamp_speed(step_velocity(pos_m, sample_hz)[1], max_rate)
 
 
 def heading(pos_m: np.ndarray, latlon: np.ndarray | None) -> np.ndarray:

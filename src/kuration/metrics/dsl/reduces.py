@@ -26,6 +26,7 @@ import numpy as np
 __all__ = [
     "Moments",
     "TickMoments",
+    "TickSums",
     "Win",
     "count",
     "duration_present",
@@ -48,6 +49,7 @@ __all__ = [
     "tick_moments",
     "tick_padded",
     "tick_pairs",
+    "tick_sums",
     "total",
     "var",
     "window_entropy",
@@ -56,6 +58,7 @@ __all__ = [
     "window_moment",
     "window_pairs",
     "window_sorted",
+    "window_total",
     "zero_crossings",
 ]
 
@@ -303,28 +306,42 @@ Win = Callable[[np.ndarray, int], np.ndarray]
 TickMoments = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-def tick_moments(x: np.ndarray) -> TickMoments:
-    """Per tick: valid count, sum, mean (0 when none), centred sum of squares, sum of squares."""
+TickSums = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def tick_sums(x: np.ndarray) -> TickSums:
+    """Per tick: the valid mask and the values with 0 for missing ones (N, E), then the
+    valid count and the sum (N,): all that ``mean`` and ``sum`` need."""
     v = x[..., 0]
     ok = ~np.isnan(v)
-    n = ok.sum(axis=-1)
     filled = np.where(ok, v, 0.0)
-    s = filled.sum(axis=-1)
+    return ok, filled, ok.sum(axis=-1), filled.sum(axis=-1)
+
+
+def tick_moments(x: np.ndarray, sums: TickSums | None = None) -> TickMoments:
+    """Per tick: valid count, sum, mean (0 when none), centred sum of squares, sum of squares
+    (``sums``: :func:`tick_sums` of ``x`` when already computed)."""
+    ok, filled, n, s = tick_sums(x) if sums is None else sums
     mt = np.divide(s, n, out=np.zeros(s.shape), where=n > 0)
     dev = filled - mt[..., None]
     np.copyto(dev, 0.0, where=~ok)
     return n, s, mt, (dev * dev).sum(axis=-1), (filled * filled).sum(axis=-1)
 
 
+def window_total(op: str, n: np.ndarray, s: np.ndarray, win: Win) -> np.ndarray:
+    """``mean`` or ``sum`` of each window from per-tick counts and sums."""
+    nw = win(n, 0).sum(axis=1)
+    sw = win(s, 0).sum(axis=1)
+    return _div(sw, nw) if op == "mean" else np.where(nw > 0, sw, _NAN)
+
+
 def window_moment(op: str, parts: TickMoments, win: Win) -> np.ndarray:
     """``mean``, ``sum``, ``rms``, ``var`` or ``std`` of each window from per-tick moments."""
     n, s, mt, m2, sq = parts
+    if op in ("mean", "sum"):
+        return window_total(op, n, s, win)
     nw = win(n, 0).sum(axis=1)
     sw = win(s, 0).sum(axis=1)
-    if op == "mean":
-        return _div(sw, nw)
-    if op == "sum":
-        return np.where(nw > 0, sw, _NAN)
     if op == "rms":
         return np.sqrt(_div(win(sq, 0).sum(axis=1), nw))
     mean = _div(sw, nw)

@@ -71,11 +71,32 @@ def _metres(st: Stream, fr: Frame, key: Key, vt: ValueType) -> np.ndarray:
     return out
 
 
-def _velocity(st: Stream, fr: Frame, key: Key, vt: ValueType) -> tuple[np.ndarray, np.ndarray]:
+def _step_velocity(st: Stream, fr: Frame, key: Key, vt: ValueType) -> tuple[np.ndarray, np.ndarray]:
     out: tuple[np.ndarray, np.ndarray] = fr.memo(
+        (key, "@dv", st.windowed),
+        st.windowed,
+        lambda: kernels.step_velocity(_metres(st, fr, key, vt), fr.hz),
+    )
+    return out
+
+
+def _velocity(st: Stream, fr: Frame, key: Key, vt: ValueType) -> np.ndarray:
+    """Clamped velocity (:func:`kernels.velocity`), cached per stream."""
+    out: np.ndarray = fr.memo(
         (key, "@vel", st.windowed),
         st.windowed,
-        lambda: kernels.velocity(_metres(st, fr, key, vt), fr.hz, vt.max_rate),
+        lambda: kernels.clamp_velocity(*_step_velocity(st, fr, key, vt), vt.max_rate),
+    )
+    return out
+
+
+def _speed(st: Stream, fr: Frame, key: Key, vt: ValueType) -> np.ndarray:
+    """Clamped speed (:func:`kernels.velocity`), cached per stream; a speed alone never
+    builds the clamped velocity vectors."""
+    out: np.ndarray = fr.memo(
+        (key, "@speed", st.windowed),
+        st.windowed,
+        lambda: kernels.clamp_speed(_step_velocity(st, fr, key, vt)[1], vt.max_rate),
     )
     return out
 
@@ -122,10 +143,9 @@ def compile_map(st: Stage, vt: ValueType, cx: Ctx) -> tuple[list[Op], ValueType]
         depth = {"speed": 1, "accel": 2, "jerk": 3}[op]
 
         def motion(s: Stream, fr: Frame, key: Key, op: str = op, depth: int = depth) -> Stream:
-            vel, spd = _velocity(s, fr, key, vt)
             if op == "speed":
-                return _next(s, spd, 1)
-            acc = kernels.step_diff(vel) * hz
+                return _next(s, _speed(s, fr, key, vt), 1)
+            acc = kernels.step_diff(_velocity(s, fr, key, vt)) * hz
             if op == "jerk":
                 acc = kernels.step_diff(acc) * hz
             return _next(s, kernels.norm_map(acc), depth)
@@ -221,7 +241,7 @@ def compile_map(st: Stage, vt: ValueType, cx: Ctx) -> tuple[list[Op], ValueType]
 
         def formation(s: Stream, fr: Frame, key: Key) -> Stream:
             if op == "formation_speed":
-                return _next(s, kernels.formation_speed(_velocity(s, fr, key, vt)[0]), 1)
+                return _next(s, kernels.formation_speed(_velocity(s, fr, key, vt)), 1)
             if op == "formation_spread":
                 return _next(s, kernels.formation_spread(_metres(s, fr, key, vt)))
             return _next(s, kernels.formation_area(_planar(s, fr, key, vt, -1)))
@@ -508,10 +528,20 @@ def _moment_reduce(op: str, scale: float = 1.0) -> Reduce:
         "var": reduces.var,
         "rms": reduces.rms,
     }[op]
-    parts = _ticks("@tick_moments", lambda s: reduces.tick_moments(s.x))
+    sums = _ticks("@tick_sums", lambda s: reduces.tick_sums(s.x))
+
+    def ticks(s: Stream, fr: Frame, k: Key) -> np.ndarray:
+        if op in ("mean", "sum"):  # counts and sums only
+            _, _, n, total = sums(s, fr, k)
+            return reduces.window_total(op, n, total, _win(s, fr))
+        parts = fr.memo(
+            (k, "@tick_moments"), False, lambda: reduces.tick_moments(s.x, sums(s, fr, k))
+        )
+        return reduces.window_moment(op, parts, _win(s, fr))
+
     return Reduce(
         lambda s, fr, k: simple(s.x, _moments(s, fr, k)) * scale,
-        lambda s, fr, k: reduces.window_moment(op, parts(s, fr, k), _win(s, fr)) * scale,
+        lambda s, fr, k: ticks(s, fr, k) * scale,
     )
 
 

@@ -263,3 +263,37 @@ def test_single_entity_windows_match_pandas_rolling() -> None:
     for k, r in ref.items():
         expect = r.to_numpy()[length - 1 :]
         np.testing.assert_allclose(got[k], expect, rtol=1e-9, atol=1e-9, equal_nan=True, err_msg=k)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(1, 60),
+    length=st.integers(1, 20),
+    step=st.integers(1, 7),
+    count=st.integers(0, 8),
+    offset=st.integers(0, 20),
+    data=st.data(),
+)
+def test_grid_views_equal_sliding_windows(n, length, step, count, offset, data) -> None:
+    """A regular grid's window view (one strided view) is window ``g``'s ticks
+    ``[s0 + g * step + offset, s0 + g * step + length)``, read-only, for any array layout."""
+    length, offset = min(length, n), min(offset, min(length, n))
+    s0 = data.draw(st.integers(0, n - length))
+    count = min(count, (n - length - s0) // step + 1)
+    starts = s0 + step * np.arange(count)
+    table = random_table(3, n, 2)
+    batch = WindowBatch.from_table(table, starts, length)
+    for arr in (
+        table.values["hp"],
+        table.present,
+        np.asfortranarray(table.present),
+        table.values["hp"][..., 0].T.copy().T,
+    ):
+        v = batch.view(arr, offset)
+        want = (
+            np.stack([arr[s + offset : s + length] for s in batch.grid])
+            if count
+            else np.zeros((0, length - offset, *arr.shape[1:]), arr.dtype)
+        )
+        assert v.shape == want.shape and not v.flags.writeable
+        np.testing.assert_array_equal(v, want)
