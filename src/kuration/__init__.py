@@ -34,6 +34,7 @@ from .errors import (
     MediaError,
     MemoryBudgetError,
     MetricCompileError,
+    NonExclusiveLeaseWarning,
     OutputSpecError,
     OutputValueError,
     PipelineError,
@@ -55,6 +56,7 @@ from .errors import (
     UnknownModalityError,
     UnknownNameError,
     UnknownSplitError,
+    UnsupportedURLError,
 )
 
 # module (relative to this package) -> the public names it provides
@@ -443,6 +445,7 @@ __all__ = [
     "ModalitySpec",
     "MotionEnergy",
     "MutualInformationScorer",
+    "NonExclusiveLeaseWarning",
     "NoveltyScorer",
     "Operator",
     "OutputEncoder",
@@ -496,6 +499,7 @@ __all__ = [
     "UnknownModalityError",
     "UnknownNameError",
     "UnknownSplitError",
+    "UnsupportedURLError",
     "VideoAdapter",
     "WindowBatch",
     "WindowBuffer",

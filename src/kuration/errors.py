@@ -20,6 +20,7 @@
     │   ├── GroupCapError                   the group cap starves every group of a split
     │   └── EmptySplitError                 a split with a non-zero request would end empty
     ├── DestinationError (OSError)          the output destination cannot be created or written
+    ├── UnsupportedURLError (ValueError)    a URL scheme kuration cannot read or write (FTP, SFTP, HTTP writes)
     ├── DatasetExistsError (FileExistsError) the destination holds a dataset and neither resume nor force was given
     ├── DatasetIntegrityError (ValueError)  an artifact fails verification (checksum, layout, commit state)
     ├── CheckpointError (RuntimeError)      a stage checkpoint cannot be published (a partition fails its checksum)
@@ -46,7 +47,7 @@ Warnings: ``KurationWarning`` (root), ``DataOrderWarning`` (input rows were reor
 ``SnapCollisionWarning`` (rows of one entity snapped to one grid point; all but one dropped),
 ``BudgetGranularityWarning`` (a split's admitted hours miss its request by more than 10% because
 its smallest admissible unit, a whole track or span, is too long) and ``PluginWarning`` (an
-installed entry-point plugin failed and was rolled back).
+installed entry-point plugin failed and was rolled back); ``NonExclusiveLeaseWarning``: no atomic lease.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ __all__ = [
     "MemoryBudgetError",
     "MetricCompileError",
     "MissingExtraError",
+    "NonExclusiveLeaseWarning",
     "OutputSpecError",
     "OutputValueError",
     "PipelineError",
@@ -98,6 +100,7 @@ __all__ = [
     "UnknownModalityError",
     "UnknownNameError",
     "UnknownSplitError",
+    "UnsupportedURLError",
 ]
 
 
@@ -539,6 +542,14 @@ class ReaderOptionError(KurationError, ValueError):
     offset off the sample grid or naming an unknown key."""
 
 
+class UnsupportedURLError(KurationError, ValueError):
+    """A URL scheme kuration cannot use there (FTP/SFTP/HTTP writes); has ``url``, ``scheme``."""
+
+    def __init__(self, message: str, *, url: str, scheme: str) -> None:
+        super().__init__(f"{url}: {message}")
+        self.url, self.scheme = url, scheme
+
+
 class MissingExtraError(KurationError, ImportError):
     """An optional feature needs a package from an extra that is not installed."""
 
@@ -690,6 +701,10 @@ class SnapCollisionWarning(KurationWarning):
         super().__init__(message)
         self.source = source
         self.count = count
+
+
+class NonExclusiveLeaseWarning(KurationWarning):
+    """A remote backend cannot create ``.kuration-writer.lock`` exclusively."""
 
 
 class PluginWarning(KurationWarning):

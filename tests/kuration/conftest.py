@@ -102,3 +102,39 @@ def quick(tmp_path_factory: pytest.TempPathFactory, job_b: dict) -> dict[str, Pa
         job["output"]["container"] = name
         out[name] = _quiet_run(job, root / name).path
     return out
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Any:
+    """A real S3 server (moto's, on loopback, a free port) for the whole session."""
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def s3_bucket(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch, request: Any) -> str:
+    """``s3://<bucket>`` of a fresh bucket on the loopback server; dummy credentials and
+    the endpoint (``KURATION_STORAGE_OPTIONS``) are set in the environment, so child
+    processes (``kur run``) reach it too."""
+    import re
+    import uuid
+
+    import s3fs
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    opts = {"client_kwargs": {"endpoint_url": s3_endpoint}}
+    monkeypatch.setenv("KURATION_STORAGE_OPTIONS", json.dumps({"s3": opts}))
+    name = re.sub(r"[^a-z0-9]", "-", request.node.name.lower())[:40].strip("-")
+    bucket = f"{name}-{uuid.uuid4().hex[:8]}"
+    s3fs.S3FileSystem(**opts).mkdir(bucket)
+    return f"s3://{bucket}"

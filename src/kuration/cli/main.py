@@ -114,7 +114,9 @@ def _add_schema(p: argparse.ArgumentParser) -> None:
 
 def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("job", help="job JSON file")
-    p.add_argument("--out", help="output directory (default runs/<job name>)")
+    p.add_argument(
+        "--out", help="output directory or s3://, gs://, az:// URL (default runs/<job name>)"
+    )
     p.add_argument("--force", action="store_true", help="replace an existing dataset")
     p.add_argument(
         "--resume",
@@ -153,7 +155,10 @@ def _add_run(p: argparse.ArgumentParser) -> None:
 
 
 def _add_inspect(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dataset", help="dataset directory or its dataset_manifest.json")
+    p.add_argument(
+        "dataset",
+        help="dataset directory, its dataset_manifest.json, or a URL (s3://, gs://, az://)",
+    )
     p.add_argument("--verify", action="store_true", help="read and check every shard")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report with plots")
@@ -211,8 +216,8 @@ def _add_sample(p: argparse.ArgumentParser) -> None:
 
 
 def _add_diff(p: argparse.ArgumentParser) -> None:
-    p.add_argument("left", help="a dataset directory")
-    p.add_argument("right", help="another dataset directory")
+    p.add_argument("left", help="a dataset directory or URL (s3://, gs://, az://)")
+    p.add_argument("right", help="another dataset directory or URL")
     p.add_argument("--verify", action="store_true", help="also verify every shard of both")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML comparison")
@@ -220,7 +225,7 @@ def _add_diff(p: argparse.ArgumentParser) -> None:
 
 
 def _add_check(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dataset", help="a dataset directory")
+    p.add_argument("dataset", help="a dataset directory or URL (s3://, gs://, az://)")
     p.add_argument("--policy", required=True, help="quality policy JSON file")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(fn=_Lazy("artifacts", "cmd_check"))

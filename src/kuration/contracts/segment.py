@@ -200,17 +200,18 @@ class Segmenter:
             at = blk.k0 - first.k0
             if at < nxt:
                 raise KurationError(f"{source_id}: blocks overlap or go back at tick {blk.k0}")
-            # absent ticks of a gap: after one window of them every window is empty
-            ticks = [(None, 0, False)] * min(at - nxt, w) + [
-                (blk, t, occ) for t, occ in enumerate(blk.present.any(axis=1).tolist())
-            ]
-            pos = at - min(at - nxt, w)
-            for item in ticks:
+            # the absent ticks of a gap follow the last block's ticks out of the deque;
+            # once one window of them is in, every later window of the gap is empty
+            gap = [(None, 0, False)] * min(at - nxt, w)
+            occ = blk.present.any(axis=1).tolist()
+            for pos, item in [
+                *((nxt + i, g) for i, g in enumerate(gap)),
+                *((at + t, (blk, t, o)) for t, o in enumerate(occ)),
+            ]:
                 busy -= win[0][2] if len(win) == w else 0
                 win.append(item)
                 busy += item[2]
                 start = pos - w + 1
-                pos += 1
                 if start >= 0 and start % stride == 0 and busy and len(win) == w:
                     yield Segment(source_id, start, start + w), _window(first, win, start)
             nxt = at + blk.n_steps

@@ -106,7 +106,10 @@ reading, writing and queries.  Features that pull heavy dependencies are extras:
 | `parquet` | pyarrow | nothing more: pyarrow is a core dependency (the extra is kept for old install lines) |
 | `torch` | torch | `kuration.read.torch` (`ShardDataset`), `timenet` `open_torch` |
 | `polars` | polars | `.to_polars()` on shard readers (docs/format.md) |
-| `s3` | s3fs | `s3://` sources and registries |
+| `s3` | s3fs | `s3://` sources, registries, and datasets written or read at `s3://` |
+| `gcs` | gcsfs | `gs://` sources and datasets |
+| `azure` | adlfs | `az://`/`abfs://` sources and datasets |
+| `cloud` | s3fs, gcsfs, adlfs | all three object stores |
 | `report` | matplotlib | `kur inspect --html` |
 | `connectors` | kloppy | the `kloppy/football-tracking` connector |
 | `media` | av (PyAV) | lazy video sources (`docs/media.md`) |
@@ -115,6 +118,24 @@ reading, writing and queries.  Features that pull heavy dependencies are extras:
 | `ray` | ray | `executor: "ray"` (`kur run --executor ray`) |
 | `bench` | tsfresh, pandas | `bench/` comparisons |
 | `dev` | all of the above and the test tools | the test suite |
+
+## Remote datasets and sources
+
+`kur run JOB --out s3://bucket/prefix` (or `gs://`, `az://`) writes the dataset straight to the
+object store and `kur inspect/diff/check`, `iter_shards`, `open_dataset` and
+`CuratedDatasetAdapter` read it back from the URL; job `sources` may be `s3://.../x.parquet`.
+Credentials and the endpoint come from the backend's own environment (`AWS_ENDPOINT_URL`,
+`AWS_ACCESS_KEY_ID`, ...) or from `KURATION_STORAGE_OPTIONS`, a JSON object of fsspec options
+per protocol: `{"s3": {"client_kwargs": {"endpoint_url": "http://127.0.0.1:9000"}}}`.
+Each shard is uploaded whole under `.kuration_staging/<run fingerprint>/<attempt>/` and then
+moved into place; `dataset.commit.json` says `writing` before the first move and `committed`
+last.  The lease `.kuration-writer.lock` is created with a conditional put (S3
+`If-None-Match: *`); a backend without conditional create gets a `NonExclusiveLeaseWarning`.
+A remote lease outlives a killed writer: delete it by hand only once no writer owns the
+prefix, then `--resume`, which reuses a shard only when the SHA-256 of the remote object's
+bytes matches its record.  A remote source is identified by its object version or ETag
+(never by its name); readers pin the commit record's version/ETag and fail if the dataset
+changes mid-read.  FTP, SFTP and HTTP destinations are refused.
 """
 
 

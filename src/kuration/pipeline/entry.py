@@ -64,8 +64,10 @@ def write_dataset(
 
     Parameters
     ----------
-    out : path
-        Destination directory; a non-empty one needs ``resume`` or ``force``.
+    out : path or str
+        Destination directory, or an object-store URL (``s3://bucket/prefix``,
+        ``gs://...``, ``az://...``: see :mod:`kuration.pipeline.remote_run`); a non-empty
+        one needs ``resume`` or ``force``.
     schema, adapter, sources, strategy, segmenter, spec :
         The input side, the selection and the output spec.
     encoder : OutputEncoder, optional
@@ -109,6 +111,10 @@ def write_dataset(
         empty without ``allow_empty_split`` (both at planning, before any shard is written).
     DestinationError
         ``out`` cannot be created, locked or written.
+    UnsupportedURLError
+        ``out`` is a URL kuration does not write (FTP, SFTP, HTTP, ...).
+    MissingExtraError
+        ``out``'s object-store backend is not installed (names the extra).
     """
     selection = HoursSelection(
         train_hours,

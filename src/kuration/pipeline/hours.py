@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import os
-import re
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +32,14 @@ import numpy as np
 from ..contracts.schema import SchemaSpec
 from ..core.executors import make_executor
 from ..core.registry import UnknownNameError
-from ..errors import DatasetExistsError, DestinationError, KurationError, OutputSpecError
+from ..core.remote import is_url, local_path
+from ..errors import (
+    DatasetExistsError,
+    DestinationError,
+    KurationError,
+    OutputSpecError,
+    StreamingError,
+)
 from ..output.commit import LOCK_NAME, WriterLease, destination_path, remove_tree
 from ..output.containers import require_container
 from ..output.encoders import PassthroughEncoder
@@ -42,6 +49,7 @@ from ..selection.strategy import Strategy
 from .hours_steps import STEPS, HoursRun, run_steps
 from .logical import HoursSelection as HoursSelectionT
 from .plan import PhysicalPlan, StageTelemetry
+from .remote_run import run_remote
 from .scoring import ScoringResult
 
 if TYPE_CHECKING:
@@ -56,7 +64,8 @@ class DatasetWriteResult:
 
     Attributes
     ----------
-    path : Path
+    path : Path or str
+        The dataset directory, or its URL for a remote destination.
     manifest, config : dict
         The documents written; ``result["results"]["budget"]`` reads the config.
     scoring : ScoringResult
@@ -72,7 +81,7 @@ class DatasetWriteResult:
         ``config["provenance"]["execution"]["telemetry"]``.
     """
 
-    path: Path
+    path: Path | str
     manifest: dict[str, Any]
     config: dict[str, Any]
     scoring: ScoringResult
@@ -223,11 +232,24 @@ def run_hours(
     ``telemetry`` (the stages that ran before, e.g. provenance) is recorded
     ahead of the steps' own.  Raises what :func:`write_dataset` documents.
     """
-    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", str(out)):
-        raise OutputSpecError(
-            f"remote destinations ({out}) are not supported by this version; write locally"
-        )
-    root = Path(out)
+    if is_url(out):  # an object store: see kuration.pipeline.remote_run
+        if p.opts.streaming:
+            raise StreamingError(
+                f"{out}: streaming=True writes a local destination (the remote writer reads "
+                "whole sources); stream into a folder, then upload it",
+                step="write",
+            )
+        if p.output_spec is not None and p.output_spec.packed:
+            raise OutputSpecError(
+                f"{out}: layout='packed' writes a local destination (the remote writer "
+                "uploads one object per shard); write the packed dataset to a folder"
+            )
+        with tempfile.TemporaryDirectory(prefix="kuration-remote-") as scratch:
+            r = _prepare(p, Path(scratch) / "dataset", sources, plan, force=force, resume=resume)
+            r.telemetry.extend(telemetry)
+            run_remote(r, str(out).rstrip("/"), resume=resume, force=force)
+            return _result(r, str(out).rstrip("/"))
+    root = Path(local_path(out))
     r = _prepare(p, root, sources, plan, force=force, resume=resume)
     r.telemetry.extend(telemetry)
     refusal = (
@@ -259,8 +281,12 @@ def run_hours(
                 ) from exc
         raise
     lease.release()
+    return _result(r, root)
+
+
+def _result(r: HoursRun, where: Path | str) -> DatasetWriteResult:
     return DatasetWriteResult(
-        root,
+        where,
         r.manifest,
         r.config,
         r.pool(),

@@ -78,7 +78,7 @@ from .stage_parallel import parallel_stage_possible, stage_in_workers
 from .summary import feature_distributions, ranking_examples
 from .windows import window_reader_scope
 
-__all__ = ["STEPS", "HoursRun", "run_steps"]
+__all__ = ["STEPS", "HoursRun", "build_config", "run_steps"]
 
 _PLAN_KEYS = (
     "split",
@@ -662,10 +662,10 @@ def _provenance(r: HoursRun) -> dict[str, Any]:
     }
 
 
-def step_commit(r: HoursRun) -> dict[str, Any]:
-    """config.json, the marker and the manifest replaced, then ``state="committed"``."""
+def build_config(r: HoursRun) -> dict[str, Any]:
+    """The config.json document of the run (results, provenance, telemetry so far)."""
     pool = r.pool()
-    r.config = {
+    return {
         "format": "kuration-config/1",
         "schema": r.schema.to_dict(),
         "strategy": r.strategy.to_dict(),
@@ -687,6 +687,11 @@ def step_commit(r: HoursRun) -> dict[str, Any]:
         "warnings": _warnings(r),
         "provenance": _provenance(r),
     }
+
+
+def step_commit(r: HoursRun) -> dict[str, Any]:
+    """config.json, the marker and the manifest replaced, then ``state="committed"``."""
+    r.config = build_config(r)
     marker_sha = dump_json_atomic(r.root / MARKER_NAME, marker_document(r.run))
     man_sha = dump_json_atomic(r.root / MANIFEST_NAME, r.manifest)
     cfg_sha = dump_json_atomic(r.root / CONFIG_NAME, r.config)

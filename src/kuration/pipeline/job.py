@@ -33,6 +33,7 @@ from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segmenter
 from ..core.config import JobModel, validate_config
 from ..core.jsonio import loads_strict
+from ..core.remote import is_url, remote_exists
 from ..errors import AdapterError, JobError, KurationError
 from ..output.encoders import get_encoder
 from ..sources.base import InputAdapter, adapter_from_dict
@@ -162,8 +163,9 @@ def resolve_sources(spec: Any, base: Path, *, adapter: InputAdapter | None = Non
                 else:
                     out.extend(resolve_sources([s], base))
             return out
-        paths = [s if os.path.isabs(s) else str(base / s) for s in spec]
-        missing = [p for p in paths if not os.path.exists(p)]
+        # remote objects (s3://...) stay URLs: never joined onto the job folder
+        paths = [s if os.path.isabs(s) or is_url(s) else str(base / s) for s in spec]
+        missing = [p for p in paths if not (remote_exists(p) if is_url(p) else os.path.exists(p))]
         if missing:
             raise JobError(f"source files not found: {missing}", path="sources")
         return paths

@@ -29,6 +29,7 @@ from ..contracts.tick import Tick, TickTable, field_ints, is_int_field
 from ..errors import AdapterError, DatasetIntegrityError, SchemaError
 from ..sources.base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
 from .loaders import Dataset, read_shard_arrays
+from .remote import is_url
 
 __all__ = ["CuratedDatasetAdapter", "curated_schema"]
 
@@ -171,7 +172,8 @@ class CuratedDatasetAdapter(InputAdapter):
         root, sep, key = str(uri).rpartition("#")
         if not sep or key not in self._groups:
             raise DatasetIntegrityError(f"not a source of this curated dataset: {uri!r}")
-        if Path(root).resolve() != self._ds.root:
+        same = root == self._ds.root if is_url(root) else Path(root).resolve() == self._ds.root
+        if not same:
             raise DatasetIntegrityError(f"{uri!r} belongs to another dataset")
         return sorted(self._groups[key], key=lambda e: int(e.get("shard_index", 0)))
 

@@ -40,6 +40,7 @@ import numpy as np
 
 from ..contracts.schema import SchemaSpec
 from ..core.jsonio import loads_strict
+from ..core.remote import local_path
 from ..errors import (
     DatasetIntegrityError,
     MissingExtraError,
@@ -58,8 +59,10 @@ from ..output.commit import (
 )
 from ..output.containers import Container
 from .packed import FILE_KEY, check_packed_manifest
+from .remote import RemoteDataset, is_url, remote_dataset, remote_shard_rel
 from .shards import (
     COMMIT_KEY,
+    IDENTITY_KEY,
     ROOT_KEY,
     read_shard_arrays,
     resolve_container,
@@ -80,7 +83,7 @@ __all__ = [
 _SHA = re.compile(r"[0-9a-f]{64}")
 
 
-def _strict(data: bytes, path: Path) -> Any:
+def _strict(data: bytes, path: Path | str) -> Any:
     try:
         return loads_strict(data, what=str(path))
     except ValueError as exc:
@@ -158,15 +161,27 @@ class Dataset:
         self.commit: dict[str, Any] = {}
         self.commit_bytes = b""
         if isinstance(path, Mapping):
-            self.root: Path | None = None
+            self.root: Path | str | None = None
+            self._remote = None
             self.manifest = dict(path)
             self._validate_manifest("<manifest dict>")
             self._init_view()
             return
-        p = Path(path)
-        root = p.parent if p.name == MANIFEST_NAME else p
-        self.root = root.resolve()
-        commit, commit_bytes = read_commit(self.root)
+        self._remote: RemoteDataset | None = None
+        self._identity = ""
+        if is_url(path):  # an object store (see kuration.read.remote)
+            url = str(path).rstrip("/")
+            if url.endswith("/" + MANIFEST_NAME):
+                url = url[: -len(MANIFEST_NAME) - 1]
+            self._remote = remote_dataset(url)
+            self.root = url
+            commit, commit_bytes, self._identity = self._remote.read_commit()
+        else:
+            p = Path(local_path(path))
+            root = p.parent if p.name == MANIFEST_NAME else p
+            local = root.resolve()
+            self.root = local
+            commit, commit_bytes = read_commit(local)
         if commit is None:
             raise DatasetIntegrityError(
                 f"no {COMMIT_NAME}: not a kuration dataset", path=str(self.root)
@@ -182,12 +197,12 @@ class Dataset:
         marker: Any = None
         if commit.get("output_spec_sha256") is not None:
             marker_bytes = self._pinned(MARKER_NAME, commit.get("output_spec_sha256"))
-            marker = _strict(marker_bytes, self.root / MARKER_NAME)
+            marker = _strict(marker_bytes, self._where(MARKER_NAME))
         self.commit_bytes = commit_bytes
         self.commit = commit
-        self.manifest = _strict(man_bytes, self.root / MANIFEST_NAME)
-        self.config = _strict(cfg_bytes, self.root / CONFIG_NAME)
-        where = str(self.root / MANIFEST_NAME)
+        self.manifest = _strict(man_bytes, self._where(MANIFEST_NAME))
+        self.config = _strict(cfg_bytes, self._where(CONFIG_NAME))
+        where = self._where(MANIFEST_NAME)
         if not isinstance(self.manifest, dict) or self.manifest.get("format") != FORMAT:
             raise DatasetIntegrityError(f"not a {FORMAT} manifest", path=where)
         self._validate_manifest(where)
@@ -199,7 +214,7 @@ class Dataset:
                 SchemaSpec.from_dict(schema)
             except (SchemaError, TypeError, ValueError) as exc:
                 raise DatasetIntegrityError(
-                    f"malformed embedded schema: {exc}", path=str(self.root / CONFIG_NAME)
+                    f"malformed embedded schema: {exc}", path=self._where(CONFIG_NAME)
                 ) from None
         if marker is not None:
             self._check_marker(marker)
@@ -213,15 +228,20 @@ class Dataset:
         known += [e["split"] for e in self.manifest["shards"] if e["split"] not in known]
         self._splits = tuple(known)
 
+    def _where(self, name: str) -> str:
+        """Where metadata file ``name`` lives (a path or a URL), for messages."""
+        return f"{self.root or '.'}/{name}"
+
     def _pinned(self, name: str, sha: Any) -> bytes:
-        path = Path(self.root or ".") / name
+        path = self._where(name)
         if not isinstance(sha, str):
-            raise DatasetIntegrityError(f"the commit pins no checksum for {name}", path=str(path))
-        data = read_regular(path)
+            raise DatasetIntegrityError(f"the commit pins no checksum for {name}", path=path)
+        if self._remote is not None:
+            data = self._remote.read(name)
+        else:
+            data = read_regular(Path(self.root or ".") / name)
         if hashlib.sha256(data).hexdigest() != sha:
-            raise DatasetIntegrityError(
-                f"{name} does not match the commit's checksum", path=str(path)
-            )
+            raise DatasetIntegrityError(f"{name} does not match the commit's checksum", path=path)
         return data
 
     def _validate_manifest(self, where: str) -> None:
@@ -242,7 +262,7 @@ class Dataset:
         self._files = check_packed_manifest(man, where) if layout == "packed" else {}
 
     def _check_marker(self, marker: Any) -> None:
-        where = str(self.root / MARKER_NAME) if self.root else MARKER_NAME
+        where = self._where(MARKER_NAME) if self.root else MARKER_NAME
         try:
             mods = marker["run"]["output"]["modalities"]
             pinned = {k: (np.dtype(v["dtype"]), list(v.get("shape", []))) for k, v in mods.items()}
@@ -316,23 +336,32 @@ class Dataset:
         if self.root is not None:
             d[ROOT_KEY] = str(self.root)
             d[COMMIT_KEY] = hashlib.sha256(self.commit_bytes).hexdigest()
+            if self._identity:
+                d[IDENTITY_KEY] = self._identity
         return d
 
-    def shard_path(self, entry: Mapping[str, Any]) -> Path:
-        """Where ``entry``'s bytes live (legacy absolute paths are rebased onto the root).
+    def shard_path(self, entry: Mapping[str, Any]) -> Path | str:
+        """Where ``entry``'s bytes live (legacy absolute paths are rebased onto the root); a
+        URL for a remote dataset.
 
         Raises
         ------
         DatasetIntegrityError
             A path that escapes the root or passes through a symlink.
         """
-        return shard_file(entry, self.root)
+        if self._remote is not None:
+            return self._remote.dest.where(remote_shard_rel(entry, self._remote.url))
+        return shard_file(entry, Path(self.root) if self.root is not None else None)
 
     def check_generation(self) -> None:
         """Raise if the commit record changed since this dataset was opened."""
         if self.root is None:
             return
-        _, now = read_commit(self.root)
+        if self._remote is not None:
+            sha = hashlib.sha256(self.commit_bytes).hexdigest()
+            self._remote.check_generation(sha, self._identity)
+            return
+        _, now = read_commit(Path(self.root))
         if now != self.commit_bytes:
             raise DatasetIntegrityError(
                 "the dataset changed while it was being read (a writer replaced it)",

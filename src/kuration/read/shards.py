@@ -19,6 +19,7 @@ from ..errors import DatasetIntegrityError
 from ..output.commit import read_commit, read_regular
 from ..output.containers import Container, get_container
 from .packed import read_packed_shard
+from .remote import is_url, remote_dataset, remote_shard_bytes
 
 if TYPE_CHECKING:
     from .loaders import Dataset
@@ -27,6 +28,7 @@ __all__ = ["read_shard_arrays", "shard_arrays"]
 
 ROOT_KEY = "_dataset_root"
 COMMIT_KEY = "_commit_sha256"
+IDENTITY_KEY = "_commit_identity"  # a remote commit record's version/ETag
 
 
 def shard_file(entry: Mapping[str, Any], root: Path | None) -> Path:
@@ -109,13 +111,17 @@ def read_shard_arrays(
         undecodable shard, a missing modality, a changed commit record.
     """
     base = root if root is not None else entry.get(ROOT_KEY)
-    ds_root = Path(base).resolve() if base is not None else None
-    path = shard_file(entry, ds_root)
-    if "row_group" in entry:  # packed into a shared Parquet file (layout="packed")
-        arrays = read_packed_shard(entry, path, verify=verify)
-        _check_generation(entry, ds_root)
+    path: Path | str
+    if base is not None and is_url(base):  # an object store: read through fsspec
+        arrays, path = _read_remote(entry, str(base).rstrip("/"), verify, container, registry)
     else:
-        arrays = _read_file(entry, path, verify, container, registry, ds_root)
+        ds_root = Path(base).resolve() if base is not None else None
+        path = shard_file(entry, ds_root)
+        if "row_group" in entry:  # packed into a shared Parquet file (layout="packed")
+            arrays = read_packed_shard(entry, path, verify=verify)
+            _check_generation(entry, ds_root)
+        else:
+            arrays = _read_file(entry, path, verify, container, registry, ds_root)
     if "_n_steps" in arrays and int(arrays["_n_steps"]) != entry.get(
         "n_steps", int(arrays["_n_steps"])
     ):
@@ -159,14 +165,48 @@ def _read_file(
 ) -> dict[str, np.ndarray]:
     """A shard file of its own: read once, checked, decoded from that snapshot."""
     data = read_regular(path)
+    _verify(data, entry, str(path), verify)
+    _check_generation(entry, ds_root)
+    return _decode(data, str(path), container, registry)
+
+
+def _read_remote(
+    entry: Mapping[str, Any],
+    url: str,
+    verify: bool,
+    container: str | Container | None,
+    registry: Mapping[str, Container] | None,
+) -> tuple[dict[str, np.ndarray], str]:
+    """A shard object of a remote dataset: fetched once, checked, the commit record's
+    identity re-checked (see :mod:`kuration.read.remote`), decoded from that snapshot."""
+    if "row_group" in entry:
+        raise DatasetIntegrityError(
+            "a packed dataset (layout='packed') is read from a local folder", path=url
+        )
+    data, where = remote_shard_bytes(entry, url)
+    _verify(data, entry, where, verify)
+    pinned = entry.get(COMMIT_KEY)
+    if isinstance(pinned, str):
+        remote_dataset(url).check_generation(pinned, str(entry.get(IDENTITY_KEY, "")))
+    return _decode(data, where, container, registry), where
+
+
+def _verify(data: bytes, entry: Mapping[str, Any], path: str, verify: bool) -> None:
     if verify:
         if len(data) != entry.get("size"):
             raise DatasetIntegrityError(
-                f"shard is {len(data)} bytes, manifest says {entry.get('size')}", path=str(path)
+                f"shard is {len(data)} bytes, manifest says {entry.get('size')}", path=path
             )
         if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
-            raise DatasetIntegrityError("shard SHA-256 does not match the manifest", path=str(path))
-    _check_generation(entry, ds_root)
+            raise DatasetIntegrityError("shard SHA-256 does not match the manifest", path=path)
+
+
+def _decode(
+    data: bytes,
+    path: str,
+    container: str | Container | None,
+    registry: Mapping[str, Container] | None,
+) -> dict[str, np.ndarray]:
     codec = resolve_container(container, None, registry)
     try:
         return codec.loads(data)

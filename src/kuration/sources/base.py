@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 from ..contracts.schema import SchemaSpec
 from ..contracts.tick import Tick, TickTable, table_from_ticks
 from ..core.registry import Registry
+from ..core.remote import is_url, remote_identity
 from ..core.traits import ExecutionTraits, register_with_traits
 from ..errors import JobError
 
@@ -61,7 +62,11 @@ class InputAdapter(ABC):
         return base.split(".", 1)[0] or str(uri)
 
     def fingerprint(self, uri: str) -> str:
-        """Content identity of the source (SHA-256 of the file bytes for local files)."""
+        """Content identity of the source: SHA-256 of the file bytes for local files; the
+        object version or ETag (``version:...``/``etag:...``) for a remote URL, ``""`` when
+        the backend reports neither (a name alone never authorizes reuse)."""
+        if is_url(uri):
+            return remote_identity(str(uri))
         h = hashlib.sha256()
         with open(uri, "rb") as fh:
             while block := fh.read(1 << 20):

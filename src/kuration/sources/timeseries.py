@@ -45,6 +45,7 @@ import pyarrow.compute as pc
 from ..contracts.schema import FieldSpec, SchemaSpec
 from ..contracts.tick import Tick, TickTable, field_ints, is_int_field
 from ..core.ids import ENTITY_DTYPES, entity_sort_key
+from ..core.remote import is_url, read_remote
 from ..errors import AdapterError, DataOrderWarning, EntityIdError, SourceError, TimeRangeError
 from ._snap import COLLISION_POLICIES, group_starts, merge_groups, warn_dropped
 from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
@@ -204,6 +205,9 @@ class TimeseriesAdapter(InputAdapter):
         if os.path.islink(uri):
             raise SourceError("refusing to read a symbolic link", source=str(uri))
         cols = self._needed_columns()
+        where: Any = uri
+        if is_url(uri):  # an object store: the whole object, checked unchanged by the read
+            where = pa.BufferReader(read_remote(str(uri))[0])
         try:
             if fmt == "csv":
                 import pyarrow.csv as pacsv
@@ -211,17 +215,17 @@ class TimeseriesAdapter(InputAdapter):
                 # ids are text: never let CSV type inference turn "0042" into 42
                 types = {self.entity_column: pa.string()} if self.entity_column else {}
                 table = pacsv.read_csv(
-                    uri, convert_options=pacsv.ConvertOptions(column_types=types)
+                    where, convert_options=pacsv.ConvertOptions(column_types=types)
                 )
             else:
                 import pyarrow.parquet as pq
 
                 # decode only the mapped columns (a file's other columns, e.g. text, cost
                 # more to decode than the rest of the read); the checks below see them all
-                if os.path.isdir(uri):  # a partitioned dataset
+                if not is_url(uri) and os.path.isdir(uri):  # a partitioned dataset
                     table = pq.read_table(uri)
                 else:
-                    with pq.ParquetFile(uri) as pf:
+                    with pq.ParquetFile(where) as pf:
                         names = pf.schema_arrow.names
                         whole = not set(cols) <= set(names) or len(set(names)) < len(names)
                         table = pf.read(columns=None if whole else cols)

@@ -74,3 +74,14 @@ def test_blocks_that_go_back_are_refused() -> None:
     a, b = cut(tab, [0, 5, 10])
     with pytest.raises(KurationError, match="overlap or go back"):
         list(Segmenter(2, 1).stream("s", [b, a]))
+
+
+@pytest.mark.parametrize("gap_cuts", [[1, 4], [1, 2, 4], [2, 3]])
+def test_a_gap_longer_than_the_window_keeps_the_stride_grid(gap_cuts) -> None:
+    # hypothesis found it: a gap of 3 absent ticks before a window of 2 once shifted a window
+    present = np.array([[True], [False], [False], [False], [True]])
+    seg = Segmenter(2, 3)
+    got = [
+        (s.start_idx, s.end_idx) for s, _ in seg.stream("s", cut(table(present), [0, *gap_cuts, 5]))
+    ]
+    assert got == [(s.start_idx, s.end_idx) for s in seg.segments("s", present)] == [(0, 2), (3, 5)]

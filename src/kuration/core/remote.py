@@ -1,0 +1,220 @@
+"""URLs of remote data: which schemes kuration reads and writes, through fsspec.
+
+Object stores (``s3://``, ``gs://``, Azure's ``az://``/``abfs://``) are read and
+written; plain ``http(s)://`` is read only; mutating hierarchical backends
+(FTP, SFTP, SMB, WebDAV, ...) are refused because symlink-safe replacement and
+deletion cannot be guaranteed there.  Local paths (and ``file://`` URLs) never
+come here: they keep the local fast path.
+
+Storage options (endpoint, credentials, ...) come from the backend's own
+environment (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
+``GOOGLE_APPLICATION_CREDENTIALS``, ...) and, for anything else, from
+``KURATION_STORAGE_OPTIONS``: a JSON object mapping a protocol to the keyword
+arguments of its fsspec filesystem, e.g.
+``{"s3": {"client_kwargs": {"endpoint_url": "http://127.0.0.1:9000"}}}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+from ..errors import MissingExtraError, SourceError, UnsupportedURLError
+
+__all__ = [
+    "READ_SCHEMES",
+    "WRITE_SCHEMES",
+    "is_url",
+    "local_path",
+    "object_identity",
+    "open_url",
+    "read_remote",
+    "remote_exists",
+    "remote_identity",
+    "storage_options",
+    "url_scheme",
+]
+
+#: Schemes written (and read): object stores whose fsspec backends upload whole objects.
+WRITE_SCHEMES: dict[str, str] = {
+    "s3": "s3",
+    "s3a": "s3",
+    "gs": "gcs",
+    "gcs": "gcs",
+    "az": "azure",
+    "abfs": "azure",
+    "abfss": "azure",
+    "adl": "azure",
+}
+#: Schemes read only.
+READ_SCHEMES: dict[str, str] = {**WRITE_SCHEMES, "http": "", "https": ""}
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_MODULES = {"s3": "s3fs", "gcs": "gcsfs", "azure": "adlfs"}
+
+
+def url_scheme(target: Any) -> str | None:
+    """The lower-case scheme of ``target`` when it is a non-``file`` URL, else None."""
+    m = _SCHEME.match(os.fspath(target)) if isinstance(target, str | os.PathLike) else None
+    if m is None:
+        return None
+    scheme = m.group(1).lower()
+    return None if scheme == "file" else scheme
+
+
+def is_url(target: Any) -> bool:
+    """Whether ``target`` is a remote URL (``file://`` and plain paths are local)."""
+    return url_scheme(target) is not None
+
+
+def local_path(target: str | os.PathLike[str]) -> str:
+    """``target`` as a local path: a ``file://`` URL loses its scheme, anything else is
+    returned as is."""
+    text = os.fspath(target)
+    m = _SCHEME.match(text)
+    if m is not None and m.group(1).lower() == "file":
+        from urllib.parse import unquote, urlparse
+
+        return unquote(urlparse(text).path)
+    return text
+
+
+def storage_options(protocol: str) -> dict[str, Any]:
+    """The fsspec keyword arguments for ``protocol`` from ``KURATION_STORAGE_OPTIONS``.
+
+    Raises
+    ------
+    UnsupportedURLError
+        The variable is not a JSON object of objects.
+    """
+    raw = os.environ.get("KURATION_STORAGE_OPTIONS", "").strip()
+    if not raw:
+        return {}
+    try:
+        doc = json.loads(raw)
+    except ValueError as exc:
+        raise UnsupportedURLError(
+            f"KURATION_STORAGE_OPTIONS is not JSON ({exc})", url=protocol, scheme=protocol
+        ) from None
+    opts = doc.get(protocol, {}) if isinstance(doc, dict) else None
+    if not isinstance(opts, dict):
+        raise UnsupportedURLError(
+            "KURATION_STORAGE_OPTIONS must map a protocol to an object of options",
+            url=protocol,
+            scheme=protocol,
+        )
+    return dict(opts)
+
+
+def open_url(url: str, *, write: bool) -> tuple[Any, str]:
+    """The fsspec filesystem of ``url`` and the path inside it (no trailing slash).
+
+    Parameters
+    ----------
+    url : str
+        A remote URL (see :func:`is_url`).
+    write : bool
+        Whether kuration will write there: only :data:`WRITE_SCHEMES` are accepted.
+
+    Raises
+    ------
+    UnsupportedURLError
+        A scheme kuration does not read (or, with ``write``, does not write).
+    MissingExtraError
+        The scheme's fsspec backend is not installed (names the extra).
+    """
+    scheme = url_scheme(url)
+    if scheme is None:
+        raise UnsupportedURLError("not a remote URL", url=str(url), scheme="")
+    allowed = WRITE_SCHEMES if write else READ_SCHEMES
+    if scheme not in allowed:
+        verb = "write to" if write else "read from"
+        why = (
+            " (no safe atomic replacement or deletion there; use s3://, gs:// or az://)"
+            if scheme not in READ_SCHEMES or write
+            else ""
+        )
+        raise UnsupportedURLError(f"cannot {verb} {scheme}:// URLs{why}", url=url, scheme=scheme)
+    import fsspec
+    from fsspec.core import url_to_fs
+
+    protocol = fsspec.core.split_protocol(url)[0] or scheme
+    try:
+        fs, path = url_to_fs(url, **storage_options(protocol))
+    except ImportError:
+        extra = allowed[scheme]
+        module = _MODULES.get(extra, "fsspec")
+        raise MissingExtraError(
+            f"{url}: {scheme}:// needs {module}: pip install 'kuration-sdk[{extra or 'cloud'}]'"
+        ) from None
+    return fs, str(path).rstrip("/")
+
+
+def object_identity(info: dict[str, Any]) -> str:
+    """An immutable identity of a remote object from its fsspec ``info``: its version id
+    (``version:...``), else its ETag or generation (``etag:...``); ``""`` when the backend
+    reports neither (a name alone never identifies content)."""
+    for key in ("VersionId", "version_id", "generation"):
+        v = info.get(key)
+        if v not in (None, "", "null"):
+            return f"version:{v}"
+    for key in ("ETag", "etag", "md5Hash", "content_md5"):
+        v = info.get(key)
+        if v:
+            return f"etag:{str(v).strip(chr(34))}"
+    return ""
+
+
+def remote_identity(url: str) -> str:
+    """The immutable identity (``version:...`` or ``etag:...``) of the object at ``url``;
+    ``""`` when the backend reports none.
+
+    Raises
+    ------
+    FileNotFoundError
+        No object there.
+    UnsupportedURLError, MissingExtraError
+        See :func:`open_url`.
+    """
+    fs, path = open_url(url, write=False)
+    fs.invalidate_cache(path)
+    return object_identity(fs.info(path))
+
+
+def read_remote(url: str) -> tuple[bytes, str]:
+    """The bytes of the object at ``url`` and its identity, checked unchanged by the read.
+
+    Raises
+    ------
+    FileNotFoundError
+        No object there.
+    SourceError
+        The object was replaced while it was read (names the URL).
+    UnsupportedURLError
+        A scheme kuration does not read.
+    MissingExtraError
+        See :func:`open_url`.
+    """
+    fs, path = open_url(url, write=False)
+    fs.invalidate_cache(path)
+    before = object_identity(fs.info(path))
+    data: bytes = fs.cat_file(path)
+    after = remote_identity(url)
+    if before != after:
+        raise SourceError(f"the object changed while it was read ({before} -> {after})", source=url)
+    return data, after
+
+
+def remote_exists(url: str) -> bool:
+    """Whether an object exists at ``url``.
+
+    Raises
+    ------
+    UnsupportedURLError, MissingExtraError
+        See :func:`open_url`.
+    """
+    fs, path = open_url(url, write=False)
+    fs.invalidate_cache(path)
+    return bool(fs.isfile(path))
