@@ -23,7 +23,6 @@
     ├── UnsupportedURLError (ValueError)    a URL scheme kuration cannot read or write (FTP, SFTP, HTTP writes)
     ├── DatasetExistsError (FileExistsError) the destination holds a dataset and neither resume nor force was given
     ├── DatasetIntegrityError (ValueError)  an artifact fails verification (checksum, layout, commit state)
-    ├── CheckpointError (RuntimeError)      a stage checkpoint cannot be published (a partition fails its checksum)
     ├── UnknownSplitError (KeyError)        a reader was asked for a split the dataset does not have
     ├── UnknownModalityError (KeyError)     a reader was asked for a modality the dataset does not have
     ├── ReaderOptionError (ValueError)      a reader option is invalid (pad_to, delta_timestamps)
@@ -58,7 +57,6 @@ __all__ = [
     "AdapterError",
     "BudgetError",
     "BudgetGranularityWarning",
-    "CheckpointError",
     "DataOrderWarning",
     "DatasetExistsError",
     "DatasetIntegrityError",
@@ -489,16 +487,6 @@ class DatasetIntegrityError(KurationError, ValueError):
     def __init__(self, message: str, *, path: str | None = None) -> None:
         super().__init__(f"{path}: {message}" if path else message)
         self.path = path
-
-
-class CheckpointError(KurationError, RuntimeError):
-    """A stage checkpoint cannot be published: an expected partition is missing or fails
-    its SHA-256 (names the stage and partition)."""
-
-    def __init__(self, message: str, *, stage: str, partition: str | None = None) -> None:
-        where = f"{stage}/{partition}" if partition else stage
-        super().__init__(f"checkpoint {where}: {message}")
-        self.stage, self.partition = stage, partition
 
 
 class UnknownSplitError(KurationError, KeyError):

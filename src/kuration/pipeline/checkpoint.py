@@ -23,7 +23,7 @@ Layout, under a checkpoint root::
   ``rejected``, and is rebuilt.
 * :meth:`StageCheckpoint.commit_stage` publishes the stage commit only after
   every expected partition verifies, else raises
-  :class:`~kuration.errors.CheckpointError`.
+  :class:`~kuration.errors.DatasetIntegrityError`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from ..errors import CheckpointError
+from ..errors import DatasetIntegrityError
 
 __all__ = ["PartitionCommit", "StageCheckpoint", "key_digest"]
 
@@ -192,7 +192,7 @@ class StageCheckpoint:
 
         Raises
         ------
-        CheckpointError
+        DatasetIntegrityError
             The written file does not read back with ``schema`` and its row count.
         """
         attempt = f"{self._stem(name)}.{uuid.uuid4().hex}.arrow"
@@ -215,8 +215,8 @@ class StageCheckpoint:
                 not back.schema.equals(schema)
                 or sum(back.get_batch(i).num_rows for i in range(back.num_record_batches)) != rows
             ):
-                raise CheckpointError(
-                    "written file does not read back", stage=self.stage, partition=name
+                raise DatasetIntegrityError(
+                    f"checkpoint {self.stage}/{name}: " + "written file does not read back"
                 )
         commit = PartitionCommit(name, key, attempt, digest, size, rows, dict(meta or {}))
         _publish_json(self._commit_path(name), commit.to_dict())
@@ -235,11 +235,13 @@ class StageCheckpoint:
 
         Raises
         ------
-        CheckpointError
+        DatasetIntegrityError
             The file is missing or fails its SHA-256.
         """
         if not self._verified(commit):
-            raise CheckpointError("file fails its SHA-256", stage=self.stage, partition=commit.name)
+            raise DatasetIntegrityError(
+                f"checkpoint {self.stage}/{commit.name}: " + "file fails its SHA-256"
+            )
         with pa.memory_map(str(self.dir / commit.file)) as src:
             r = ipc.open_file(src)
             for i in range(r.num_record_batches):
@@ -252,18 +254,20 @@ class StageCheckpoint:
 
         Raises
         ------
-        CheckpointError
+        DatasetIntegrityError
             A partition is missing, has another key or fails its SHA-256.
         """
         parts = {}
         for name, key in sorted(expected.items()):
             c = self._load_commit(name)
             if c is None or c.key != key:
-                raise CheckpointError(
-                    "no commit with the expected key", stage=self.stage, partition=name
+                raise DatasetIntegrityError(
+                    f"checkpoint {self.stage}/{name}: " + "no commit with the expected key"
                 )
             if not self._verified(c):
-                raise CheckpointError("file fails its SHA-256", stage=self.stage, partition=name)
+                raise DatasetIntegrityError(
+                    f"checkpoint {self.stage}/{name}: " + "file fails its SHA-256"
+                )
             parts[name] = {"file": c.file, "sha256": c.sha256, "rows": c.rows}
         doc = {
             "format": _FORMAT,

@@ -377,7 +377,7 @@ def select_on_disk(
         The strategy is not eligible (:func:`disk_ineligible`), or bad ``n``/``on_error``.
     EmptyPoolError
         No source produced a segment.
-    CheckpointError
+    DatasetIntegrityError
         A partition fails its checksum when the stage commit is published.
     KurationError
         With ``on_error="raise"``, the first source error; two sources sharing an id.

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kuration import CheckpointError, Segmenter, load_strategy
+from kuration import DatasetIntegrityError, Segmenter, load_strategy
 from kuration.contracts.segment import Segment
 from kuration.pipeline.checkpoint import StageCheckpoint
 from kuration.pipeline.disk_pool import select_on_disk
@@ -57,9 +57,9 @@ def test_corrupted_partition_is_rejected_and_blocks_the_stage_commit(tmp_path: P
     path.write_bytes(bytes(raw))
     again = StageCheckpoint(tmp_path, {"run": 1}, "score")
     assert again.lookup("p", key) is None and again.rejected == 1
-    with pytest.raises(CheckpointError, match="score/p.*SHA-256"):
+    with pytest.raises(DatasetIntegrityError, match="score/p.*SHA-256"):
         again.commit_stage({"p": key})
-    with pytest.raises(CheckpointError, match="SHA-256"):
+    with pytest.raises(DatasetIntegrityError, match="SHA-256"):
         list(again.read(c))
     assert again.stage_commit() is None
 
