@@ -40,7 +40,8 @@ def describe(exc: BaseException) -> str:
 
 
 def run_guarded(prog: str, fn: Callable[[], int], errors: tuple[type[BaseException], ...]) -> int:
-    """Run ``fn``; an exception of ``errors`` or an ``OSError`` becomes one line and status 1.
+    """Run ``fn``; an exception of ``errors`` or an ``OSError`` becomes one line and status 1
+    (a closed pipe on stdout, status 1 and no line).
 
     Parameters
     ----------
@@ -58,6 +59,11 @@ def run_guarded(prog: str, fn: Callable[[], int], errors: tuple[type[BaseExcepti
     """
     try:
         return int(fn())
+    except BrokenPipeError:
+        # the reader went away (``| head``): not worth a line; stdout points at devnull so
+        # the interpreter's final flush cannot fail again (the Python docs' SIGPIPE recipe)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except (*errors, OSError) as exc:
         print(f"{prog}: error: {describe(exc)}", file=sys.stderr)
         return 1

@@ -111,3 +111,25 @@ def test_a_refused_writer_names_the_path_and_leaves_nothing(tmp_path: Path) -> N
     with pytest.raises(tn.RegistryError):
         tn.TimeFWriter(fresh / "x" / "reg", make_card())
     assert sorted(p.name for p in fresh.iterdir()) == ["x"]
+
+
+def test_a_reader_that_goes_away_is_not_an_error_line() -> None:
+    # `kur-explain ... | head`: the pipe closes while the command still writes
+    script = (
+        "import sys\n"
+        "from timenet._cli import run_guarded\n"
+        "def cmd():\n"
+        "    for _ in range(10**6):\n"
+        "        print('x' * 100)\n"
+        "    return 0\n"
+        "sys.exit(run_guarded('prog', cmd, ()))\n"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as p:
+        assert p.stdout is not None and p.stderr is not None
+        p.stdout.readline()
+        p.stdout.close()
+        err = p.stderr.read().decode()
+        assert p.wait(timeout=60) == 1
+    assert err == ""
