@@ -47,7 +47,28 @@ from .encoders import PassthroughEncoder
 from .media import shard_media
 from .spec import ROUNDING_POLICIES, ModalitySpec, OutputSpec
 
-__all__ = ["ShardSlot", "ShardWriter", "plan_entries", "shard_plan", "shard_stem", "write_track"]
+__all__ = [
+    "PLAN_KEYS",
+    "ShardSlot",
+    "ShardWriter",
+    "plan_entries",
+    "shard_plan",
+    "shard_stem",
+    "write_track",
+]
+
+#: the manifest keys of a shard that its plan fixes: what must agree for an earlier shard to be reused
+PLAN_KEYS = (
+    "split",
+    "source_id",
+    "entity_id",
+    "span_index",
+    "shard_index",
+    "start_idx",
+    "start_time_s",
+    "n_steps",
+    "padded",
+)
 
 
 def shard_stem(source_id: str, entity_id: Any, span_index: int | None) -> str:

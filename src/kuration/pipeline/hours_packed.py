@@ -21,7 +21,7 @@ from ..core.ids import tag_entity_id
 from ..core.progress import emit
 from ..output.commit import committed_manifest, reusable_entries
 from ..output.packed import PackedFile, file_digest, pack_plan, write_packed_file
-from ..output.writer import ShardWriter
+from ..output.writer import PLAN_KEYS, ShardWriter
 from ..selection.fill import Candidate
 
 if TYPE_CHECKING:
@@ -30,22 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["stage_packed"]
 
 #: what must agree, shard by shard, for an earlier file to be reused
-_PACKED_KEYS = (
-    "path",
-    "shard",
-    "row_group",
-    "row_start",
-    "n_rows",
-    "split",
-    "source_id",
-    "entity_id",
-    "span_index",
-    "shard_index",
-    "start_idx",
-    "start_time_s",
-    "n_steps",
-    "padded",
-)
+_PACKED_KEYS = ("path", "shard", "row_group", "row_start", "n_rows", *PLAN_KEYS)
 
 
 def _order_key(e: Mapping[str, Any]) -> tuple[Any, ...]:

@@ -59,7 +59,7 @@ from ..output.commit import (
 )
 from ..output.encoders import encoder_identity
 from ..output.spec import OutputSpec
-from ..output.writer import ShardWriter, ensure_dir, plan_entries
+from ..output.writer import PLAN_KEYS, ShardWriter, ensure_dir, plan_entries
 from ..selection.fill import (
     Candidate,
     FillResult,
@@ -80,17 +80,6 @@ from .windows import window_reader_scope
 
 __all__ = ["STEPS", "HoursRun", "build_config", "run_steps"]
 
-_PLAN_KEYS = (
-    "split",
-    "source_id",
-    "entity_id",
-    "span_index",
-    "shard_index",
-    "start_idx",
-    "start_time_s",
-    "n_steps",
-    "padded",
-)
 
 Planned = tuple[str, Candidate, list[dict[str, Any]]]
 
@@ -421,7 +410,7 @@ def _locate(
         (r.staged.get(path), "staged", stage),
         (r.staged.get(path), "in place", r.root),  # moved before an interrupted publication ended
     ):
-        if rec is None or any(rec.get(k) != planned[k] for k in _PLAN_KEYS):
+        if rec is None or any(rec.get(k) != planned[k] for k in PLAN_KEYS):
             continue
         if shard_matches(base, rec):
             return {**planned, "size": rec["size"], "sha256": rec["sha256"]}, where

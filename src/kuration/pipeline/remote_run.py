@@ -56,8 +56,8 @@ from ..output.destination import (
     sha256_hex,
     staging_prefix,
 )
-from ..output.writer import ShardWriter
-from .hours_steps import _PLAN_KEYS, STEPS, HoursRun, Planned, Step, build_config, run_steps
+from ..output.writer import PLAN_KEYS, ShardWriter
+from .hours_steps import STEPS, HoursRun, Planned, Step, build_config, run_steps
 from .hours_steps import step_manifest as _step_manifest
 
 __all__ = ["REMOTE_STEPS", "RemoteRun", "run_remote"]
@@ -148,7 +148,7 @@ def _locate(
     for rec, key in s.staged.get(path, []):
         cands += [(rec, key, "staged"), (rec, path, "in place")]
     for rec, obj, where in cands:
-        if any(rec.get(k) != planned[k] for k in _PLAN_KEYS):
+        if any(rec.get(k) != planned[k] for k in PLAN_KEYS):
             continue
         if s.digests.get(obj) == (rec.get("size"), rec.get("sha256")):
             return {**planned, "size": rec["size"], "sha256": rec["sha256"]}, obj, where
