@@ -21,7 +21,7 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,8 +62,9 @@ from ..output.spec import OutputSpec
 from ..output.writer import PLAN_KEYS, ShardWriter, ensure_dir, plan_entries
 from ..selection.fill import (
     Candidate,
+    CandidateTable,
     FillResult,
-    build_candidates,
+    build_candidate_table,
     check_group_cap,
     fill_budgets,
     settle_splits,
@@ -111,7 +112,7 @@ class HoursRun:
     started: str = ""
     scoring: ScoringResult | None = None
     edges: Any = None
-    candidates: list[Candidate] = field(default_factory=list)
+    candidates: Sequence[Candidate] = field(default_factory=list)  # a CandidateTable
     too_short: int = 0
     groups: dict[str, str] = field(default_factory=dict)
     split_of: dict[str, str] = field(default_factory=dict)
@@ -243,7 +244,7 @@ def step_candidates(r: HoursRun) -> dict[str, Any]:
     for s in pool.segments:
         by_source.setdefault(s.source_id, []).append(s)
     min_steps = max(1, int(np.ceil(r.opt["min_track_seconds"] * r.hz)))
-    r.candidates, r.too_short = build_candidates(
+    r.candidates, r.too_short = build_candidate_table(
         {sid: info.tracks for sid, info in pool.sources.items()},
         by_source,
         how=r.opt["clip_aggregate"],
@@ -257,11 +258,11 @@ def step_candidates(r: HoursRun) -> dict[str, Any]:
 
 def step_split(r: HoursRun) -> dict[str, Any]:
     """Assign each candidate source to train or test (stratified by group)."""
-    cand_sources = sorted({c.source_id for c in r.candidates})
+    table = CandidateTable.of(r.candidates)
+    cand_sources = table.pooled_sources()
     total_h = r.opt["train_hours"] + r.opt["test_hours"]
-    for c in r.candidates:
-        if c.group is not None:
-            r.groups.setdefault(c.source_id, c.group)
+    for sid, group in table.source_groups().items():  # each source's first label
+        r.groups.setdefault(sid, group)
     r.split_of = assign_splits(
         cand_sources, r.opt["test_hours"] / total_h, r.opt["seed"], r.groups or None
     )

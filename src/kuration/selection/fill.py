@@ -1,10 +1,11 @@
 """The hours-as-budget fill over tracks (or sub-track spans).
 
 Tracks, unlike analysis windows, do not overlap, so they are the budget unit.
-:func:`build_candidates` turns each entity's extent in each source into one
-candidate, or into consecutive spans of ``span_steps`` when subdividing; each
-gets the priority, features, tags and group of the segments overlapping it,
-aggregated by ``clip_aggregate``.
+:func:`build_candidate_table` (:mod:`kuration.selection.candidates`) turns each
+entity's extent in each source into one candidate row, or into consecutive spans
+of ``span_steps`` when subdividing; each gets the priority, features, tags and
+group of the segments overlapping it, aggregated by ``clip_aggregate``.
+:func:`build_candidates` is the same as a list of :class:`Candidate` objects.
 
 :func:`fill_budgets` then works split by split on pools of whole sources
 (leakage-free, decoupled: a split only ever sees its own pool):
@@ -18,6 +19,12 @@ aggregated by ``clip_aggregate``.
    one candidate;
 4. with a group cap, a candidate that would take its group past
    ``max_group_overshoot * budget / n_groups`` is skipped and counted.
+
+It works on the table's columns (a sort, then a loop over positions that stops
+when the budget is full); only the admitted candidates become objects, and the
+pool and decisions it returns are views over the table
+(:class:`~kuration.selection.candidates.CandidateRows`,
+:class:`~kuration.selection.candidates.DecisionMap`).
 
 The fill itself never raises.  :func:`check_group_cap` refuses a plan in
 which the cap is shorter than the shortest candidate of *every* group of a
@@ -38,14 +45,24 @@ from typing import Any
 import numpy as np
 
 from ..contracts.segment import Segment
-from ..core.ids import tag_entity_id
 from ..errors import BudgetGranularityWarning, EmptySplitError, GroupCapError
+from .candidates import (
+    REASONS,
+    Candidate,
+    CandidateRows,
+    CandidateTable,
+    DecisionMap,
+    aggregate_segments,
+    build_candidate_table,
+)
 
 __all__ = [
     "BINDING_CONSTRAINTS",
     "Candidate",
+    "CandidateTable",
     "FillResult",
     "aggregate_segments",
+    "build_candidate_table",
     "build_candidates",
     "check_group_cap",
     "explain_underfill",
@@ -55,159 +72,22 @@ __all__ = [
 
 BINDING_CONSTRAINTS = ("group cap", "pool size", "track length")
 
-_AGG: dict[str, Callable[[np.ndarray], Any]] = {"max": np.max, "mean": np.mean, "min": np.min}
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A track or span that may be admitted: ticks ``[first, last]`` of ``entity_id`` in ``source_id``."""
-
-    source_id: str
-    entity_id: Any
-    entity_index: int
-    first: int
-    last: int
-    priority: float
-    features: Mapping[str, float]
-    span_index: int | None = None
-    group: str | None = None
-    tags: frozenset[str] = field(default_factory=frozenset)
-
-    @property
-    def n_steps(self) -> int:
-        return self.last - self.first + 1
-
-    def sort_key(self) -> tuple[float, str, str, int]:
-        return (-self.priority, self.source_id, tag_entity_id(self.entity_id), self.span_index or 0)
-
-    def ident(self) -> tuple[str, str, int]:
-        span = -1 if self.span_index is None else self.span_index
-        return (self.source_id, tag_entity_id(self.entity_id), span)
+_WHY = {r: np.uint8(i) for i, r in enumerate(REASONS)}
 
 
 @dataclass
 class FillResult:
     """``admitted[split]`` in admission order, ``budget[split]`` (the accounting block) and
     ``decisions[split]``: every pooled candidate's ``ident()`` mapped to why it was or was not
-    admitted (``admitted``, ``tag-reserve``, ``budget-full``, ``group-cap``, ``non-finite``)."""
+    admitted (``admitted``, ``tag-reserve``, ``budget-full``, ``group-cap``, ``non-finite``);
+    ``pools[split]``: the split's finite pool in admission order, then its non-finite
+    candidates.  From :func:`fill_budgets`, ``decisions`` and ``pools`` are read-only views
+    over the candidate table (objects are made when read)."""
 
     admitted: dict[str, list[Candidate]]
     budget: dict[str, dict[str, Any]]
-    decisions: dict[str, dict[tuple[str, str, int], str]] = field(default_factory=dict)
-    pools: dict[str, list[Candidate]] = field(default_factory=dict)
-
-
-def aggregate_segments(
-    segments: Sequence[Segment], first: int, last: int, how: str, features: Sequence[str]
-) -> tuple[float, dict[str, float]]:
-    """Priority and features of the span ``[first, last]`` from the segments overlapping it.
-
-    ``how`` is max, mean or min.  Only finite priorities count; a span with
-    none gets -inf (never admitted).  Features aggregate their finite values
-    (NaN when none).  The arithmetic is :func:`build_candidates`' own (a mean
-    is ``np.add.reduceat`` over the values divided by their count), so the one
-    span computed here is bit for bit the one computed there; it can differ
-    from ``np.mean`` in the last bit, whose summation order numpy does not fix.
-    """
-    over = [s for s in segments if s.start_idx <= last and s.end_idx > first]
-    idx, off = np.arange(len(over)), np.array([0, len(over)])
-    pr = np.array([s.priority for s in over], dtype=np.float64)
-    p = _reduce_runs(pr, idx, off, how)[0]
-    feats: dict[str, float] = {}
-    for name in features:
-        v = np.array([s.features.get(name, np.nan) for s in over], dtype=np.float64)
-        feats[name] = float(_reduce_runs(v, idx, off, how)[0])
-    return (-math.inf if math.isnan(p) else float(p)), feats
-
-
-def _overlaps(
-    segs: Sequence[Segment], a: np.ndarray, b: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each span's overlapping segments, flattened: segment indices and per-span offsets.
-
-    Span ``i`` overlaps ``idx[off[i]:off[i + 1]]``, in segment order (``start_idx <= b``
-    and ``end_idx > a``).
-    """
-    starts = np.fromiter((s.start_idx for s in segs), np.int64, len(segs))
-    ends = np.fromiter((s.end_idx for s in segs), np.int64, len(segs))
-    if np.all(ends[1:] >= ends[:-1]):  # one window length: a contiguous run per span
-        lo = np.searchsorted(ends, a, side="right")
-        hi = np.maximum(np.searchsorted(starts, b, side="right"), lo)
-        n = hi - lo
-        off = np.r_[0, np.cumsum(n)]
-        idx = np.arange(off[-1]) - np.repeat(off[:-1] - lo, n)
-        return idx, off
-    rows, idx = np.nonzero((starts[None, :] <= b[:, None]) & (ends[None, :] > a[:, None]))
-    return idx, np.r_[0, np.cumsum(np.bincount(rows, minlength=a.size))]
-
-
-def _reduce_runs(vals: np.ndarray, idx: np.ndarray, off: np.ndarray, how: str) -> np.ndarray:
-    """``how`` of the finite ``vals[idx]`` of each run (runs given by ``off``), NaN when none.
-
-    ``np.maximum/minimum.reduceat`` give ``np.max/min`` exactly; a mean is the run's
-    ``np.add.reduceat`` sum over its count, which can differ from ``np.mean`` in the last
-    bit (numpy sums short runs in a different order); :func:`aggregate_segments` uses
-    this same kernel, so the two always agree.
-    """
-    v = vals[idx]
-    fin = np.isfinite(v)
-    v = v[fin]
-    cf = np.r_[0, np.cumsum(fin)]
-    first = cf[off[:-1]]  # each run's first finite value in v
-    n = cf[off[1:]] - first
-    out = np.full(n.size, np.nan)
-    has = n > 0
-    if v.size:
-        # non-empty runs only: each ends where the next non-empty one starts
-        ufunc = {"max": np.maximum, "min": np.minimum, "mean": np.add}[how]
-        red = ufunc.reduceat(v, first[has])
-        if how == "mean":
-            # np.sum starts short runs from +0.0, so a lone -0.0 sums to 0.0 there
-            red = np.where(n[has] < 8, red + 0.0, red) / n[has]
-        out[has] = red
-    return out
-
-
-def _source_candidates(
-    sid: str,
-    exts: Sequence[Any],
-    segs: Sequence[Segment],
-    pieces: list[tuple[int, int | None, int, int]],
-    how: str,
-    features: Sequence[str],
-    src_group: str | None,
-    by_label: bool,
-) -> list[Candidate]:
-    """The candidates of one source's spans ``(entity index, span, first, last)``, vectorised."""
-    a = np.fromiter((p[2] for p in pieces), np.int64, len(pieces))
-    b = np.fromiter((p[3] for p in pieces), np.int64, len(pieces))
-    if segs:
-        idx, off = _overlaps(segs, a, b)
-    else:
-        idx, off = np.zeros(0, np.intp), np.zeros(a.size + 1, np.int64)
-    cols = {}
-    for name in (None, *features):
-        if name is None:
-            vals = np.fromiter((s.priority for s in segs), np.float64, len(segs))
-        else:
-            vals = np.fromiter((s.features.get(name, np.nan) for s in segs), np.float64, len(segs))
-        cols[name] = _reduce_runs(vals, idx, off, how).tolist()
-    prio = [-math.inf if math.isnan(p) else p for p in cols.pop(None)]
-    tagged = any(s.tags for s in segs)
-    grouped = by_label and any(s.group is not None for s in segs)
-    out: list[Candidate] = []
-    for i, (e_idx, span, first, last) in enumerate(pieces):
-        tags: frozenset[str] = frozenset()
-        group = src_group
-        if tagged or grouped:
-            over = [segs[j] for j in idx[off[i] : off[i + 1]]]
-            tags = frozenset(f"{k}={v}" for s in over for k, v in s.tags.items())
-            if grouped:
-                group = next((s.group for s in over if s.group is not None), None)
-        feats = {name: cols[name][i] for name in features}
-        ent = exts[e_idx].entity_id
-        out.append(Candidate(sid, ent, e_idx, first, last, prio[i], feats, span, group, tags))
-    return out
+    decisions: dict[str, Mapping[tuple[str, str, int], str]] = field(default_factory=dict)
+    pools: dict[str, Sequence[Candidate]] = field(default_factory=dict)
 
 
 def build_candidates(
@@ -220,11 +100,11 @@ def build_candidates(
     span_steps: int | None = None,
     group_of: Callable[[str], str | None] | None = None,
 ) -> tuple[list[Candidate], int]:
-    """One candidate per entity extent (or per span of ``span_steps``).
+    """One candidate per entity extent (or per span of ``span_steps``), as objects.
 
-    Each candidate's priority and features aggregate the segments overlapping it
-    as :func:`aggregate_segments` does, computed for all of a source's spans at
-    once (``reduceat`` over the overlapping runs).
+    :func:`build_candidate_table`'s rows, each made a :class:`Candidate`; the
+    pipeline keeps the table itself (a few dozen bytes per span instead of an
+    object of about a kilobyte).
 
     Parameters
     ----------
@@ -232,6 +112,7 @@ def build_candidates(
         ``entity_id``, ``first``, ``last`` of each entity, in roster order.
     segments_by_source : mapping of source id to segments sorted by ``start_idx``
     how : {"max", "mean", "min"}
+    features : sequence of str
     min_steps : int
         Whole tracks shorter than this are left out (counted in the second return value).
     span_steps : int, optional
@@ -244,33 +125,26 @@ def build_candidates(
     -------
     candidates : list of Candidate
     too_short : int
+
+    Raises
+    ------
+    KeyError
+        ``how`` is not max, mean or min.
     """
-    _AGG[how]  # an unknown aggregate is a KeyError, as before
-    out: list[Candidate] = []
-    too_short = 0
-    for sid in sorted(extents):
-        segs = list(segments_by_source.get(sid, ()))
-        src_group = group_of(sid) if group_of is not None else None
-        pieces: list[tuple[int, int | None, int, int]] = []
-        for e_idx, ext in enumerate(extents[sid]):
-            if ext.last - ext.first + 1 < min_steps:
-                too_short += 1
-            elif span_steps is None:
-                pieces.append((e_idx, None, ext.first, ext.last))
-            else:
-                for k, a in enumerate(range(ext.first, ext.last + 1, span_steps)):
-                    pieces.append((e_idx, k, a, min(a + span_steps - 1, ext.last)))
-        if pieces:
-            out.extend(
-                _source_candidates(
-                    sid, extents[sid], segs, pieces, how, features, src_group, group_of is None
-                )
-            )
-    return out, too_short
+    table, too_short = build_candidate_table(
+        extents,
+        segments_by_source,
+        how=how,
+        features=features,
+        min_steps=min_steps,
+        span_steps=span_steps,
+        group_of=group_of,
+    )
+    return list(table), too_short
 
 
 def fill_budgets(
-    candidates: Sequence[Candidate],
+    candidates: Sequence[Candidate] | CandidateTable,
     split_of: Mapping[str, str],
     budgets_s: Mapping[str, float],
     sample_hz: float,
@@ -284,9 +158,14 @@ def fill_budgets(
 
     Parameters
     ----------
+    candidates : CandidateTable or sequence of Candidate
+        A sequence of objects is read into a table first (and its objects are
+        the ones returned).
     split_of : mapping of source id to split name
         Whole sources per split (a candidate of an unassigned source is in no pool).
     budgets_s : mapping of split name to requested seconds
+    sample_hz : float
+        Ticks per second (a candidate lasts ``n_steps / sample_hz`` seconds).
     max_group_overshoot : float, optional
         Enables the group cap: a group's admitted seconds never exceed
         ``max_group_overshoot * requested / n_groups`` (groups of the split's
@@ -310,90 +189,195 @@ def fill_budgets(
         (cap exclusions in groups where the reserve admitted a candidate) and
         ``tags_uncovered``, and the split's ``sources``.
     """
-    admitted: dict[str, list[Candidate]] = {}
-    budget: dict[str, dict[str, Any]] = {}
-    decisions: dict[str, dict[tuple[str, str, int], str]] = {}
-    pools: dict[str, list[Candidate]] = {}
+    table = CandidateTable.of(candidates)
     hz = float(sample_hz)
+    out = FillResult({}, {}, {}, {})
+    split_code = [split_of.get(s) for s in table.source_ids]
     for split, requested in budgets_s.items():
+        in_split = np.array([sp == split for sp in split_code], bool)
+        rows = np.flatnonzero(in_split[table.source]) if in_split.size else np.zeros(0, np.intp)
+        pool = _Pool(table, rows, hz)
         req = float(requested)
-        pool = [c for c in candidates if split_of.get(c.source_id) == split]
-        finite = sorted((c for c in pool if math.isfinite(c.priority)), key=Candidate.sort_key)
-        nonfinite = [c for c in pool if not math.isfinite(c.priority)]
-        groups = sorted({c.group or "" for c in finite})
         cap = None
-        if max_group_overshoot is not None and groups:
-            cap = float(max_group_overshoot) * req / len(groups)
-        adm = _Admission(hz, cap)
-        all_tags = sorted(
-            {
-                t
-                for c in finite
-                for t in c.tags
-                if tag_names is None or t.partition("=")[0] in tag_names
-            }
-        )
+        if max_group_overshoot is not None and pool.groups:
+            cap = float(max_group_overshoot) * req / len(pool.groups)
+        adm = _Admission(pool, cap)
+        all_tags = pool.tag_universe(tag_names)
         if tag_coverage:
-            limit = float(min_tag_frac) * req
-            pool_s = {t: sum(c.n_steps for c in finite if t in c.tags) for t in all_tags}
-            for tag in sorted(all_tags, key=lambda t: (pool_s[t], t)):  # rarest first
-                if any(tag in c.tags for c in adm.taken):
-                    continue
-                best = next(c for c in finite if tag in c.tags)
-                d = best.n_steps / hz
-                if adm.total >= req or adm.reserved + d > limit + 1e-9 or not adm.fits(best):
-                    continue
-                adm.admit(best, reserve=True)
-        capped: dict[tuple[str, str, int], Candidate] = {}
-        for c in finite:
+            _reserve_tags(pool, adm, all_tags, req, float(min_tag_frac) * req)
+        capped: dict[int, int] = {}  # ident code -> position refused by the cap
+        for pos in range(pool.finite.size):
             if adm.total >= req:
                 break
-            if c.ident() in adm.seen:
+            code = int(pool.ident[pos])
+            if code in adm.seen:
                 continue
-            if not adm.fits(c):
-                capped[c.ident()] = c
+            if not adm.fits(pos):
+                capped[code] = pos
                 continue
-            adm.admit(c)
-        covered = {t for c in adm.taken for t in c.tags}
-        shortest: dict[str, float] = {}
-        for c in finite:
-            g = c.group or ""
-            shortest[g] = min(shortest.get(g, math.inf), c.n_steps / hz)
-        starved = [g for g in groups if cap is not None and shortest[g] > cap + 1e-9]
-        reserved_groups = {c.group or "" for c in adm.taken if c.ident() in adm.reserved_ids}
-        admitted[split] = adm.taken
-        why: dict[tuple[str, str, int], str] = {c.ident(): "non-finite" for c in nonfinite}
-        for c in finite:
-            why[c.ident()] = "group-cap" if c.ident() in capped else "budget-full"
-        for c in adm.taken:
-            why[c.ident()] = "tag-reserve" if c.ident() in adm.reserved_ids else "admitted"
-        decisions[split] = why
-        pools[split] = [*finite, *nonfinite]
-        budget[split] = {
-            "requested_s": req,
-            "candidate_s": sum(c.n_steps for c in finite) / hz,
-            "candidate_tracks": len(finite),
-            "admitted_s": adm.total,
-            "admitted_tracks": len(adm.taken),
-            "underfill_s": max(0.0, req - adm.total),
-            "nonfinite_excluded": len(nonfinite),
-            "nonfinite_excluded_s": sum(c.n_steps for c in nonfinite) / hz,
-            "group_cap_s": cap,
-            "groups": len(groups),
-            "group_cap_excluded": len(capped),
-            "group_cap_excluded_s": sum(c.n_steps for c in capped.values()) / hz,
-            "group_cap_starved": len(starved),
-            "shortest_track_s": min(shortest.values()) if shortest else None,
-            "tag_reserved": adm.n_reserved,
-            "tag_reserved_s": adm.reserved,
-            "tag_reserve_capped_s": sum(
-                c.n_steps for c in capped.values() if (c.group or "") in reserved_groups
-            )
-            / hz,
-            "tags_uncovered": [t for t in all_tags if t not in covered],
-            "sources": sorted({c.source_id for c in pool}),
-        }
-    return FillResult(admitted, budget, decisions, pools)
+            adm.admit(pos)
+        out.admitted[split] = [table.candidate(int(pool.finite[p])) for p in adm.taken]
+        out.budget[split] = _budget_block(pool, adm, capped, req, all_tags)
+        out.decisions[split] = _decisions(pool, adm, capped)
+        out.pools[split] = CandidateRows(table, np.concatenate([pool.finite, pool.nonfinite]))
+    return out
+
+
+class _Pool:
+    """One split's pool: its finite rows in admission order (``finite``, a position in it is
+    what the fill loops over) with their columns, and its non-finite rows."""
+
+    def __init__(self, table: CandidateTable, rows: np.ndarray, hz: float) -> None:
+        fin = np.isfinite(table.priority[rows])
+        self.table, self.rows, self.hz = table, rows, hz
+        self.finite = table.order(rows[fin])
+        self.nonfinite = rows[~fin]
+        self.steps = table.n_steps[self.finite]
+        self.ident = table.ident_codes()[self.finite]
+        self.tags = table.tags[self.finite]
+        # group labels: None and "" are one group ""; sorted, as group keys per position
+        codes, inv = np.unique(table.group[self.finite], return_inverse=True)
+        label = ["" if g < 0 else table.groups[g] or "" for g in codes.tolist()]
+        self.groups = sorted(set(label))
+        index = {g: i for i, g in enumerate(self.groups)}
+        key = np.array([index[x] for x in label], np.int64)
+        self.group = key[inv.reshape(-1)] if codes.size else np.zeros(0, np.int64)
+
+    def seconds(self, pos: int) -> float:
+        return int(self.steps[pos]) / self.hz
+
+    def tag_set(self, pos: int) -> frozenset[str]:
+        return self.table.tag_sets[int(self.tags[pos])]
+
+    def tag_universe(self, names: Collection[str] | None) -> list[str]:
+        """The pool's tags (only those named ``names``), sorted."""
+        sets = [self.table.tag_sets[c] for c in np.unique(self.tags).tolist()]
+        return sorted({t for s in sets for t in s if names is None or t.partition("=")[0] in names})
+
+
+class _Admission:
+    """Running state of one split's fill (positions in the pool's admission order)."""
+
+    def __init__(self, pool: _Pool, cap: float | None) -> None:
+        self.pool = pool
+        self.cap = cap
+        self.taken: list[int] = []
+        self.seen: set[int] = set()
+        self.by_group: dict[int, float] = {}
+        self.total = 0.0
+        self.reserved = 0.0
+        self.n_reserved = 0
+        self.reserved_ids: set[int] = set()
+
+    def fits(self, pos: int) -> bool:
+        if self.cap is None:
+            return True
+        g = int(self.pool.group[pos])
+        return self.by_group.get(g, 0.0) + self.pool.seconds(pos) <= self.cap + 1e-9
+
+    def admit(self, pos: int, *, reserve: bool = False) -> None:
+        d = self.pool.seconds(pos)
+        self.taken.append(pos)
+        self.seen.add(int(self.pool.ident[pos]))
+        self.total += d
+        g = int(self.pool.group[pos])
+        self.by_group[g] = self.by_group.get(g, 0.0) + d
+        if reserve:
+            self.reserved += d
+            self.n_reserved += 1
+            self.reserved_ids.add(int(self.pool.ident[pos]))
+
+
+def _reserve_tags(
+    pool: _Pool, adm: _Admission, all_tags: list[str], req: float, limit: float
+) -> None:
+    """Admit each tag's best candidate first, rarest tag (fewest pool seconds) first, while
+    the reserve stays within ``limit`` seconds."""
+    codes, first, inv = np.unique(pool.tags, return_index=True, return_inverse=True)
+    steps = np.zeros(codes.size, np.int64)
+    np.add.at(steps, inv.reshape(-1), pool.steps)
+    sets = [pool.table.tag_sets[c] for c in codes.tolist()]
+    pool_s = {
+        t: sum(int(n) for s, n in zip(sets, steps.tolist(), strict=True) if t in s)
+        for t in all_tags
+    }
+    best = {
+        t: min(int(p) for s, p in zip(sets, first.tolist(), strict=True) if t in s)
+        for t in all_tags
+    }
+    for tag in sorted(all_tags, key=lambda t: (pool_s[t], t)):  # rarest first
+        if any(tag in pool.tag_set(p) for p in adm.taken):
+            continue
+        pos = best[tag]
+        d = pool.seconds(pos)
+        if adm.total >= req or adm.reserved + d > limit + 1e-9 or not adm.fits(pos):
+            continue
+        adm.admit(pos, reserve=True)
+
+
+def _budget_block(
+    pool: _Pool, adm: _Admission, capped: Mapping[int, int], req: float, all_tags: list[str]
+) -> dict[str, Any]:
+    """The split's accounting block (see :func:`fill_budgets`)."""
+    hz, cap = pool.hz, adm.cap
+    shortest = np.full(len(pool.groups), math.inf)
+    np.minimum.at(shortest, pool.group, pool.steps / hz)
+    starved = [
+        g
+        for g, s in zip(pool.groups, shortest.tolist(), strict=True)
+        if cap is not None and s > cap + 1e-9
+    ]
+    reserved_groups = {
+        int(pool.group[p]) for p in adm.taken if int(pool.ident[p]) in adm.reserved_ids
+    }
+    covered = {t for p in adm.taken for t in pool.tag_set(p)}
+    steps_of = [int(pool.steps[p]) for p in capped.values()]
+    groups_of = [int(pool.group[p]) for p in capped.values()]
+    table = pool.table
+    return {
+        "requested_s": req,
+        "candidate_s": int(pool.steps.sum()) / hz,
+        "candidate_tracks": int(pool.finite.size),
+        "admitted_s": adm.total,
+        "admitted_tracks": len(adm.taken),
+        "underfill_s": max(0.0, req - adm.total),
+        "nonfinite_excluded": int(pool.nonfinite.size),
+        "nonfinite_excluded_s": int(table.n_steps[pool.nonfinite].sum()) / hz,
+        "group_cap_s": cap,
+        "groups": len(pool.groups),
+        "group_cap_excluded": len(capped),
+        "group_cap_excluded_s": sum(steps_of) / hz,
+        "group_cap_starved": len(starved),
+        "shortest_track_s": float(shortest.min()) if pool.groups else None,
+        "tag_reserved": adm.n_reserved,
+        "tag_reserved_s": adm.reserved,
+        "tag_reserve_capped_s": sum(
+            n for n, g in zip(steps_of, groups_of, strict=True) if g in reserved_groups
+        )
+        / hz,
+        "tags_uncovered": [t for t in all_tags if t not in covered],
+        "sources": sorted(
+            {table.source_ids[s] for s in np.unique(table.source[pool.rows]).tolist()}
+        ),
+    }
+
+
+def _decisions(pool: _Pool, adm: _Admission, capped: Mapping[int, int]) -> DecisionMap:
+    """Why each pooled candidate was or was not admitted, one entry per ident (the
+    non-finite rows first, then the finite ones in admission order)."""
+    rows = np.concatenate([pool.nonfinite, pool.finite])
+    ident = pool.table.ident_codes()[rows]
+    why = np.where(np.isin(ident, pool.ident), _WHY["budget-full"], _WHY["non-finite"])
+    taken = [int(pool.ident[p]) for p in adm.taken]
+    for reason, codes in (
+        ("group-cap", list(capped)),
+        ("admitted", taken),
+        ("tag-reserve", [c for c in taken if c in adm.reserved_ids]),
+    ):
+        why[np.isin(ident, np.array(codes, np.int64))] = _WHY[reason]
+    _, first = np.unique(ident, return_index=True)
+    keep = np.sort(first)
+    return DecisionMap(pool.table, rows[keep], why[keep].astype(np.uint8))
 
 
 def check_group_cap(
@@ -618,35 +602,3 @@ def warn_coarse_units(fill: FillResult, hz: float, tolerance: float = BUDGET_TOL
             ),
             stacklevel=2,
         )
-
-
-class _Admission:
-    """Running state of one split's fill."""
-
-    def __init__(self, hz: float, cap: float | None) -> None:
-        self.hz = hz
-        self.cap = cap
-        self.taken: list[Candidate] = []
-        self.seen: set[tuple[str, str, int]] = set()
-        self.by_group: dict[str, float] = {}
-        self.total = 0.0
-        self.reserved = 0.0
-        self.n_reserved = 0
-        self.reserved_ids: set[tuple[str, str, int]] = set()
-
-    def fits(self, c: Candidate) -> bool:
-        if self.cap is None:
-            return True
-        return self.by_group.get(c.group or "", 0.0) + c.n_steps / self.hz <= self.cap + 1e-9
-
-    def admit(self, c: Candidate, *, reserve: bool = False) -> None:
-        d = c.n_steps / self.hz
-        self.taken.append(c)
-        self.seen.add(c.ident())
-        self.total += d
-        g = c.group or ""
-        self.by_group[g] = self.by_group.get(g, 0.0) + d
-        if reserve:
-            self.reserved += d
-            self.n_reserved += 1
-            self.reserved_ids.add(c.ident())
