@@ -30,8 +30,11 @@ bytes:
 
 * ``pool``: every window's segment, features included (``200 + 100 x
   n_features`` bytes each: a Python object with a dict of floats), windows
-  counted as ``T / stride`` per source, and the fill's candidates (800 B
-  each): one per entity, or with spans ``E x (T / span_steps + 1)`` -- an
+  counted as ``T / stride`` per source, and the fill's candidates (rows of a
+  :class:`~kuration.selection.candidates.CandidateTable`: 150 B each -- the
+  columns, the fill's sort keys and its views -- plus 8 per feature; measured
+  90-160 B held and up to 260 B at the peak of building the table with two to
+  six features): one per entity, or with spans ``E x (T / span_steps + 1)`` -- an
   upper bound, reached when every entity's track covers the whole source
   (spans of a track are cut over its whole extent, absent stretches included).
 
@@ -73,7 +76,7 @@ _ROW_WORK = 48  # bytes of per-row working arrays while a batch or file is snapp
 IN_MEMORY_TABLES = 4  # dense T x E tables alive at the in-memory peak (measured 4.1)
 READER = 100_000_000  # pyarrow's Parquet/compute libraries and pools, once loaded
 _SEGMENT = 200  # bytes of a Segment object without its features
-_CANDIDATE = 800  # bytes of one fill candidate (a track or span, its features and keys)
+_CANDIDATE = 150  # bytes of one fill candidate row (a track or span) without its features
 _FEATURE = 100  # bytes per feature in a Segment's dict
 
 
@@ -253,7 +256,7 @@ def estimate_peak(
         ents = max(1, m.entities)
         table = m.ticks * ents * cell
         pool += (m.ticks // stride + 1) * (_SEGMENT + _FEATURE * n_feat)
-        pool += ents * (m.ticks // span + 1) * _CANDIDATE
+        pool += ents * (m.ticks // span + 1) * (_CANDIDATE + 8 * n_feat)
         inmem = max(inmem, m.decoded + m.rows * _ROW_WORK + IN_MEMORY_TABLES * table)
         rows_b = min(batch, m.rows)
         block = math.ceil(rows_b * m.ticks / max(m.rows, 1)) * ents * cell

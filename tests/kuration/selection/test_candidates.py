@@ -190,7 +190,7 @@ def test_inconsistent_columns_are_refused() -> None:
 
 def test_a_long_track_cut_into_spans_costs_columns_not_objects() -> None:
     # one entity over 30 h at 1 Hz in 5-minute spans, one segment per span: 360 spans per
-    # 30 h; 50 such entities make 18,000 candidates (a Candidate object each cost ~1 KB)
+    # 30 h; 50 such entities make 18,000 candidates (as Candidate objects, ~1 KB each)
     n_ent, span, hours = 50, 300, 30
     steps = hours * 3600
     segs = [
@@ -210,5 +210,5 @@ def test_a_long_track_cut_into_spans_costs_columns_not_objects() -> None:
     n = len(table)
     assert n == n_ent * steps // span == 18_000
     assert table.nbytes / n < 70  # 8 B per feature, ~54 B of indices, ticks and priority
-    assert peak / n < 200, f"{peak / n:.0f} B per candidate at the peak"
+    assert peak / n < 400, f"{peak / n:.0f} B per candidate at the peak"
     assert fill.budget["train"]["admitted_tracks"] == 12
