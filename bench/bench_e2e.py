@@ -88,7 +88,7 @@ STAGES = {
     "rank/fill": [
         (mod, None, fn)
         for mod in ("kuration.pipeline.hours", "kuration.pipeline.hours_steps")
-        for fn in ("apply_strategy", "build_candidates", "fill_budgets")
+        for fn in ("apply_strategy", "build_candidates", "build_candidate_table", "fill_budgets")
     ],
     "tracks/write": [
         ("kuration.pipeline.hours", None, "track_from_table"),

@@ -448,6 +448,13 @@ def _overlaps(
     """
     starts = np.fromiter((s.start_idx for s in segs), np.int64, len(segs))
     ends = np.fromiter((s.end_idx for s in segs), np.int64, len(segs))
+    return _overlap_runs(starts, ends, a, b)
+
+
+def _overlap_runs(
+    starts: np.ndarray, ends: np.ndarray, a: np.ndarray, b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_overlaps` over the segments' ``start_idx`` and ``end_idx`` columns."""
     if np.all(ends[1:] >= ends[:-1]):  # one window length: a contiguous run per span
         lo = np.searchsorted(ends, a, side="right")
         hi = np.maximum(np.searchsorted(starts, b, side="right"), lo)
@@ -620,7 +627,7 @@ def build_candidate_table(
     names = tuple(features)
     sids = sorted(extents)
     intern = _Interner()
-    parts: list[dict[str, np.ndarray]] = []
+    parts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[Segment]]] = []
     too_short = 0
     for s_idx, sid in enumerate(sids):
         exts = extents[sid]
@@ -628,19 +635,13 @@ def build_candidate_table(
         last = np.fromiter((e.last for e in exts), np.int64, len(exts))
         e_idx, k, a, b, short = _spans(first, last, min_steps, span_steps)
         too_short += short
-        if not e_idx.size:
-            continue
-        segs = list(segments_by_source.get(sid, ()))
-        part = _aggregate(segs, a, b, how, names, intern, group_of is None)
-        if group_of is not None:
-            part["group"] = np.full(a.size, intern.group(group_of(sid)), np.int64)
-        part.update(source=np.full(a.size, s_idx), entity=e_idx, span=k, first=a, last=b)
-        parts.append(part)
-    cols = {
-        c: np.concatenate([p[c] for p in parts]) if parts else np.zeros(0, np.int64)
-        for c in ("source", "entity", "first", "last", "span", "priority", "group", "tags")
-    }
-    feats = np.concatenate([p["features"] for p in parts]) if parts else None
+        if e_idx.size:
+            parts.append((s_idx, e_idx, k, a, b, list(segments_by_source.get(sid, ()))))
+    cols = _aggregate_sources(parts, how, names, intern, group_of is None)
+    if group_of is not None:
+        codes = np.array([intern.group(group_of(sids[p[0]])) for p in parts], np.int64)
+        cols["group"] = np.repeat(codes, [p[1].size for p in parts])
+    feats = cols.pop("features") if parts else None
     table = CandidateTable(
         source_ids=sids,
         entity_ids=[[e.entity_id for e in extents[sid]] for sid in sids],
@@ -653,6 +654,58 @@ def build_candidate_table(
     return table, too_short
 
 
+_COLUMNS = ("source", "entity", "first", "last", "span", "priority", "group", "tags")
+
+
+def _aggregate_sources(
+    parts: Sequence[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[Segment]]],
+    how: str,
+    names: tuple[str, ...],
+    intern: _Interner,
+    by_label: bool,
+) -> dict[str, np.ndarray]:
+    """The columns of every source's spans ``(source index, entity, span, first, last,
+    segments)``, aggregated in one pass: each source's ticks are shifted past the previous
+    source's so that all spans and segments form one sorted axis on which a span overlaps
+    only its own source's segments.  Sources of windows of several lengths (ends out of
+    order) are aggregated one by one instead."""
+    if not parts:
+        return {c: np.zeros(0, np.int64) for c in _COLUMNS}
+    n_span = np.array([p[1].size for p in parts])
+    n_seg = np.array([len(p[5]) for p in parts])
+    segs = [s for p in parts for s in p[5]]
+    a, b = np.concatenate([p[3] for p in parts]), np.concatenate([p[4] for p in parts])
+    starts = np.fromiter((s.start_idx for s in segs), np.int64, len(segs))
+    ends = np.fromiter((s.end_idx for s in segs), np.int64, len(segs))
+    span_part = np.repeat(np.arange(len(parts)), n_span)
+    seg_part = np.repeat(np.arange(len(parts)), n_seg)
+    lo = np.minimum.reduceat(a, np.r_[0, np.cumsum(n_span)[:-1]])
+    hi = np.maximum.reduceat(b, np.r_[0, np.cumsum(n_span)[:-1]])
+    np.minimum.at(lo, seg_part, starts)
+    np.maximum.at(hi, seg_part, ends)
+    width = hi - lo + 2
+    shift = np.r_[0, np.cumsum(width)[:-1]] - lo
+    ends_s = ends + shift[seg_part]
+    cols: dict[str, np.ndarray] = {
+        "source": np.repeat(np.array([p[0] for p in parts], np.int64), n_span),
+        "entity": np.concatenate([p[1] for p in parts]),
+        "span": np.concatenate([p[2] for p in parts]),
+        "first": a,
+        "last": b,
+    }
+    if np.all(ends_s[1:] >= ends_s[:-1]):  # every source of one window length
+        a_s, b_s = a + shift[span_part], b + shift[span_part]
+        cols.update(
+            _aggregate(
+                segs, a_s, b_s, how, names, intern, by_label, starts + shift[seg_part], ends_s
+            )
+        )
+        return cols
+    each = [_aggregate(p[5], p[3], p[4], how, names, intern, by_label) for p in parts]
+    cols.update({c: np.concatenate([x[c] for x in each]) for c in each[0]})
+    return cols
+
+
 def _aggregate(
     segs: Sequence[Segment],
     a: np.ndarray,
@@ -661,9 +714,14 @@ def _aggregate(
     names: tuple[str, ...],
     intern: _Interner,
     by_label: bool,
+    starts: np.ndarray | None = None,
+    ends: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """Priority, features, tag set and group label of one source's spans ``[a, b]``."""
-    if segs:
+    """Priority, features, tag set and group label of the spans ``[a, b]`` over ``segs``
+    (one source's, or every source's on one shifted axis with their ``starts``/``ends``)."""
+    if starts is not None and ends is not None:
+        idx, off = _overlap_runs(starts, ends, a, b)
+    elif segs:
         idx, off = _overlaps(segs, a, b)
     else:
         idx, off = np.zeros(0, np.intp), np.zeros(a.size + 1, np.int64)

@@ -21,6 +21,7 @@ from kuration.selection.fill import (
     Candidate,
     CandidateTable,
     FillResult,
+    aggregate_segments,
     build_candidate_table,
     build_candidates,
     fill_budgets,
@@ -100,11 +101,12 @@ def _sources(draw: st.DrawFn) -> tuple[dict[str, list[TrackExtent]], dict[str, l
     extents, segments = {}, {}
     for sid in draw(st.lists(st.sampled_from(["s2", "s1", "s3"]), unique=True, max_size=3)):
         starts = sorted(draw(st.lists(st.integers(0, 300), max_size=20)))
+        fixed = draw(st.booleans())  # one window length, or any (ends out of order)
         segments[sid] = [
             Segment(
                 sid,
                 a,
-                a + 20,
+                a + (20 if fixed else draw(st.integers(1, 40))),
                 features={"f": draw(_vals)},
                 priority=draw(_vals),
                 tags={"k": str(draw(st.integers(0, 2)))} if draw(st.booleans()) else {},
@@ -141,7 +143,15 @@ def test_a_built_table_reads_back_and_fills_like_its_objects(
     objs, short_objs = build_candidates(extents, segments, **kw)
     assert short == short_objs and len(table) == len(objs)
     assert repr(list(table)) == repr(objs)  # NaN features compare by their repr
-    assert repr(table[-1:]) == repr(objs[-1:]) and (not objs or repr(table[-1]) == repr(objs[-1]))
+    assert repr(table[-1:]) == repr(objs[-1:])
+    # every row against the per-span aggregate over its own source's segments only
+    for c in objs:
+        prio, feats = aggregate_segments(segments[c.source_id], c.first, c.last, "mean", ["f"])
+        assert repr((c.priority, dict(c.features))) == repr((prio, feats))
+        over = [s for s in segments[c.source_id] if s.start_idx <= c.last and s.end_idx > c.first]
+        assert c.tags == frozenset(f"{k}={v}" for s in over for k, v in s.tags.items())
+        label = next((s.group for s in over if s.group is not None), None)
+        assert c.group == (kw["group_of"](c.source_id) if by_source else label)
     split_of = {"s1": "train", "s2": "train", "s3": "test"}
     req = {"train": budget, "test": budget / 2}
     want = reference_fill(objs, split_of, req, 1.0, **opts)
