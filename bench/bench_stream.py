@@ -5,6 +5,7 @@ Run on demand (not part of the test suite)::
     .venv/bin/python bench/bench_stream.py                 # 1x and 10x, streamed and in memory
     .venv/bin/python bench/bench_stream.py --copies 3      # a quicker check
     .venv/bin/python bench/bench_stream.py --no-in-memory  # streamed runs only
+    .venv/bin/python bench/bench_stream.py --record        # the ratios into bench/results.json
 
 Inputs, all real data (the quickstart recording: the ADS-B sample of the pinned
 ``traffic==2.13`` wheel, 3 h of aircraft around Paris, fetched and checked by
@@ -122,6 +123,7 @@ def main() -> None:
     ap.add_argument("--child", nargs=2, metavar=("SOURCE", "OUT"))
     ap.add_argument("--build", metavar="DIR")
     ap.add_argument("--streaming", action="store_true")
+    ap.add_argument("--record", action="store_true", help="store the ratios (row 'stream')")
     args = ap.parse_args()
     if args.child:
         child(args.child[0], args.child[1], args.streaming)
@@ -143,6 +145,7 @@ def main() -> None:
         one = work / "recording_1x.parquet"
         many = work / f"recording_{args.copies}x.parquet"
         modes = [True] if args.no_in_memory else [True, False]
+        ratios: dict[str, float] = {}
         for streaming in modes:
             name = "streaming" if streaming else "in memory"
             r1 = run(one, work / "o1", streaming)
@@ -156,10 +159,39 @@ def main() -> None:
                     f"{r['candidates']:,} fill candidates, {r['shards']} shards"
                 )
             ratio = rn["peak_rss"] / r1["peak_rss"]
+            ratios[name] = ratio
             print(f"{name:10s} peak RSS {args.copies}x / 1x = {ratio:.2f}")
             if streaming:
                 first = rn["first_pass_peak"] / r1["first_pass_peak"]
+                ratios["first pass"] = first
                 print(f"{name:10s} first-pass peak RSS {args.copies}x / 1x = {first:.2f}")
+        if args.record:
+            record(ratios, args.copies, int(rn["candidates"]), int(r1["candidates"]))
+
+
+def record(ratios: dict[str, float], copies: int, cands: int, cands_1x: int) -> None:
+    """Row ``stream`` of bench/results.json: the streamed, first-pass and in-memory ratios."""
+    import numpy  # noqa: F401  (imported so that the machine line names its version)
+    import perf_table
+    import pyarrow  # noqa: F401
+
+    measured = f"{ratios['streaming']:.2f}x ({ratios['first pass']:.2f}x)"
+    if "in memory" in ratios:
+        measured += f"; {ratios['in memory']:.2f}x"
+    perf_table.record(
+        [
+            {
+                "id": "stream",
+                "benchmark": (
+                    f"`bench_stream.py` (3 h recording vs {copies} copies in time; "
+                    f"{cands_1x:,} vs {cands:,} fill candidates): peak RSS {copies}x / 1x, "
+                    "streamed (first pass); in memory"
+                ),
+                "measured": measured,
+                "goal": "<= 1.2x (issue 13)",
+            }
+        ]
+    )
 
 
 if __name__ == "__main__":
