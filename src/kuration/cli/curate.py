@@ -146,6 +146,7 @@ def cmd_curate(args: argparse.Namespace) -> int:
             workers=args.workers,
             progress=prog,
             pool=args.pool,
+            checkpoint_dir=args.checkpoint_dir,
         )
     wall = time.perf_counter() - start
     if args.json:

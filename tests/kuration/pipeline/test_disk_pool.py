@@ -196,6 +196,32 @@ def test_kur_curate_pool_disk(small_job, tmp_path: Path, capsys) -> None:
     assert "on the disk pool" in capsys.readouterr().out
 
 
+def test_job_key_checkpoint_dir_is_reused_by_a_rerun(small_job, tmp_path: Path, capsys) -> None:
+    """``checkpoint_dir`` in a job resolves against the job file's folder; a second
+    ``kur curate`` over unchanged inputs reuses every partition; ``--checkpoint-dir``
+    overrides the key."""
+    from kuration.cli.main import main
+
+    job = json.loads(json.dumps(small_job))
+    job.update(strategy=_doc("top-k"), pool="disk", checkpoint_dir="ck")
+    (tmp_path / "jobs").mkdir()
+    path = tmp_path / "jobs" / "job.json"
+    path.write_text(json.dumps(job))
+    runs = []
+    for _ in range(2):
+        assert main(["curate", str(path), "--n", "4", "--json"]) == 0
+        runs.append(json.loads(capsys.readouterr().out))
+    assert runs[0]["checkpoint"]["root"] == str(tmp_path / "jobs" / "ck")
+    assert runs[0]["checkpoint"]["hits"] == 0 and runs[0]["checkpoint"]["misses"] > 0
+    assert runs[1]["checkpoint"]["hits"] == runs[0]["checkpoint"]["misses"]
+    assert runs[1]["checkpoint"]["misses"] == 0
+    assert runs[1]["selected"] == runs[0]["selected"]
+    other = tmp_path / "other"
+    assert main(["curate", str(path), "--n", "4", "--json", "--checkpoint-dir", str(other)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["checkpoint"]["root"] == str(other) and doc["checkpoint"]["hits"] == 0
+
+
 def test_a_memory_budget_the_pool_exceeds_chooses_the_disk_pool(parts, monkeypatch) -> None:
     """Estimated on the real sources: a budget below the in-memory peak but above what the
     disk pool holds (baseline, one source, its index) runs the plan on the disk pool."""
