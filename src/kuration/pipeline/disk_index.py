@@ -31,6 +31,7 @@ from .checkpoint import PartitionCommit, StageCheckpoint
 __all__ = [
     "apply_filter",
     "bin_pool",
+    "cap_groups",
     "connect",
     "load_partitions",
     "n_eligible",
@@ -331,15 +332,60 @@ def rank_pool_sql(con: Any, st: Strategy, seed: int) -> None:
         _lowest(con, bad)
 
 
-def top_rows(con: Any, st: Strategy, n: int) -> list[Segment]:
+def cap_groups(
+    con: Any, st: Strategy, n: int, group_of: Mapping[str, str]
+) -> tuple[int, dict[str, Any]]:
+    """The group cap of the count path (:func:`~kuration.selection.constraints.constrained_select`
+    without tag floors) in SQL.
+
+    Each row gets its source's group and ``grank``, its place among its group's
+    eligible rows in the global order (priority descending, then canonical key).
+    Taking rows in that order while skipping groups at their cap selects exactly
+    the rows with ``grank <= cap`` that come first overall, so :func:`top_rows`
+    with ``cap`` returns the in-memory selection.
+
+    Parameters
+    ----------
+    group_of : mapping of source id to group label
+        Every source id in the pool.
+
+    Returns
+    -------
+    cap : int
+        ``ceil(max_overshoot * n / G)`` over the G groups of eligible rows (0 without any).
+    groups : dict
+        Per group (sorted by name): ``eligible`` rows.
+    """
+    con.register("_g", pa.table({"sid": list(group_of), "grp": list(group_of.values())}))
+    _q(con, "ALTER TABLE pool ADD COLUMN grp VARCHAR")
+    _q(con, "ALTER TABLE pool ADD COLUMN grank BIGINT")
+    _q(con, "UPDATE pool SET grp = _g.grp FROM _g WHERE pool.source_id = _g.sid")
+    con.unregister("_g")
+    _q(
+        con,
+        "UPDATE pool SET grank = r.k FROM (SELECT rn, ROW_NUMBER() OVER (PARTITION BY grp "
+        "ORDER BY prio DESC, source_id, start_idx) AS k FROM pool "
+        "WHERE prio > -'inf'::DOUBLE) r WHERE pool.rn = r.rn",
+    )
+    rows = _q(con, "SELECT grp, count(*) FROM pool WHERE prio > -'inf'::DOUBLE GROUP BY grp")
+    eligible = {str(g): int(c) for g, c in sorted(rows)}
+    over = float(st.group_cap["max_overshoot"])
+    cap = math.ceil(over * n / len(eligible)) if eligible else 0
+    return cap, eligible
+
+
+def top_rows(con: Any, st: Strategy, n: int, cap: int | None = None) -> list[Segment]:
+    """The ``n`` rows of highest priority (ties by canonical key); with ``cap``
+    (:func:`cap_groups`), only rows within their group's cap."""
     names = list(st.feature_names)
     axes = [f"b{j}" for j in range(len(st.bin_axes))]
     cols = ", ".join(
         ["source_id", "start_idx", "end_idx", "prio", *axes, *(f"f{j}" for j in range(len(names)))]
     )
+    within = f" AND grank <= {int(cap)}" if cap is not None else ""
     rows = _q(
         con,
-        f"SELECT {cols} FROM pool WHERE prio > -'inf'::DOUBLE "
+        f"SELECT {cols} FROM pool WHERE prio > -'inf'::DOUBLE{within} "
         f"ORDER BY prio DESC, source_id, start_idx LIMIT {int(n)}",
     )
     out = []

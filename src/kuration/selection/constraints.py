@@ -83,6 +83,7 @@ __all__ = [
     "assign_tags",
     "constrained_select",
     "resolve_floors",
+    "source_group",
     "tag_label_sets",
     "validate_group",
     "validate_group_cap",
@@ -252,6 +253,13 @@ def validate_group_cap(cap: Any, group: Mapping[str, Any] | None) -> dict[str, A
     return {"max_overshoot": float(x)}
 
 
+def source_group(rule: Mapping[str, Any], source_id: str) -> str:
+    """The group of ``source_id`` under a validated ``group`` rule (its own id when unmatched
+    and the rule has no default)."""
+    g = _source_label(rule, source_id)
+    return source_id if g is None else g
+
+
 def assign_groups(segments: Sequence[Segment], rule: Mapping[str, Any] | None) -> None:
     """Set ``seg.group`` from the source id (in place); no-op without a rule."""
     if rule is None:
@@ -259,8 +267,7 @@ def assign_groups(segments: Sequence[Segment], rule: Mapping[str, Any] | None) -
     memo: dict[str, str] = {}
     for s in segments:
         if s.source_id not in memo:
-            g = _source_label(rule, s.source_id)
-            memo[s.source_id] = s.source_id if g is None else g
+            memo[s.source_id] = source_group(rule, s.source_id)
         s.group = memo[s.source_id]
 
 

@@ -60,6 +60,15 @@ CASES = {
         params={"weights": {"turn_p90": 1.0, "climb_std": -0.5}, "normalize": "rank"},
         nan_policy="lowest",
     ),
+    "top-k, group cap": _doc(
+        "top-k", group={"regex": "([0-2])$"}, group_cap={"max_overshoot": 1.0}
+    ),
+    "uniform-bins, group cap, filtered": _doc(
+        "uniform-bins",
+        group={"map": {"adsb_paris_000": "a", "adsb_paris_001": "a"}, "default": "b"},
+        group_cap={"max_overshoot": 1.2},
+        filters=[{"feature": "speed_p90", "op": ">=", "quantile": 0.25}],
+    ),
     "uniform-bins within, lowest, finite": _doc(
         "uniform-bins",
         params={"within": {"by": "speed_p90", "descending": False}},
@@ -82,6 +91,26 @@ def test_disk_selection_equals_the_in_memory_one(parts, case: str, n: int) -> No
     ]
     assert disk.n_pool == len(mem.pool) and disk.n_eligible == mem.n_eligible
     assert disk.edges == mem.edges
+
+
+@pytest.mark.parametrize("n", [7, 40])
+def test_group_cap_on_disk_reports_what_memory_does(parts, n: int) -> None:
+    """The capped selection carries the same group labels, and the report the same cap and
+    per-group eligible and selected counts, as the in-memory count path."""
+    schema, adapter, sources, seg = parts
+    st = load_strategy(CASES["top-k, group cap"], schema)
+    mem = curate(schema, adapter, sources, seg, st, n, seed=2)
+    disk = select_on_disk(schema, adapter, sources, seg, st, n, seed=2)
+    assert [(s.key, s.group) for s in disk.selected] == [(s.key, s.group) for s in mem.selected]
+    rep = disk.groups
+    assert rep is not None and rep["cap"] == mem.groups["cap"] == -(-n // rep["groups"])
+    assert rep["groups"] == mem.groups["groups"]
+    for g, row in mem.groups["per_group"].items():
+        assert rep["per_group"][g]["eligible"] == row["eligible"]
+        assert rep["per_group"][g]["selected"] == row["selected"]
+    # the cap binds: some group is full while another group's rows rank higher overall
+    assert any(r["at_cap"] for r in rep["per_group"].values())
+    assert disk.to_dict(segments=False)["groups"] == rep
 
 
 def test_explain_names_the_runtime_and_run_uses_it(parts, tmp_path: Path) -> None:
