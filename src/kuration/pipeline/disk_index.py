@@ -374,29 +374,49 @@ def cap_groups(
     return cap, eligible
 
 
-def top_rows(con: Any, st: Strategy, n: int, cap: int | None = None) -> list[Segment]:
-    """The ``n`` rows of highest priority (ties by canonical key); with ``cap``
-    (:func:`cap_groups`), only rows within their group's cap."""
+def top_rows(
+    con: Any,
+    st: Strategy,
+    n: int,
+    where: str | None = None,
+    label_sets: Mapping[str, Sequence[str]] | None = None,
+) -> list[Segment]:
+    """The ``n`` eligible rows of highest priority (ties by canonical key) that also meet
+    ``where`` (``grank <= cap`` of :func:`cap_groups`, or ``sel``); with ``label_sets``,
+    each segment's tags from the ``t<k>`` label columns."""
     names = list(st.feature_names)
     axes = [f"b{j}" for j in range(len(st.bin_axes))]
+    tags = list(label_sets or {})
     cols = ", ".join(
-        ["source_id", "start_idx", "end_idx", "prio", *axes, *(f"f{j}" for j in range(len(names)))]
+        [
+            "source_id",
+            "start_idx",
+            "end_idx",
+            "prio",
+            *axes,
+            *(f"f{j}" for j in range(len(names))),
+            *(f"t{k}" for k in range(len(tags))),
+        ]
     )
-    within = f" AND grank <= {int(cap)}" if cap is not None else ""
     rows = _q(
         con,
-        f"SELECT {cols} FROM pool WHERE prio > -'inf'::DOUBLE{within} "
+        f"SELECT {cols} FROM pool WHERE prio > -'inf'::DOUBLE AND ({where or 'true'}) "
         f"ORDER BY prio DESC, source_id, start_idx LIMIT {int(n)}",
     )
     out = []
-    k = len(axes)
+    k, f = len(axes), len(names)
     for r in rows:
         feats = {
             name: float("nan") if v is None else float(v)
-            for name, v in zip(names, r[4 + k :], strict=True)
+            for name, v in zip(names, r[4 + k : 4 + k + f], strict=True)
         }
         b = tuple(int(x) for x in r[4 : 4 + k]) if k else None
-        out.append(Segment(r[0], int(r[1]), int(r[2]), feats, b, {}, None, float(r[3])))
+        labels = {
+            t: label_sets[t][int(v)]  # type: ignore[index]
+            for t, v in zip(tags, r[4 + k + f :], strict=True)
+            if v is not None
+        }
+        out.append(Segment(r[0], int(r[1]), int(r[2]), feats, b, labels, None, float(r[3])))
     return out
 
 

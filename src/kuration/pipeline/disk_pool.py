@@ -23,7 +23,9 @@ of each stage.  The runtime:
    byte for byte with the distinct windows of that digest seen before it (only
    those are stored in the index; one source is read at a time).
    A group cap ranks every row inside its source's group in the same order and
-   keeps rows within the cap (:func:`~kuration.pipeline.disk_index.cap_groups`).
+   keeps rows within the cap (:func:`~kuration.pipeline.disk_index.cap_groups`);
+   tags are label columns and coverage floors are reserved in SQL
+   (:mod:`kuration.pipeline.disk_tags`).
    Only the ``n`` selected rows return to Python.
 
 The selection equals the in-memory path's for the same pool and seed (the
@@ -36,7 +38,7 @@ agree to the last bit.
 
 Methods covered: ``top-k``, ``uniform-bins``, ``weighted``.  Not covered yet
 (the plan stays on the reference runtime, and ``explain`` says why): other methods,
-tags and tag coverage, whole-pool scorers and ``near_dedup``.
+whole-pool scorers and ``near_dedup``.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segment, Segmenter
 from ..errors import EmptyPoolError, KurationError, PipelineError
 from ..metrics.transform_exec import TransformRunner
-from ..selection.constraints import assign_groups, source_group
+from ..selection.constraints import assign_groups, resolve_floors, source_group
 from ..selection.dedup import window_digest
 from ..selection.strategy import Strategy
 from ..sources.base import InputAdapter
@@ -73,6 +75,7 @@ from .disk_index import (
     rank_pool_sql,
     top_rows,
 )
+from .disk_tags import select_with_floors, tag_pool, tag_report
 from .plan import PlanStage, StageTelemetry
 from .segment_batch import SegmentBatch
 from .strategy import resolve_uses, strategy_engine
@@ -98,8 +101,6 @@ def disk_ineligible(st: Strategy) -> str | None:
         return (
             f"method {st.method!r} has no disk-backed reducer (top-k, uniform-bins and weighted do)"
         )
-    if st.tags or st.tag_coverage:
-        return "tags and tag coverage are not disk-backed yet"
     if st.scorers:
         return "whole-pool scorers need the pool in memory"
     for f in st.filters:
@@ -209,6 +210,9 @@ class DiskSelection:
     groups : dict or None
         With a group cap: ``max_overshoot``, ``groups`` (count), ``cap`` and
         ``per_group`` (``eligible``, ``selected``, ``at_cap``), as the in-memory path reports.
+    tags : dict or None
+        With tags: per tag and label ``pool``, ``eligible``, ``selected`` and, under a
+        coverage floor, ``floor``, ``met`` and ``why`` (as ``CurationResult.tags``).
     """
 
     strategy: Strategy
@@ -223,6 +227,7 @@ class DiskSelection:
     checkpoint: dict[str, Any] = field(default_factory=dict)
     telemetry: tuple[StageTelemetry, ...] = ()
     groups: dict[str, Any] | None = None
+    tags: dict[str, Any] | None = None
 
     @property
     def n_selected(self) -> int:
@@ -248,6 +253,7 @@ class DiskSelection:
             "checkpoint": dict(self.checkpoint),
             "telemetry": [t.to_dict() for t in self.telemetry],
             "groups": self.groups,
+            "tags": self.tags,
         }
         if segments:
             d["selected"] = [s.to_dict() for s in self.selected]
@@ -450,6 +456,20 @@ def _group_cap(
     return cap_groups(con, st, n, {sid: source_group(st.group, sid) for sid in sorted(uris)})
 
 
+def _select(
+    con: Any, st: Strategy, n: int, cap: int | None
+) -> tuple[list[Segment], dict[str, Any] | None]:
+    """The selected segments and, with tags, the per-tag report: without tags the first
+    ``n`` rows within the group cap; with tags, floors reserved first (:mod:`.disk_tags`)."""
+    if not st.tags:
+        return top_rows(con, st, n, None if cap is None else f"grank <= {int(cap)}"), None
+    label_sets = tag_pool(con, st)
+    floors = resolve_floors(st.tag_coverage, label_sets, n) if st.tag_coverage else {}
+    select_with_floors(con, st, n, floors, label_sets, cap)
+    selected = top_rows(con, st, n, "sel", label_sets)
+    return selected, tag_report(con, st, n, label_sets, floors, cap is not None)
+
+
 def _group_report(
     st: Strategy, cap: int, eligible: Mapping[str, int], selected: Sequence[Segment]
 ) -> dict[str, Any]:
@@ -513,7 +533,7 @@ def _run(
         rank_pool_sql(con, st, seed)
         eligible = n_eligible(con)
         cap, groups = _group_cap(con, st, n, uris)
-        selected = top_rows(con, st, n, None if groups is None else cap)
+        selected, tags = _select(con, st, n, None if groups is None else cap)
     finally:
         con.close()
     t3 = time.perf_counter()
@@ -552,6 +572,7 @@ def _run(
         },
         errors=dict(scored.errors),
         groups=None if groups is None else _group_report(st, cap, groups, selected),
+        tags=tags,
         checkpoint={
             "root": str(root),
             "run": ck.run_fingerprint,

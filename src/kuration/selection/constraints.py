@@ -118,7 +118,7 @@ def _validate_source_rule(rule: Any, where: str, *, default_ok: bool = True) -> 
     return dict(rule)
 
 
-def _source_label(rule: Mapping[str, Any], source_id: str) -> str | None:
+def source_label(rule: Mapping[str, Any], source_id: str) -> str | None:
     if "regex" in rule:
         m = re.search(rule["regex"], source_id)
         if m is not None:
@@ -256,7 +256,7 @@ def validate_group_cap(cap: Any, group: Mapping[str, Any] | None) -> dict[str, A
 def source_group(rule: Mapping[str, Any], source_id: str) -> str:
     """The group of ``source_id`` under a validated ``group`` rule (its own id when unmatched
     and the rule has no default)."""
-    g = _source_label(rule, source_id)
+    g = source_label(rule, source_id)
     return source_id if g is None else g
 
 
@@ -283,7 +283,7 @@ def assign_tags(
     for name, spec in tags.items():
         if "source" in spec:
             labels: list[str | None] = [
-                _source_label(spec["source"], s.source_id) for s in segments
+                source_label(spec["source"], s.source_id) for s in segments
             ]
         else:
             x = np.array([s.features[spec["feature"]] for s in segments], dtype=np.float64)
@@ -353,7 +353,7 @@ class Selection:
     shortfall_reason: str | None = None
 
 
-def _max_flow_alloc(
+def max_flow_alloc(
     deficit: np.ndarray, cells: np.ndarray, room: np.ndarray, budget: int
 ) -> np.ndarray:
     """Allocation (L, G) maximising reserved picks: label l <= deficit[l], cell (l, g) <=
@@ -450,7 +450,7 @@ def _reserve_floor(
     cells = np.zeros((len(labels), st.gcount.size), dtype=np.int64)
     np.add.at(cells, (col[cand], st.gid[cand]), 1)
     room = np.maximum(st.cap - st.gcount, 0)
-    alloc = _max_flow_alloc(deficit, cells, room, budget)
+    alloc = max_flow_alloc(deficit, cells, room, budget)
     for lab_i, g in zip(*np.nonzero(alloc), strict=True):
         rows = np.flatnonzero(cand & (col == lab_i) & (st.gid == g))
         rows = rows[np.argsort(st.rank[rows])][: alloc[lab_i, g]]

@@ -69,6 +69,22 @@ CASES = {
         group_cap={"max_overshoot": 1.2},
         filters=[{"feature": "speed_p90", "op": ">=", "quantile": 0.25}],
     ),
+    "top-k, tag floors": _doc(
+        "top-k",
+        tags={
+            "turning": {"feature": "turn_p90", "bins": 3},
+            "climb": {"feature": "climb_std", "thresholds": [1.0, 3.0]},
+        },
+        tag_coverage={"turning": 0.2, "climb": {"climb_std>=3.0": 6}},
+    ),
+    "uniform-bins, source tag floors, group cap": _doc(
+        "uniform-bins",
+        tags={"site": {"source": {"regex": "([0-3])$"}}},
+        tag_coverage={"site": {"3": 15, "0": 2}},
+        group={"regex": "([0-1])$"},
+        group_cap={"max_overshoot": 1.5},
+        filters=[{"filter": "finite"}],
+    ),
     "uniform-bins within, lowest, finite": _doc(
         "uniform-bins",
         params={"within": {"by": "speed_p90", "descending": False}},
@@ -111,6 +127,27 @@ def test_group_cap_on_disk_reports_what_memory_does(parts, n: int) -> None:
     # the cap binds: some group is full while another group's rows rank higher overall
     assert any(r["at_cap"] for r in rep["per_group"].values())
     assert disk.to_dict(segments=False)["groups"] == rep
+
+
+@pytest.mark.parametrize(
+    "case", ["top-k, tag floors", "uniform-bins, source tag floors, group cap"]
+)
+@pytest.mark.parametrize("n", [12, 60])
+def test_tags_on_disk_report_what_memory_does(parts, case: str, n: int) -> None:
+    """Tag labels on the selected segments and the per-label report (pool, eligible,
+    selected, floor, met, why) equal the in-memory count path's."""
+    schema, adapter, sources, seg = parts
+    st = load_strategy(CASES[case], schema)
+    mem = curate(schema, adapter, sources, seg, st, n, seed=3)
+    disk = select_on_disk(schema, adapter, sources, seg, st, n, seed=3)
+    assert [(s.key, s.tags, s.group) for s in disk.selected] == [
+        (s.key, s.tags, s.group) for s in mem.selected
+    ]
+    assert disk.tags == mem.tags
+    # the floors matter: the plain priority order would select something else
+    plain = load_strategy({k: v for k, v in CASES[case].items() if k != "tag_coverage"}, schema)
+    other = curate(schema, adapter, sources, seg, plain, n, seed=3)
+    assert [s.key for s in other.selected] != [s.key for s in mem.selected]
 
 
 def test_explain_names_the_runtime_and_run_uses_it(parts, tmp_path: Path) -> None:
