@@ -260,6 +260,12 @@ def test_kur_curate_pool_disk(small_job, tmp_path: Path, capsys) -> None:
     assert doc["checkpoint"]["root"] is None  # a temporary directory, removed
     assert main(["curate", str(path), "--n", "4", "--pool", "disk"]) == 0
     assert "on the disk pool" in capsys.readouterr().out
+    job["strategy"] = CASES["uniform-bins, source tag floors, group cap"]
+    path.write_text(json.dumps(job))
+    assert main(["curate", str(path), "--n", "12", "--pool", "disk"]) == 0
+    out = capsys.readouterr().out
+    assert "tag site" in out and "groups (cap " in out
+    assert "no (" in out  # the floor of 15 is not met, and the table says why
 
 
 def test_job_key_checkpoint_dir_is_reused_by_a_rerun(small_job, tmp_path: Path, capsys) -> None:
