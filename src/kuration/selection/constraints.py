@@ -282,9 +282,7 @@ def assign_tags(
     """
     for name, spec in tags.items():
         if "source" in spec:
-            labels: list[str | None] = [
-                source_label(spec["source"], s.source_id) for s in segments
-            ]
+            labels: list[str | None] = [source_label(spec["source"], s.source_id) for s in segments]
         else:
             x = np.array([s.features[spec["feature"]] for s in segments], dtype=np.float64)
             if "bins" in spec:
