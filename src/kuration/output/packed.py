@@ -38,6 +38,7 @@ import numpy as np
 
 from ..contracts.track import Track
 from ..errors import OutputSpecError
+from .packed_build import STRING_COLUMNS, ShardCut, batchable, cut_columns, row_group_digests
 from .spec import OutputSpec
 from .writer import ShardSlot, ShardWriter, shard_plan, track_arrays
 
@@ -56,8 +57,6 @@ PACKED_FORMAT = "kuration-packed/1"
 #: dictionary pages are kept small, so a column of (nearly) unique values such as ``_time_s``
 #: falls back to plain encoding early instead of being dictionary-encoded row group by row group
 DICT_PAGE_BYTES = 1 << 16
-#: columns every packed file has besides the modalities (``_present`` when the mask is on)
-STRING_COLUMNS = ("_entity", "_source")
 
 
 def row_bytes(spec: OutputSpec) -> int:
@@ -339,7 +338,7 @@ def _row_group_table(
 
 def _write_row_groups(
     pw: Any, schema: Any, plan: PackedFile, writer: ShardWriter, track_of: Any, hasher: Any
-) -> list[tuple[dict[str, Any], Future[list[tuple[int, str]]]]]:
+) -> list[tuple[dict[str, Any], Future[list[tuple[int, str]]], int]]:
     """Write ``plan``'s row groups; each track's columns are built once and its shard
     digests computed by ``hasher``.  Row group ``k`` is encoded by a writer thread (Parquet
     encoding releases the GIL) while the columns of ``k + 1`` are built; one at a time, in
@@ -347,7 +346,7 @@ def _write_row_groups(
     by_rg: dict[int, list[dict[str, Any]]] = {}
     for e in plan.entries:
         by_rg.setdefault(e["row_group"], []).append(e)
-    pending: list[tuple[dict[str, Any], Future[list[tuple[int, str]]]]] = []
+    pending: list[tuple[dict[str, Any], Future[list[tuple[int, str]]], int]] = []
     built: tuple[Track, dict[str, np.ndarray], list[int], Future[Any]] | None = None
     inflight: Future[Any] | None = None
     with ThreadPoolExecutor(1, thread_name_prefix="kuration-parquet") as encoder:
@@ -364,13 +363,112 @@ def _write_row_groups(
                 start = offsets[e["shard_index"]]
                 if start + e["n_rows"] > len(cols["_time_s"]):
                     raise OutputSpecError(f"internal: packed plan mismatch for {e['shard']!r}")
-                pending.append((e, job))
+                pending.append((e, job, e["shard_index"]))
                 last = pieces[-1] if pieces else None
                 if last is not None and last[0] is cols and last[1] + last[2] == start:
                     pieces[-1] = (cols, last[1], last[2] + e["n_rows"], last[3], last[4])
                 else:
                     pieces.append((cols, start, e["n_rows"], e["entity_id"], e["source_id"]))
             table = _row_group_table(schema, pieces)
+            if inflight is not None:
+                inflight.result()
+            inflight = encoder.submit(pw.write_table, table, row_group_size=max(1, table.num_rows))
+        if inflight is not None:
+            inflight.result()
+    return pending
+
+
+def _per_track(
+    writer: ShardWriter, entries: Sequence[Mapping[str, Any]], track_of: Any
+) -> dict[str, np.ndarray]:
+    """The columns of ``entries`` built track by track (:func:`track_columns`): what a
+    batch falls back to, so a failed check names its track and row."""
+    parts: dict[str, list[np.ndarray]] = {}
+    built: tuple[Track, dict[str, np.ndarray], list[int]] | None = None
+    for e in entries:
+        track = track_of(e)
+        if built is None or built[0] is not track:
+            built = (track, *track_columns(writer, track))
+        _, cols, offsets = built
+        start = offsets[e["shard_index"]]
+        if start + e["n_rows"] > len(cols["_time_s"]):
+            raise OutputSpecError(f"internal: packed plan mismatch for {e['shard']!r}")
+        for k, v in cols.items():
+            parts.setdefault(k, []).append(v[start : start + e["n_rows"]])
+    return {k: np.concatenate(v) for k, v in parts.items()}
+
+
+def _group_columns(
+    writer: ShardWriter, entries: list[dict[str, Any]], track_of: Any, cut_of: Any
+) -> dict[str, np.ndarray]:
+    """One row group's columns: the shards of each source built at once
+    (:func:`~kuration.output.packed_build.cut_columns`), a failing batch track by track."""
+    runs: list[list[ShardCut]] = []
+    for e in entries:
+        cut = cut_of(e)
+        if runs and runs[-1][0].table is cut.table:
+            runs[-1].append(cut)
+        else:
+            runs.append([cut])
+    built = []
+    for run in runs:
+        try:
+            built.append(cut_columns(writer.spec, run))
+        except OutputSpecError:
+            built.append(_per_track(writer, [c.entry for c in run], track_of))
+    if len(built) == 1:
+        return built[0]
+    return {k: np.concatenate([b[k] for b in built]) for k in built[0]}
+
+
+def _arrow_table(schema: Any, cols: Mapping[str, np.ndarray], entries: list[dict[str, Any]]) -> Any:
+    """A row group's Arrow table from its columns and its shards' entity and source ids."""
+    import pyarrow as pa
+
+    reps = np.array([e["n_rows"] for e in entries], dtype=np.int64)
+    idx = pa.array(np.repeat(np.arange(len(entries), dtype=np.int32), reps))
+    arrays = []
+    for f in schema:
+        if f.name in STRING_COLUMNS:
+            key = "entity_id" if f.name == "_entity" else "source_id"
+            words = pa.array([e[key] for e in entries], pa.string())
+            arrays.append(pa.DictionaryArray.from_arrays(idx, words).dictionary_decode())
+        elif pa.types.is_fixed_size_list(f.type):
+            flat = pa.array(np.ascontiguousarray(cols[f.name]).reshape(-1), f.type.value_type)
+            arrays.append(pa.FixedSizeListArray.from_arrays(flat, f.type.list_size))
+        else:
+            arrays.append(pa.array(cols[f.name], f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _write_batched(
+    pw: Any,
+    schema: Any,
+    plan: PackedFile,
+    writer: ShardWriter,
+    track_of: Any,
+    cut_of: Any,
+    hasher: Any,
+) -> list[tuple[dict[str, Any], Future[list[tuple[int, str]]], int]]:
+    """Write ``plan``'s row groups, each built at once (:func:`_group_columns`); its shard
+    digests are computed by ``hasher`` and it is encoded by a writer thread while the next
+    row group is built (one in flight, in order).  Returns each entry with its row group's
+    digest future and its index there."""
+    by_rg: dict[int, list[dict[str, Any]]] = {}
+    for e in plan.entries:
+        by_rg.setdefault(e["row_group"], []).append(e)
+    pending: list[tuple[dict[str, Any], Future[list[tuple[int, str]]], int]] = []
+    inflight: Future[Any] | None = None
+    with ThreadPoolExecutor(1, thread_name_prefix="kuration-parquet") as encoder:
+        for rg in range(len(plan.row_groups)):
+            entries = by_rg[rg]
+            cols = _group_columns(writer, entries, track_of, cut_of)
+            rows = [int(e["n_rows"]) for e in entries]
+            starts = np.cumsum(rows) - rows
+            ents = [str(e["entity_id"]) for e in entries]
+            job = hasher.submit(row_group_digests, cols, starts, rows, ents)
+            pending += [(e, job, i) for i, e in enumerate(entries)]
+            table = _arrow_table(schema, cols, entries)
             if inflight is not None:
                 inflight.result()
             inflight = encoder.submit(pw.write_table, table, row_group_size=max(1, table.num_rows))
@@ -405,6 +503,7 @@ def write_packed_file(
     track_of: Any,
     *,
     fsync: bool = False,
+    cut_of: Any = None,
 ) -> dict[str, Any]:
     """Write one planned file under ``stage`` (temp file, then ``os.replace``), filling each
     entry's ``size`` and ``sha256`` (:func:`shard_digest`); returns the file record
@@ -412,7 +511,11 @@ def write_packed_file(
 
     ``track_of(entry)`` returns the :class:`~kuration.contracts.track.Track` an entry's
     shard belongs to (the same object for the shards of one track); each track's columns
-    are built once.
+    are built once.  With ``cut_of(entry)`` (a
+    :class:`~kuration.output.packed_build.ShardCut`: the shard's source grid and entity
+    column) and field/segment modalities only, each row group is built at once
+    (:func:`~kuration.output.packed_build.cut_columns`, the same columns); ``track_of``
+    then serves only a batch that fails a check, to name its track and row.
 
     Raises
     ------
@@ -435,9 +538,12 @@ def write_packed_file(
                     sink, schema, compression="snappy", dictionary_pagesize_limit=DICT_PAGE_BYTES
                 ) as pw,
             ):
-                pending = _write_row_groups(pw, schema, plan, writer, track_of, hasher)
-            for e, digests in pending:
-                e["size"], e["sha256"] = digests.result()[e["shard_index"]]
+                if cut_of is not None and batchable(writer.spec):
+                    pending = _write_batched(pw, schema, plan, writer, track_of, cut_of, hasher)
+                else:
+                    pending = _write_row_groups(pw, schema, plan, writer, track_of, hasher)
+            for e, digests, i in pending:
+                e["size"], e["sha256"] = digests.result()[i]
         size, sha = _seal(tmp, plan, fsync)
         os.replace(tmp, final)
     except BaseException:

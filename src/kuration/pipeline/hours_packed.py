@@ -21,6 +21,7 @@ from ..core.ids import tag_entity_id
 from ..core.progress import emit
 from ..output.commit import committed_manifest, reusable_entries
 from ..output.packed import PackedFile, file_digest, pack_plan, write_packed_file
+from ..output.packed_build import ShardCut
 from ..output.writer import PLAN_KEYS, ShardWriter
 from ..selection.fill import Candidate
 
@@ -86,7 +87,8 @@ def _reusable(
 
 class _Tracks:
     """``track_of(entry)``: the Track of a planned shard, reading each source once (shards
-    come in source order) and cutting each track once."""
+    come in source order) and cutting each track once; :meth:`cut` says where a shard's
+    rows are in its source (the batched build reads the grid without cutting tracks)."""
 
     def __init__(self, r: HoursRun, cand_of: Mapping[int, Candidate]) -> None:
         self.r = r
@@ -97,21 +99,40 @@ class _Tracks:
         self.roster: dict[str, int] = {}
         self.key: tuple[Any, ...] | None = None
         self.track: Track | None = None
+        self.metas: dict[int, dict[str, Any]] = {}
+
+    def _read(self, source_id: str) -> Any:
+        """The source's grid (the adapter's read; sources come in order, each read once)."""
+        return self.r.adapter.read_table(self.uri_of[source_id])
+
+    def _source(self, c: Candidate) -> None:
+        if c.source_id != self.sid:
+            self.table = self._read(c.source_id)
+            self.roster = {tag_entity_id(x): j for j, x in enumerate(self.table.entity_ids)}
+            self.sid = c.source_id
+            self.metas = {}
+
+    def _meta(self, c: Candidate) -> dict[str, Any]:
+        meta = self.metas.get(id(c))
+        if meta is None:
+            meta = self.metas[id(c)] = {**c.features, "priority": c.priority}
+        return meta
 
     def __call__(self, e: Mapping[str, Any]) -> Track:
         c = self.cand_of[id(e)]
         key = (c.source_id, e["entity_id"], c.span_index, c.first)
         if key == self.key and self.track is not None:
             return self.track
-        if c.source_id != self.sid:
-            self.table = self.r.adapter.read_table(self.uri_of[c.source_id])
-            self.roster = {tag_entity_id(x): j for j, x in enumerate(self.table.entity_ids)}
-            self.sid = c.source_id
-        meta = {**c.features, "priority": c.priority}
+        self._source(c)
         row = self.roster[e["entity_id"]]
-        self.track = track_from_table(self.table, row, c.first, c.last, c.span_index, meta)
+        self.track = track_from_table(self.table, row, c.first, c.last, c.span_index, self._meta(c))
         self.key = key
         return self.track
+
+    def cut(self, e: Mapping[str, Any]) -> ShardCut:
+        c = self.cand_of[id(e)]
+        self._source(c)
+        return ShardCut(e, self.table, self.roster[e["entity_id"]], self._meta(c))
 
 
 def stage_packed(r: HoursRun, stage: Path, writer: ShardWriter) -> dict[str, Any]:
@@ -144,7 +165,9 @@ def stage_packed(r: HoursRun, stage: Path, writer: ShardWriter) -> dict[str, Any
                 r.to_move.append(plan.path)
             r.packed_files.append(dict(rec))
         else:
-            rec = write_packed_file(stage, plan, writer, track_of, fsync=r.opt["durable"])
+            rec = write_packed_file(
+                stage, plan, writer, track_of, fsync=r.opt["durable"], cut_of=track_of.cut
+            )
             r.journal.record(
                 {"path": plan.path, "packed": True, "file": rec, "shards": plan.entries}
             )
