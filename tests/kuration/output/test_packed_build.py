@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -102,3 +103,21 @@ def test_row_group_digests_equal_the_per_shard_digest(
         shard_digest(shard_view(cols, s, n, e)) for s, n, e in zip(starts, rows, ents, strict=True)
     ]
     assert fast == slow
+
+
+def test_dictionary_and_statistics_only_where_documented(job_b: dict, tmp_path: Path) -> None:
+    """docs/format.md: dictionary encoding for strings, small integers and _n_steps;
+    min/max statistics for _time_s only."""
+    _files(_job(job_b), tmp_path / "p")
+    meta = pq.ParquetFile(next((tmp_path / "p" / "train").glob("part-*.parquet"))).metadata
+    dictionary, stats = set(), set()
+    for rg in range(meta.num_row_groups):
+        for i in range(meta.num_columns):
+            col = meta.row_group(rg).column(i)
+            name = col.path_in_schema.split(".")[0]
+            if "RLE_DICTIONARY" in col.encodings or "PLAIN_DICTIONARY" in col.encodings:
+                dictionary.add(name)
+            if col.is_stats_set:
+                stats.add(name)
+    assert dictionary == {"onground", "_n_steps", "_entity", "_source"}
+    assert stats == {"_time_s"}
