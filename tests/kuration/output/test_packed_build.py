@@ -121,3 +121,41 @@ def test_dictionary_and_statistics_only_where_documented(job_b: dict, tmp_path: 
                 stats.add(name)
     assert dictionary == {"onground", "_n_steps", "_entity", "_source"}
     assert stats == {"_time_s"}
+
+
+def test_a_staged_file_is_reused_only_when_its_planned_shards_agree(
+    job_b: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The journal records a staged file's plan digest and shard digests: a run stopped at
+    the third file reuses the first two; one whose recorded plan differs is rebuilt."""
+    from kuration.pipeline import hours_packed
+
+    real = hours_packed.write_packed_file
+    calls: list[int] = []
+
+    def stop_at_the_third_file(*a: Any, **kw: Any) -> dict[str, Any]:
+        calls.append(1)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        return real(*a, **kw)
+
+    job = _job(job_b)
+    out = tmp_path / "stopped"
+    out.mkdir()  # a folder the run did not create keeps its staging area on failure
+    monkeypatch.setattr(hours_packed, "write_packed_file", stop_at_the_third_file)
+    with pytest.raises(OSError), warnings.catch_warnings():
+        warnings.simplefilter("ignore", BudgetGranularityWarning)
+        run_job(job, out)
+    monkeypatch.setattr(hours_packed, "write_packed_file", real)
+    (journal,) = out.rglob("journal.jsonl")
+    lines = [json.loads(x) for x in journal.read_text().splitlines()]
+    packed_lines = [x for x in lines if x.get("packed") is True]
+    assert len(packed_lines) == 2 and all(len(x["plan"]) == 64 for x in packed_lines)
+    packed_lines[0]["plan"] = "0" * 64  # as if the first file had held other shards
+    journal.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BudgetGranularityWarning)
+        res = run_job(job, out, resume=True)
+    files = res.manifest["files"]
+    assert res.resume["reused_shards"] == files[1]["shards"]
+    assert res.resume["rebuilt_shards"] == len(res.manifest["shards"]) - files[1]["shards"]
