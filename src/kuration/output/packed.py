@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import struct
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ from .writer import ShardSlot, ShardWriter, shard_plan, track_arrays
 __all__ = [
     "PACKED_FORMAT",
     "PackedFile",
+    "encode_row_group",
     "file_digest",
     "pack_plan",
     "parquet_options",
@@ -58,6 +60,8 @@ PACKED_FORMAT = "kuration-packed/1"
 #: dictionary pages are kept small, so a column of (nearly) unique values falls back to plain
 #: encoding early instead of being dictionary-encoded row group by row group
 DICT_PAGE_BYTES = 1 << 16
+#: row groups built ahead of the Parquet writer and digest threads (each about row_group_bytes)
+IN_FLIGHT = 3
 #: the one column with min/max statistics (time-range queries prune row groups with it)
 STATS_COLUMNS = ("_time_s",)
 
@@ -467,6 +471,15 @@ def _arrow_table(schema: Any, cols: Mapping[str, np.ndarray], entries: list[dict
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
+def encode_row_group(
+    pw: Any, schema: Any, cols: Mapping[str, np.ndarray], entries: list[dict[str, Any]]
+) -> None:
+    """Write one row group with ``pw`` (a :class:`pyarrow.parquet.ParquetWriter`): its Arrow
+    table from the columns and the shards' entity and source ids, then its encoding."""
+    table = _arrow_table(schema, cols, entries)
+    pw.write_table(table, row_group_size=max(1, table.num_rows))
+
+
 def _write_batched(
     pw: Any,
     schema: Any,
@@ -477,14 +490,15 @@ def _write_batched(
     hasher: Any,
 ) -> list[tuple[dict[str, Any], Future[list[tuple[int, str]]], int]]:
     """Write ``plan``'s row groups, each built at once (:func:`_group_columns`); its shard
-    digests are computed by ``hasher`` and it is encoded by a writer thread while the next
-    row group is built (one in flight, in order).  Returns each entry with its row group's
-    digest future and its index there."""
+    digests are computed by ``hasher`` and it is encoded (:func:`encode_row_group`) by a
+    writer thread while the next ones are built (at most :data:`IN_FLIGHT` row groups ahead, encoded in order, so a slow
+    thread on a busy machine does not stall the others).  Returns each entry with its row
+    group's digest future and its index there."""
     by_rg: dict[int, list[dict[str, Any]]] = {}
     for e in plan.entries:
         by_rg.setdefault(e["row_group"], []).append(e)
     pending: list[tuple[dict[str, Any], Future[list[tuple[int, str]]], int]] = []
-    inflight: Future[Any] | None = None
+    inflight: deque[tuple[Future[Any], Future[Any]]] = deque()
     with ThreadPoolExecutor(1, thread_name_prefix="kuration-parquet") as encoder:
         for rg in range(len(plan.row_groups)):
             entries = by_rg[rg]
@@ -494,12 +508,13 @@ def _write_batched(
             ents = [str(e["entity_id"]) for e in entries]
             job = hasher.submit(row_group_digests, cols, starts, rows, ents)
             pending += [(e, job, i) for i, e in enumerate(entries)]
-            table = _arrow_table(schema, cols, entries)
-            if inflight is not None:
-                inflight.result()
-            inflight = encoder.submit(pw.write_table, table, row_group_size=max(1, table.num_rows))
-        if inflight is not None:
-            inflight.result()
+            while len(inflight) >= IN_FLIGHT:
+                for f in inflight.popleft():
+                    f.result()
+            inflight.append((encoder.submit(encode_row_group, pw, schema, cols, entries), job))
+        for futures in inflight:
+            for f in futures:
+                f.result()
     return pending
 
 
