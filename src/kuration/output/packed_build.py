@@ -117,16 +117,21 @@ def cut_columns(spec: OutputSpec, cuts: Sequence[ShardCut]) -> dict[str, np.ndar
         return np.take(v.reshape(-1, *v.shape[2:]), cell, axis=0)
 
     present = take(table.present) & real
+    args = {m.arg for m in spec.modalities.values() if m.route == "field"}  # only these
     batch = Track(
         source_id=table.source_id,
         entity_id=table.entity_ids[cuts[0].entity_row],
         start_idx=0,
-        fields={k: take(v) for k, v in table.values.items()},
+        fields={k: take(v) for k, v in table.values.items() if k in args},
         present=present,
         sample_hz=table.sample_hz,
-        globals={k: np.take(v, t, axis=0) for k, v in table.globals.items()},
+        globals={k: np.take(v, t, axis=0) for k, v in table.globals.items() if k in args},
         k0=table.k0,
-        ints={k: np.take(v, t, axis=0) if v.ndim == 2 else take(v) for k, v in table.ints.items()},
+        ints={
+            k: np.take(v, t, axis=0) if v.ndim == 2 else take(v)
+            for k, v in table.ints.items()
+            if k in args
+        },
     )
     cols: dict[str, np.ndarray] = {}
     for name, m in spec.modalities.items():
