@@ -17,8 +17,12 @@ which readers recompute from the decoded rows before returning them; the
 manifest's ``files`` list records each file's size and SHA-256 (every byte,
 footer included).  The layout is specified in ``docs/format.md``.
 
-Columns are built per track with numpy (no per-step Python) and written one
-row group at a time with :class:`pyarrow.parquet.ParquetWriter`.
+Each row group's columns are built at once, the shards of one source with one
+gather from its grid (:mod:`kuration.output.packed_build`; per track where
+an encoder hook or media frames need it), and written one row group at a
+time with :class:`pyarrow.parquet.ParquetWriter` in a writer thread while a
+digest thread hashes the row group's shards and the next row groups are
+built (deterministic: one writer, row groups in order).
 """
 
 from __future__ import annotations
