@@ -159,3 +159,40 @@ def test_a_staged_file_is_reused_only_when_its_planned_shards_agree(
     files = res.manifest["files"]
     assert res.resume["reused_shards"] == files[1]["shards"]
     assert res.resume["rebuilt_shards"] == len(res.manifest["shards"]) - files[1]["shards"]
+
+
+@pytest.mark.slow  # two runs with a per-step Python encoder
+def test_an_encoder_modality_is_built_track_by_track_with_the_per_file_values(
+    job_b: dict, tmp_path: Path
+) -> None:
+    """An encoder hook is per track, so those row groups are built track by track through the
+    same writer: every shard reads back as the per-file layout's."""
+    from kuration import iter_shards, register_encoder
+    from kuration.output.encoders import _ENCODERS
+
+    class FeetToMetres:
+        def encode_batch(self, records: list, ctx: dict) -> dict:
+            return {"alt_m": np.array([r["altitude"] * 0.3048 if r else 0.0 for r in records])}
+
+    register_encoder("feet-to-metres-packed-test", FeetToMetres)
+    try:
+        job = _job(job_b)
+        job["encoder"] = {"type": "feet-to-metres-packed-test"}
+        alt_m = {"dtype": "float32", "shape": [], "source": "encoder:alt_m"}
+        job["output"]["modalities"]["alt_m"] = alt_m
+        _files(job, tmp_path / "packed")
+        per_file = json.loads(json.dumps(job))
+        for key in ("layout", "target_file_bytes", "row_group_bytes"):
+            per_file["output"].pop(key)
+        _files(per_file, tmp_path / "files")
+    finally:
+        _ENCODERS.unregister("feet-to-metres-packed-test")
+    key = ("split", "source_id", "entity_id", "span_index", "shard_index")
+    want = {tuple(m[k] for k in key): a for a, m in iter_shards(tmp_path / "files", with_meta=True)}
+    got = {tuple(m[k] for k in key): a for a, m in iter_shards(tmp_path / "packed", with_meta=True)}
+    assert list(got) == list(want) and got
+    for k, arrays in got.items():
+        assert sorted(arrays) == sorted(want[k])
+        for name, a in arrays.items():
+            np.testing.assert_array_equal(a, want[k][name], err_msg=name)
+    assert any(np.any(a["alt_m"] > 0) for a in got.values())
