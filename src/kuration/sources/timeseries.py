@@ -47,6 +47,7 @@ from ..contracts.tick import Tick, TickTable, field_ints, is_int_field
 from ..core.ids import ENTITY_DTYPES, entity_sort_key
 from ..core.remote import is_url, read_remote
 from ..errors import AdapterError, DataOrderWarning, EntityIdError, SourceError, TimeRangeError
+from ._columns import cell_rows, dictionary_entity_codes, float_column, gather_cells
 from ._snap import COLLISION_POLICIES, group_starts, merge_groups, warn_dropped
 from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
 
@@ -225,7 +226,7 @@ class TimeseriesAdapter(InputAdapter):
                 if not is_url(uri) and os.path.isdir(uri):  # a partitioned dataset
                     table = pq.read_table(uri)
                 else:
-                    with pq.ParquetFile(where) as pf:
+                    with _open_parquet(where, self._dictionary_columns()) as pf:
                         names = pf.schema_arrow.names
                         whole = not set(cols) <= set(names) or len(set(names)) < len(names)
                         table = pf.read(columns=None if whole else cols)
@@ -241,6 +242,11 @@ class TimeseriesAdapter(InputAdapter):
         if missing:
             raise SourceError(f"missing columns {missing} (file has {names})", source=str(uri))
         return table.select(cols)
+
+    def _dictionary_columns(self) -> list[str]:
+        """Columns worth reading dictionary-encoded: text entity ids (ranked and checked
+        on the few distinct values, see :func:`._columns.dictionary_entity_codes`)."""
+        return [self.entity_column] if self.entity_column and self.entity_dtype != "int64" else []
 
     def _needed_columns(self) -> list[str]:
         cols = [self.time_column]
@@ -391,15 +397,16 @@ class TimeseriesAdapter(InputAdapter):
         present = present.reshape(n_t, n_e)
         values: dict[str, np.ndarray] = {}
         ints: dict[str, np.ndarray] = {}
+        merged = self.collisions == "mean" and starts.size < order.size
+        rows = None if merged else cell_rows(table.num_rows, n_t * n_e, cell, kept)
         for f in self.schema.fields:
-            data = self._field_values(table, f, self.fields[f.name], src)
-            arr = np.full((n_t * n_e, f.dims), np.nan)
-            if self.collisions == "mean" and starts.size < order.size:
+            columns = self._field_columns(table, f, self.fields[f.name], src)
+            if rows is not None:  # the nearest row of each group, gathered onto the cells
+                arr = gather_cells(columns, rows)
+            else:
+                arr = np.full((n_t * n_e, f.dims), np.nan)
+                data = np.stack(columns, axis=1)
                 arr[cell] = merge_groups(data[order], starts, f, self.collisions)
-            elif f.dims == 1:  # one component: 1-d gather and scatter (twice as fast)
-                arr[:, 0][cell] = data[:, 0][kept]
-            else:  # the nearest row of each group: gather only those rows
-                arr[cell] = data[kept]
             values[f.name] = arr.reshape(n_t, n_e, f.dims)
             if is_int_field(f):  # exact integers: never averaged, the nearest row is kept
                 exact = _int_values(table, f, self.fields[f.name], src)
@@ -482,9 +489,11 @@ class TimeseriesAdapter(InputAdapter):
         n = table.num_rows
         if not self.entity_column:
             return np.zeros(n, dtype=np.int64), (0,)
-        ids = _entity_array(
-            table.column(self.entity_column), self.entity_dtype, self.entity_column, src
-        )
+        col = table.column(self.entity_column)
+        fast = dictionary_entity_codes(col, self.entity_dtype, self.entity_column, src)
+        if fast is not None:
+            return fast
+        ids = _entity_array(col, self.entity_dtype, self.entity_column, src)
         enc = pc.dictionary_encode(ids)
         uniq = enc.dictionary.to_pylist()
         codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
@@ -499,33 +508,59 @@ class TimeseriesAdapter(InputAdapter):
     def _field_values(
         self, table: pa.Table, f: FieldSpec, cols: Sequence[str], src: str
     ) -> np.ndarray:
+        """The field's columns as float64 rows, shape (N, D)."""
         out = np.empty((table.num_rows, len(cols)), dtype=np.float64)
-        for j, c in enumerate(cols):
+        for j, vals in enumerate(self._field_columns(table, f, cols, src)):
+            out[:, j] = vals
+        return out
+
+    def _field_columns(
+        self, table: pa.Table, f: FieldSpec, cols: Sequence[str], src: str
+    ) -> list[np.ndarray]:
+        """Each column of a field as float64, shape (N,) (zero-copy where it can), checked in
+        column order.
+
+        Raises
+        ------
+        SourceError
+            A non-numeric column, an unknown categorical label or an infinite value,
+            naming the column (and row).
+        """
+        out = []
+        for c in cols:
             col = table.column(c)
             if f.kind == "categorical":
-                out[:, j] = _categorical_codes(col, f, c, src)
+                out.append(_categorical_codes(col, f, c, src))
                 continue
             typ = col.type
-            if pa.types.is_boolean(typ):
-                col = col.cast(pa.float64())
-            elif not (
-                pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_null(typ)
+            if not (
+                pa.types.is_boolean(typ)
+                or pa.types.is_integer(typ)
+                or pa.types.is_floating(typ)
+                or pa.types.is_null(typ)
             ):
                 raise SourceError(
                     f"column {c!r} of field {f.name!r} has type {typ}, expected numbers", source=src
                 )
-            vals = np.asarray(
-                # integers above 2**53 round here; integer fields also carry them exactly
-                pc.fill_null(pc.cast(col, pa.float64(), safe=False), np.nan).to_numpy(
-                    zero_copy_only=False
-                ),
-                dtype=np.float64,
-            )
+            vals = float_column(col)
             inf = np.flatnonzero(np.isinf(vals))
             if inf.size:
                 raise SourceError(f"infinite value in column {c!r}", source=src, row=int(inf[0]))
-            out[:, j] = vals
+            out.append(vals)
         return out
+
+
+def _open_parquet(where: Any, dictionary: list[str]) -> Any:
+    """A ``ParquetFile`` reading ``dictionary`` columns dictionary-encoded; a file without
+    them (or with duplicated names) opens plainly and the caller's checks report it."""
+    import pyarrow.parquet as pq
+
+    if dictionary:
+        try:
+            return pq.ParquetFile(where, read_dictionary=dictionary)
+        except (KeyError, pa.ArrowException):
+            pass
+    return pq.ParquetFile(where)
 
 
 def _narrow_codes(codes: np.ndarray, n_codes: int) -> np.ndarray:
