@@ -490,7 +490,8 @@ def _stage_here(r: HoursRun, stage: Path, work: Mapping[str, list[Planned]]) -> 
                 continue
             if table is None:
                 t0 = time.perf_counter()
-                table = r.adapter.read_table(uri_of[sid])
+                # only the admitted entities are laid out (every row is still checked)
+                table = r.adapter.read_entities(uri_of[sid], [w[1].entity_id for w in work[sid]])
                 read_s += time.perf_counter() - t0
                 roster = {tag_entity_id(e): j for j, e in enumerate(table.entity_ids)}
             meta = {**c.features, "priority": c.priority}

@@ -44,7 +44,7 @@ import pyarrow.compute as pc
 
 from ..contracts.schema import FieldSpec, SchemaSpec
 from ..contracts.tick import Tick, TickTable, field_ints, is_int_field
-from ..core.ids import ENTITY_DTYPES, entity_sort_key
+from ..core.ids import ENTITY_DTYPES, entity_sort_key, tag_entity_id
 from ..core.remote import is_url, read_remote
 from ..errors import AdapterError, DataOrderWarning, EntityIdError, SourceError, TimeRangeError
 from ._columns import cell_rows, dictionary_entity_codes, float_column, gather_cells
@@ -272,6 +272,25 @@ class TimeseriesAdapter(InputAdapter):
             off-grid times, duplicated rows, backward time (``disorder="raise"``),
             unknown categorical labels, infinite values, an empty file.
         """
+        return self._read(uri, None)
+
+    def read_entities(self, uri: str, entity_ids: Iterable[Any]) -> TickTable:
+        """The source's table with only the ``entity_ids`` laid out (see the base class).
+
+        Every row is still read and checked as by :meth:`read_table` (so the
+        same errors and warnings), and ``k0``, the ticks, globals and events are
+        the whole source's; only the per-entity arrays are cut to the roster
+        entries asked for (ids not in the source are ignored).
+
+        Raises
+        ------
+        SourceError
+            As :meth:`read_table`.
+        """
+        return self._read(uri, {tag_entity_id(e) for e in entity_ids})
+
+    def _read(self, uri: str, wanted: set[str] | None) -> TickTable:
+        """read_table, optionally restricted to the entities whose tagged ids are ``wanted``."""
         src = str(uri)
         sid = self.source_id(uri)
         table = self._read_arrow(uri)
@@ -333,7 +352,12 @@ class TimeseriesAdapter(InputAdapter):
             order = order[keep]
 
         order, starts = self._snap(order, k, off, ent_codes, roster, src)
-        return self._lay_out(table, order, starts, k, ent_codes, roster, src, sid)
+        keep = None
+        if wanted is not None:
+            keep = np.array(
+                [i for i, e in enumerate(roster) if tag_entity_id(e) in wanted], dtype=np.intp
+            )
+        return self._lay_out(table, order, starts, k, ent_codes, roster, src, sid, keep=keep)
 
     def _snap(
         self,
@@ -382,14 +406,26 @@ class TimeseriesAdapter(InputAdapter):
         roster: tuple[Any, ...],
         src: str,
         sid: str,
+        *,
+        keep: np.ndarray | None = None,
     ) -> TickTable:
-        """The grouped rows as a TickTable (collisions merged by the policy)."""
+        """The grouped rows as a TickTable (collisions merged by the policy); with ``keep``
+        (sorted roster indices), only those entities' arrays."""
         kept = order[starts]
         k_kept = k[kept]
         e_kept = ent_codes[kept]
         k0 = int(k_kept.min())
         n_t = int(k_kept.max()) - k0 + 1
         ti = k_kept - k0
+        all_kept, all_ti = kept, ti  # globals are per tick: every entity's rows count
+        sel = None
+        if keep is not None:  # renumber the kept entities, drop the other groups
+            code = np.full(len(roster), -1, dtype=np.int64)
+            code[keep] = np.arange(keep.size)
+            e_kept = code[e_kept]
+            sel = np.flatnonzero(e_kept >= 0)
+            kept, ti, e_kept = kept[sel], ti[sel], e_kept[sel]
+            roster = tuple(roster[i] for i in keep)
         n_e = len(roster)
         cell = ti * n_e + e_kept  # flat (tick, entity) index of every kept row
         present = np.zeros(n_t * n_e, dtype=bool)
@@ -406,7 +442,8 @@ class TimeseriesAdapter(InputAdapter):
             else:
                 arr = np.full((n_t * n_e, f.dims), np.nan)
                 data = np.stack(columns, axis=1)
-                arr[cell] = merge_groups(data[order], starts, f, self.collisions)
+                groups = merge_groups(data[order], starts, f, self.collisions)
+                arr[cell] = groups if sel is None else groups[sel]
             values[f.name] = arr.reshape(n_t, n_e, f.dims)
             if is_int_field(f):  # exact integers: never averaged, the nearest row is kept
                 exact = _int_values(table, f, self.fields[f.name], src)
@@ -418,11 +455,11 @@ class TimeseriesAdapter(InputAdapter):
             arr = np.full((n_t, g.dims), np.nan)
             if g.name in self.globals:
                 data = self._field_values(table, g, self.globals[g.name], src)
-                arr[ti] = data[kept]  # numpy assigns in order: the last row of a tick wins
+                arr[all_ti] = data[all_kept]  # numpy assigns in order: the last row wins
                 if is_int_field(g):
                     exact = _int_values(table, g, self.globals[g.name], src)
                     ints[g.name] = np.zeros((n_t, g.dims), dtype=exact.dtype)
-                    ints[g.name][ti] = exact[kept]
+                    ints[g.name][all_ti] = exact[all_kept]
             elif is_int_field(g):
                 ints[g.name] = np.zeros((n_t, g.dims), dtype=g.dtype)
             glob[g.name] = arr
