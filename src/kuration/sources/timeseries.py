@@ -229,7 +229,9 @@ class TimeseriesAdapter(InputAdapter):
                     with _open_parquet(where, self._dictionary_columns()) as pf:
                         names = pf.schema_arrow.names
                         whole = not set(cols) <= set(names) or len(set(names)) < len(names)
-                        table = pf.read(columns=None if whole else cols)
+                        # one thread: a source is small, and the pipeline overlaps sources
+                        # (read-ahead thread, workers); Arrow's pool only adds hand-offs
+                        table = pf.read(columns=None if whole else cols, use_threads=False)
         except FileNotFoundError:
             raise
         except (pa.ArrowInvalid, pa.ArrowException, OSError) as exc:
@@ -495,7 +497,8 @@ class TimeseriesAdapter(InputAdapter):
             the column and row.
         """
         name = self.time_column
-        col = table.column(name).combine_chunks()
+        col = table.column(name)
+        col = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
         if col.null_count:
             r = int(np.flatnonzero(np.asarray(col.is_null().to_numpy(zero_copy_only=False)))[0])
             raise SourceError(f"null time in column {name!r}", source=src, row=r)
