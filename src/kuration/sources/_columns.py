@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from ..errors import EntityIdError
 
-__all__ = ["cell_rows", "dictionary_entity_codes", "float_column", "gather_cells"]
+__all__ = ["cell_rows", "dictionary_entity_codes", "float_column", "gather_cells", "pooled_empty"]
 
 
 def _first_true(mask: np.ndarray) -> int | None:
@@ -118,7 +118,8 @@ def cell_rows(n_rows: int, n_cells: int, cell: np.ndarray, kept: np.ndarray) -> 
     ndarray, shape (n_cells,), intp
         Row ``n_rows`` is the NaN row :func:`gather_cells` appends.
     """
-    rows = np.full(n_cells, n_rows, dtype=np.intp)
+    rows = pooled_empty((n_cells,), np.intp)
+    rows.fill(n_rows)
     rows[cell] = kept
     return rows
 
@@ -139,12 +140,27 @@ def gather_cells(columns: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
     """
     n = columns[0].size
     if len(columns) == 1:  # one component: a 1-d gather (twice as fast as a row gather)
-        ext = np.empty(n + 1)
+        ext = pooled_empty((n + 1,))
         ext[:n] = columns[0]
         ext[n] = np.nan
-        return np.take(ext, rows, mode="clip")[:, None]
-    ext = np.empty((n + 1, len(columns)))
+        return np.take(ext, rows, out=pooled_empty((rows.size,)), mode="clip")[:, None]
+    ext = pooled_empty((n + 1, len(columns)))
     for j, c in enumerate(columns):
         ext[:n, j] = c
     ext[n] = np.nan
-    return np.take(ext, rows, axis=0, mode="clip")
+    out = pooled_empty((rows.size, len(columns)))
+    return np.take(ext, rows, axis=0, out=out, mode="clip")
+
+
+def pooled_empty(shape: tuple[int, ...], dtype: type = np.float64) -> np.ndarray:
+    """An uninitialised, writable array in Arrow's memory pool.
+
+    A table's arrays are large, short-lived and allocated source after source:
+    NumPy gets each from a fresh ``mmap`` and pays a page fault per 4 KiB on
+    first write, while Arrow's pool (mimalloc or jemalloc) hands freed pages
+    back out already mapped.  The array owns its buffer (kept alive as its base).
+    """
+    count = int(np.prod(shape))
+    item = np.dtype(dtype).itemsize
+    buf = pa.allocate_buffer(max(count, 1) * item)
+    return np.frombuffer(buf, dtype=dtype, count=count).reshape(shape)
