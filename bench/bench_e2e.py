@@ -24,8 +24,7 @@ Both report rows/s over the same total row count (removing the previous
 round's output is not timed).  Two per-stage breakdowns are printed: the
 StageTelemetry the run records in ``config.json``, with the parts a stage
 measured (``parts_s``: read, segment, features and fingerprint inside the
-fused scoring call; inside staging, the time spent waiting for the admitted sources
-read again -- ahead, on a thread -- and the fsync),
+fused scoring call; the admitted sources read again and the fsync inside staging),
 and timing wrappers the benchmark puts around the stage entry points (read,
 segment, features, rank/fill, tracks/write; the rest is "other").
 Target: kur run >= 0.5x pyarrow.
