@@ -24,7 +24,7 @@ Both report rows/s over the same total row count (removing the previous
 round's output is not timed).  Two per-stage breakdowns are printed: the
 StageTelemetry the run records in ``config.json``, with the parts a stage
 measured (``parts_s``: read, segment, features and fingerprint inside the
-fused scoring call; the sources read again and the fsync inside staging),
+fused scoring call; the admitted sources read again and the fsync inside staging),
 and timing wrappers the benchmark puts around the stage entry points (read,
 segment, features, rank/fill, tracks/write; the rest is "other").
 Target: kur run >= 0.5x pyarrow.
@@ -82,7 +82,10 @@ def job_for(files: list[Path]) -> dict[str, Any]:
 # -- stage timing (used when config.json carries no stage telemetry) ----------------------
 
 STAGES = {
-    "read": [("kuration.sources.timeseries", "TimeseriesAdapter", "read_table")],
+    "read": [
+        ("kuration.sources.timeseries", "TimeseriesAdapter", "read_table"),
+        ("kuration.sources.timeseries", "TimeseriesAdapter", "read_entities"),
+    ],
     "segment": [("kuration.contracts.segment", "Segmenter", "segments")],
     "features": [("kuration.metrics.features", "FeatureEngine", "score_segments")],
     "rank/fill": [
@@ -93,6 +96,7 @@ STAGES = {
     "tracks/write": [
         ("kuration.pipeline.hours", None, "track_from_table"),
         ("kuration.pipeline.hours_steps", None, "track_from_table"),
+        ("kuration.pipeline.stage_local", None, "track_from_table"),
         ("kuration.output.writer", "ShardWriter", "write"),
     ],
 }

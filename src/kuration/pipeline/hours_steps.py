@@ -31,13 +31,11 @@ import numpy as np
 from .._version import __version__
 from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segment, Segmenter
-from ..contracts.track import track_from_table
 from ..core.executors import Executor
-from ..core.ids import tag_entity_id
 from ..core.jsonio import dump_json_atomic
 from ..core.plugins import code_unidentified, implementation_fingerprints, run_code, used_names
 from ..core.progress import ProgressCallback, emit
-from ..errors import DatasetIntegrityError, OutputSpecError
+from ..errors import DatasetIntegrityError
 from ..output.commit import (
     CONFIG_NAME,
     FORMAT,
@@ -75,6 +73,7 @@ from ..sources.base import InputAdapter
 from .hours_packed import stage_packed
 from .plan import PhysicalPlan, StageTelemetry
 from .scoring import ScoringResult, score_sources
+from .stage_local import stage_here
 from .stage_parallel import parallel_stage_possible, stage_in_workers
 from .summary import feature_distributions, ranking_examples
 from .windows import window_reader_scope
@@ -456,7 +455,7 @@ def step_stage(r: HoursRun) -> dict[str, Any]:
         depth, size = stage_in_workers(r, stage, work, lambda p: _reuse(r, stage, p))
         run_by = {"executor": r.executor.name, "batch_size": size, "queue_depth": depth}
     else:
-        read_s = _stage_here(r, stage, work)
+        read_s = stage_here(r, stage, work, lambda p: _reuse(r, stage, p))
         run_by = {"executor": "local", "batch_size": 1, "queue_depth": 1}
     r.journal.close()
     fsync_s = 0.0
@@ -475,36 +474,6 @@ def step_stage(r: HoursRun) -> dict[str, Any]:
         "checkpoint_misses": r.rebuilt,
         **run_by,
     }
-
-
-def _stage_here(r: HoursRun, stage: Path, work: Mapping[str, list[Planned]]) -> float:
-    """The stage step in this process, one source at a time; returns the seconds spent
-    reading sources again for their admitted tracks."""
-    assert r.journal is not None
-    read_s = 0.0
-    writer = ShardWriter(stage, r.spec, r.schema, r.encoder, on_shard=r.journal.record)
-    uri_of = {sid: info.uri for sid, info in r.pool().sources.items()}
-    for i, sid in enumerate(sorted(work), 1):
-        table, roster = None, {}
-        for split, c, planned in work[sid]:
-            if _reuse(r, stage, planned):
-                continue
-            if table is None:
-                t0 = time.perf_counter()
-                table = r.adapter.read_table(uri_of[sid])
-                read_s += time.perf_counter() - t0
-                roster = {tag_entity_id(e): j for j, e in enumerate(table.entity_ids)}
-            meta = {**c.features, "priority": c.priority}
-            row = roster[tag_entity_id(c.entity_id)]
-            track = track_from_table(table, row, c.first, c.last, c.span_index, meta)
-            written = writer.write(track, split)
-            if [e["path"] for e in written] != [e["path"] for e in planned]:
-                raise OutputSpecError(f"internal: shard plan mismatch for {sid!r}")
-            r.entries.extend(written)
-            r.to_move.extend(e["path"] for e in written)
-            r.rebuilt += len(written)
-        emit(r.progress, "writing", "advance", current=i, total=len(work), source=sid)
-    return read_s
 
 
 def step_publish(r: HoursRun) -> dict[str, Any]:

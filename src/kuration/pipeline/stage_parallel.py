@@ -173,7 +173,7 @@ def write_sources(task: Mapping[str, Any]) -> list[list[dict[str, Any]]]:
 def _write_one(
     adapter: InputAdapter, writer: ShardWriter, src: Mapping[str, Any]
 ) -> list[dict[str, Any]]:
-    table = adapter.read_table(src["uri"])
+    table = adapter.read_entities(src["uri"], [item[1].entity_id for item in src["items"]])
     roster = {tag_entity_id(e): j for j, e in enumerate(table.entity_ids)}
     out: list[dict[str, Any]] = []
     for split, c, paths in src["items"]:

@@ -56,6 +56,16 @@ class InputAdapter(ABC):
         """The source as a :class:`TickTable` (generic: built from :meth:`ticks`)."""
         return table_from_ticks(self.schema, self.ticks(uri), source_id=self.source_id(uri))
 
+    def read_entities(self, uri: str, entity_ids: Iterable[Any]) -> TickTable:
+        """The source as a :class:`TickTable` holding at least ``entity_ids``.
+
+        For writers that need a few entities of a source: an adapter may lay
+        out only those (with the whole source's ``k0``, ticks, globals and
+        events, and the same checks as :meth:`read_table`); by default it is
+        :meth:`read_table`.  Callers look entities up by id, never by position.
+        """
+        return self.read_table(uri)
+
     def source_id(self, uri: str) -> str:
         """A stable id for the source (default: the file's base name without extension)."""
         base = os.path.basename(str(uri).rstrip("/"))

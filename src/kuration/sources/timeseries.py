@@ -44,9 +44,10 @@ import pyarrow.compute as pc
 
 from ..contracts.schema import FieldSpec, SchemaSpec
 from ..contracts.tick import Tick, TickTable, field_ints, is_int_field
-from ..core.ids import ENTITY_DTYPES, entity_sort_key
+from ..core.ids import ENTITY_DTYPES, entity_sort_key, tag_entity_id
 from ..core.remote import is_url, read_remote
 from ..errors import AdapterError, DataOrderWarning, EntityIdError, SourceError, TimeRangeError
+from ._columns import cell_rows, dictionary_entity_codes, float_column, gather_cells
 from ._snap import COLLISION_POLICIES, group_starts, merge_groups, warn_dropped
 from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
 
@@ -225,10 +226,12 @@ class TimeseriesAdapter(InputAdapter):
                 if not is_url(uri) and os.path.isdir(uri):  # a partitioned dataset
                     table = pq.read_table(uri)
                 else:
-                    with pq.ParquetFile(where) as pf:
+                    with _open_parquet(where, self._dictionary_columns()) as pf:
                         names = pf.schema_arrow.names
                         whole = not set(cols) <= set(names) or len(set(names)) < len(names)
-                        table = pf.read(columns=None if whole else cols)
+                        # one thread: a source is small, and the pipeline overlaps sources
+                        # (read-ahead thread, workers); Arrow's pool only adds hand-offs
+                        table = pf.read(columns=None if whole else cols, use_threads=False)
         except FileNotFoundError:
             raise
         except (pa.ArrowInvalid, pa.ArrowException, OSError) as exc:
@@ -241,6 +244,11 @@ class TimeseriesAdapter(InputAdapter):
         if missing:
             raise SourceError(f"missing columns {missing} (file has {names})", source=str(uri))
         return table.select(cols)
+
+    def _dictionary_columns(self) -> list[str]:
+        """Columns worth reading dictionary-encoded: text entity ids (ranked and checked
+        on the few distinct values, see :func:`._columns.dictionary_entity_codes`)."""
+        return [self.entity_column] if self.entity_column and self.entity_dtype != "int64" else []
 
     def _needed_columns(self) -> list[str]:
         cols = [self.time_column]
@@ -266,6 +274,25 @@ class TimeseriesAdapter(InputAdapter):
             off-grid times, duplicated rows, backward time (``disorder="raise"``),
             unknown categorical labels, infinite values, an empty file.
         """
+        return self._read(uri, None)
+
+    def read_entities(self, uri: str, entity_ids: Iterable[Any]) -> TickTable:
+        """The source's table with only the ``entity_ids`` laid out (see the base class).
+
+        Every row is still read and checked as by :meth:`read_table` (so the
+        same errors and warnings), and ``k0``, the ticks, globals and events are
+        the whole source's; only the per-entity arrays are cut to the roster
+        entries asked for (ids not in the source are ignored).
+
+        Raises
+        ------
+        SourceError
+            As :meth:`read_table`.
+        """
+        return self._read(uri, {tag_entity_id(e) for e in entity_ids})
+
+    def _read(self, uri: str, wanted: set[str] | None) -> TickTable:
+        """read_table, optionally restricted to the entities whose tagged ids are ``wanted``."""
         src = str(uri)
         sid = self.source_id(uri)
         table = self._read_arrow(uri)
@@ -327,7 +354,12 @@ class TimeseriesAdapter(InputAdapter):
             order = order[keep]
 
         order, starts = self._snap(order, k, off, ent_codes, roster, src)
-        return self._lay_out(table, order, starts, k, ent_codes, roster, src, sid)
+        keep = None
+        if wanted is not None:
+            keep = np.array(
+                [i for i, e in enumerate(roster) if tag_entity_id(e) in wanted], dtype=np.intp
+            )
+        return self._lay_out(table, order, starts, k, ent_codes, roster, src, sid, keep=keep)
 
     def _snap(
         self,
@@ -376,14 +408,26 @@ class TimeseriesAdapter(InputAdapter):
         roster: tuple[Any, ...],
         src: str,
         sid: str,
+        *,
+        keep: np.ndarray | None = None,
     ) -> TickTable:
-        """The grouped rows as a TickTable (collisions merged by the policy)."""
+        """The grouped rows as a TickTable (collisions merged by the policy); with ``keep``
+        (sorted roster indices), only those entities' arrays."""
         kept = order[starts]
         k_kept = k[kept]
         e_kept = ent_codes[kept]
         k0 = int(k_kept.min())
         n_t = int(k_kept.max()) - k0 + 1
         ti = k_kept - k0
+        all_kept, all_ti = kept, ti  # globals are per tick: every entity's rows count
+        sel = None
+        if keep is not None:  # renumber the kept entities, drop the other groups
+            code = np.full(len(roster), -1, dtype=np.int64)
+            code[keep] = np.arange(keep.size)
+            e_kept = code[e_kept]
+            sel = np.flatnonzero(e_kept >= 0)
+            kept, ti, e_kept = kept[sel], ti[sel], e_kept[sel]
+            roster = tuple(roster[i] for i in keep)
         n_e = len(roster)
         cell = ti * n_e + e_kept  # flat (tick, entity) index of every kept row
         present = np.zeros(n_t * n_e, dtype=bool)
@@ -391,15 +435,17 @@ class TimeseriesAdapter(InputAdapter):
         present = present.reshape(n_t, n_e)
         values: dict[str, np.ndarray] = {}
         ints: dict[str, np.ndarray] = {}
+        merged = self.collisions == "mean" and starts.size < order.size
+        rows = None if merged else cell_rows(table.num_rows, n_t * n_e, cell, kept)
         for f in self.schema.fields:
-            data = self._field_values(table, f, self.fields[f.name], src)
-            arr = np.full((n_t * n_e, f.dims), np.nan)
-            if self.collisions == "mean" and starts.size < order.size:
-                arr[cell] = merge_groups(data[order], starts, f, self.collisions)
-            elif f.dims == 1:  # one component: 1-d gather and scatter (twice as fast)
-                arr[:, 0][cell] = data[:, 0][kept]
-            else:  # the nearest row of each group: gather only those rows
-                arr[cell] = data[kept]
+            columns = self._field_columns(table, f, self.fields[f.name], src)
+            if rows is not None:  # the nearest row of each group, gathered onto the cells
+                arr = gather_cells(columns, rows)
+            else:
+                arr = np.full((n_t * n_e, f.dims), np.nan)
+                data = np.stack(columns, axis=1)
+                groups = merge_groups(data[order], starts, f, self.collisions)
+                arr[cell] = groups if sel is None else groups[sel]
             values[f.name] = arr.reshape(n_t, n_e, f.dims)
             if is_int_field(f):  # exact integers: never averaged, the nearest row is kept
                 exact = _int_values(table, f, self.fields[f.name], src)
@@ -411,11 +457,11 @@ class TimeseriesAdapter(InputAdapter):
             arr = np.full((n_t, g.dims), np.nan)
             if g.name in self.globals:
                 data = self._field_values(table, g, self.globals[g.name], src)
-                arr[ti] = data[kept]  # numpy assigns in order: the last row of a tick wins
+                arr[all_ti] = data[all_kept]  # numpy assigns in order: the last row wins
                 if is_int_field(g):
                     exact = _int_values(table, g, self.globals[g.name], src)
                     ints[g.name] = np.zeros((n_t, g.dims), dtype=exact.dtype)
-                    ints[g.name][ti] = exact[kept]
+                    ints[g.name][all_ti] = exact[all_kept]
             elif is_int_field(g):
                 ints[g.name] = np.zeros((n_t, g.dims), dtype=g.dtype)
             glob[g.name] = arr
@@ -451,7 +497,8 @@ class TimeseriesAdapter(InputAdapter):
             the column and row.
         """
         name = self.time_column
-        col = table.column(name).combine_chunks()
+        col = table.column(name)
+        col = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
         if col.null_count:
             r = int(np.flatnonzero(np.asarray(col.is_null().to_numpy(zero_copy_only=False)))[0])
             raise SourceError(f"null time in column {name!r}", source=src, row=r)
@@ -482,9 +529,11 @@ class TimeseriesAdapter(InputAdapter):
         n = table.num_rows
         if not self.entity_column:
             return np.zeros(n, dtype=np.int64), (0,)
-        ids = _entity_array(
-            table.column(self.entity_column), self.entity_dtype, self.entity_column, src
-        )
+        col = table.column(self.entity_column)
+        fast = dictionary_entity_codes(col, self.entity_dtype, self.entity_column, src)
+        if fast is not None:
+            return fast
+        ids = _entity_array(col, self.entity_dtype, self.entity_column, src)
         enc = pc.dictionary_encode(ids)
         uniq = enc.dictionary.to_pylist()
         codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
@@ -499,33 +548,59 @@ class TimeseriesAdapter(InputAdapter):
     def _field_values(
         self, table: pa.Table, f: FieldSpec, cols: Sequence[str], src: str
     ) -> np.ndarray:
+        """The field's columns as float64 rows, shape (N, D)."""
         out = np.empty((table.num_rows, len(cols)), dtype=np.float64)
-        for j, c in enumerate(cols):
+        for j, vals in enumerate(self._field_columns(table, f, cols, src)):
+            out[:, j] = vals
+        return out
+
+    def _field_columns(
+        self, table: pa.Table, f: FieldSpec, cols: Sequence[str], src: str
+    ) -> list[np.ndarray]:
+        """Each column of a field as float64, shape (N,) (zero-copy where it can), checked in
+        column order.
+
+        Raises
+        ------
+        SourceError
+            A non-numeric column, an unknown categorical label or an infinite value,
+            naming the column (and row).
+        """
+        out = []
+        for c in cols:
             col = table.column(c)
             if f.kind == "categorical":
-                out[:, j] = _categorical_codes(col, f, c, src)
+                out.append(_categorical_codes(col, f, c, src))
                 continue
             typ = col.type
-            if pa.types.is_boolean(typ):
-                col = col.cast(pa.float64())
-            elif not (
-                pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_null(typ)
+            if not (
+                pa.types.is_boolean(typ)
+                or pa.types.is_integer(typ)
+                or pa.types.is_floating(typ)
+                or pa.types.is_null(typ)
             ):
                 raise SourceError(
                     f"column {c!r} of field {f.name!r} has type {typ}, expected numbers", source=src
                 )
-            vals = np.asarray(
-                # integers above 2**53 round here; integer fields also carry them exactly
-                pc.fill_null(pc.cast(col, pa.float64(), safe=False), np.nan).to_numpy(
-                    zero_copy_only=False
-                ),
-                dtype=np.float64,
-            )
+            vals = float_column(col)
             inf = np.flatnonzero(np.isinf(vals))
             if inf.size:
                 raise SourceError(f"infinite value in column {c!r}", source=src, row=int(inf[0]))
-            out[:, j] = vals
+            out.append(vals)
         return out
+
+
+def _open_parquet(where: Any, dictionary: list[str]) -> Any:
+    """A ``ParquetFile`` reading ``dictionary`` columns dictionary-encoded; a file without
+    them (or with duplicated names) opens plainly and the caller's checks report it."""
+    import pyarrow.parquet as pq
+
+    if dictionary:
+        try:
+            return pq.ParquetFile(where, read_dictionary=dictionary)
+        except (KeyError, pa.ArrowException):
+            pass
+    return pq.ParquetFile(where)
 
 
 def _narrow_codes(codes: np.ndarray, n_codes: int) -> np.ndarray:
