@@ -25,6 +25,7 @@ import numpy as np
 
 __all__ = [
     "Moments",
+    "Take",
     "TickMoments",
     "TickSums",
     "Win",
@@ -37,9 +38,11 @@ __all__ = [
     "hull_area",
     "mean",
     "median",
+    "median_of",
     "moments",
     "n_changes",
     "percentile",
+    "percentile_of",
     "rms",
     "sorted_values",
     "std",
@@ -145,10 +148,24 @@ def sorted_values(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return flat, (~missing).sum(axis=_AX)
 
 
+#: ``take(rows, i)``: the ``i``-th smallest valid sample (0-based) of each window in ``rows``,
+#: both (Q,) intp arrays with ``0 <= i <`` the window's valid count -> (Q,) float64.
+Take = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def _take_sorted(srt: np.ndarray) -> Take:
+    return lambda rows, i: srt[rows, i]
+
+
 def percentile(srt: np.ndarray, n: np.ndarray, q: float) -> np.ndarray:
     """numpy's ``linear`` percentile ``q`` (0..100) of each row of sorted values."""
-    g = srt.shape[0]
-    out = np.full(g, _NAN)
+    return percentile_of(_take_sorted(srt), n, q)
+
+
+def percentile_of(take: Take, n: np.ndarray, q: float) -> np.ndarray:
+    """numpy's ``linear`` percentile ``q`` (0..100) of each window, its order statistics
+    read through ``take``; ``n`` (G,) the windows' valid counts."""
+    out = np.full(n.shape[0], _NAN)
     has = n > 0
     if not has.any():
         return out
@@ -159,8 +176,7 @@ def percentile(srt: np.ndarray, n: np.ndarray, q: float) -> np.ndarray:
     above = virtual >= cnt - 1
     i0 = np.where(above, cnt - 1, prev).astype(np.intp)
     i1 = np.where(above, cnt - 1, prev + 1).astype(np.intp)
-    a = srt[rows, i0]
-    b = srt[rows, i1]
+    a, b = np.split(take(np.concatenate([rows, rows]), np.concatenate([i0, i1])), 2)
     gamma = virtual - prev
     diff = b - a
     res = a + diff * gamma
@@ -171,13 +187,21 @@ def percentile(srt: np.ndarray, n: np.ndarray, q: float) -> np.ndarray:
 
 def median(srt: np.ndarray, n: np.ndarray) -> np.ndarray:
     """numpy's median (the mean of the two middle values for an even count)."""
-    if srt.shape[1] == 0:
-        return np.full(srt.shape[0], _NAN)
-    rows = np.arange(srt.shape[0])
-    top = srt.shape[1] - 1
-    a = srt[rows, np.clip((n - 1) // 2, 0, top)]
-    b = srt[rows, np.clip(n // 2, 0, top)]
-    return np.where(n > 0, (a + b) / 2.0, _NAN)
+    return median_of(_take_sorted(srt), n)
+
+
+def median_of(take: Take, n: np.ndarray) -> np.ndarray:
+    """numpy's median of each window, its order statistics read through ``take``."""
+    out = np.full(n.shape[0], _NAN)
+    rows = np.flatnonzero(n > 0)
+    if rows.size == 0:
+        return out
+    cnt = n[rows]
+    a, b = np.split(
+        take(np.concatenate([rows, rows]), np.concatenate([(cnt - 1) // 2, cnt // 2])), 2
+    )
+    out[rows] = (a + b) / 2.0
+    return out
 
 
 def _hits(x: np.ndarray, boolean: bool) -> np.ndarray:
