@@ -44,12 +44,15 @@ class RankIndex:
         The valid samples sorted ascending (``values[r]`` is the sample of rank ``r``).
     ranks : ndarray, shape (M,), intp
         Rank of each valid sample, the samples in tick-major order (tick, then entity).
+    order : ndarray, shape (M,), intp
+        The inverse permutation: the sample (tick-major index) of each rank.
     first : ndarray, shape (N + 1,), intp
         Index in ``ranks`` of the first sample of each tick (``first[N] == M``).
     """
 
     values: np.ndarray
     ranks: np.ndarray
+    order: np.ndarray
     first: np.ndarray
 
 
@@ -63,7 +66,7 @@ def rank_index(x: np.ndarray) -> RankIndex:
     ranks[order] = np.arange(vals.size, dtype=np.intp)
     first = np.zeros(v.shape[0] + 1, dtype=np.intp)
     np.cumsum(ok.sum(axis=1), out=first[1:])
-    return RankIndex(vals[order], ranks, first)
+    return RankIndex(vals[order], ranks, order, first)
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,19 +97,25 @@ def rank_blocks(idx: RankIndex, size: int, phase: int) -> RankBlocks:
     m = idx.ranks.size
     n_blocks = (n_ticks - phase) // size + 3  # room for a window's last block past the end
     tick_block = (np.arange(n_ticks, dtype=np.int64) - phase) // size + 1
-    per_block = np.bincount(tick_block, weights=np.diff(idx.first), minlength=n_blocks)
+    counts = np.diff(idx.first)
     first = np.zeros(n_blocks + 1, dtype=np.int64)
-    np.cumsum(per_block.astype(np.int64), out=first[1:])
-    block = np.repeat(tick_block, np.diff(idx.first))
-    keys = block * m + idx.ranks
-    keys.sort()
+    np.cumsum(
+        np.bincount(tick_block, weights=counts, minlength=n_blocks).astype(np.int64), out=first[1:]
+    )
+    # the block of each rank; a stable sort by block keeps ranks ascending within a block
+    # (numpy sorts 16-bit integers stably by radix, in linear time)
+    small = np.int16 if n_blocks < 2**15 else np.int64
+    by_rank = np.repeat(tick_block.astype(small), counts)[idx.order]
+    perm = np.argsort(by_rank, kind="stable")
+    keys = by_rank[perm].astype(np.int64) * m + perm
     return RankBlocks(size, phase, keys, first)
 
 
 def worth_ranking(n_ticks: int, n_windows: int, window_ticks: int) -> bool:
-    """Whether ranking the source once beats sorting every window (measured on the ADS-B
-    sample: the windows must hold each tick about twice or more)."""
-    return n_windows > 1 and n_windows * window_ticks >= 2 * n_ticks
+    """Whether ranking the source once beats sorting every window: measured on the ADS-B
+    sample (``bench/bench_metrics.py``), the windows must hold each tick about 4 times or
+    more (120-tick windows at stride 30 or less)."""
+    return n_windows > 1 and n_windows * window_ticks >= 4 * n_ticks
 
 
 def ranked_windows(

@@ -143,9 +143,27 @@ def sorted_values(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     v = x[..., 0]
     missing = np.isnan(v)
-    flat = _flat(np.where(missing, np.inf, v))  # one contiguous copy, sorted in place
-    flat.sort(axis=1)
-    return flat, (~missing).sum(axis=_AX)
+    n = (~missing).sum(axis=_AX)
+    return _sort_rows(_flat(np.where(missing, np.inf, v)), n, scratch=True), n
+
+
+def _sort_rows(flat: np.ndarray, n: np.ndarray, scratch: bool = False) -> np.ndarray:
+    """Rows of ``flat`` (G, W), +inf for a missing sample, sorted ascending (in place when
+    ``scratch`` says ``flat`` may be overwritten, else in a new array).
+
+    A sparse batch (absent entities) is compacted first: each row's ``n`` valid samples,
+    in their order, then +inf to the longest row's count, so the sort skips most padding.
+    """
+    g, w = flat.shape
+    total = int(n.sum())
+    if total >= 0.75 * g * w:
+        out = flat if scratch else flat.copy()
+    else:
+        top = int(n.max(initial=0))
+        out = np.full((g, top), np.inf)
+        out[np.arange(top) < n[:, None]] = flat[flat < np.inf]
+    out.sort(axis=1)
+    return out
 
 
 #: ``take(rows, i)``: the ``i``-th smallest valid sample (0-based) of each window in ``rows``,
@@ -455,12 +473,8 @@ def tick_padded(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def window_sorted(parts: tuple[np.ndarray, np.ndarray], win: Win) -> tuple[np.ndarray, np.ndarray]:
     """Each window's samples sorted (valid first, +inf padding last), (G, M), and valid counts."""
     padded, n = parts
-    w = win(padded, 0)
-    flat = _flat(w)
-    if not flat.flags.writeable:  # a view of the source: sort a copy
-        flat = flat.copy()
-    flat.sort(axis=1)
-    return flat, win(n, 0).sum(axis=1)
+    nw = win(n, 0).sum(axis=1)
+    return _sort_rows(_flat(win(padded, 0)), nw), nw
 
 
 def window_pairs(parts: tuple[np.ndarray, np.ndarray], win: Win) -> np.ndarray:
