@@ -39,6 +39,7 @@ __all__ = [
     "mean",
     "median",
     "median_of",
+    "mixed_zeros",
     "moments",
     "n_changes",
     "percentile",
@@ -144,19 +145,33 @@ def sorted_values(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     v = x[..., 0]
     missing = np.isnan(v)
     n = (~missing).sum(axis=_AX)
-    return _sort_rows(_flat(np.where(missing, np.inf, v)), n, scratch=True), n
+    flat = _flat(np.where(missing, np.inf, v))
+    return _sort_rows(flat, n, scratch=True, compact=not mixed_zeros(v)), n
 
 
-def _sort_rows(flat: np.ndarray, n: np.ndarray, scratch: bool = False) -> np.ndarray:
+def mixed_zeros(v: np.ndarray) -> bool:
+    """Whether ``v`` holds both ``0.0`` and ``-0.0``: they tie, so which one a sort puts
+    first depends on the input's order, and an order statistic keeps the sign it finds."""
+    zero = v == 0
+    if not zero.any():
+        return False
+    neg = np.signbit(v[zero])
+    return bool(neg.any() and not neg.all())
+
+
+def _sort_rows(
+    flat: np.ndarray, n: np.ndarray, scratch: bool = False, compact: bool = True
+) -> np.ndarray:
     """Rows of ``flat`` (G, W), +inf for a missing sample, sorted ascending (in place when
     ``scratch`` says ``flat`` may be overwritten, else in a new array).
 
-    A sparse batch (absent entities) is compacted first: each row's ``n`` valid samples,
-    in their order, then +inf to the longest row's count, so the sort skips most padding.
+    A sparse batch (absent entities) is compacted first (``compact``): each row's ``n``
+    valid samples, in their order, then +inf to the longest row's count, so the sort skips
+    most padding.  Rows holding both zeros are sorted as they are (see :func:`mixed_zeros`).
     """
     g, w = flat.shape
     total = int(n.sum())
-    if total >= 0.75 * g * w:
+    if not compact or total >= 0.75 * g * w:
         out = flat if scratch else flat.copy()
     else:
         top = int(n.max(initial=0))
@@ -470,11 +485,14 @@ def tick_padded(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.where(missing, np.inf, v), (~missing).sum(axis=-1)
 
 
-def window_sorted(parts: tuple[np.ndarray, np.ndarray], win: Win) -> tuple[np.ndarray, np.ndarray]:
-    """Each window's samples sorted (valid first, +inf padding last), (G, M), and valid counts."""
+def window_sorted(
+    parts: tuple[np.ndarray, np.ndarray], win: Win, compact: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each window's samples sorted (valid first, +inf padding last), (G, M), and valid counts
+    (``compact``: see :func:`_sort_rows`)."""
     padded, n = parts
     nw = win(n, 0).sum(axis=1)
-    return _sort_rows(_flat(win(padded, 0)), nw), nw
+    return _sort_rows(_flat(win(padded, 0)), nw, compact=compact), nw
 
 
 def window_pairs(parts: tuple[np.ndarray, np.ndarray], win: Win) -> np.ndarray:

@@ -523,7 +523,9 @@ def _order_ticks(s: Stream, fr: Frame, key: Key) -> tuple[reduces.Take, np.ndarr
         grid, length = b.grid, b.length - s.lag
         step = int(grid[1] - grid[0]) if grid.size > 1 else 0
         regular = step > 0 and bool((np.diff(grid) == step).all())
-        if regular and order_stats.worth_ranking(b.n_steps, grid.size, length):
+        # 0.0 and -0.0 tie: keep the order the original window sort gave them
+        mixed = fr.memo((key, "@mixed_zeros"), False, lambda: reduces.mixed_zeros(s.x[..., 0]))
+        if regular and not mixed and order_stats.worth_ranking(b.n_steps, grid.size, length):
             idx = fr.memo((key, "@ranks"), False, lambda: order_stats.rank_index(s.x))
             starts = grid + s.lag
             phase = int(starts[0]) % step
@@ -538,9 +540,8 @@ def _order_ticks(s: Stream, fr: Frame, key: Key) -> tuple[reduces.Take, np.ndarr
                 return order_stats.ranked_windows(idx, blocks, starts[rows], length, i)
 
             return take, _win(s, fr)(counts, 0).sum(axis=1)
-        srt, n = reduces.window_sorted(
-            fr.memo((key, "@tick_padded"), False, lambda: reduces.tick_padded(s.x)), _win(s, fr)
-        )
+        padded = fr.memo((key, "@tick_padded"), False, lambda: reduces.tick_padded(s.x))
+        srt, n = reduces.window_sorted(padded, _win(s, fr), compact=not mixed)
         return (lambda rows, i: srt[rows, i]), n
 
     out: tuple[reduces.Take, np.ndarray] = fr.memo((key, "@order"), True, make)
