@@ -61,7 +61,7 @@ def rank_index(x: np.ndarray) -> RankIndex:
     v = x[..., 0]
     ok = ~np.isnan(v)
     vals = v[ok]
-    order = np.argsort(vals)
+    order = np.argsort(vals, kind="stable")  # timsort: much faster on the many ties of real data
     ranks = np.empty(vals.size, dtype=np.intp)
     ranks[order] = np.arange(vals.size, dtype=np.intp)
     first = np.zeros(v.shape[0] + 1, dtype=np.intp)
