@@ -27,9 +27,12 @@ import numpy as np
 __all__ = [
     "RankBlocks",
     "RankIndex",
+    "Samples",
     "rank_blocks",
     "rank_index",
     "ranked_windows",
+    "sorted_windows",
+    "tick_samples",
     "worth_ranking",
 ]
 
@@ -56,16 +59,45 @@ class RankIndex:
     first: np.ndarray
 
 
-def rank_index(x: np.ndarray) -> RankIndex:
-    """Rank the valid samples of ``x``, shape (N, E, 1), float64, NaN for a missing sample."""
+Samples = tuple[np.ndarray, np.ndarray]
+
+
+def tick_samples(x: np.ndarray) -> Samples:
+    """The valid samples of ``x`` (N, E, 1), NaN for a missing one, in tick-major order,
+    shape (M,), and the index of each tick's first sample, shape (N + 1,): the samples of
+    ticks ``[a, b)`` are ``values[first[a]:first[b]]``."""
     v = x[..., 0]
     ok = ~np.isnan(v)
-    vals = v[ok]
+    first = np.zeros(v.shape[0] + 1, dtype=np.intp)
+    np.cumsum(ok.sum(axis=1), out=first[1:])
+    return v[ok], first
+
+
+def sorted_windows(
+    samples: Samples, starts: np.ndarray, length: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The valid samples of each tick range ``[start, start + length)`` sorted ascending,
+    shape (Q, max n), +inf past a row's count ``n`` (Q,).
+
+    Each row is gathered from the tick-major samples in the order a window's own
+    samples have, so the sort sees the same input as a sort of the window would.
+    """
+    vals, first = samples
+    n_ticks = first.size - 1
+    a = first[np.clip(starts, 0, n_ticks)]
+    n = first[np.clip(starts + max(int(length), 0), 0, n_ticks)] - a
+    pos = a[:, None] + np.arange(int(n.max(initial=0)))
+    out = np.where(pos < (a + n)[:, None], vals[np.minimum(pos, max(vals.size - 1, 0))], np.inf)
+    out.sort(axis=1)
+    return out, n
+
+
+def rank_index(samples: Samples) -> RankIndex:
+    """Rank the valid samples of :func:`tick_samples`."""
+    vals, first = samples
     order = np.argsort(vals, kind="stable")  # timsort: much faster on the many ties of real data
     ranks = np.empty(vals.size, dtype=np.intp)
     ranks[order] = np.arange(vals.size, dtype=np.intp)
-    first = np.zeros(v.shape[0] + 1, dtype=np.intp)
-    np.cumsum(ok.sum(axis=1), out=first[1:])
     return RankIndex(vals[order], ranks, order, first)
 
 

@@ -47,6 +47,7 @@ __all__ = [
     "rms",
     "sorted_values",
     "std",
+    "take_sorted",
     "tick_codes",
     "tick_extreme",
     "tick_hits",
@@ -186,13 +187,14 @@ def _sort_rows(
 Take = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
-def _take_sorted(srt: np.ndarray) -> Take:
+def take_sorted(srt: np.ndarray) -> Take:
+    """``take`` over rows of sorted samples (G, M)."""
     return lambda rows, i: srt[rows, i]
 
 
 def percentile(srt: np.ndarray, n: np.ndarray, q: float) -> np.ndarray:
     """numpy's ``linear`` percentile ``q`` (0..100) of each row of sorted values."""
-    return percentile_of(_take_sorted(srt), n, q)
+    return percentile_of(take_sorted(srt), n, q)
 
 
 def percentile_of(take: Take, n: np.ndarray, q: float) -> np.ndarray:
@@ -220,7 +222,7 @@ def percentile_of(take: Take, n: np.ndarray, q: float) -> np.ndarray:
 
 def median(srt: np.ndarray, n: np.ndarray) -> np.ndarray:
     """numpy's median (the mean of the two middle values for an even count)."""
-    return median_of(_take_sorted(srt), n)
+    return median_of(take_sorted(srt), n)
 
 
 def median_of(take: Take, n: np.ndarray) -> np.ndarray:

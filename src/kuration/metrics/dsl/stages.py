@@ -507,7 +507,7 @@ def _sorted(s: Stream, fr: Frame, key: Key) -> tuple[reduces.Take, np.ndarray]:
 
     def make() -> tuple[reduces.Take, np.ndarray]:
         srt, n = reduces.sorted_values(s.x)
-        return (lambda rows, i: srt[rows, i]), n
+        return reduces.take_sorted(srt), n
 
     out: tuple[reduces.Take, np.ndarray] = fr.memo((key, "@sorted"), True, make)
     return out
@@ -516,33 +516,38 @@ def _sorted(s: Stream, fr: Frame, key: Key) -> tuple[reduces.Take, np.ndarray]:
 def _order_ticks(s: Stream, fr: Frame, key: Key) -> tuple[reduces.Take, np.ndarray]:
     """Order statistics of the windows of a source-level stream: from the source's samples
     ranked once (:mod:`~kuration.metrics.dsl.order_stats`) when the windows overlap enough
-    and lie on a regular grid, else from each window's samples sorted."""
+    and lie on a regular grid, else from each window's valid samples sorted."""
 
     def make() -> tuple[reduces.Take, np.ndarray]:
         b = fr.batch
         grid, length = b.grid, b.length - s.lag
+        starts = grid + s.lag
+        samples = fr.memo((key, "@samples"), False, lambda: order_stats.tick_samples(s.x))
+        # 0.0 and -0.0 tie, and a sort leaves them as its input's order has them: such a
+        # stream keeps the sort of every window's whole (padded) samples
+        if fr.memo((key, "@mixed_zeros"), False, lambda: reduces.mixed_zeros(samples[0])):
+            padded = fr.memo((key, "@tick_padded"), False, lambda: reduces.tick_padded(s.x))
+            srt, n = reduces.window_sorted(padded, _win(s, fr), compact=False)
+            return reduces.take_sorted(srt), n
         step = int(grid[1] - grid[0]) if grid.size > 1 else 0
         regular = step > 0 and bool((np.diff(grid) == step).all())
-        # 0.0 and -0.0 tie: keep the order the original window sort gave them
-        mixed = fr.memo((key, "@mixed_zeros"), False, lambda: reduces.mixed_zeros(s.x[..., 0]))
-        if regular and not mixed and order_stats.worth_ranking(b.n_steps, grid.size, length):
-            idx = fr.memo((key, "@ranks"), False, lambda: order_stats.rank_index(s.x))
-            starts = grid + s.lag
-            phase = int(starts[0]) % step
-            blocks = fr.memo(
-                (key, "@rank_blocks", step, phase),
-                False,
-                lambda: order_stats.rank_blocks(idx, step, phase),
-            )
-            counts = np.diff(idx.first)
+        if not regular or not order_stats.worth_ranking(b.n_steps, grid.size, length):
+            srt, n = order_stats.sorted_windows(samples, starts, length)
+            return reduces.take_sorted(srt), n
+        idx = fr.memo((key, "@ranks"), False, lambda: order_stats.rank_index(samples))
+        phase = int(starts[0]) % step
+        blocks = fr.memo(
+            (key, "@rank_blocks", step, phase),
+            False,
+            lambda: order_stats.rank_blocks(idx, step, phase),
+        )
+        first = samples[1]
+        n = first[starts + length] - first[starts]
 
-            def take(rows: np.ndarray, i: np.ndarray) -> np.ndarray:
-                return order_stats.ranked_windows(idx, blocks, starts[rows], length, i)
+        def take(rows: np.ndarray, i: np.ndarray) -> np.ndarray:
+            return order_stats.ranked_windows(idx, blocks, starts[rows], length, i)
 
-            return take, _win(s, fr)(counts, 0).sum(axis=1)
-        padded = fr.memo((key, "@tick_padded"), False, lambda: reduces.tick_padded(s.x))
-        srt, n = reduces.window_sorted(padded, _win(s, fr), compact=not mixed)
-        return (lambda rows, i: srt[rows, i]), n
+        return take, n
 
     out: tuple[reduces.Take, np.ndarray] = fr.memo((key, "@order"), True, make)
     return out

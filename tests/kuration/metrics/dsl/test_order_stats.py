@@ -34,7 +34,7 @@ def streams(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, int]:
 @settings(max_examples=150, deadline=None)
 def test_kth_equals_sorted_window(case, data) -> None:
     x, starts, length = case
-    idx = order_stats.rank_index(x)
+    idx = order_stats.rank_index(order_stats.tick_samples(x))
     step = int(starts[1] - starts[0]) if starts.size > 1 else data.draw(st.integers(1, 9))
     blocks = order_stats.rank_blocks(idx, step, int(starts[0]) % step)
     wins = [np.sort(x[s : s + length, :, 0][~np.isnan(x[s : s + length, :, 0])]) for s in starts]
@@ -47,11 +47,24 @@ def test_kth_equals_sorted_window(case, data) -> None:
     assert got.tobytes() == want.tobytes()
 
 
+@given(streams())
+@settings(max_examples=100, deadline=None)
+def test_sorted_windows_equal_each_window_sorted(case) -> None:
+    x, starts, length = case
+    srt, n = order_stats.sorted_windows(order_stats.tick_samples(x), starts, length)
+    for g, s in enumerate(starts):
+        w = x[s : s + length, :, 0]
+        w = np.sort(w[~np.isnan(w)])
+        assert n[g] == w.size
+        assert srt[g, : w.size].tobytes() == w.tobytes()
+        assert np.isposinf(srt[g, w.size :]).all()
+
+
 @given(streams(), st.sampled_from([0.0, 10.0, 25.0, 50.0, 90.0, 99.5, 100.0]))
 @settings(max_examples=100, deadline=None)
 def test_percentile_and_median_equal_numpy(case, q) -> None:
     x, starts, length = case
-    idx = order_stats.rank_index(x)
+    idx = order_stats.rank_index(order_stats.tick_samples(x))
     step = int(starts[1] - starts[0]) if starts.size > 1 else 1
     blocks = order_stats.rank_blocks(idx, step, int(starts[0]) % step)
     n = np.array([(~np.isnan(x[s : s + length, :, 0])).sum() for s in starts])
