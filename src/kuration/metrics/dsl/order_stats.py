@@ -95,7 +95,10 @@ def sorted_windows(
 def rank_index(samples: Samples) -> RankIndex:
     """Rank the valid samples of :func:`tick_samples`."""
     vals, first = samples
-    order = np.argsort(vals, kind="stable")  # timsort: much faster on the many ties of real data
+    # quicksort degrades on one much repeated value (a turn rate is mostly 0.0): timsort then
+    # (2.5x faster on the ADS-B turn rates, 1.8x slower on speeds)
+    kind = "stable" if np.count_nonzero(vals == 0.0) * 20 > vals.size else None
+    order = np.argsort(vals, kind=kind)
     ranks = np.empty(vals.size, dtype=np.intp)
     ranks[order] = np.arange(vals.size, dtype=np.intp)
     return RankIndex(vals[order], ranks, order, first)
@@ -188,16 +191,17 @@ def ranked_windows(
     tick_ranks = np.where(pos < s_b[:, None], idx.ranks[np.minimum(pos, m - 1)], m)
     blk = (starts - blocks.phase) // size + 1
     bid = blk[:, None] + np.arange(n_blk)
-    base = blocks.first[bid]
+    # count(rank <= c) = sum of the blocks' searchsorted - their first indexes +- the ticks'
+    target = k + blocks.first[bid].sum(axis=1)
     bkey = bid * m
     lo = np.zeros(k.shape, dtype=np.int64)
     hi = np.full(k.shape, m - 1, dtype=np.int64)
     for _ in range(int(max(m - 1, 0)).bit_length()):
         mid = (lo + hi) >> 1
-        cnt = (np.searchsorted(blocks.keys, bkey + mid[:, None], "right") - base).sum(axis=1)
+        cnt = np.searchsorted(blocks.keys, bkey + mid[:, None], "right").sum(axis=1)
         extra = (tick_ranks <= mid[:, None]).sum(axis=1)
         cnt = cnt + extra if sign > 0 else cnt - extra
-        ge = cnt > k
+        ge = cnt > target
         hi = np.where(ge, mid, hi)
         lo = np.where(ge, lo, mid + 1)
     return idx.values[lo]
