@@ -13,9 +13,17 @@ of ``L`` ticks is ``L // B`` (or one more) whole blocks and at most ``B / 2``
 single ticks.  Every query of a batch (windows x order statistics) runs the
 same ``ceil(log2(M))`` vectorized iterations, ``M`` the source's valid samples.
 
+When the windows hold each tick fewer than about 3 times (stride 60 of 120),
+ranking costs more than it saves; :func:`selected_pairs` then lays each window's
+valid samples out so that one :func:`numpy.partition` (a selection, not a sort)
+places both order statistics a percentile needs.
+
 The results are the samples themselves (an order statistic is a value of the
 range), so whatever combines them -- numpy's ``linear`` percentile, the median
--- gives bit-identical results to the sort of :func:`~kuration.metrics.dsl.reduces.window_sorted`.
+-- gives bit-identical results to a sort of each window.  The one exception is
+a tie of ``0.0`` and ``-0.0``, whose order a sort leaves as its input had it:
+the engine keeps sorting every window's padded samples for a stream holding both
+(:func:`~kuration.metrics.dsl.reduces.mixed_zeros`).
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ __all__ = [
     "rank_blocks",
     "rank_index",
     "ranked_windows",
-    "sorted_windows",
+    "selected_pairs",
     "tick_samples",
     "worth_ranking",
 ]
@@ -73,23 +81,44 @@ def tick_samples(x: np.ndarray) -> Samples:
     return v[ok], first
 
 
-def sorted_windows(
-    samples: Samples, starts: np.ndarray, length: int
+def selected_pairs(
+    samples: Samples, starts: np.ndarray, length: int, i0: np.ndarray, i1: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The valid samples of each tick range ``[start, start + length)`` sorted ascending,
-    shape (Q, max n), +inf past a row's count ``n`` (Q,).
+    """The ``i0``-th and ``i1``-th smallest valid samples of each tick range
+    ``[start, start + length)`` by selection (:func:`numpy.partition`), not a full sort.
 
-    Each row is gathered from the tick-major samples in the order a window's own
-    samples have, so the sort sees the same input as a sort of the window would.
+    Each row is laid out so that its ``i0``-th smallest sample lands in one column ``P``
+    for every row: ``P - i0`` leading -inf, the range's samples, +inf after; one partition
+    at ``P`` and ``P + 1`` then places both statistics (``i1`` is ``i0`` or ``i0 + 1``).
+
+    Parameters
+    ----------
+    samples : Samples
+        From :func:`tick_samples`.
+    starts : ndarray, shape (Q,), int64
+    length : int
+    i0, i1 : ndarray, shape (Q,), intp
+        ``0 <= i0 <= i1 <= i0 + 1 <`` the range's valid count.
+
+    Returns
+    -------
+    tuple of two ndarray, shape (Q,), float64
     """
     vals, first = samples
-    n_ticks = first.size - 1
-    a = first[np.clip(starts, 0, n_ticks)]
-    n = first[np.clip(starts + max(int(length), 0), 0, n_ticks)] - a
-    pos = a[:, None] + np.arange(int(n.max(initial=0)))
-    out = np.where(pos < (a + n)[:, None], vals[np.minimum(pos, max(vals.size - 1, 0))], np.inf)
-    out.sort(axis=1)
-    return out, n
+    a = first[starts]
+    n = first[starts + length] - a
+    top = int(i0.max(initial=0))
+    shift = top - i0
+    width = int((shift + n).max(initial=0))
+    if width == 0:
+        return np.zeros(0), np.zeros(0)
+    rel = np.arange(width) - shift[:, None]
+    inside = (rel >= 0) & (rel < n[:, None])
+    got = vals[np.clip(a[:, None] + rel, 0, max(vals.size - 1, 0))]
+    rows = np.where(inside, got, np.where(rel < 0, -np.inf, np.inf))
+    rows.partition((top, top + 1) if width > top + 1 else top, axis=1)
+    lo = rows[:, top]
+    return lo, (np.where(i1 > i0, rows[:, top + 1], lo) if width > top + 1 else lo)
 
 
 def rank_index(samples: Samples) -> RankIndex:

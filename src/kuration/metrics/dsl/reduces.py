@@ -182,14 +182,15 @@ def _sort_rows(
     return out
 
 
-#: ``take(rows, i)``: the ``i``-th smallest valid sample (0-based) of each window in ``rows``,
-#: both (Q,) intp arrays with ``0 <= i <`` the window's valid count -> (Q,) float64.
-Take = Callable[[np.ndarray, np.ndarray], np.ndarray]
+#: ``take(rows, i0, i1)``: the ``i0``-th and ``i1``-th smallest valid samples (0-based) of
+#: each window in ``rows``; all three (Q,) intp arrays with ``0 <= i0 <= i1 <= i0 + 1 <``
+#: the window's valid count -> two (Q,) float64 arrays.
+Take = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 def take_sorted(srt: np.ndarray) -> Take:
     """``take`` over rows of sorted samples (G, M)."""
-    return lambda rows, i: srt[rows, i]
+    return lambda rows, i0, i1: (srt[rows, i0], srt[rows, i1])
 
 
 def percentile(srt: np.ndarray, n: np.ndarray, q: float) -> np.ndarray:
@@ -211,7 +212,7 @@ def percentile_of(take: Take, n: np.ndarray, q: float) -> np.ndarray:
     above = virtual >= cnt - 1
     i0 = np.where(above, cnt - 1, prev).astype(np.intp)
     i1 = np.where(above, cnt - 1, prev + 1).astype(np.intp)
-    a, b = np.split(take(np.concatenate([rows, rows]), np.concatenate([i0, i1])), 2)
+    a, b = take(rows, i0, i1)
     gamma = virtual - prev
     diff = b - a
     res = a + diff * gamma
@@ -232,9 +233,7 @@ def median_of(take: Take, n: np.ndarray) -> np.ndarray:
     if rows.size == 0:
         return out
     cnt = n[rows]
-    a, b = np.split(
-        take(np.concatenate([rows, rows]), np.concatenate([(cnt - 1) // 2, cnt // 2])), 2
-    )
+    a, b = take(rows, (cnt - 1) // 2, cnt // 2)
     out[rows] = (a + b) / 2.0
     return out
 

@@ -531,9 +531,14 @@ def _order_ticks(s: Stream, fr: Frame, key: Key) -> tuple[reduces.Take, np.ndarr
             return reduces.take_sorted(srt), n
         step = int(grid[1] - grid[0]) if grid.size > 1 else 0
         regular = step > 0 and bool((np.diff(grid) == step).all())
+        first = samples[1]
+        n = first[starts + length] - first[starts] if length > 0 else np.zeros(grid.size, int)
         if not regular or not order_stats.worth_ranking(b.n_steps, grid.size, length):
-            srt, n = order_stats.sorted_windows(samples, starts, length)
-            return reduces.take_sorted(srt), n
+
+            def select(rows: np.ndarray, i0: np.ndarray, i1: np.ndarray) -> Any:
+                return order_stats.selected_pairs(samples, starts[rows], length, i0, i1)
+
+            return select, n
         idx = fr.memo((key, "@ranks"), False, lambda: order_stats.rank_index(samples))
         phase = int(starts[0]) % step
         blocks = fr.memo(
@@ -541,11 +546,12 @@ def _order_ticks(s: Stream, fr: Frame, key: Key) -> tuple[reduces.Take, np.ndarr
             False,
             lambda: order_stats.rank_blocks(idx, step, phase),
         )
-        first = samples[1]
-        n = first[starts + length] - first[starts]
 
-        def take(rows: np.ndarray, i: np.ndarray) -> np.ndarray:
-            return order_stats.ranked_windows(idx, blocks, starts[rows], length, i)
+        def take(rows: np.ndarray, i0: np.ndarray, i1: np.ndarray) -> Any:
+            both = order_stats.ranked_windows(
+                idx, blocks, np.tile(starts[rows], 2), length, np.concatenate([i0, i1])
+            )
+            return np.split(both, 2)
 
         return take, n
 

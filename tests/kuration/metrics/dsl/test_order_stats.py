@@ -47,19 +47,6 @@ def test_kth_equals_sorted_window(case, data) -> None:
     assert got.tobytes() == want.tobytes()
 
 
-@given(streams())
-@settings(max_examples=100, deadline=None)
-def test_sorted_windows_equal_each_window_sorted(case) -> None:
-    x, starts, length = case
-    srt, n = order_stats.sorted_windows(order_stats.tick_samples(x), starts, length)
-    for g, s in enumerate(starts):
-        w = x[s : s + length, :, 0]
-        w = np.sort(w[~np.isnan(w)])
-        assert n[g] == w.size
-        assert srt[g, : w.size].tobytes() == w.tobytes()
-        assert np.isposinf(srt[g, w.size :]).all()
-
-
 @given(streams(), st.sampled_from([0.0, 10.0, 25.0, 50.0, 90.0, 99.5, 100.0]))
 @settings(max_examples=100, deadline=None)
 def test_percentile_and_median_equal_numpy(case, q) -> None:
@@ -69,9 +56,22 @@ def test_percentile_and_median_equal_numpy(case, q) -> None:
     blocks = order_stats.rank_blocks(idx, step, int(starts[0]) % step)
     n = np.array([(~np.isnan(x[s : s + length, :, 0])).sum() for s in starts])
 
-    def take(rows: np.ndarray, i: np.ndarray) -> np.ndarray:
-        return order_stats.ranked_windows(idx, blocks, starts[rows], length, i)
+    def ranked(rows: np.ndarray, i0: np.ndarray, i1: np.ndarray):
+        both = order_stats.ranked_windows(
+            idx, blocks, np.tile(starts[rows], 2), length, np.concatenate([i0, i1])
+        )
+        return np.split(both, 2)
 
+    samples = order_stats.tick_samples(x)
+
+    def selected(rows: np.ndarray, i0: np.ndarray, i1: np.ndarray):
+        return order_stats.selected_pairs(samples, starts[rows], length, i0, i1)
+
+    for take in (ranked, selected):
+        _check_against_numpy(take, x, starts, length, n, q)
+
+
+def _check_against_numpy(take, x, starts, length, n, q) -> None:
     pct = reduces.percentile_of(take, n, q)
     med = reduces.median_of(take, n)
     for g, s in enumerate(starts):
@@ -80,8 +80,8 @@ def test_percentile_and_median_equal_numpy(case, q) -> None:
         if w.size == 0:
             assert np.isnan(pct[g]) and np.isnan(med[g])
         else:  # numpy's own linear percentile and median, bit for bit
-            assert pct[g] == np.percentile(w, q)
-            assert med[g] == np.median(w)
+            assert pct[g].tobytes() == np.percentile(w, q).tobytes()
+            assert med[g].tobytes() == np.median(w).tobytes()
 
 
 @pytest.mark.parametrize(
