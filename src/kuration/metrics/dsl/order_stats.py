@@ -112,10 +112,10 @@ def selected_pairs(
     width = int((shift + n).max(initial=0))
     if width == 0:
         return np.zeros(0), np.zeros(0)
-    rel = np.arange(width) - shift[:, None]
-    inside = (rel >= 0) & (rel < n[:, None])
-    got = vals[np.clip(a[:, None] + rel, 0, max(vals.size - 1, 0))]
-    rows = np.where(inside, got, np.where(rel < 0, -np.inf, np.inf))
+    pos = (a - shift)[:, None] + np.arange(width)
+    rows = vals.take(pos, mode="clip")
+    np.copyto(rows, -np.inf, where=pos < a[:, None])
+    np.copyto(rows, np.inf, where=pos >= (a + n)[:, None])
     rows.partition((top, top + 1) if width > top + 1 else top, axis=1)
     lo = rows[:, top]
     return lo, (np.where(i1 > i0, rows[:, top + 1], lo) if width > top + 1 else lo)
