@@ -15,6 +15,7 @@ from ..contracts.tick import TickTable
 from ..core.registry import Registry
 from ..core.traits import ExecutionTraits, checked_traits, declare_traits
 from ..errors import StrategyError
+from .alloc import retain_freed_memory
 from .dsl.compile import CompiledMetric, compile_metric
 from .dsl.frame import Frame
 
@@ -97,6 +98,12 @@ class FeatureEngine:
         or defined later (before any data is read).
     StrategyError
         If a registered metric name is unknown or collides with a defined one.
+
+    Notes
+    -----
+    Building an engine raises glibc's mmap and trim thresholds once per process
+    (:func:`kuration.metrics.alloc.retain_freed_memory`; ``KURATION_RETAIN_FREED_MEMORY=0``
+    turns it off), so the per-source temporaries are not faulted in again for every source.
     """
 
     #: Most samples (windows x ticks x entities) evaluated at once by :meth:`score_table`;
@@ -106,6 +113,7 @@ class FeatureEngine:
     def __init__(
         self, define: Mapping[str, str], schema: SchemaSpec, registered: Sequence[str] = ()
     ) -> None:
+        retain_freed_memory()  # the per-source temporaries stay mapped (see metrics.alloc)
         self.schema = schema
         self.define = dict(define)
         readable: dict[str, CompiledMetric | None] = dict.fromkeys(self.define)

@@ -99,15 +99,15 @@ def geodetic_to_ecef(pos: np.ndarray, alt_factor: float | None) -> np.ndarray:
         NaN where a used component is NaN.
     """
     use_alt = pos.shape[-1] == 3 and alt_factor is not None
-    # component planes, contiguous (a reduction over a short last axis is slow in numpy)
-    planes = [np.ascontiguousarray(pos[..., j]).reshape(-1) for j in range(3 if use_alt else 2)]
-    nans = [np.isnan(c) for c in planes]
-    bad = np.logical_or.reduce(nans)
-    if any(not np.array_equal(m, bad) for m in nans):  # a partly missing sample
+    dims = 3 if use_alt else 2
+    nan = np.isnan(pos if pos.shape[-1] == dims else pos[..., :dims])
+    bad = nan[..., 0]
+    if any(not np.array_equal(nan[..., j], bad) for j in range(1, dims)):  # a partly missing sample
         return _geodetic_elementwise(pos, alt_factor)
     idx = np.flatnonzero(~bad)
-    lat, lon = np.take(planes[0], idx), np.take(planes[1], idx)
-    h = np.take(planes[2], idx) * alt_factor if use_alt else None
+    flat = pos.reshape(-1, pos.shape[-1])
+    lat, lon = flat[idx, 0], flat[idx, 1]
+    h = flat[idx, 2] * alt_factor if use_alt else None
     out = np.full((3, bad.size), np.nan)
     for j, comp in enumerate(_ecef(lat, lon, h)):
         out[j][idx] = comp
@@ -259,6 +259,18 @@ def angle_delta(
     """
     d = step_diff(a)
     half = full_turn / 2.0
+    ok = ~np.isnan(d)
+    if ok.all():
+        return _wrap_step(d, half, full_turn, max_rate, sample_hz)
+    # a tick grid is mostly absent entities: wrap the defined steps only (same ufuncs)
+    out = np.full(d.shape, _NAN)
+    out[ok] = _wrap_step(d[ok], half, full_turn, max_rate, sample_hz)
+    return out
+
+
+def _wrap_step(
+    d: np.ndarray, half: float, full_turn: float, max_rate: float | None, sample_hz: float
+) -> np.ndarray:
     w = half - np.mod(half - d, full_turn)
     if max_rate is not None:
         lim = max_rate / sample_hz

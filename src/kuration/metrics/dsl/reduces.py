@@ -25,6 +25,7 @@ import numpy as np
 
 __all__ = [
     "Moments",
+    "Take",
     "TickMoments",
     "TickSums",
     "Win",
@@ -37,12 +38,16 @@ __all__ = [
     "hull_area",
     "mean",
     "median",
+    "median_of",
+    "mixed_zeros",
     "moments",
     "n_changes",
     "percentile",
+    "percentile_of",
     "rms",
     "sorted_values",
     "std",
+    "take_sorted",
     "tick_codes",
     "tick_extreme",
     "tick_hits",
@@ -140,15 +145,63 @@ def sorted_values(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     v = x[..., 0]
     missing = np.isnan(v)
-    flat = _flat(np.where(missing, np.inf, v))  # one contiguous copy, sorted in place
-    flat.sort(axis=1)
-    return flat, (~missing).sum(axis=_AX)
+    n = (~missing).sum(axis=_AX)
+    flat = _flat(np.where(missing, np.inf, v))
+    return _sort_rows(flat, n, scratch=True, compact=not mixed_zeros(v)), n
+
+
+def mixed_zeros(v: np.ndarray) -> bool:
+    """Whether ``v`` holds both ``0.0`` and ``-0.0``: they tie, so which one a sort puts
+    first depends on the input's order, and an order statistic keeps the sign it finds."""
+    zero = v == 0
+    if not zero.any():
+        return False
+    neg = np.signbit(v[zero])
+    return bool(neg.any() and not neg.all())
+
+
+def _sort_rows(
+    flat: np.ndarray, n: np.ndarray, scratch: bool = False, compact: bool = True
+) -> np.ndarray:
+    """Rows of ``flat`` (G, W), +inf for a missing sample, sorted ascending (in place when
+    ``scratch`` says ``flat`` may be overwritten, else in a new array).
+
+    A sparse batch (absent entities) is compacted first (``compact``): each row's ``n``
+    valid samples, in their order, then +inf to the longest row's count, so the sort skips
+    most padding.  Rows holding both zeros are sorted as they are (see :func:`mixed_zeros`).
+    """
+    g, w = flat.shape
+    total = int(n.sum())
+    if not compact or total >= 0.75 * g * w:
+        out = flat if scratch else flat.copy()
+    else:
+        top = int(n.max(initial=0))
+        out = np.full((g, top), np.inf)
+        out[np.arange(top) < n[:, None]] = flat[flat < np.inf]
+    out.sort(axis=1)
+    return out
+
+
+#: ``take(rows, i0, i1)``: the ``i0``-th and ``i1``-th smallest valid samples (0-based) of
+#: each window in ``rows``; all three (Q,) intp arrays with ``0 <= i0 <= i1 <= i0 + 1 <``
+#: the window's valid count -> two (Q,) float64 arrays.
+Take = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def take_sorted(srt: np.ndarray) -> Take:
+    """``take`` over rows of sorted samples (G, M)."""
+    return lambda rows, i0, i1: (srt[rows, i0], srt[rows, i1])
 
 
 def percentile(srt: np.ndarray, n: np.ndarray, q: float) -> np.ndarray:
     """numpy's ``linear`` percentile ``q`` (0..100) of each row of sorted values."""
-    g = srt.shape[0]
-    out = np.full(g, _NAN)
+    return percentile_of(take_sorted(srt), n, q)
+
+
+def percentile_of(take: Take, n: np.ndarray, q: float) -> np.ndarray:
+    """numpy's ``linear`` percentile ``q`` (0..100) of each window, its order statistics
+    read through ``take``; ``n`` (G,) the windows' valid counts."""
+    out = np.full(n.shape[0], _NAN)
     has = n > 0
     if not has.any():
         return out
@@ -159,8 +212,7 @@ def percentile(srt: np.ndarray, n: np.ndarray, q: float) -> np.ndarray:
     above = virtual >= cnt - 1
     i0 = np.where(above, cnt - 1, prev).astype(np.intp)
     i1 = np.where(above, cnt - 1, prev + 1).astype(np.intp)
-    a = srt[rows, i0]
-    b = srt[rows, i1]
+    a, b = take(rows, i0, i1)
     gamma = virtual - prev
     diff = b - a
     res = a + diff * gamma
@@ -171,13 +223,19 @@ def percentile(srt: np.ndarray, n: np.ndarray, q: float) -> np.ndarray:
 
 def median(srt: np.ndarray, n: np.ndarray) -> np.ndarray:
     """numpy's median (the mean of the two middle values for an even count)."""
-    if srt.shape[1] == 0:
-        return np.full(srt.shape[0], _NAN)
-    rows = np.arange(srt.shape[0])
-    top = srt.shape[1] - 1
-    a = srt[rows, np.clip((n - 1) // 2, 0, top)]
-    b = srt[rows, np.clip(n // 2, 0, top)]
-    return np.where(n > 0, (a + b) / 2.0, _NAN)
+    return median_of(take_sorted(srt), n)
+
+
+def median_of(take: Take, n: np.ndarray) -> np.ndarray:
+    """numpy's median of each window, its order statistics read through ``take``."""
+    out = np.full(n.shape[0], _NAN)
+    rows = np.flatnonzero(n > 0)
+    if rows.size == 0:
+        return out
+    cnt = n[rows]
+    a, b = take(rows, (cnt - 1) // 2, cnt // 2)
+    out[rows] = (a + b) / 2.0
+    return out
 
 
 def _hits(x: np.ndarray, boolean: bool) -> np.ndarray:
@@ -428,15 +486,14 @@ def tick_padded(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.where(missing, np.inf, v), (~missing).sum(axis=-1)
 
 
-def window_sorted(parts: tuple[np.ndarray, np.ndarray], win: Win) -> tuple[np.ndarray, np.ndarray]:
-    """Each window's samples sorted (valid first, +inf padding last), (G, M), and valid counts."""
+def window_sorted(
+    parts: tuple[np.ndarray, np.ndarray], win: Win, compact: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each window's samples sorted (valid first, +inf padding last), (G, M), and valid counts
+    (``compact``: see :func:`_sort_rows`)."""
     padded, n = parts
-    w = win(padded, 0)
-    flat = _flat(w)
-    if not flat.flags.writeable:  # a view of the source: sort a copy
-        flat = flat.copy()
-    flat.sort(axis=1)
-    return flat, win(n, 0).sum(axis=1)
+    nw = win(n, 0).sum(axis=1)
+    return _sort_rows(_flat(win(padded, 0)), nw, compact=compact), nw
 
 
 def window_pairs(parts: tuple[np.ndarray, np.ndarray], win: Win) -> np.ndarray:

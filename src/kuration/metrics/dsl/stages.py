@@ -18,7 +18,7 @@ import numpy as np
 
 from ...contracts.schema import FieldSpec, bit_indexes
 from ...core.units import conversion_factor, is_angle, linear_conversion, parse_unit
-from . import kernels, reduces
+from . import kernels, order_stats, reduces
 from .frame import Frame, Stream
 from .grammar import Stage, suggestion
 from .values import Ctx, Key, Op, Reduce, ReduceFn, ValueType
@@ -502,10 +502,60 @@ def _moments(s: Stream, fr: Frame, key: Key) -> reduces.Moments:
     return out
 
 
-def _sorted(s: Stream, fr: Frame, key: Key) -> tuple[np.ndarray, np.ndarray]:
-    out: tuple[np.ndarray, np.ndarray] = fr.memo(
-        (key, "@sorted"), True, lambda: reduces.sorted_values(s.x)
-    )
+def _sorted(s: Stream, fr: Frame, key: Key) -> tuple[reduces.Take, np.ndarray]:
+    """Order statistics of a window-level stream: each window's samples sorted."""
+
+    def make() -> tuple[reduces.Take, np.ndarray]:
+        srt, n = reduces.sorted_values(s.x)
+        return reduces.take_sorted(srt), n
+
+    out: tuple[reduces.Take, np.ndarray] = fr.memo((key, "@sorted"), True, make)
+    return out
+
+
+def _order_ticks(s: Stream, fr: Frame, key: Key) -> tuple[reduces.Take, np.ndarray]:
+    """Order statistics of the windows of a source-level stream: from the source's samples
+    ranked once (:mod:`~kuration.metrics.dsl.order_stats`) when the windows overlap enough
+    and lie on a regular grid, else from each window's valid samples sorted."""
+
+    def make() -> tuple[reduces.Take, np.ndarray]:
+        b = fr.batch
+        grid, length = b.grid, b.length - s.lag
+        starts = grid + s.lag
+        samples = fr.memo((key, "@samples"), False, lambda: order_stats.tick_samples(s.x))
+        # 0.0 and -0.0 tie, and a sort leaves them as its input's order has them: such a
+        # stream keeps the sort of every window's whole (padded) samples
+        if fr.memo((key, "@mixed_zeros"), False, lambda: reduces.mixed_zeros(samples[0])):
+            padded = fr.memo((key, "@tick_padded"), False, lambda: reduces.tick_padded(s.x))
+            srt, n = reduces.window_sorted(padded, _win(s, fr), compact=False)
+            return reduces.take_sorted(srt), n
+        step = int(grid[1] - grid[0]) if grid.size > 1 else 0
+        regular = step > 0 and bool((np.diff(grid) == step).all())
+        first = samples[1]
+        n = first[starts + length] - first[starts] if length > 0 else np.zeros(grid.size, int)
+        if not regular or not order_stats.worth_ranking(b.n_steps, grid.size, length):
+
+            def select(rows: np.ndarray, i0: np.ndarray, i1: np.ndarray) -> Any:
+                return order_stats.selected_pairs(samples, starts[rows], length, i0, i1)
+
+            return select, n
+        idx = fr.memo((key, "@ranks"), False, lambda: order_stats.rank_index(samples))
+        phase = int(starts[0]) % step
+        blocks = fr.memo(
+            (key, "@rank_blocks", step, phase),
+            False,
+            lambda: order_stats.rank_blocks(idx, step, phase),
+        )
+
+        def take(rows: np.ndarray, i0: np.ndarray, i1: np.ndarray) -> Any:
+            both = order_stats.ranked_windows(
+                idx, blocks, np.tile(starts[rows], 2), length, np.concatenate([i0, i1])
+            )
+            return np.split(both, 2)
+
+        return take, n
+
+    out: tuple[reduces.Take, np.ndarray] = fr.memo((key, "@order"), True, make)
     return out
 
 
@@ -658,28 +708,18 @@ def compile_reduce(
     if op in ("median", "percentile", "iqr"):
         q = float(st.arg or 0)
 
-        def order_stat(srt: np.ndarray, n: np.ndarray) -> np.ndarray:
+        def order_stat(take: reduces.Take, n: np.ndarray) -> np.ndarray:
             if op == "median":
-                return reduces.median(srt, n)
+                return reduces.median_of(take, n)
             if op == "percentile":
-                return reduces.percentile(srt, n, q)
-            return reduces.percentile(srt, n, 75.0) - reduces.percentile(srt, n, 25.0)
-
-        padded = _ticks("@tick_padded", lambda s: reduces.tick_padded(s.x))
-
-        def sorted_ticks(s: Stream, fr: Frame, key: Key) -> tuple[np.ndarray, np.ndarray]:
-            out: tuple[np.ndarray, np.ndarray] = fr.memo(
-                (key, "@sorted"),
-                True,
-                lambda: reduces.window_sorted(padded(s, fr, key), _win(s, fr)),
-            )
-            return out
+                return reduces.percentile_of(take, n, q)
+            return reduces.percentile_of(take, n, 75.0) - reduces.percentile_of(take, n, 25.0)
 
         return (
             [],
             Reduce(
                 lambda s, fr, k: order_stat(*_sorted(s, fr, k)),
-                lambda s, fr, k: order_stat(*sorted_ticks(s, fr, k)),
+                lambda s, fr, k: order_stat(*_order_ticks(s, fr, k)),
             ),
             unit,
             vt,
