@@ -4,9 +4,10 @@ Run on demand (not part of the test suite)::
 
     .venv/bin/python bench/bench_pool.py                        # 1,536 vs 15,360 sources
     .venv/bin/python bench/bench_pool.py --small 96 --large 960  # quicker
+    .venv/bin/python bench/bench_pool.py --corpus /tmp/corpus     # keep the corpus for a rerun
 
 Corpus: the 12 ADS-B quickstart sources (15 min slices) replicated to
-``--large`` files with distinct entity ids (``bench_e2e.build_corpus``: the
+``--large`` files with distinct entity ids (``bench/corpus.py``: the
 same Parquet rows with every ``icao24`` suffixed ``-r<r>``); the small run
 uses the first ``--small`` of those files.
 
@@ -101,6 +102,7 @@ def main() -> None:
     ap.add_argument("--large", type=int, default=15360)
     ap.add_argument("--n", type=int, default=1000, help="segments to select")
     ap.add_argument("--no-memory", action="store_true", help="skip the in-memory runs")
+    ap.add_argument("--corpus", help="build the corpus here and keep it (reused when complete)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--job", help=argparse.SUPPRESS)
     ap.add_argument("--pool", help=argparse.SUPPRESS)
@@ -109,12 +111,12 @@ def main() -> None:
     if args.child:
         _child(args)
         return
-    from bench_e2e import build_corpus
+    from corpus import build_corpus
 
     tmp = Path(tempfile.mkdtemp(prefix="kuration-bench-pool-"))
     try:
         t0 = time.perf_counter()
-        files = build_corpus(tmp / "corpus", args.large)
+        files = build_corpus(Path(args.corpus) if args.corpus else tmp / "corpus", args.large)
         print(f"corpus: {args.large} sources built in {time.perf_counter() - t0:.0f} s")
         jobs = {"small": _job(files[: args.small], tmp), "large": _job(files, tmp)}
         pools = ["disk"] if args.no_memory else ["disk", "memory"]
