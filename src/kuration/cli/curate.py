@@ -77,7 +77,21 @@ def print_curation(res: CurationResult, wall: float, console: Console) -> None:
                 str(row["selected"]),
             )
         console.print(b)
-    for tag, labels in res.tags.items():
+    _print_tags(res.tags, console)
+    if res.groups:
+        g = Table(title="groups" + (f" (cap {res.groups['cap']})" if "cap" in res.groups else ""))
+        for col in ("group", "pool", "eligible", "selected"):
+            g.add_column(col, justify="right")
+        for name, row in res.groups["per_group"].items():
+            g.add_row(name, str(row["pool"]), str(row["eligible"]), str(row["selected"]))
+        console.print(g)
+    for uri, err in sorted(sc.get("errors", {}).items()):
+        console.print(f"[yellow]skipped[/] {uri}: {err}")
+
+
+def _print_tags(tags: dict[str, Any], console: Console) -> None:
+    """One table per tag: pool, eligible and selected per label, floors and whether met."""
+    for tag, labels in tags.items():
         tt = Table(title=f"tag {tag}")
         for col in ("label", "pool", "eligible", "selected", "floor", "met"):
             tt.add_column(col, justify="right")
@@ -91,15 +105,6 @@ def print_curation(res: CurationResult, wall: float, console: Console) -> None:
                 {True: "yes", False: f"[red]no[/] ({row.get('why')})"}.get(row.get("met"), "-"),
             )
         console.print(tt)
-    if res.groups:
-        g = Table(title="groups" + (f" (cap {res.groups['cap']})" if "cap" in res.groups else ""))
-        for col in ("group", "pool", "eligible", "selected"):
-            g.add_column(col, justify="right")
-        for name, row in res.groups["per_group"].items():
-            g.add_row(name, str(row["pool"]), str(row["eligible"]), str(row["selected"]))
-        console.print(g)
-    for uri, err in sorted(sc.get("errors", {}).items()):
-        console.print(f"[yellow]skipped[/] {uri}: {err}")
 
 
 def print_experiment(res: ExperimentResult, wall: float, console: Console) -> None:
@@ -146,6 +151,7 @@ def cmd_curate(args: argparse.Namespace) -> int:
             workers=args.workers,
             progress=prog,
             pool=args.pool,
+            checkpoint_dir=args.checkpoint_dir,
         )
     wall = time.perf_counter() - start
     if args.json:
@@ -173,6 +179,15 @@ def _print_disk(res: DiskSelection, wall: float, console: Console) -> None:
     for s in res.telemetry:
         t.add_row(s.stage, f"{s.wall_s:.2f}", str(s.rows_in), str(s.rows_out), str(s.partitions))
     console.print(t)
+    _print_tags(res.tags or {}, console)
+    if res.groups:
+        g = Table(title=f"groups (cap {res.groups['cap']})")
+        for col in ("group", "eligible", "selected", "at cap"):
+            g.add_column(col, justify="right")
+        for name, row in res.groups["per_group"].items():
+            at_cap = "yes" if row["at_cap"] else "no"
+            g.add_row(name, str(row["eligible"]), str(row["selected"]), at_cap)
+        console.print(g)
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:

@@ -253,6 +253,12 @@ def _add_curate(p: argparse.ArgumentParser) -> None:
         help="disk: keep the scored pool in checkpointed Arrow partitions and a DuckDB "
         "index (default: the job's pool)",
     )
+    p.add_argument(
+        "--checkpoint-dir",
+        default=None,
+        help="where the disk pool keeps its checkpoints, reused by a rerun over unchanged "
+        "inputs (default: the job's checkpoint_dir, else a temporary directory)",
+    )
     p.set_defaults(fn=_Lazy("curate", "cmd_curate"))
 
 

@@ -150,12 +150,14 @@ def curate_job(
     workers: int | None = None,
     progress: ProgressCallback | None = None,
     pool: str | None = None,
+    checkpoint_dir: str | os.PathLike[str] | None = None,
 ) -> CurationResult:
     """:func:`curate` with the job's schema, adapter, sources and segmenter:
     ``Pipeline.from_job(job).select(n)``.
 
     ``strategy`` replaces the job's (a path relative to the working directory);
-    ``seed``, ``workers`` and ``pool`` default to the job's.  A plan that runs on
+    ``seed``, ``workers``, ``pool`` and ``checkpoint_dir`` (where the disk pool keeps
+    its checkpoints; relative to the working directory) default to the job's.  A plan that runs on
     the disk-backed pool (``pool="disk"``) returns a
     :class:`~kuration.pipeline.disk_pool.DiskSelection`.
 
@@ -169,6 +171,8 @@ def curate_job(
         p = p.metrics(_strategy(strategy, p.schema))
     if pool is not None:
         p = p.options(pool=pool)
+    if checkpoint_dir is not None:
+        p = p.options(checkpoint_dir=os.fspath(Path(checkpoint_dir).resolve()))
     res: CurationResult = p.select(n).run()
     return res
 

@@ -31,6 +31,7 @@ from .checkpoint import PartitionCommit, StageCheckpoint
 __all__ = [
     "apply_filter",
     "bin_pool",
+    "cap_groups",
     "connect",
     "load_partitions",
     "n_eligible",
@@ -331,26 +332,91 @@ def rank_pool_sql(con: Any, st: Strategy, seed: int) -> None:
         _lowest(con, bad)
 
 
-def top_rows(con: Any, st: Strategy, n: int) -> list[Segment]:
+def cap_groups(
+    con: Any, st: Strategy, n: int, group_of: Mapping[str, str]
+) -> tuple[int, dict[str, Any]]:
+    """The group cap of the count path (:func:`~kuration.selection.constraints.constrained_select`
+    without tag floors) in SQL.
+
+    Each row gets its source's group and ``grank``, its place among its group's
+    eligible rows in the global order (priority descending, then canonical key).
+    Taking rows in that order while skipping groups at their cap selects exactly
+    the rows with ``grank <= cap`` that come first overall, so :func:`top_rows`
+    with ``cap`` returns the in-memory selection.
+
+    Parameters
+    ----------
+    group_of : mapping of source id to group label
+        Every source id in the pool.
+
+    Returns
+    -------
+    cap : int
+        ``ceil(max_overshoot * n / G)`` over the G groups of eligible rows (0 without any).
+    groups : dict
+        Per group (sorted by name): ``eligible`` rows.
+    """
+    con.register("_g", pa.table({"sid": list(group_of), "grp": list(group_of.values())}))
+    _q(con, "ALTER TABLE pool ADD COLUMN grp VARCHAR")
+    _q(con, "ALTER TABLE pool ADD COLUMN grank BIGINT")
+    _q(con, "UPDATE pool SET grp = _g.grp FROM _g WHERE pool.source_id = _g.sid")
+    con.unregister("_g")
+    _q(
+        con,
+        "UPDATE pool SET grank = r.k FROM (SELECT rn, ROW_NUMBER() OVER (PARTITION BY grp "
+        "ORDER BY prio DESC, source_id, start_idx) AS k FROM pool "
+        "WHERE prio > -'inf'::DOUBLE) r WHERE pool.rn = r.rn",
+    )
+    rows = _q(con, "SELECT grp, count(*) FROM pool WHERE prio > -'inf'::DOUBLE GROUP BY grp")
+    eligible = {str(g): int(c) for g, c in sorted(rows)}
+    over = float(st.group_cap["max_overshoot"])
+    cap = math.ceil(over * n / len(eligible)) if eligible else 0
+    return cap, eligible
+
+
+def top_rows(
+    con: Any,
+    st: Strategy,
+    n: int,
+    where: str | None = None,
+    label_sets: Mapping[str, Sequence[str]] | None = None,
+) -> list[Segment]:
+    """The ``n`` eligible rows of highest priority (ties by canonical key) that also meet
+    ``where`` (``grank <= cap`` of :func:`cap_groups`, or ``sel``); with ``label_sets``,
+    each segment's tags from the ``t<k>`` label columns."""
     names = list(st.feature_names)
     axes = [f"b{j}" for j in range(len(st.bin_axes))]
+    tags = list(label_sets or {})
     cols = ", ".join(
-        ["source_id", "start_idx", "end_idx", "prio", *axes, *(f"f{j}" for j in range(len(names)))]
+        [
+            "source_id",
+            "start_idx",
+            "end_idx",
+            "prio",
+            *axes,
+            *(f"f{j}" for j in range(len(names))),
+            *(f"t{k}" for k in range(len(tags))),
+        ]
     )
     rows = _q(
         con,
-        f"SELECT {cols} FROM pool WHERE prio > -'inf'::DOUBLE "
+        f"SELECT {cols} FROM pool WHERE prio > -'inf'::DOUBLE AND ({where or 'true'}) "
         f"ORDER BY prio DESC, source_id, start_idx LIMIT {int(n)}",
     )
     out = []
-    k = len(axes)
+    k, f = len(axes), len(names)
     for r in rows:
         feats = {
             name: float("nan") if v is None else float(v)
-            for name, v in zip(names, r[4 + k :], strict=True)
+            for name, v in zip(names, r[4 + k : 4 + k + f], strict=True)
         }
         b = tuple(int(x) for x in r[4 : 4 + k]) if k else None
-        out.append(Segment(r[0], int(r[1]), int(r[2]), feats, b, {}, None, float(r[3])))
+        labels = {
+            t: label_sets[t][int(v)]  # type: ignore[index]
+            for t, v in zip(tags, r[4 + k + f :], strict=True)
+            if v is not None
+        }
+        out.append(Segment(r[0], int(r[1]), int(r[2]), feats, b, labels, None, float(r[3])))
     return out
 
 

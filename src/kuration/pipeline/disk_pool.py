@@ -22,6 +22,10 @@ of each stage.  The runtime:
    dedup looks digests up in the index and compares a window that shares one
    byte for byte with the distinct windows of that digest seen before it (only
    those are stored in the index; one source is read at a time).
+   A group cap ranks every row inside its source's group in the same order and
+   keeps rows within the cap (:func:`~kuration.pipeline.disk_index.cap_groups`);
+   tags are label columns and coverage floors are reserved in SQL
+   (:mod:`kuration.pipeline.disk_tags`).
    Only the ``n`` selected rows return to Python.
 
 The selection equals the in-memory path's for the same pool and seed (the
@@ -33,8 +37,8 @@ feature) and normalises them with the in-memory code, so floating-point sums
 agree to the last bit.
 
 Methods covered: ``top-k``, ``uniform-bins``, ``weighted``.  Not covered yet
-(the plan stays on the reference runtime, and ``explain`` says why): other methods, tags and tag coverage, group caps, whole-pool
-scorers and ``near_dedup``.
+(the plan stays on the reference runtime, and ``explain`` says why): other methods,
+whole-pool scorers and ``near_dedup``.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +60,7 @@ from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segment, Segmenter
 from ..errors import EmptyPoolError, KurationError, PipelineError
 from ..metrics.transform_exec import TransformRunner
+from ..selection.constraints import assign_groups, resolve_floors, source_group
 from ..selection.dedup import window_digest
 from ..selection.strategy import Strategy
 from ..sources.base import InputAdapter
@@ -62,12 +68,14 @@ from .checkpoint import PartitionCommit, StageCheckpoint
 from .disk_index import (
     apply_filter,
     bin_pool,
+    cap_groups,
     connect,
     load_partitions,
     n_eligible,
     rank_pool_sql,
     top_rows,
 )
+from .disk_tags import select_with_floors, tag_pool, tag_report
 from .plan import PlanStage, StageTelemetry
 from .segment_batch import SegmentBatch
 from .strategy import resolve_uses, strategy_engine
@@ -93,10 +101,6 @@ def disk_ineligible(st: Strategy) -> str | None:
         return (
             f"method {st.method!r} has no disk-backed reducer (top-k, uniform-bins and weighted do)"
         )
-    if st.tags or st.tag_coverage:
-        return "tags and tag coverage are not disk-backed yet"
-    if st.group_cap:
-        return "a group cap is not disk-backed yet"
     if st.scorers:
         return "whole-pool scorers need the pool in memory"
     for f in st.filters:
@@ -203,6 +207,12 @@ class DiskSelection:
         ``root`` (None for a temporary one, removed), ``run`` (the run fingerprint), ``hits``, ``misses``, ``rejected``,
         ``bytes_read``, ``bytes_written``.
     telemetry : tuple of StageTelemetry
+    groups : dict or None
+        With a group cap: ``max_overshoot``, ``groups`` (count), ``cap`` and
+        ``per_group`` (``eligible``, ``selected``, ``at_cap``), as the in-memory path reports.
+    tags : dict or None
+        With tags: per tag and label ``pool``, ``eligible``, ``selected`` and, under a
+        coverage floor, ``floor``, ``met`` and ``why`` (as ``CurationResult.tags``).
     """
 
     strategy: Strategy
@@ -216,6 +226,8 @@ class DiskSelection:
     errors: dict[str, str] = field(default_factory=dict)
     checkpoint: dict[str, Any] = field(default_factory=dict)
     telemetry: tuple[StageTelemetry, ...] = ()
+    groups: dict[str, Any] | None = None
+    tags: dict[str, Any] | None = None
 
     @property
     def n_selected(self) -> int:
@@ -240,6 +252,8 @@ class DiskSelection:
             "errors": dict(self.errors),
             "checkpoint": dict(self.checkpoint),
             "telemetry": [t.to_dict() for t in self.telemetry],
+            "groups": self.groups,
+            "tags": self.tags,
         }
         if segments:
             d["selected"] = [s.to_dict() for s in self.selected]
@@ -433,6 +447,45 @@ def select_on_disk(
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _group_cap(
+    con: Any, st: Strategy, n: int, uris: Mapping[str, str]
+) -> tuple[int, dict[str, int] | None]:
+    """The cap and each group's eligible rows when the strategy has a group cap, else None."""
+    if not st.group_cap or st.group is None:
+        return 0, None
+    return cap_groups(con, st, n, {sid: source_group(st.group, sid) for sid in sorted(uris)})
+
+
+def _select(
+    con: Any, st: Strategy, n: int, cap: int | None
+) -> tuple[list[Segment], dict[str, Any] | None]:
+    """The selected segments and, with tags, the per-tag report: without tags the first
+    ``n`` rows within the group cap; with tags, floors reserved first (:mod:`.disk_tags`)."""
+    if not st.tags:
+        return top_rows(con, st, n, None if cap is None else f"grank <= {int(cap)}"), None
+    label_sets = tag_pool(con, st)
+    floors = resolve_floors(st.tag_coverage, label_sets, n) if st.tag_coverage else {}
+    select_with_floors(con, st, n, floors, label_sets, cap)
+    selected = top_rows(con, st, n, "sel", label_sets)
+    return selected, tag_report(con, st, n, label_sets, floors, cap is not None)
+
+
+def _group_report(
+    st: Strategy, cap: int, eligible: Mapping[str, int], selected: Sequence[Segment]
+) -> dict[str, Any]:
+    """The group-cap report of the in-memory count path: per group eligible, selected, at cap."""
+    got = Counter(s.group for s in selected)
+    return {
+        "max_overshoot": float(st.group_cap["max_overshoot"]),
+        "groups": len(eligible),
+        "cap": int(cap),
+        "per_group": {
+            g: {"eligible": e, "selected": got[g], "at_cap": got[g] >= cap}
+            for g, e in eligible.items()
+        },
+    }
+
+
 def _run(
     schema: SchemaSpec,
     adapter: InputAdapter,
@@ -479,11 +532,13 @@ def _run(
         edges = bin_pool(con, st) if st.bin_axes else {}
         rank_pool_sql(con, st, seed)
         eligible = n_eligible(con)
-        selected = top_rows(con, st, n)
+        cap, groups = _group_cap(con, st, n, uris)
+        selected, tags = _select(con, st, n, None if groups is None else cap)
     finally:
         con.close()
     t3 = time.perf_counter()
     scored_n = sum(1 for c in scored.commits.values() if c.rows)
+    assign_groups(selected, st.group)
     tele = (
         StageTelemetry(
             "read+segment+features",
@@ -516,6 +571,8 @@ def _run(
             "short": len(scored.commits) - scored_n,
         },
         errors=dict(scored.errors),
+        groups=None if groups is None else _group_report(st, cap, groups, selected),
+        tags=tags,
         checkpoint={
             "root": str(root),
             "run": ck.run_fingerprint,

@@ -472,7 +472,7 @@ class Pipeline:
             selection=job_selection(m),
             output_spec=resolve_output(raw["output"], what="job output"),
             encoder=job_encoder(m),
-            opts=_job_options(m),
+            opts=_job_options(m, self.base),
             job=raw,
         )
 
@@ -695,7 +695,7 @@ def _check_sources(sources: Any) -> None:
         )
 
 
-def _job_options(m: Any) -> PipelineOptions:
+def _job_options(m: Any, base: Path) -> PipelineOptions:
     """A job model's execution options.
 
     Raises
@@ -713,6 +713,7 @@ def _job_options(m: Any) -> PipelineOptions:
             streaming=m.streaming,
             memory_budget=None if m.memory_budget is None else int(m.memory_budget),
             pool=m.pool,
+            checkpoint_dir=None if m.checkpoint_dir is None else str(base / m.checkpoint_dir),
         )
     except PipelineError as exc:
         raise JobError(str(exc), path="executor") from None

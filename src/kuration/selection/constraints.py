@@ -83,6 +83,7 @@ __all__ = [
     "assign_tags",
     "constrained_select",
     "resolve_floors",
+    "source_group",
     "tag_label_sets",
     "validate_group",
     "validate_group_cap",
@@ -117,7 +118,7 @@ def _validate_source_rule(rule: Any, where: str, *, default_ok: bool = True) -> 
     return dict(rule)
 
 
-def _source_label(rule: Mapping[str, Any], source_id: str) -> str | None:
+def source_label(rule: Mapping[str, Any], source_id: str) -> str | None:
     if "regex" in rule:
         m = re.search(rule["regex"], source_id)
         if m is not None:
@@ -252,6 +253,13 @@ def validate_group_cap(cap: Any, group: Mapping[str, Any] | None) -> dict[str, A
     return {"max_overshoot": float(x)}
 
 
+def source_group(rule: Mapping[str, Any], source_id: str) -> str:
+    """The group of ``source_id`` under a validated ``group`` rule (its own id when unmatched
+    and the rule has no default)."""
+    g = source_label(rule, source_id)
+    return source_id if g is None else g
+
+
 def assign_groups(segments: Sequence[Segment], rule: Mapping[str, Any] | None) -> None:
     """Set ``seg.group`` from the source id (in place); no-op without a rule."""
     if rule is None:
@@ -259,8 +267,7 @@ def assign_groups(segments: Sequence[Segment], rule: Mapping[str, Any] | None) -
     memo: dict[str, str] = {}
     for s in segments:
         if s.source_id not in memo:
-            g = _source_label(rule, s.source_id)
-            memo[s.source_id] = s.source_id if g is None else g
+            memo[s.source_id] = source_group(rule, s.source_id)
         s.group = memo[s.source_id]
 
 
@@ -275,9 +282,7 @@ def assign_tags(
     """
     for name, spec in tags.items():
         if "source" in spec:
-            labels: list[str | None] = [
-                _source_label(spec["source"], s.source_id) for s in segments
-            ]
+            labels: list[str | None] = [source_label(spec["source"], s.source_id) for s in segments]
         else:
             x = np.array([s.features[spec["feature"]] for s in segments], dtype=np.float64)
             if "bins" in spec:
@@ -346,7 +351,7 @@ class Selection:
     shortfall_reason: str | None = None
 
 
-def _max_flow_alloc(
+def max_flow_alloc(
     deficit: np.ndarray, cells: np.ndarray, room: np.ndarray, budget: int
 ) -> np.ndarray:
     """Allocation (L, G) maximising reserved picks: label l <= deficit[l], cell (l, g) <=
@@ -381,6 +386,184 @@ def _max_flow_alloc(
     return np.maximum(flow[lab0 : lab0 + n_l, grp0 : grp0 + n_g], 0).astype(np.int64)
 
 
+@dataclass
+class _Pick:
+    """The state the count path's passes share: ranks, group ids, what is selected and why."""
+
+    eligible: np.ndarray
+    order: np.ndarray
+    rank: np.ndarray
+    gid: np.ndarray
+    cap: int
+    use_cap: bool
+    g_names: list[str]
+    selected: np.ndarray = field(init=False)
+    gcount: np.ndarray = field(init=False)
+    why: dict[int, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.selected = np.zeros(self.eligible.size, dtype=bool)
+        self.gcount = np.zeros(max(len(self.g_names), 1) if self.use_cap else 1, dtype=np.int64)
+
+
+def _start(
+    prio: np.ndarray, n: int, groups: Sequence[str | None] | None, max_overshoot: float | None
+) -> _Pick:
+    """Priority ranks (stable: ties keep row order) and, with a cap, group ids and the cap."""
+    size = prio.size
+    eligible = np.isfinite(prio)
+    order = np.lexsort((np.arange(size), -np.where(eligible, prio, 0.0)))
+    order = order[eligible[order]]
+    rank = np.full(size, -1, dtype=np.int64)
+    rank[order] = np.arange(order.size)
+    use_cap = max_overshoot is not None
+    g_names = sorted(
+        {g for g, e in zip(groups or [], eligible, strict=False) if e and g is not None}
+    )
+    if not use_cap:
+        return _Pick(eligible, order, rank, np.zeros(size, dtype=np.int64), n, False, g_names)
+    if groups is None:
+        raise StrategyError("a group cap needs segment groups")
+    g_index = {g: i for i, g in enumerate(g_names)}
+    gid = np.array([g_index.get(g, -1) if g is not None else -1 for g in groups], dtype=np.int64)
+    cap = math.ceil(float(max_overshoot) * n / len(g_names)) if g_names else 0
+    return _Pick(eligible, order, rank, gid, cap, True, g_names)
+
+
+def _reserve_floor(
+    st: _Pick,
+    n: int,
+    tag: str,
+    labels: list[str],
+    col: np.ndarray,
+    fl: np.ndarray,
+) -> None:
+    """Select the highest-ranked rows that meet ``tag``'s floors, spread over groups by max flow."""
+    have = np.bincount(col[st.selected & (col >= 0)], minlength=len(labels))
+    deficit = np.maximum(fl - have, 0)
+    budget = n - int(st.selected.sum())
+    cand = st.eligible & ~st.selected & (col >= 0) & (st.gid >= 0)
+    if deficit.sum() <= 0 or budget <= 0 or not cand.any():
+        return
+    cells = np.zeros((len(labels), st.gcount.size), dtype=np.int64)
+    np.add.at(cells, (col[cand], st.gid[cand]), 1)
+    room = np.maximum(st.cap - st.gcount, 0)
+    alloc = max_flow_alloc(deficit, cells, room, budget)
+    for lab_i, g in zip(*np.nonzero(alloc), strict=True):
+        rows = np.flatnonzero(cand & (col == lab_i) & (st.gid == g))
+        rows = rows[np.argsort(st.rank[rows])][: alloc[lab_i, g]]
+        st.selected[rows] = True
+        st.gcount[g] += rows.size
+        for r in rows:
+            st.why[int(r)] = f"selected: tag floor {tag}={labels[lab_i]}"
+
+
+def _reserve_floors(
+    st: _Pick,
+    n: int,
+    tags: Mapping[str, Sequence[str | None]] | None,
+    label_sets: Mapping[str, Sequence[str]] | None,
+    floors: Mapping[str, Mapping[str, int]],
+) -> dict[str, Any]:
+    """Reserve every tag's floors in tag order; the per-tag report still to be finished."""
+    tag_report: dict[str, Any] = {}
+    for tag in sorted(floors):
+        labels = list((label_sets or {}).get(tag, ()))
+        labels += [lab for lab in floors[tag] if lab not in labels]
+        li = {lab: i for i, lab in enumerate(labels)}
+        col = np.array(
+            [li.get(v, -1) if v is not None else -1 for v in (tags or {})[tag]], dtype=np.int64
+        )
+        fl = np.array([floors[tag].get(lab, 0) for lab in labels], dtype=np.int64)
+        _reserve_floor(st, n, tag, labels, col, fl)
+        elig = np.bincount(col[st.eligible & (col >= 0)], minlength=len(labels))
+        tag_report[tag] = {
+            "_col": col,
+            "_total": int(fl.sum()),
+            "labels": {
+                lab: {"floor": int(fl[i]), "eligible": int(elig[i])}
+                for i, lab in enumerate(labels)
+                if lab in floors[tag]
+            },
+            "_index": li,
+        }
+    return tag_report
+
+
+def _fill_by_priority(st: _Pick, n: int, groups: Sequence[str | None] | None) -> None:
+    """Take rows in rank order until ``n`` are selected, skipping groups at their cap."""
+    taken = int(st.selected.sum())
+    for i in st.order:
+        if taken >= n:
+            break
+        if st.selected[i]:
+            continue
+        g = st.gid[i]
+        if st.use_cap and (g < 0 or st.gcount[g] >= st.cap):
+            group = groups[i] if groups else None
+            st.why[int(i)] = f"rejected: group {group!r} at its cap of {st.cap}"
+            continue
+        st.selected[i] = True
+        taken += 1
+        st.gcount[g] += 1
+        st.why[int(i)] = f"selected: priority rank {int(st.rank[i]) + 1}"
+
+
+def _reasons(st: _Pick, n: int, excluded: Sequence[str | None] | None) -> list[str]:
+    """One line per row: why it was selected or rejected."""
+    out: list[str] = []
+    for i in range(st.eligible.size):
+        if i in st.why:
+            out.append(st.why[i])
+        elif not st.eligible[i]:
+            ex = excluded[i] if excluded is not None else None
+            out.append(f"rejected: {ex}" if ex else "rejected: priority is -inf")
+        else:
+            out.append(f"rejected: below the cut (priority rank {int(st.rank[i]) + 1} > n = {n})")
+    return out
+
+
+def _finish_tag_report(st: _Pick, n: int, tag_report: dict[str, Any]) -> None:
+    """Fill each label's selected count, whether its floor is met and, if not, why."""
+    for tag, rep in tag_report.items():
+        col, li = rep.pop("_col"), rep.pop("_index")
+        total = rep.pop("_total")
+        got = np.bincount(col[st.selected & (col >= 0)], minlength=len(li))
+        for lab, entry in rep["labels"].items():
+            entry["selected"] = int(got[li[lab]])
+            entry["met"] = entry["selected"] >= entry["floor"]
+            if entry["met"]:
+                continue
+            if entry["eligible"] < entry["floor"]:
+                entry["why"] = f"only {entry['eligible']} eligible segments carry this label"
+            elif total > n:
+                entry["why"] = f"the floors of {tag!r} add up to {total} > n = {n}"
+            elif st.use_cap:
+                entry["why"] = "group caps leave no room for it"
+            else:
+                entry["why"] = "reservations for earlier tags used the room"
+        rep["met"] = all(e["met"] for e in rep["labels"].values())
+
+
+def _group_report(st: _Pick, max_overshoot: float | None) -> dict[str, Any] | None:
+    if not st.use_cap:
+        return None
+    ge = np.bincount(st.gid[st.eligible & (st.gid >= 0)], minlength=st.gcount.size)
+    return {
+        "max_overshoot": float(max_overshoot or 1.0),
+        "groups": len(st.g_names),
+        "cap": int(st.cap),
+        "per_group": {
+            g: {
+                "eligible": int(ge[i]),
+                "selected": int(st.gcount[i]),
+                "at_cap": bool(st.gcount[i] >= st.cap),
+            }
+            for i, g in enumerate(st.g_names)
+        },
+    }
+
+
 def constrained_select(
     priorities: np.ndarray,
     n: int,
@@ -393,6 +576,10 @@ def constrained_select(
     excluded: Sequence[str | None] | None = None,
 ) -> Selection:
     """Select at most ``n`` rows by priority under tag floors and a group cap.
+
+    Tag floors are reserved first (tag by tag, in name order, spread over
+    groups by a max-flow allocation), then the remaining rows are taken in
+    priority order, ties in row order, skipping groups at their cap.
 
     Parameters
     ----------
@@ -412,150 +599,34 @@ def constrained_select(
     Returns
     -------
     Selection
+
+    Raises
+    ------
+    StrategyError
+        A group cap without ``groups``.
     """
     prio = np.asarray(priorities, dtype=np.float64)
-    size = prio.size
     n = max(int(n), 0)
-    eligible = np.isfinite(prio)
-    order = np.lexsort((np.arange(size), -np.where(eligible, prio, 0.0)))
-    order = order[eligible[order]]
-    rank = np.full(size, -1, dtype=np.int64)
-    rank[order] = np.arange(order.size)
-    selected = np.zeros(size, dtype=bool)
-    why: dict[int, str] = {}
-
-    use_cap = max_overshoot is not None
-    g_names = sorted(
-        {g for g, e in zip(groups or [], eligible, strict=False) if e and g is not None}
-    )
-    g_index = {g: i for i, g in enumerate(g_names)}
-    if use_cap:
-        if groups is None:
-            raise StrategyError("a group cap needs segment groups")
-        gid = np.array(
-            [g_index.get(g, -1) if g is not None else -1 for g in groups], dtype=np.int64
-        )
-        cap = math.ceil(float(max_overshoot) * n / len(g_names)) if g_names else 0
-    else:
-        gid = np.zeros(size, dtype=np.int64)
-        cap = n
-    n_groups = max(len(g_names), 1) if use_cap else 1
-    gcount = np.zeros(n_groups, dtype=np.int64)
-
-    tag_report: dict[str, Any] = {}
-    floors = floors or {}
-    for tag in sorted(floors):
-        labels = list((label_sets or {}).get(tag, ()))
-        for lab in floors[tag]:
-            if lab not in labels:
-                labels.append(lab)
-        li = {lab: i for i, lab in enumerate(labels)}
-        col = np.array(
-            [li.get(v, -1) if v is not None else -1 for v in (tags or {})[tag]], dtype=np.int64
-        )
-        fl = np.array([floors[tag].get(lab, 0) for lab in labels], dtype=np.int64)
-        have = np.bincount(col[selected & (col >= 0)], minlength=len(labels))
-        deficit = np.maximum(fl - have, 0)
-        budget = n - int(selected.sum())
-        cand = eligible & ~selected & (col >= 0) & (gid >= 0)
-        if deficit.sum() > 0 and budget > 0 and cand.any():
-            cells = np.zeros((len(labels), n_groups), dtype=np.int64)
-            np.add.at(cells, (col[cand], gid[cand]), 1)
-            room = np.maximum(cap - gcount, 0)
-            alloc = _max_flow_alloc(deficit, cells, room, budget)
-            for lab_i, g in zip(*np.nonzero(alloc), strict=True):
-                rows = np.flatnonzero(cand & (col == lab_i) & (gid == g))
-                rows = rows[np.argsort(rank[rows])][: alloc[lab_i, g]]
-                selected[rows] = True
-                gcount[g] += rows.size
-                for r in rows:
-                    why[int(r)] = f"selected: tag floor {tag}={labels[lab_i]}"
-        elig = np.bincount(col[eligible & (col >= 0)], minlength=len(labels))
-        tag_report[tag] = {
-            "_col": col,
-            "_total": int(fl.sum()),
-            "labels": {
-                lab: {"floor": int(fl[i]), "eligible": int(elig[i])}
-                for i, lab in enumerate(labels)
-                if lab in floors[tag]
-            },
-            "_index": li,
-        }
-
-    taken = int(selected.sum())
-    for i in order:
-        if taken >= n:
-            break
-        if selected[i]:
-            continue
-        if use_cap and (gid[i] < 0 or gcount[gid[i]] >= cap):
-            why[int(i)] = f"rejected: group {groups[i] if groups else None!r} at its cap of {cap}"
-            continue
-        selected[i] = True
-        taken += 1
-        gcount[gid[i]] += 1
-        why[int(i)] = f"selected: priority rank {int(rank[i]) + 1}"
-
-    reasons: list[str] = []
-    for i in range(size):
-        if i in why:
-            reasons.append(why[i])
-        elif not eligible[i]:
-            ex = excluded[i] if excluded is not None else None
-            reasons.append(f"rejected: {ex}" if ex else "rejected: priority is -inf")
-        else:
-            reasons.append(f"rejected: below the cut (priority rank {int(rank[i]) + 1} > n = {n})")
-
-    picked = np.flatnonzero(selected)
-    picked = picked[np.argsort(rank[picked])]
-    for tag, rep in tag_report.items():
-        col, li = rep.pop("_col"), rep.pop("_index")
-        total = rep.pop("_total")
-        got = np.bincount(col[selected & (col >= 0)], minlength=len(li))
-        for lab, entry in rep["labels"].items():
-            entry["selected"] = int(got[li[lab]])
-            entry["met"] = entry["selected"] >= entry["floor"]
-            if entry["met"]:
-                continue
-            if entry["eligible"] < entry["floor"]:
-                entry["why"] = f"only {entry['eligible']} eligible segments carry this label"
-            elif total > n:
-                entry["why"] = f"the floors of {tag!r} add up to {total} > n = {n}"
-            elif use_cap:
-                entry["why"] = "group caps leave no room for it"
-            else:
-                entry["why"] = "reservations for earlier tags used the room"
-        rep["met"] = all(e["met"] for e in rep["labels"].values())
-
-    group_report = None
-    if use_cap:
-        ge = np.bincount(gid[eligible & (gid >= 0)], minlength=n_groups)
-        group_report = {
-            "max_overshoot": float(max_overshoot or 1.0),
-            "groups": len(g_names),
-            "cap": int(cap),
-            "per_group": {
-                g: {
-                    "eligible": int(ge[i]),
-                    "selected": int(gcount[i]),
-                    "at_cap": bool(gcount[i] >= cap),
-                }
-                for i, g in enumerate(g_names)
-            },
-        }
+    st = _start(prio, n, groups, max_overshoot)
+    tag_report = _reserve_floors(st, n, tags, label_sets, floors or {})
+    _fill_by_priority(st, n, groups)
+    reasons = _reasons(st, n, excluded)
+    picked = np.flatnonzero(st.selected)
+    picked = picked[np.argsort(st.rank[picked])]
+    _finish_tag_report(st, n, tag_report)
     shortfall = n - int(picked.size)
     reason = None
     if shortfall > 0:
-        n_elig = int(eligible.sum())
+        n_elig = int(st.eligible.sum())
         if n_elig < n:
             reason = f"only {n_elig} eligible segments (filters and non-finite exclusions)"
         else:
-            reason = f"group caps ({cap} per group over {len(g_names)} groups) leave no room"
+            reason = f"group caps ({st.cap} per group over {len(st.g_names)} groups) leave no room"
     return Selection(
         rows=[int(r) for r in picked],
         reasons=reasons,
         tag_report=tag_report,
-        group_report=group_report,
+        group_report=_group_report(st, max_overshoot),
         shortfall=shortfall,
         shortfall_reason=reason,
     )

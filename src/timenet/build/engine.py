@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,7 +27,7 @@ from timenet.build.connector import Connector
 from timenet.build.errors import BuildError, ParentError
 from timenet.build.progress import BuildProgress
 from timenet.errors import IntegrityError, ManifestError, TimeNetError
-from timenet.models import EffectiveAccess, Manifest
+from timenet.models import DatasetCard, EffectiveAccess, Manifest
 from timenet.registry import LocalRegistry, Registry
 from timenet.versions import Ref, parse_ref
 from timenet.writer import TimeFWriter
@@ -126,79 +127,22 @@ def run_pipeline(
     """
     t0 = time.perf_counter()
     reg = _as_registry(registry)
-    conn = connector() if isinstance(connector, type) else connector
-    if fetch_from is not None:
-        conn.fetch_from = fetch_from
-    if cache_dir is not None:
-        conn.cache_dir = cache_dir
-    own_progress = progress is None and conn.progress.enabled is False
-    prog = progress or (BuildProgress() if own_progress else conn.progress)
-    conn.progress = prog
+    conn, prog, own_progress = _configure(connector, fetch_from, cache_dir, progress)
     card = conn.metadata()
     ref = str(card.ref)
     if ref in _building:
         raise BuildError(f"parents form a cycle: {' -> '.join((*_building, ref))}", ref=ref)
     target = reg.version_dir(card.ref)
     if os.path.lexists(target):
-        from timenet.build.inherit import verify_version
-
+        return BuildResult(
+            ref, target, _verify_existing(target, ref), False, time.perf_counter() - t0
+        )
+    with prog if own_progress else nullcontext():
         try:
-            manifest = verify_version(target)
-        except (IntegrityError, ManifestError) as exc:
-            raise BuildError(
-                f"{target} exists but does not verify ({exc}); versions are immutable: "
-                "remove it to rebuild",
-                ref=ref,
-            ) from exc
-        return BuildResult(ref, target, manifest, False, time.perf_counter() - t0)
-
-    with prog if own_progress else _nullctx():
-        try:
-            if card.parents:
-                from timenet.build.inherit import prepare_parent
-
-                sources = [*([fetch_from] if fetch_from is not None else []), *parent_sources]
-                for parent in card.parents:
-                    with prog.stage(f"{ref}: parent {parent}"):
-                        conn.parents[parent] = prepare_parent(
-                            parent,
-                            reg,
-                            child=ref,
-                            fetch_from=sources,
-                            build=lambda p: _build_parent(
-                                p,
-                                reg,
-                                ref,
-                                (fetch_from, parent_sources),
-                                cache_dir,
-                                prog,
-                                (*_building, ref),
-                            ),
-                        )
-            access = EffectiveAccess.combine(
-                ref,
-                card.access,
-                tuple(p.manifest.effective_access for p in conn.parents.values()),
+            _prepare_parents(
+                conn, card.parents, reg, ref, (fetch_from, parent_sources), cache_dir, _building
             )
-            with prog.stage(f"{ref}: download"):
-                conn.download()
-            writer = TimeFWriter(
-                reg.root,
-                card,
-                created=_created(conn),
-                raw_inputs=tuple(conn.raw_inputs),
-                access=access,
-            )
-            try:
-                with prog.stage(f"{ref}: convert"):
-                    conn.convert(writer)
-                with prog.stage(f"{ref}: derive schema"):
-                    conn.derive_schema(writer.derived_schema())
-                with prog.stage(f"{ref}: store"):
-                    path = writer.commit()
-            except BaseException:
-                writer.abort()
-                raise
+            path = _write_version(conn, card, reg)
         except TimeNetError:
             raise
         except Exception as exc:
@@ -207,12 +151,92 @@ def run_pipeline(
     return BuildResult(ref, path, manifest, True, time.perf_counter() - t0, dict(conn.stats))
 
 
-class _nullctx:
-    def __enter__(self) -> None:
-        return None
+def _configure(
+    connector: Connector | type[Connector],
+    fetch_from: str | os.PathLike[str] | None,
+    cache_dir: str | os.PathLike[str] | None,
+    progress: BuildProgress | None,
+) -> tuple[Connector, BuildProgress, bool]:
+    """The connector instance with the caller's inputs, its progress, and whether this
+    build owns (opens and closes) that progress display."""
+    conn = connector() if isinstance(connector, type) else connector
+    if fetch_from is not None:
+        conn.fetch_from = fetch_from
+    if cache_dir is not None:
+        conn.cache_dir = cache_dir
+    own_progress = progress is None and conn.progress.enabled is False
+    prog = progress or (BuildProgress() if own_progress else conn.progress)
+    conn.progress = prog
+    return conn, prog, own_progress
 
-    def __exit__(self, *exc: object) -> None:
-        return None
+
+def _verify_existing(target: Path, ref: str) -> Manifest:
+    """The manifest of an already committed version, which must verify (versions are immutable)."""
+    from timenet.build.inherit import verify_version
+
+    try:
+        return verify_version(target)
+    except (IntegrityError, ManifestError) as exc:
+        raise BuildError(
+            f"{target} exists but does not verify ({exc}); versions are immutable: "
+            "remove it to rebuild",
+            ref=ref,
+        ) from exc
+
+
+def _prepare_parents(
+    conn: Connector,
+    parents: Sequence[str],
+    reg: LocalRegistry,
+    ref: str,
+    fetch_from: tuple[Any, Sequence[Registry]],
+    cache_dir: Any,
+    building: tuple[str, ...],
+) -> None:
+    """Find, copy or build every parent release the card names, into ``conn.parents``."""
+    if not parents:
+        return
+    from timenet.build.inherit import prepare_parent
+
+    own, more = fetch_from
+    sources = [*([own] if own is not None else []), *more]
+    for parent in parents:
+        with conn.progress.stage(f"{ref}: parent {parent}"):
+            conn.parents[parent] = prepare_parent(
+                parent,
+                reg,
+                child=ref,
+                fetch_from=sources,
+                build=lambda p: _build_parent(
+                    p, reg, ref, fetch_from, cache_dir, conn.progress, (*building, ref)
+                ),
+            )
+
+
+def _write_version(conn: Connector, card: DatasetCard, reg: LocalRegistry) -> Path:
+    """Download, convert, derive the schema and commit; the staging is removed on any error."""
+    ref = str(card.ref)
+    prog = conn.progress
+    access = EffectiveAccess.combine(
+        ref,
+        card.access,
+        tuple(p.manifest.effective_access for p in conn.parents.values()),
+    )
+    with prog.stage(f"{ref}: download"):
+        conn.download()
+    writer = TimeFWriter(
+        reg.root, card, created=_created(conn), raw_inputs=tuple(conn.raw_inputs), access=access
+    )
+    try:
+        with prog.stage(f"{ref}: convert"):
+            conn.convert(writer)
+        with prog.stage(f"{ref}: derive schema"):
+            conn.derive_schema(writer.derived_schema())
+        with prog.stage(f"{ref}: store"):
+            return writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
 
 
 def _build_parent(

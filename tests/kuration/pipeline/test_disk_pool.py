@@ -60,6 +60,31 @@ CASES = {
         params={"weights": {"turn_p90": 1.0, "climb_std": -0.5}, "normalize": "rank"},
         nan_policy="lowest",
     ),
+    "top-k, group cap": _doc(
+        "top-k", group={"regex": "([0-2])$"}, group_cap={"max_overshoot": 1.0}
+    ),
+    "uniform-bins, group cap, filtered": _doc(
+        "uniform-bins",
+        group={"map": {"adsb_paris_000": "a", "adsb_paris_001": "a"}, "default": "b"},
+        group_cap={"max_overshoot": 1.2},
+        filters=[{"feature": "speed_p90", "op": ">=", "quantile": 0.25}],
+    ),
+    "top-k, tag floors": _doc(
+        "top-k",
+        tags={
+            "turning": {"feature": "turn_p90", "bins": 3},
+            "climb": {"feature": "climb_std", "thresholds": [1.0, 3.0]},
+        },
+        tag_coverage={"turning": 0.2, "climb": {"climb_std>=3.0": 6}},
+    ),
+    "uniform-bins, source tag floors, group cap": _doc(
+        "uniform-bins",
+        tags={"site": {"source": {"regex": "([0-3])$"}}},
+        tag_coverage={"site": {"3": 15, "0": 2}},
+        group={"regex": "([0-1])$"},
+        group_cap={"max_overshoot": 1.5},
+        filters=[{"filter": "finite"}],
+    ),
     "uniform-bins within, lowest, finite": _doc(
         "uniform-bins",
         params={"within": {"by": "speed_p90", "descending": False}},
@@ -82,6 +107,47 @@ def test_disk_selection_equals_the_in_memory_one(parts, case: str, n: int) -> No
     ]
     assert disk.n_pool == len(mem.pool) and disk.n_eligible == mem.n_eligible
     assert disk.edges == mem.edges
+
+
+@pytest.mark.parametrize("n", [7, 40])
+def test_group_cap_on_disk_reports_what_memory_does(parts, n: int) -> None:
+    """The capped selection carries the same group labels, and the report the same cap and
+    per-group eligible and selected counts, as the in-memory count path."""
+    schema, adapter, sources, seg = parts
+    st = load_strategy(CASES["top-k, group cap"], schema)
+    mem = curate(schema, adapter, sources, seg, st, n, seed=2)
+    disk = select_on_disk(schema, adapter, sources, seg, st, n, seed=2)
+    assert [(s.key, s.group) for s in disk.selected] == [(s.key, s.group) for s in mem.selected]
+    rep = disk.groups
+    assert rep is not None and rep["cap"] == mem.groups["cap"] == -(-n // rep["groups"])
+    assert rep["groups"] == mem.groups["groups"]
+    for g, row in mem.groups["per_group"].items():
+        assert rep["per_group"][g]["eligible"] == row["eligible"]
+        assert rep["per_group"][g]["selected"] == row["selected"]
+    # the cap binds: some group is full while another group's rows rank higher overall
+    assert any(r["at_cap"] for r in rep["per_group"].values())
+    assert disk.to_dict(segments=False)["groups"] == rep
+
+
+@pytest.mark.parametrize(
+    "case", ["top-k, tag floors", "uniform-bins, source tag floors, group cap"]
+)
+@pytest.mark.parametrize("n", [12, 60])
+def test_tags_on_disk_report_what_memory_does(parts, case: str, n: int) -> None:
+    """Tag labels on the selected segments and the per-label report (pool, eligible,
+    selected, floor, met, why) equal the in-memory count path's."""
+    schema, adapter, sources, seg = parts
+    st = load_strategy(CASES[case], schema)
+    mem = curate(schema, adapter, sources, seg, st, n, seed=3)
+    disk = select_on_disk(schema, adapter, sources, seg, st, n, seed=3)
+    assert [(s.key, s.tags, s.group) for s in disk.selected] == [
+        (s.key, s.tags, s.group) for s in mem.selected
+    ]
+    assert disk.tags == mem.tags
+    # the floors matter: the plain priority order would select something else
+    plain = load_strategy({k: v for k, v in CASES[case].items() if k != "tag_coverage"}, schema)
+    other = curate(schema, adapter, sources, seg, plain, n, seed=3)
+    assert [s.key for s in other.selected] != [s.key for s in mem.selected]
 
 
 def test_explain_names_the_runtime_and_run_uses_it(parts, tmp_path: Path) -> None:
@@ -194,6 +260,38 @@ def test_kur_curate_pool_disk(small_job, tmp_path: Path, capsys) -> None:
     assert doc["checkpoint"]["root"] is None  # a temporary directory, removed
     assert main(["curate", str(path), "--n", "4", "--pool", "disk"]) == 0
     assert "on the disk pool" in capsys.readouterr().out
+    job["strategy"] = CASES["uniform-bins, source tag floors, group cap"]
+    path.write_text(json.dumps(job))
+    assert main(["curate", str(path), "--n", "12", "--pool", "disk"]) == 0
+    out = capsys.readouterr().out
+    assert "tag site" in out and "groups (cap " in out
+    assert "no (" in out  # the floor of 15 is not met, and the table says why
+
+
+def test_job_key_checkpoint_dir_is_reused_by_a_rerun(small_job, tmp_path: Path, capsys) -> None:
+    """``checkpoint_dir`` in a job resolves against the job file's folder; a second
+    ``kur curate`` over unchanged inputs reuses every partition; ``--checkpoint-dir``
+    overrides the key."""
+    from kuration.cli.main import main
+
+    job = json.loads(json.dumps(small_job))
+    job.update(strategy=_doc("top-k"), pool="disk", checkpoint_dir="ck")
+    (tmp_path / "jobs").mkdir()
+    path = tmp_path / "jobs" / "job.json"
+    path.write_text(json.dumps(job))
+    runs = []
+    for _ in range(2):
+        assert main(["curate", str(path), "--n", "4", "--json"]) == 0
+        runs.append(json.loads(capsys.readouterr().out))
+    assert runs[0]["checkpoint"]["root"] == str(tmp_path / "jobs" / "ck")
+    assert runs[0]["checkpoint"]["hits"] == 0 and runs[0]["checkpoint"]["misses"] > 0
+    assert runs[1]["checkpoint"]["hits"] == runs[0]["checkpoint"]["misses"]
+    assert runs[1]["checkpoint"]["misses"] == 0
+    assert runs[1]["selected"] == runs[0]["selected"]
+    other = tmp_path / "other"
+    assert main(["curate", str(path), "--n", "4", "--json", "--checkpoint-dir", str(other)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["checkpoint"]["root"] == str(other) and doc["checkpoint"]["hits"] == 0
 
 
 def test_a_memory_budget_the_pool_exceeds_chooses_the_disk_pool(parts, monkeypatch) -> None:
