@@ -220,8 +220,13 @@ def _fit_float(
 ) -> np.ndarray:
     """Float values of present rows checked (and, by policy, rounded/clipped) for ``dt``."""
     if dt.kind == "f":
+        if raw.dtype.itemsize <= dt.itemsize:  # every finite value fits
+            return raw
         big = np.finfo(dt).max
-        over = present & np.isfinite(raw) & (np.abs(raw) > big)
+        mag = np.abs(raw)
+        if not (mag > big).any():  # one pass in the common case (NaN compares False)
+            return raw
+        over = present & np.isfinite(raw) & (mag > big)
         if over.any():
             if m.overflow == "error":
                 raise _refuse(m, raw, over, track, f"overflows {m.dtype} (|x| <= {big:.6g})")

@@ -15,8 +15,6 @@ from kuration.output.packed import (
     pack_plan,
     row_bytes,
     shard_digest,
-    shard_view,
-    track_digests,
 )
 from kuration.output.spec import OutputSpec
 
@@ -137,25 +135,3 @@ def test_shard_digest_is_the_documented_stream(rows: int, values: list, big: boo
     assert shard_digest(changed)[1] != shard_digest(arrays)[1]
     wide = dict(arrays, altitude=arrays["altitude"].astype(np.float64))
     assert shard_digest(wide)[1] != shard_digest(arrays)[1]  # the dtype is hashed too
-
-
-@settings(max_examples=40, deadline=None)
-@given(rows=st.lists(st.integers(1, 9), min_size=1, max_size=6), seed=st.integers(0, 2**32 - 1))
-def test_track_digests_equal_the_per_shard_digest(rows: list[int], seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    total = sum(rows)
-    offsets = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(int).tolist()
-    cols = {
-        "position": rng.normal(size=(total, 2)),
-        "altitude": rng.normal(size=total).astype(np.float32),
-        "frame": rng.integers(0, 255, size=(total, 2, 3), dtype=np.uint8),
-        "_present": rng.random(total) < 0.5,
-        "_time_s": rng.normal(size=total),
-        "_n_steps": np.repeat(np.array(rows, dtype=np.int64), rows),
-        "_source": np.array(["s"] * total),  # string columns are not part of the digest
-    }
-    fast = track_digests(cols, offsets, rows, "int:7")
-    slow = [
-        shard_digest(shard_view(cols, o, n, "int:7")) for o, n in zip(offsets, rows, strict=True)
-    ]
-    assert fast == slow
