@@ -7,7 +7,7 @@ Run on demand (not part of the test suite)::
     .venv/bin/python bench/bench_e2e.py --record         # the ratio into bench/results.json
 
 Corpus: the 12 ADS-B quickstart sources (``build_adsb_sources``, 15 min
-slices) replicated to ``--sources`` files.  Replica ``r`` of a source is the
+slices) replicated to ``--sources`` files (``bench/corpus.py``).  Replica ``r`` of a source is the
 same Parquet rows with every ``icao24`` id suffixed ``-r<r>`` (so each
 replica holds distinct entities) and written under its own file name; the
 rows, times and values are unchanged.
@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -43,29 +44,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
 JOB = ROOT / "examples" / "adsb_quickstart" / "job.json"
-
-
-def build_corpus(out: Path, n_sources: int) -> list[Path]:
-    """The quickstart sources replicated to ``n_sources`` files with distinct entity ids."""
-    from kuration.sources.samples import build_adsb_sources
-
-    base = build_adsb_sources(out / "base", slice_minutes=15)
-    files: list[Path] = []
-    for i in range(n_sources):
-        r, src = divmod(i, len(base))
-        t = pq.read_table(base[src])
-        ids = pc.binary_join_element_wise(t.column("icao24"), pa.scalar(f"r{r}"), "-")
-        t = t.set_column(t.schema.get_field_index("icao24"), "icao24", ids)
-        p = out / f"r{r:03d}-{Path(base[src]).name}"
-        pq.write_table(t, p)
-        files.append(p)
-    return files
 
 
 def job_for(files: list[Path]) -> dict[str, Any]:
@@ -164,6 +147,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--record", action="store_true", help="store the ratio in bench/results.json")
     args = ap.parse_args()
+
+    from corpus import build_corpus
 
     from kuration import run_job
 

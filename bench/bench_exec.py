@@ -5,7 +5,7 @@ Run on demand (not part of the test suite)::
     .venv/bin/python bench/bench_exec.py                    # 1,536 sources, 2 rounds
     .venv/bin/python bench/bench_exec.py --sources 384 --repeat 3
 
-Corpus: ``bench_e2e.build_corpus`` -- the 12 ADS-B quickstart sources (15-minute
+Corpus: ``corpus.build_corpus`` -- the 12 ADS-B quickstart sources (15-minute
 slices of the pinned ``traffic==2.13`` sample) replicated to ``--sources`` Parquet
 files, replica ``r`` with every ``icao24`` suffixed ``-r<r>`` (distinct entities,
 the same rows, times and values).  Job: the quickstart job with its strategy's
@@ -45,7 +45,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_e2e import build_corpus, job_for
+from bench_e2e import job_for
+from corpus import build_corpus
 
 SKIP = {"config.json", "dataset.commit.json", ".kuration-writer.lock"}
 

@@ -9,7 +9,7 @@ Run on demand (not part of the test suite)::
 
 Corpus: the 12 ADS-B quickstart sources (``build_adsb_sources``, 15 min
 slices) replicated to ``--sources`` files with distinct entity ids, exactly as
-``bench/bench_e2e.py`` builds it (replica ``r`` suffixes every ``icao24``
+``bench/corpus.py`` builds it (replica ``r`` suffixes every ``icao24``
 with ``-r<r>``; rows, times and values unchanged).  The job is the quickstart
 job (strategy without ``group_cap``) with budgets large enough to admit every
 track (``train_hours=4e5, test_hours=1e5``: the corpus is written, not a
@@ -54,7 +54,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_e2e import build_corpus, job_for
+from bench_e2e import job_for
+from corpus import build_corpus
 
 from kuration.output.packed import parquet_options
 

@@ -4,25 +4,30 @@ Run on demand (not part of the test suite)::
 
     .venv/bin/python bench/bench_pool.py                        # 1,536 vs 15,360 sources
     .venv/bin/python bench/bench_pool.py --small 96 --large 960  # quicker
+    .venv/bin/python bench/bench_pool.py --corpus /tmp/corpus     # keep the corpus for a rerun
+    .venv/bin/python bench/bench_pool.py --record                 # the ratios into bench/results.json
 
 Corpus: the 12 ADS-B quickstart sources (15 min slices) replicated to
-``--large`` files with distinct entity ids (``bench_e2e.build_corpus``: the
+``--large`` files with distinct entity ids (``bench/corpus.py``: the
 same Parquet rows with every ``icao24`` suffixed ``-r<r>``); the small run
 uses the first ``--small`` of those files.
 
 Each measurement runs in a fresh subprocess (``python bench_pool.py --child``)
 that imports kuration, runs ``Pipeline.from_job(job).select(n)`` and reports
-its own peak RSS (``VmHWM`` of ``/proc/self/status``), wall time,
+its own peak RSS (``VmHWM`` of ``/proc/self/status``), wall and CPU time,
 pool size and the selection's keys digest:
 
 * ``disk``: ``options(pool="disk")`` with a fresh checkpoint directory (the
-  quickstart strategy without its group cap, which the disk pool does not
-  cover yet: uniform-bins over turn_p90 x climb_std);
+  quickstart strategy: uniform-bins over turn_p90 x climb_std with its group
+  cap, one group per source; ``--no-group-cap`` drops the cap, as the figures
+  of 384 -> 3,840 sources did); the peak of each stage is measured too (the
+  high-water mark is reset through ``/proc/self/clear_refs`` before the
+  score stage, the index load and the rest);
 * ``memory``: the reference in-memory runtime on the same plan.
 
 Printed: peak RSS per size and runtime, the large/small ratio per runtime
 (target for the disk pool: <= 1.2x), and whether disk and memory selected the
-same segments at the small size.
+same segments at each size.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,23 +58,69 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _hwm_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _stage_peaks(peaks: dict[str, float]) -> Callable[[str], None]:
+    """Record the peak RSS of each part of a disk-pool run in ``peaks``: ``setup`` (imports,
+    plan), ``score``, ``connect`` (DuckDB), ``index`` (the load) and ``select`` (filters,
+    bins, ranks, the top n).  The high-water mark is read and then reset (``5`` into
+    ``/proc/self/clear_refs``) where each part starts."""
+    from kuration.pipeline import disk_pool
+
+    part = ["setup"]
+
+    def boundary(nxt: str) -> None:
+        peaks[part[0]] = max(peaks.get(part[0], 0.0), _hwm_mb())
+        Path("/proc/self/clear_refs").write_text("5")
+        part[0] = nxt
+
+    def wrap(name: str, stage: str, after: str) -> None:
+        fn = getattr(disk_pool, name)
+
+        def measured(*a: Any, **k: Any) -> Any:
+            boundary(stage)
+            try:
+                return fn(*a, **k)
+            finally:
+                boundary(after)
+
+        setattr(disk_pool, name, measured)
+
+    wrap("_score_stage", "score", "connect")
+    wrap("load_partitions", "index", "select")
+    return boundary  # called once more at the end of the run
+
+
 def _child(args: argparse.Namespace) -> None:
     from kuration import Pipeline
 
+    peaks: dict[str, float] = {}
+    end = None
+    if args.pool == "disk" and Path("/proc/self/clear_refs").exists():
+        end = _stage_peaks(peaks)
     job = json.loads(Path(args.job).read_text())
     p = Pipeline.from_job(job).select(args.n)
     if args.pool == "disk":
         p = p.options(pool="disk", checkpoint_dir=args.ckpt)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     res = p.run()
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     keys = json.dumps([[s.source_id, s.start_idx] for s in res.selected]).encode()
     n_pool = res.n_pool if args.pool == "disk" else len(res.pool)  # type: ignore[union-attr]
+    if end is not None:
+        end("end")
     print(
         json.dumps(
             {
-                "rss_mb": _peak_rss_mb(),
+                "rss_mb": max([_peak_rss_mb(), *peaks.values()]),
+                "stages_mb": peaks,
                 "wall_s": wall,
+                "cpu_s": cpu,
                 "n_pool": n_pool,
                 "n_selected": len(res.selected),
                 "selection_sha256": hashlib.sha256(keys).hexdigest(),
@@ -77,10 +129,14 @@ def _child(args: argparse.Namespace) -> None:
     )
 
 
-def _job(files: list[Path], out: Path) -> Path:
-    from bench_e2e import job_for
+def _job(files: list[Path], out: Path, group_cap: bool) -> Path:
+    from bench_e2e import JOB, job_for
+
+    from kuration.pipeline.job import load_job
 
     job = job_for(files)
+    if group_cap:  # job_for drops it (bench_e2e writes the budget): put the strategy's back
+        job["strategy"]["group_cap"] = load_job(JOB)[0]["strategy"]["group_cap"]
     path = out / f"job-{len(files)}.json"
     path.write_text(json.dumps(job))
     return path
@@ -95,12 +151,42 @@ def _measure(job: Path, pool: str, n: int, tmp: Path) -> dict[str, Any]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _record(
+    args: argparse.Namespace, res: dict[tuple[str, str], dict[str, Any]], pools: list[str]
+) -> None:
+    """The large/small peak RSS ratios into bench/results.json (row ``pool``)."""
+    from perf_table import record
+
+    def ratio(pool: str) -> str:
+        a, b = res["small", pool]["rss_mb"], res["large", pool]["rss_mb"]
+        return f"{b / a:.2f}x ({a:.0f} -> {b:.0f} MB)"
+
+    cap = "without" if args.no_group_cap else "with"
+    bench = (
+        f"`bench_pool.py` ({args.small:,} -> {args.large:,} sources, quickstart strategy "
+        f"{cap} its group cap, select {args.n}): peak RSS large / small, disk pool"
+    )
+    measured = ratio("disk")
+    if "memory" in pools:
+        same = all(
+            res[k, "disk"]["selection_sha256"] == res[k, "memory"]["selection_sha256"]
+            for k in ("small", "large")
+        )
+        bench += "; in memory (disk == memory selections)"
+        measured += f"; {ratio('memory')} ({'equal' if same else 'DIFFERENT'})"
+    record([{"id": "pool", "benchmark": bench, "measured": measured, "goal": "<= 1.2x (issue 13)"}])
+    print("recorded in bench/results.json; run bench/perf_table.py --write")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", type=int, default=1536)
     ap.add_argument("--large", type=int, default=15360)
     ap.add_argument("--n", type=int, default=1000, help="segments to select")
     ap.add_argument("--no-memory", action="store_true", help="skip the in-memory runs")
+    ap.add_argument("--no-group-cap", action="store_true", help="the strategy without its cap")
+    ap.add_argument("--corpus", help="build the corpus here and keep it (reused when complete)")
+    ap.add_argument("--record", action="store_true", help="store the ratios in bench/results.json")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--job", help=argparse.SUPPRESS)
     ap.add_argument("--pool", help=argparse.SUPPRESS)
@@ -109,14 +195,15 @@ def main() -> None:
     if args.child:
         _child(args)
         return
-    from bench_e2e import build_corpus
+    from corpus import build_corpus
 
     tmp = Path(tempfile.mkdtemp(prefix="kuration-bench-pool-"))
     try:
         t0 = time.perf_counter()
-        files = build_corpus(tmp / "corpus", args.large)
+        files = build_corpus(Path(args.corpus) if args.corpus else tmp / "corpus", args.large)
         print(f"corpus: {args.large} sources built in {time.perf_counter() - t0:.0f} s")
-        jobs = {"small": _job(files[: args.small], tmp), "large": _job(files, tmp)}
+        cap = not args.no_group_cap
+        jobs = {"small": _job(files[: args.small], tmp, cap), "large": _job(files, tmp, cap)}
         pools = ["disk"] if args.no_memory else ["disk", "memory"]
         res: dict[tuple[str, str], dict[str, Any]] = {}
         for size, job in jobs.items():
@@ -125,9 +212,14 @@ def main() -> None:
                 n_src = args.small if size == "small" else args.large
                 print(
                     f"{pool:6s} {n_src:6d} sources: peak RSS {r['rss_mb']:7.1f} MB, "
-                    f"{r['wall_s']:6.1f} s, pool {r['n_pool']} segments, "
-                    f"{r['n_selected']} selected"
+                    f"{r['wall_s']:6.1f} s ({r['cpu_s']:.1f} s CPU), pool {r['n_pool']} "
+                    f"segments, {r['n_selected']} selected"
                 )
+                if r["stages_mb"]:
+                    print(
+                        "       peak RSS per stage (MB): "
+                        + ", ".join(f"{k} {v:.1f}" for k, v in r["stages_mb"].items())
+                    )
         for pool in pools:
             ratio = res["large", pool]["rss_mb"] / res["small", pool]["rss_mb"]
             print(
@@ -139,6 +231,8 @@ def main() -> None:
                     res[size, "disk"]["selection_sha256"] == res[size, "memory"]["selection_sha256"]
                 )
                 print(f"{size}: disk and memory select the same segments: {same}")
+        if args.record:
+            _record(args, res, pools)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
