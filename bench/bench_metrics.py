@@ -41,6 +41,7 @@ import pymap3d
 from numpy.lib.stride_tricks import sliding_window_view
 
 from kuration import FeatureEngine, SchemaSpec, Segmenter, build_window
+from kuration.metrics.alloc import retain_freed_memory
 from kuration.pipeline.job import load_job
 from kuration.sources import adapter_from_dict
 from kuration.sources.samples import build_adsb_sources
@@ -232,6 +233,9 @@ def main() -> None:
     grid_by_table = [seg.starts(t.n_steps) for t in tables]
     n_windows = sum(len(s) for s in segs_by_table)
     engine = FeatureEngine(DEFINE, schema)
+    # as the pipeline's batched pass does before scoring whole sources (all contenders
+    # run in this process, so the numpy pass and tsfresh get the same allocator)
+    retain_freed_memory()
 
     def run_engine() -> None:
         for t, segs in zip(tables, segs_by_table, strict=True):

@@ -15,7 +15,6 @@ from ..contracts.tick import TickTable
 from ..core.registry import Registry
 from ..core.traits import ExecutionTraits, checked_traits, declare_traits
 from ..errors import StrategyError
-from .alloc import retain_freed_memory
 from .dsl.compile import CompiledMetric, compile_metric
 from .dsl.frame import Frame
 
@@ -101,9 +100,11 @@ class FeatureEngine:
 
     Notes
     -----
-    Building an engine raises glibc's mmap and trim thresholds once per process
+    The batched passes over whole sources (in memory, on workers, on the disk pool) raise
+    glibc's mmap and trim thresholds once per process before scoring
     (:func:`kuration.metrics.alloc.retain_freed_memory`; ``KURATION_RETAIN_FREED_MEMORY=0``
-    turns it off), so the per-source temporaries are not faulted in again for every source.
+    turns it off), so the per-source temporaries are not faulted in again for every
+    source; a streamed run, which holds one window at a time, leaves the allocator alone.
     """
 
     #: Most samples (windows x ticks x entities) evaluated at once by :meth:`score_table`;
@@ -113,7 +114,6 @@ class FeatureEngine:
     def __init__(
         self, define: Mapping[str, str], schema: SchemaSpec, registered: Sequence[str] = ()
     ) -> None:
-        retain_freed_memory()  # the per-source temporaries stay mapped (see metrics.alloc)
         self.schema = schema
         self.define = dict(define)
         readable: dict[str, CompiledMetric | None] = dict.fromkeys(self.define)

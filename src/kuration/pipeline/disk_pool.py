@@ -59,6 +59,7 @@ from ..contracts.buffer import build_window
 from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segment, Segmenter
 from ..errors import EmptyPoolError, KurationError, PipelineError
+from ..metrics.alloc import retain_freed_memory
 from ..metrics.transform_exec import TransformRunner
 from ..selection.constraints import assign_groups, resolve_floors, source_group
 from ..selection.dedup import window_digest
@@ -277,6 +278,7 @@ def _score_source(
 ) -> tuple[list[Segment], list[bytes] | None, dict[str, Any]]:
     """One source read, windowed and scored; the digests of its windows when dedup needs them."""
     engine = strategy_engine(st, schema)
+    retain_freed_memory()  # whole sources: their temporaries stay mapped (metrics.alloc)
     table = adapter.read_table(uri)
     segs = segmenter.segments(table.source_id, table.present)
     if segs:

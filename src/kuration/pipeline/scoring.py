@@ -50,6 +50,7 @@ from ..core.executors import (
 from ..core.ids import tag_entity_id
 from ..core.progress import ProgressCallback, emit
 from ..errors import EmptyPoolError, KurationError, PipelineError
+from ..metrics.alloc import retain_freed_memory
 from ..metrics.features import FeatureEngine
 from ..metrics.transform_exec import TransformRunner, runner_for
 from ..metrics.transforms import resolve_transform
@@ -276,6 +277,7 @@ def _worker_components(
         schema = SchemaSpec.from_dict(base["schema"])
         adapter = adapter_from_dict(base["adapter"], schema)
         engine = FeatureEngine(base["define"], schema, base["registered"])
+        retain_freed_memory()
         seg = Segmenter(**base["segmenter"])
         features = [*base["define"], *base["registered"]]
         uses = []
@@ -367,6 +369,7 @@ def score_sources(
     uris = _checked_sources(sources, workers, on_error)
     # compile here first: a bad metric, transform or scorer fails before any spawn
     engine = strategy_engine(strategy, schema)
+    retain_freed_memory()  # whole sources: their temporaries stay mapped (metrics.alloc)
     transforms, scorers = resolve_uses(strategy, schema)
     runner = TransformRunner(transforms)
     total = len(uris)
