@@ -198,13 +198,19 @@ def build_adsb_sources(
     ``icao24``), rows sorted by (icao24, timestamp).  Columns with a unit carry
     it in their Parquet field metadata (key ``unit``, see ``ADSB_UNITS``).  Sorting matters: the raw
     JSON has rows out of time order within an aircraft.  Files are written
-    atomically and are reused when already present with the same content.
+    atomically and are reused when already present with the same content.  A record of
+    the cut (``.adsb_sources.json``: the pinned wheel's SHA-256, ``slice_minutes`` and each
+    file's SHA-256) lets a later call return the files without parsing the sample again,
+    once every file still has its recorded digest; anything else cuts them anew.
 
     Returns
     -------
     list of Path
         The source files in time order.
     """
+    cached = _cached_cut(Path(out_dir), slice_minutes)
+    if cached is not None:
+        return cached
     table = load_adsb_records(read_member(fetch_wheel(SAMPLES["traffic"]), ADSB_MEMBER))
     ts = table.column("timestamp").to_numpy()
     slice_ms = int(slice_minutes * 60_000)
@@ -224,7 +230,40 @@ def build_adsb_sources(
         else:
             os.replace(tmp, path)
         paths.append(path)
+    _record_cut(out, slice_minutes, paths)
     return paths
+
+
+_CUT_RECORD = ".adsb_sources.json"
+
+
+def _cut_key(slice_minutes: float) -> dict[str, Any]:
+    return {"format": 1, "wheel_sha256": SAMPLES["traffic"].sha256, "slice_minutes": slice_minutes}
+
+
+def _cached_cut(out: Path, slice_minutes: float) -> list[Path] | None:
+    """The files of an earlier cut with the same key, when each still has its digest."""
+    try:
+        doc = json.loads((out / _CUT_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("key") != _cut_key(slice_minutes):
+        return None
+    files = doc.get("files")
+    if not isinstance(files, dict) or not files:
+        return None
+    paths = [out / str(name) for name in files]
+    for p, digest in zip(paths, files.values(), strict=True):
+        if p.is_symlink() or not p.is_file() or sha256_file(p) != digest:
+            return None
+    return paths
+
+
+def _record_cut(out: Path, slice_minutes: float, paths: list[Path]) -> None:
+    doc = {"key": _cut_key(slice_minutes), "files": {p.name: sha256_file(p) for p in paths}}
+    tmp = out / f".{_CUT_RECORD}.tmp-{os.getpid()}"
+    tmp.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    os.replace(tmp, out / _CUT_RECORD)
 
 
 def video_sample(name: str, cache: Path | None = None) -> Path:
