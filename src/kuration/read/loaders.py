@@ -183,9 +183,12 @@ class Dataset:
             self.root = local
             commit, commit_bytes = read_commit(local)
         if commit is None:
-            raise DatasetIntegrityError(
-                f"no {COMMIT_NAME}: not a kuration dataset", path=str(self.root)
+            what = (
+                "does not exist"
+                if self._remote is None and not local.exists()
+                else (f"no {COMMIT_NAME}: not a kuration dataset")
             )
+            raise DatasetIntegrityError(what, path=str(self.root))
         if commit.get("state") != "committed":
             raise DatasetIntegrityError(
                 f"dataset is in state {commit.get('state')!r}, not committed "

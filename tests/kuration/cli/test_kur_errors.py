@@ -33,7 +33,7 @@ CASES = [
     (["kur", "run", "job.json", "--out", "file.txt"], 1, "file.txt exists and is not a directory"),
     (["kur", "run", "job.json", "--out", "notes"], 1, "notes is not empty"),
     (["kur", "bogus"], 1, "invalid choice: 'bogus'"),
-    (["kur", "inspect", "missing"], 1, "not a kuration dataset"),
+    (["kur", "inspect", "missing"], 1, "missing: does not exist"),
     (["kur-inspect", "folder"], 1, "not a kuration dataset"),
     (["kur-diff", "folder", "missing"], 1, "not a kuration dataset"),
     (["kur", "check", "folder", "--policy", "bad.json"], 1, "bad.json: malformed JSON"),
