@@ -23,8 +23,26 @@ def _no_dupes(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _no_constant(name: str) -> Any:
-    raise StrictJSONError(f"non-finite number {name}")
+class _NonFinite:
+    """Stands where the text has NaN or +/-Infinity, so the error can name its key path."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def _non_finite_path(obj: Any, where: str = "") -> tuple[str, str] | None:
+    """``(constant, key path)`` of the first :class:`_NonFinite` in ``obj``, in document order."""
+    if isinstance(obj, _NonFinite):
+        return obj.name, where or "(top level)"
+    items = (
+        obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    )
+    for k, v in items:
+        sub = f"{where}[{k}]" if isinstance(k, int) else (f"{where}.{k}" if where else str(k))
+        found = _non_finite_path(v, sub)
+        if found is not None:
+            return found
+    return None
 
 
 def loads_strict(text: str | bytes, *, what: str = "JSON") -> Any:
@@ -35,8 +53,18 @@ def loads_strict(text: str | bytes, *, what: str = "JSON") -> Any:
     StrictJSONError
         A ``ValueError``, naming ``what`` and the problem.
     """
+    seen: list[_NonFinite] = []
+
+    def constant(name: str) -> _NonFinite:
+        seen.append(_NonFinite(name))
+        return seen[-1]
+
     try:
-        return json.loads(text, object_pairs_hook=_no_dupes, parse_constant=_no_constant)
+        out = json.loads(text, object_pairs_hook=_no_dupes, parse_constant=constant)
+        if seen:
+            name, where = _non_finite_path(out) or (seen[0].name, "(top level)")
+            raise StrictJSONError(f"non-finite number {name} at {where}")
+        return out
     except StrictJSONError as exc:
         raise StrictJSONError(f"{what}: {exc}") from None
     except json.JSONDecodeError as exc:
