@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -69,7 +70,9 @@ def print_inspect(rep: InspectReport, console: Console) -> None:
     m.add_row("_time_s", "float64", "()", "s", "time since the Unix epoch")
     console.print(m)
     console.print(f"padding: {rep.padding}")
-    console.print(f"execution: {rep.execution}; kuration {rep.provenance.get('kuration_version')}")
+    console.print(
+        f"execution: {_execution(rep.execution)}; kuration {rep.provenance.get('kuration_version')}"
+    )
     if rep.errors:
         console.print(f"[yellow]skipped sources:[/] {rep.errors}")
     if rep.verification:
@@ -158,3 +161,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     for g in res.failures:
         print(f"kur check: gate {g['gate']} failed: {g['detail']}", file=sys.stderr)
     return 0 if res.ok else 2
+
+
+def _execution(ex: dict[str, Any]) -> str:
+    """One line: executor, workers and the stages' total wall time (config.json keeps the
+    plan and the per-stage telemetry)."""
+    tele = ex.get("telemetry") or []
+    wall = sum(float(t.get("wall_s") or 0.0) for t in tele if isinstance(t, dict))
+    parts = [f"{ex.get('mode', '?')} x{ex.get('workers', '?')}"]
+    if tele:
+        parts.append(f"{len(tele)} stages in {wall:.2f} s (plan and telemetry in config.json)")
+    return ", ".join(parts)

@@ -120,6 +120,9 @@ def test_kur_inspect_shows_each_modality_unit(path: Path) -> None:
     text = subprocess.run([kur, "inspect", str(path)], capture_output=True, text=True, check=True)
     line = next(ln for ln in text.stdout.splitlines() if "vertical_rate" in ln)
     assert "ft/min" in line and "field:vertical_rate" in line
+    # the execution is one line (executor, workers, stages); config.json keeps the rest
+    ex = next(ln for ln in text.stdout.splitlines() if ln.startswith("execution:"))
+    assert " x1, " in ex and "stages in" in ex and "telemetry'" not in text.stdout
     rep = subprocess.run(
         [kur, "inspect", str(path), "--json"], capture_output=True, text=True, check=True
     )
