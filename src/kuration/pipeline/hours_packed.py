@@ -31,6 +31,7 @@ from ..output.packed import PackedFile, file_digest, pack_plan, write_packed_fil
 from ..output.packed_build import ShardCut
 from ..output.writer import PLAN_KEYS, ShardWriter
 from ..selection.fill import Candidate
+from .stage_local import reread_quietly
 
 if TYPE_CHECKING:
     from .hours_steps import HoursRun
@@ -147,7 +148,8 @@ class _Tracks:
 
     def _read(self, source_id: str) -> Any:
         """The source's grid (the adapter's read; sources come in order, each read once)."""
-        return self.r.adapter.read_table(self.uri_of[source_id])
+        with reread_quietly():
+            return self.r.adapter.read_table(self.uri_of[source_id])
 
     def _source(self, c: Candidate) -> None:
         if c.source_id != self.sid:

@@ -13,20 +13,31 @@ The process and Ray executors stage in workers instead
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..contracts.track import track_from_table
 from ..core.ids import tag_entity_id
 from ..core.progress import emit
-from ..errors import OutputSpecError
+from ..errors import KurationWarning, OutputSpecError
 from ..output.writer import ShardWriter
 
 if TYPE_CHECKING:
     from .hours_steps import HoursRun, Planned
 
 __all__ = ["stage_here"]
+
+
+@contextmanager
+def reread_quietly() -> Iterator[None]:
+    """Silence the adapter's own warnings (disorder, dropped rows) while a source is read
+    again to write its tracks: the scoring pass read it and warned already."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", KurationWarning)
+        yield
 
 
 def stage_here(
@@ -68,7 +79,8 @@ def _stage_source(
             continue
         if table is None:
             t0 = time.perf_counter()
-            table = r.adapter.read_entities(*args)
+            with reread_quietly():
+                table = r.adapter.read_entities(*args)
             read_s += time.perf_counter() - t0
             roster = {tag_entity_id(e): j for j, e in enumerate(table.entity_ids)}
         meta = {**c.features, "priority": c.priority}

@@ -39,6 +39,7 @@ from ..errors import OutputSpecError
 from ..output.spec import OutputSpec
 from ..output.writer import ShardWriter
 from ..sources.base import InputAdapter, adapter_from_dict
+from .stage_local import reread_quietly
 
 if TYPE_CHECKING:
     from .hours_steps import HoursRun, Planned
@@ -173,7 +174,8 @@ def write_sources(task: Mapping[str, Any]) -> list[list[dict[str, Any]]]:
 def _write_one(
     adapter: InputAdapter, writer: ShardWriter, src: Mapping[str, Any]
 ) -> list[dict[str, Any]]:
-    table = adapter.read_entities(src["uri"], [item[1].entity_id for item in src["items"]])
+    with reread_quietly():
+        table = adapter.read_entities(src["uri"], [item[1].entity_id for item in src["items"]])
     roster = {tag_entity_id(e): j for j, e in enumerate(table.entity_ids)}
     out: list[dict[str, Any]] = []
     for split, c, paths in src["items"]:
