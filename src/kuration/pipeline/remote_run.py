@@ -32,11 +32,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from ..contracts.track import track_from_table
-from ..core.ids import tag_entity_id
 from ..core.jsonio import canonical_json, loads_strict
 from ..core.progress import emit
-from ..errors import DatasetExistsError, DatasetIntegrityError, OutputSpecError
+from ..errors import DatasetExistsError, DatasetIntegrityError
 from ..output.commit import (
     COMMIT_NAME,
     CONFIG_NAME,
@@ -59,6 +57,7 @@ from ..output.destination import (
 from ..output.writer import PLAN_KEYS, ShardWriter
 from .hours_steps import STEPS, HoursRun, Planned, Step, build_config, run_steps
 from .hours_steps import step_manifest as _step_manifest
+from .stage_local import stage_source
 
 __all__ = ["REMOTE_STEPS", "RemoteRun", "run_remote"]
 
@@ -201,22 +200,7 @@ def step_remote_stage(r: HoursRun, s: RemoteRun) -> dict[str, Any]:
     r.partitions = len(work)
     emit(r.progress, "writing", "start", total=len(work))
     for i, sid in enumerate(sorted(work), 1):
-        table, roster = None, {}
-        for split, c, planned in work[sid]:
-            if _reuse(r, s, planned):
-                continue
-            if table is None:
-                table = r.adapter.read_table(uri_of[sid])
-                roster = {tag_entity_id(e): j for j, e in enumerate(table.entity_ids)}
-            meta = {**c.features, "priority": c.priority}
-            row = roster[tag_entity_id(c.entity_id)]
-            track = track_from_table(table, row, c.first, c.last, c.span_index, meta)
-            written = writer.write(track, split)
-            if [e["path"] for e in written] != [e["path"] for e in planned]:
-                raise OutputSpecError(f"internal: shard plan mismatch for {sid!r}")
-            upload(written)
-            r.entries.extend(written)
-            r.rebuilt += len(written)
+        stage_source(r, writer, work[sid], partial(_reuse, r, s), uri_of[sid], upload)
         emit(r.progress, "writing", "advance", current=i, total=len(work), source=sid)
     return {
         "rows_in": len(r.admitted),

@@ -28,7 +28,7 @@ from ..output.writer import ShardWriter
 if TYPE_CHECKING:
     from .hours_steps import HoursRun, Planned
 
-__all__ = ["stage_here"]
+__all__ = ["stage_here", "stage_source"]
 
 
 @contextmanager
@@ -56,23 +56,32 @@ def stage_here(
     read_s = 0.0
     writer = ShardWriter(stage, r.spec, r.schema, r.encoder, on_shard=r.journal.record)
     uri_of = {sid: info.uri for sid, info in r.pool().sources.items()}
-    # only the admitted entities are laid out (every row is still checked)
-    args = {sid: (uri_of[sid], [w[1].entity_id for w in work[sid]]) for sid in work}
+
+    def to_move(written: list[dict[str, Any]]) -> None:
+        r.to_move.extend(e["path"] for e in written)
+
     for i, sid in enumerate(sorted(work), 1):
-        read_s += _stage_source(r, writer, work[sid], reuse, sid, args[sid])
+        read_s += stage_source(r, writer, work[sid], reuse, uri_of[sid], to_move)
         emit(r.progress, "writing", "advance", current=i, total=len(work), source=sid)
     return read_s
 
 
-def _stage_source(
+def stage_source(
     r: HoursRun,
     writer: ShardWriter,
     items: list[Planned],
     reuse: Callable[[list[dict[str, Any]]], bool],
-    sid: str,
-    args: tuple[str, list[Any]],
+    uri: str,
+    written_hook: Callable[[list[dict[str, Any]]], None],
 ) -> float:
-    """Write (or reuse) one source's shards; returns the seconds spent reading it."""
+    """Write (or reuse) one source's shards; returns the seconds spent reading it.
+
+    The source is read once, and only if one of its tracks cannot be reused; only its
+    admitted entities are laid out (every row is still checked).  ``written_hook`` gets
+    each track's new shard entries before they join ``r.entries``.
+    """
+    sid = items[0][1].source_id
+    args = (uri, [w[1].entity_id for w in items])
     table, roster, read_s = None, {}, 0.0
     for split, c, planned in items:
         if reuse(planned):
@@ -89,7 +98,7 @@ def _stage_source(
         written = writer.write(track, split)
         if [e["path"] for e in written] != [e["path"] for e in planned]:
             raise OutputSpecError(f"internal: shard plan mismatch for {sid!r}")
+        written_hook(written)
         r.entries.extend(written)
-        r.to_move.extend(e["path"] for e in written)
         r.rebuilt += len(written)
     return read_s
