@@ -66,6 +66,7 @@ __all__ = [
     "WriterLease",
     "committed_manifest",
     "destination_path",
+    "fsync_file",
     "fsync_paths",
     "marker_document",
     "read_commit",
@@ -557,10 +558,21 @@ def fsync_paths(paths: list[Path]) -> None:
 _FSYNC_THREADS = 16
 
 
+def fsync_file(p: Path) -> None:
+    """``fsync`` one file or directory.
+
+    Raises
+    ------
+    OSError
+        From ``open`` or ``fsync`` (see :func:`fsync_paths` for the best-effort form).
+    """
+    fd = os.open(p, os.O_RDONLY | (os.O_DIRECTORY if p.is_dir() else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _fsync_one(p: Path) -> None:
     with contextlib.suppress(OSError):
-        fd = os.open(p, os.O_RDONLY | (os.O_DIRECTORY if p.is_dir() else 0))
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_file(p)

@@ -43,6 +43,7 @@ import numpy as np
 
 from ..contracts.track import Track
 from ..errors import OutputSpecError
+from .commit import fsync_file
 from .packed_build import STRING_COLUMNS, ShardCut, batchable, cut_columns, row_group_digests
 from .spec import OutputSpec
 from .writer import ShardSlot, ShardWriter, shard_plan, track_arrays
@@ -421,11 +422,7 @@ def _seal(tmp: Path, plan: PackedFile, fsync: bool) -> tuple[int, str]:
     import pyarrow.parquet as pq
 
     if fsync:
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_file(tmp)
     written = pq.ParquetFile(str(tmp)).metadata.num_row_groups
     if written != len(plan.row_groups):
         raise OutputSpecError(

@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from ..errors import DatasetIntegrityError
+from ..output.commit import fsync_file
 
 __all__ = ["PartitionCommit", "StageCheckpoint", "key_digest"]
 
@@ -203,11 +204,7 @@ class StageCheckpoint:
                 writer.write_batch(b)
                 rows += b.num_rows
         if durable:
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_file(path)
         digest, size = _file_sha256(path)
         with pa.memory_map(str(path)) as src:
             back = ipc.open_file(src)
