@@ -16,7 +16,6 @@ elementwise.  Containers and modalities that need a whole track (npz, media,
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +25,7 @@ import numpy as np
 from ..contracts.tick import TickTable
 from ..contracts.track import Track
 from ..errors import OutputSpecError
-from .writer import ShardWriter, ensure_dir, write_bytes_atomic
+from .writer import ShardWriter, ensure_dir
 
 __all__ = ["StreamTrack", "write_stream"]
 
@@ -200,15 +199,8 @@ def _flush(writer: ShardWriter, source_id: str, k0: int, hz: float, t: StreamTra
     if index >= len(t.planned):
         raise OutputSpecError(f"internal: shard plan mismatch for {source_id!r}")
     _, chunk = shards[0]
-    entry = t.planned[index]
     ensure_dir(writer.root / t.split)
-    data = writer._dumps(chunk)
-    write_bytes_atomic(writer.root / entry["path"], data, fsync=writer.fsync)
-    entry["size"] = len(data)
-    entry["sha256"] = hashlib.sha256(data).hexdigest()
-    writer.bytes_written += len(data)
-    if writer.on_shard is not None:
-        writer.on_shard(entry)
+    writer.write_shard(t.planned[index], chunk)
 
 
 def entries_of(tracks: Sequence[StreamTrack]) -> list[Mapping[str, Any]]:

@@ -624,15 +624,20 @@ class ShardWriter:
             ensure_dir(self.root / split)
         shards = self.iter_shard_arrays(track)
         for entry, (_, chunk) in zip(entries, shards, strict=True):
-            data = self._dumps(chunk)
+            self.write_shard(entry, chunk)
             del chunk  # one shard's decoded frames at a time
-            write_bytes_atomic(self.root / entry["path"], data, fsync=self.fsync)
-            entry["size"] = len(data)
-            entry["sha256"] = hashlib.sha256(data).hexdigest()
-            self.bytes_written += len(data)
-            if self.on_shard is not None:
-                self.on_shard(entry)
         return entries
+
+    def write_shard(self, entry: dict[str, Any], chunk: Mapping[str, np.ndarray]) -> None:
+        """Encode one planned shard's arrays to ``entry["path"]`` (atomically), fill the
+        entry's ``size`` and ``sha256`` and hand it to ``on_shard``."""
+        data = self._dumps(chunk)
+        write_bytes_atomic(self.root / entry["path"], data, fsync=self.fsync)
+        entry["size"] = len(data)
+        entry["sha256"] = hashlib.sha256(data).hexdigest()
+        self.bytes_written += len(data)
+        if self.on_shard is not None:
+            self.on_shard(entry)
 
 
 def write_track(
