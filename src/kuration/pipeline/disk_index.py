@@ -335,14 +335,9 @@ def rank_pool_sql(con: Any, st: Strategy, seed: int) -> None:
 def cap_groups(
     con: Any, st: Strategy, n: int, group_of: Mapping[str, str]
 ) -> tuple[int, dict[str, Any]]:
-    """The group cap of the count path (:func:`~kuration.selection.constraints.constrained_select`
-    without tag floors) in SQL.
-
-    Each row gets its source's group and ``grank``, its place among its group's
-    eligible rows in the global order (priority descending, then canonical key).
-    Taking rows in that order while skipping groups at their cap selects exactly
-    the rows with ``grank <= cap`` that come first overall, so :func:`top_rows`
-    with ``cap`` returns the in-memory selection.
+    """The group cap of the count path (:func:`~kuration.selection.constraints.constrained_select`):
+    each row's group in a column ``grp``, and the cap
+    (:func:`kuration.pipeline.disk_tags.select_with_floors` selects under it).
 
     Parameters
     ----------
@@ -358,15 +353,8 @@ def cap_groups(
     """
     con.register("_g", pa.table({"sid": list(group_of), "grp": list(group_of.values())}))
     _q(con, "ALTER TABLE pool ADD COLUMN grp VARCHAR")
-    _q(con, "ALTER TABLE pool ADD COLUMN grank BIGINT")
     _q(con, "UPDATE pool SET grp = _g.grp FROM _g WHERE pool.source_id = _g.sid")
     con.unregister("_g")
-    _q(
-        con,
-        "UPDATE pool SET grank = r.k FROM (SELECT rn, ROW_NUMBER() OVER (PARTITION BY grp "
-        "ORDER BY prio DESC, source_id, start_idx) AS k FROM pool "
-        "WHERE prio > -'inf'::DOUBLE) r WHERE pool.rn = r.rn",
-    )
     rows = _q(con, "SELECT grp, count(*) FROM pool WHERE prio > -'inf'::DOUBLE GROUP BY grp")
     eligible = {str(g): int(c) for g, c in sorted(rows)}
     over = float(st.group_cap["max_overshoot"])
@@ -382,7 +370,7 @@ def top_rows(
     label_sets: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Segment]:
     """The ``n`` eligible rows of highest priority (ties by canonical key) that also meet
-    ``where`` (``grank <= cap`` of :func:`cap_groups`, or ``sel``); with ``label_sets``,
+    ``where`` (``sel``, the marked selection); with ``label_sets``,
     each segment's tags from the ``t<k>`` label columns."""
     names = list(st.feature_names)
     axes = [f"b{j}" for j in range(len(st.bin_axes))]

@@ -22,9 +22,8 @@ of each stage.  The runtime:
    dedup looks digests up in the index and compares a window that shares one
    byte for byte with the distinct windows of that digest seen before it (only
    those are stored in the index; one source is read at a time).
-   A group cap ranks every row inside its source's group in the same order and
-   keeps rows within the cap (:func:`~kuration.pipeline.disk_index.cap_groups`);
-   tags are label columns and coverage floors are reserved in SQL
+   Tags are label columns; coverage floors are reserved and rows taken within
+   each group's cap (:func:`~kuration.pipeline.disk_index.cap_groups`) in SQL
    (:mod:`kuration.pipeline.disk_tags`).
    Only the ``n`` selected rows return to Python.
 
@@ -461,15 +460,17 @@ def _group_cap(
 def _select(
     con: Any, st: Strategy, n: int, cap: int | None
 ) -> tuple[list[Segment], dict[str, Any] | None]:
-    """The selected segments and, with tags, the per-tag report: without tags the first
-    ``n`` rows within the group cap; with tags, floors reserved first (:mod:`.disk_tags`)."""
-    if not st.tags:
-        return top_rows(con, st, n, None if cap is None else f"grank <= {int(cap)}"), None
-    label_sets = tag_pool(con, st)
+    """The selected segments and, with tags, the per-tag report: the first ``n`` rows, or
+    with tags or a group cap, floors reserved first and rows taken within the cap
+    (:mod:`.disk_tags`)."""
+    if not st.tags and cap is None:
+        return top_rows(con, st, n), None
+    label_sets = tag_pool(con, st) if st.tags else {}
     floors = resolve_floors(st.tag_coverage, label_sets, n) if st.tag_coverage else {}
     select_with_floors(con, st, n, floors, label_sets, cap)
     selected = top_rows(con, st, n, "sel", label_sets)
-    return selected, tag_report(con, st, n, label_sets, floors, cap is not None)
+    report = tag_report(con, st, n, label_sets, floors, cap is not None) if st.tags else None
+    return selected, report
 
 
 def _group_report(
