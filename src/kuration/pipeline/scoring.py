@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -383,14 +383,7 @@ def score_sources(
     assert isinstance(ex, Executor)
     try:
         if not fused or total <= 1:
-            for uri in uris:
-                try:
-                    out: Any = _score_one(
-                        adapter, uri, segmenter, engine if fused else None, runner
-                    )
-                except Exception as exc:
-                    out = exc
-                record(uri, out)
+            _score_inline(adapter, uris, segmenter, engine if fused else None, runner, record)
         elif ex.parallel:
             base = {
                 "schema": schema.to_dict(),
@@ -401,23 +394,9 @@ def score_sources(
                 "segmenter": segmenter.to_dict(),
                 "env": worker_environment(plugins, include_entry_points),
             }
-            size = batch_size_for(total, ex.workers)
-            tasks = ({"base": base, "uris": uris[i : i + size]} for i in range(0, total, size))
-            for task, outs in ex.iter_batches(_worker, tasks, label=_batch_label):
-                if isinstance(outs, BaseException):  # the worker could not start the batch
-                    outs = [outs] * len(task["uris"])
-                for uri, out in zip(task["uris"], outs, strict=True):
-                    record(uri, out)
+            size = _score_on_workers(ex, base, uris, record)
         else:
-            reads = _read_ahead(adapter, uris, segmenter)
-
-            def score(read: _Read | tuple[str, Exception]) -> Any:
-                if isinstance(read[1], Exception):
-                    raise read[1]
-                return _finish(read, segmenter, engine, runner)  # type: ignore[arg-type]
-
-            for read, out in ex.iter_batches(score, reads):
-                record(read[0], out)
+            _score_overlapped(ex, adapter, uris, segmenter, engine, runner, record)
     finally:
         if own:
             ex.close()
@@ -440,6 +419,60 @@ def score_sources(
     if scorers:
         run_scorers(result, scorers, schema, adapter, on_error=on_error, progress=progress)
     return result
+
+
+def _score_inline(
+    adapter: InputAdapter,
+    uris: Sequence[str],
+    segmenter: Segmenter,
+    engine: FeatureEngine | None,
+    runner: TransformRunner,
+    record: Callable[[str, Any], None],
+) -> None:
+    """One source after another in this process (``engine`` None: windows only)."""
+    for uri in uris:
+        try:
+            out: Any = _score_one(adapter, uri, segmenter, engine, runner)
+        except Exception as exc:
+            out = exc
+        record(uri, out)
+
+
+def _score_on_workers(
+    ex: Executor, base: Mapping[str, Any], uris: list[str], record: Callable[[str, Any], None]
+) -> int:
+    """Batches of sources scored by the executor's workers, recorded in source order;
+    returns the batch size."""
+    size = batch_size_for(len(uris), ex.workers)
+    tasks = ({"base": base, "uris": uris[i : i + size]} for i in range(0, len(uris), size))
+    for task, outs in ex.iter_batches(_worker, tasks, label=_batch_label):
+        if isinstance(outs, BaseException):  # the worker could not start the batch
+            outs = [outs] * len(task["uris"])
+        for uri, out in zip(task["uris"], outs, strict=True):
+            record(uri, out)
+    return size
+
+
+def _score_overlapped(
+    ex: Executor,
+    adapter: InputAdapter,
+    uris: Sequence[str],
+    segmenter: Segmenter,
+    engine: FeatureEngine,
+    runner: TransformRunner,
+    record: Callable[[str, Any], None],
+) -> None:
+    """This process reads and windows the next source while the executor's thread scores
+    the previous one."""
+    reads = _read_ahead(adapter, uris, segmenter)
+
+    def score(read: _Read | tuple[str, Exception]) -> Any:
+        if isinstance(read[1], Exception):
+            raise read[1]
+        return _finish(read, segmenter, engine, runner)  # type: ignore[arg-type]
+
+    for read, out in ex.iter_batches(score, reads):
+        record(read[0], out)
 
 
 def _checked_sources(sources: Sequence[str], workers: int, on_error: str) -> list[str]:
