@@ -43,13 +43,14 @@ whole-pool scorers and ``near_dedup``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import shutil
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -160,21 +161,41 @@ _DISK_STAGES = {
 }
 
 
+#: what the disk runtime does at the stages of an hours plan that the count plan lacks
+_DISK_HOURS_STAGES = {
+    **_DISK_STAGES,
+    "fill": "spans built source by source from the index into one columnar candidate table",
+    "tracks": "admitted sources reread one at a time",
+    "write": "shards staged per source, committed at the end",
+}
+
+
+def _hours_ineligible(stages: Sequence[PlanStage], st: Strategy, streaming: bool) -> str | None:
+    """Why the hours plan cannot run on the disk runtime, or None when it can."""
+    if streaming:
+        return "streaming=True runs its own two-pass runtime"
+    if any(s.kind == "enrich" and not s.empty for s in stages):
+        return "analyzers read the whole pool's segments"
+    return disk_ineligible(st)
+
+
 def plan_pool(
-    stages: Sequence[PlanStage], st: Strategy, mode: str, pool: str
+    stages: Sequence[PlanStage], st: Strategy, mode: str, pool: str, *, streaming: bool = False
 ) -> tuple[tuple[PlanStage, ...], list[str]]:
-    """The planner's choice of runtime: with ``pool="disk"`` and an eligible count plan,
-    the stages this runtime covers get :data:`DISK_RUNTIME` (and a ``runtime`` detail);
+    """The planner's choice of runtime: with ``pool="disk"`` and an eligible count or hours
+    plan, the stages this runtime covers get :data:`DISK_RUNTIME` (and a ``runtime`` detail);
     otherwise the stages are unchanged and a warning says why the plan stays in memory."""
     if pool != "disk":
         return tuple(stages), []
-    why = "an hours budget is not disk-backed yet" if mode != "count" else disk_ineligible(st)
+    hours = mode != "count"
+    why = _hours_ineligible(stages, st, streaming) if hours else disk_ineligible(st)
     if why is not None:
         return tuple(stages), [f"pool='disk' requested, but {why}: the reference runtime runs it"]
+    covered = _DISK_HOURS_STAGES if hours else _DISK_STAGES
     out = []
     for s in stages:
-        if s.kind in _DISK_STAGES and not s.empty:
-            detail = {**dict(s.detail), "runtime": _DISK_STAGES[s.kind]}
+        if s.kind in covered and not s.empty:
+            detail = {**dict(s.detail), "runtime": covered[s.kind]}
             traits = s.traits
             if s.kind == "features":  # one checkpointed partition per source
                 traits = traits.model_copy(update={"checkpoint": "partition"})
@@ -274,8 +295,10 @@ def _score_source(
     st: Strategy,
     schema: SchemaSpec,
     runner: TransformRunner,
+    describe: Callable[[Any, list[Segment]], Mapping[str, Any]] | None = None,
 ) -> tuple[list[Segment], list[bytes] | None, dict[str, Any]]:
-    """One source read, windowed and scored; the digests of its windows when dedup needs them."""
+    """One source read, windowed and scored; the digests of its windows when dedup needs them
+    (``describe`` adds what it returns about the source to the partition's meta)."""
     engine = strategy_engine(st, schema)
     retain_freed_memory()  # whole sources: their temporaries stay mapped (metrics.alloc)
     table = adapter.read_table(uri)
@@ -292,7 +315,13 @@ def _score_source(
     if _wants_digests(st):
         digests = [window_digest(build_window(table, s.start_idx, s.end_idx)) for s in segs]
     meta = {"source_id": table.source_id, "uri": uri, "n_steps": table.n_steps, "n": len(segs)}
+    if describe is not None:
+        meta.update(describe(table, segs))
     return segs, digests, meta
+
+
+#: ``describe(uri, fingerprint, table, segments)``: what a partition's meta records of its source
+Describe = Callable[[str, str, Any, list[Segment]], Mapping[str, Any]]
 
 
 @dataclass
@@ -313,8 +342,10 @@ def _score_stage(
     batch_rows: int,
     on_error: str,
     durable: bool,
+    describe: Describe | None = None,
 ) -> _Scored:
-    """Every source into its own partition (reused when its key matches a valid commit)."""
+    """Every source into its own partition (reused when its key matches a valid commit);
+    ``describe(uri, fingerprint, table, segments)`` adds to each new partition's meta."""
     out = _Scored(batch_rows=batch_rows)
     features = list(st.feature_names)
     arrow = SegmentBatch.arrow_schema(features)
@@ -322,13 +353,16 @@ def _score_stage(
     runner = TransformRunner(transforms)
     keys = {}
     for uri in sorted(uris):
-        key = ck.partition_key(uri, {"uri": uri, "fingerprint": adapter.fingerprint(uri)})
+        fp = adapter.fingerprint(uri)
+        key = ck.partition_key(uri, {"uri": uri, "fingerprint": fp})
         hit = ck.lookup(uri, key)
         if hit is not None:
             out.commits[uri], keys[uri] = hit, key
             continue
         try:
-            segs, dig, meta = _score_source(adapter, uri, segmenter, st, schema, runner)
+            desc = None if describe is None else functools.partial(describe, uri, fp)
+            segs, dig, meta = _score_source(adapter, uri, segmenter, st, schema, runner, desc)
+            meta["fingerprint"] = fp
         except Exception as exc:
             if on_error == "raise":
                 raise
@@ -446,6 +480,15 @@ def select_on_disk(
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def plan_identity(plan: Any) -> dict[str, Any]:
+    """The plan as part of a checkpoint key: options that change no result (progress
+    display, fsync, where checkpoints live) are left out."""
+    doc = plan.to_dict()
+    skip = ("progress", "durable", "checkpoint_dir")
+    doc["options"] = {k: v for k, v in doc["options"].items() if k not in skip}
+    return doc
 
 
 def _group_cap(

@@ -35,7 +35,14 @@ from ..errors import PipelineError, StrategyError
 from ..selection.strategy import Strategy
 from ..tools.analyzers import AnalysisSubject, get_analyzer, overlapping_rows, selected_rows
 from ..tools.review import hours_selection_review
-from .disk_pool import DISK_RUNTIME, INDEX_MEMORY, DiskSelection, budget_pool, select_on_disk
+from .disk_pool import (
+    DISK_RUNTIME,
+    INDEX_MEMORY,
+    DiskSelection,
+    budget_pool,
+    plan_identity,
+    select_on_disk,
+)
 from .hours import DatasetWriteResult, preflight, run_hours
 from .job import resolve_sources
 from .logical import HoursSelection
@@ -207,20 +214,11 @@ def _execute_disk(
             checkpoint_dir=p.opts.checkpoint_dir,
             durable=p.opts.durable,
             memory_limit=f"{max(index_bytes, 16 * 2**20) // 2**20}MiB",
-            run_key={"plan": _plan_identity(plan)},
+            run_key={"plan": plan_identity(plan)},
         )
     if dest is not None:
         dump_json_atomic(os.fspath(dest), result.to_dict(segments=True))
     return PipelineRun(plan, result, result.telemetry)
-
-
-def _plan_identity(plan: PhysicalPlan) -> dict[str, Any]:
-    """The plan as part of a checkpoint key: options that change no result (progress
-    display, fsync, where checkpoints live) are left out."""
-    doc = plan.to_dict()
-    skip = ("progress", "durable", "checkpoint_dir")
-    doc["options"] = {k: v for k, v in doc["options"].items() if k not in skip}
-    return doc
 
 
 def _execute_hours(

@@ -46,6 +46,7 @@ from ..output.encoders import PassthroughEncoder
 from ..output.spec import OutputSpec
 from ..selection.fill import FillResult
 from ..selection.strategy import Strategy
+from .disk_hours import disk_session, disk_steps
 from .hours_steps import STEPS, HoursRun, run_steps
 from .logical import HoursSelection as HoursSelectionT
 from .plan import PhysicalPlan, StageTelemetry
@@ -263,10 +264,13 @@ def run_hours(
         if _destination_in_use(root) and not (resume or force):
             raise DatasetExistsError(refusal)  # filled by another writer since the check above
         # one executor for the whole run: scoring and staging share its workers
-        with make_executor(
-            p.opts.resolved_executor, p.opts.workers, address=p.opts.ray_address
-        ) as r.executor:
-            run_steps(r, streaming_steps() if p.opts.streaming else STEPS)
+        with (
+            make_executor(
+                p.opts.resolved_executor, p.opts.workers, address=p.opts.ray_address
+            ) as r.executor,
+            disk_session(r),
+        ):
+            run_steps(r, streaming_steps() if p.opts.streaming else disk_steps(r, STEPS))
     except BaseException as exc:
         if r.journal is not None:
             r.journal.close()
@@ -338,6 +342,8 @@ def _prepare(
         "batch_rows": o.stream_batch_rows,
         "resume": resume,
         "force": force,
+        "pool": o.pool,
+        "checkpoint_dir": o.checkpoint_dir,
     }
     return HoursRun(
         root=root,

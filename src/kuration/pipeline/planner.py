@@ -174,7 +174,7 @@ def compile_plan(p: Pipeline) -> PhysicalPlan:
     enrich = _seam_stage("enrich", "analyzer", p.analyzers, _POOL)
     stages = fuse_stages([*_input_stages(p, st), *_selection_stages(p, st, sel), enrich])
     mode = "hours" if isinstance(sel, HoursSelection) else "count"
-    stages, warnings = plan_pool(stages, st, mode, p.opts.pool)
+    stages, warnings = plan_pool(stages, st, mode, p.opts.pool, streaming=p.opts.streaming)
     for s in stages:
         if s.empty or s.runtime != REFERENCE_RUNTIME:
             continue
