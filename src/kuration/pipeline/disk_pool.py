@@ -3,7 +3,9 @@
 ``Pipeline.options(pool="disk")`` (job key ``"pool": "disk"``) runs an
 eligible count plan (:func:`disk_ineligible`) on this runtime instead of the
 reference in-memory one; :meth:`kuration.Pipeline.explain` names the runtime
-of each stage.  The runtime:
+of each stage.  An eligible hours plan runs there too: its score stage is this
+module's, and :mod:`kuration.pipeline.disk_hours` ranks every segment in the
+index and builds the track candidates one source at a time.  The runtime:
 
 1. **score** -- reads, windows and scores one source at a time (metrics, then
    transforms) and writes its segments as :class:`SegmentBatch` record
@@ -35,9 +37,11 @@ reads its weighted feature columns of the eligible rows (8 bytes a row and
 feature) and normalises them with the in-memory code, so floating-point sums
 agree to the last bit.
 
-Methods covered: ``top-k``, ``uniform-bins``, ``weighted``.  Not covered yet
-(the plan stays on the reference runtime, and ``explain`` says why): other methods,
-whole-pool scorers and ``near_dedup``.
+Methods covered: ``top-k``, ``uniform-bins``, ``weighted``, for a count or an
+hours budget.  Not covered yet (the plan stays on the reference runtime, and
+``explain`` says why): other methods, whole-pool scorers and ``near_dedup``; for
+hours also analyzers (they read the whole pool's segments) and ``streaming=True``
+(its own two-pass runtime).
 """
 
 from __future__ import annotations
