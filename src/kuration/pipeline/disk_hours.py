@@ -62,7 +62,7 @@ from ..selection.fill import FillResult
 from ..selection.strategy import Strategy
 from .checkpoint import PartitionCommit, StageCheckpoint
 from .disk_index import _col, _q, apply_filter, bin_pool, connect, load_partitions, rank_pool_sql
-from .disk_pool import DISK_RUNTIME, INDEX_MEMORY, _score_stage, plan_identity
+from .disk_pool import DISK_RUNTIME, INDEX_MEMORY, INDEX_MEMORY_MIN, _score_stage, plan_identity
 from .disk_tags import tag_pool
 from .plan import StageTelemetry
 from .scoring import ScoringResult, SourceInfo, TrackExtent, _checked_sources, _track_extents
@@ -235,7 +235,8 @@ def disk_session(r: HoursRun) -> Iterator[None]:
         return
     given = r.opt.get("checkpoint_dir")
     root = Path(given) if given is not None else r.root / STAGING_NAME / "pool"
-    limit = f"{INDEX_MEMORY // 2**20}MiB"
+    index = r.opt.get("index_bytes") or INDEX_MEMORY  # set when a memory_budget chose the pool
+    limit = f"{max(int(index), INDEX_MEMORY_MIN) // 2**20}MiB"
     r.disk = _DiskHours(StageCheckpoint(root, _run_key(r), "score"), limit)
     try:
         yield
@@ -278,6 +279,7 @@ def step_disk_score(r: HoursRun) -> list[StageTelemetry]:
         on_error=r.opt["on_error"],
         durable=bool(r.opt["durable"]),
         describe=_describe,
+        progress=r.progress,
     )
     wall = time.perf_counter() - t0
     emit(r.progress, "scoring", "complete", total=len(uris))

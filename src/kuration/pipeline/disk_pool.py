@@ -62,6 +62,7 @@ from typing import Any
 from ..contracts.buffer import build_window
 from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segment, Segmenter
+from ..core.progress import ProgressCallback, emit
 from ..errors import EmptyPoolError, KurationError, PipelineError
 from ..metrics.alloc import retain_freed_memory
 from ..metrics.transform_exec import TransformRunner
@@ -137,16 +138,20 @@ def disk_meets_budget(
 
 
 def budget_pool(p: Any, sources: Sequence[str]) -> int | None:
-    """The automatic choice: with a ``memory_budget`` that the in-memory count plan of
-    ``p`` exceeds, the index memory with which the disk pool meets it (the plan is then
-    run there), else None.  Only for ``pool="memory"``, not streamed, eligible plans."""
-    from .logical import CountSelection
+    """The automatic choice: with a ``memory_budget`` that the in-memory count or hours
+    plan of ``p`` exceeds, the index memory with which the disk pool meets it (the plan is
+    then run there), else None.  Only for ``pool="memory"``, not streamed, eligible plans
+    (for hours also without analyzers)."""
+    from .logical import CountSelection, HoursSelection
     from .memory import estimate_peak
 
     budget = p.opts.memory_budget
     if budget is None or p.opts.pool != "memory" or p.opts.streaming:
         return None
-    if not isinstance(p.selection, CountSelection) or disk_ineligible(p.strategy_) is not None:
+    hours = isinstance(p.selection, HoursSelection) and not p.analyzers
+    if not (hours or isinstance(p.selection, CountSelection)):
+        return None
+    if disk_ineligible(p.strategy_) is not None:
         return None
     est = estimate_peak(p, sources)
     if est.in_memory <= budget:
@@ -333,6 +338,8 @@ class _Scored:
     commits: dict[str, PartitionCommit] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     batch_rows: int = 0
+    on_error: str = "skip"
+    durable: bool = True
 
 
 def _score_stage(
@@ -347,35 +354,29 @@ def _score_stage(
     on_error: str,
     durable: bool,
     describe: Describe | None = None,
+    progress: ProgressCallback | None = None,
 ) -> _Scored:
     """Every source into its own partition (reused when its key matches a valid commit);
-    ``describe(uri, fingerprint, table, segments)`` adds to each new partition's meta."""
-    out = _Scored(batch_rows=batch_rows)
-    features = list(st.feature_names)
-    arrow = SegmentBatch.arrow_schema(features)
+    ``describe(uri, fingerprint, table, segments)`` adds to each new partition's meta;
+    ``progress`` gets a ``scoring`` advance event per source."""
+    out = _Scored(batch_rows=batch_rows, on_error=on_error, durable=durable)
     transforms, _ = resolve_uses(st, schema)
     runner = TransformRunner(transforms)
-    keys = {}
-    for uri in sorted(uris):
+    keys: dict[str, str] = {}
+    todo = sorted(uris)
+    for i, uri in enumerate(todo, 1):
         fp = adapter.fingerprint(uri)
-        key = ck.partition_key(uri, {"uri": uri, "fingerprint": fp})
+        keys[uri] = key = ck.partition_key(uri, {"uri": uri, "fingerprint": fp})
         hit = ck.lookup(uri, key)
         if hit is not None:
-            out.commits[uri], keys[uri] = hit, key
-            continue
-        try:
+            out.commits[uri] = hit
+        else:
             desc = None if describe is None else functools.partial(describe, uri, fp)
-            segs, dig, meta = _score_source(adapter, uri, segmenter, st, schema, runner, desc)
-            meta["fingerprint"] = fp
-        except Exception as exc:
-            if on_error == "raise":
-                raise
-            out.errors[uri] = msg = f"{type(exc).__name__}: {exc}"
-            print(f"kuration: skipped source {uri}: {msg}", file=sys.stderr)
-            continue
-        batches = (b.batch for b in SegmentBatch.split(segs, features, batch_rows, digests=dig))
-        out.commits[uri] = ck.write(uri, key, arrow, batches, meta, durable=durable)
-        keys[uri] = key
+            _score_partition(ck, adapter, (uri, fp, key), segmenter, st, schema, runner, desc, out)
+        if uri not in out.commits:
+            del keys[uri]
+        status = "error" if uri in out.errors else "ok"
+        emit(progress, "scoring", "advance", current=i, total=len(todo), source=uri, status=status)
     ck.commit_stage(keys)
     seen: dict[str, str] = {}
     for uri, c in sorted(out.commits.items()):
@@ -384,6 +385,35 @@ def _score_stage(
             raise KurationError(f"two sources share the id {sid!r} ({seen[sid]}, {uri})")
         seen[sid] = uri
     return out
+
+
+def _score_partition(
+    ck: StageCheckpoint,
+    adapter: InputAdapter,
+    source: tuple[str, str, str],
+    segmenter: Segmenter,
+    st: Strategy,
+    schema: SchemaSpec,
+    runner: TransformRunner,
+    describe: Callable[[Any, list[Segment]], Mapping[str, Any]] | None,
+    out: _Scored,
+) -> None:
+    """Score one source (``uri``, ``fingerprint``, partition ``key``) into its partition
+    (``out.commits``), or record its error (``out.errors``, ``on_error="skip"``)."""
+    uri, fp, key = source
+    features = list(st.feature_names)
+    try:
+        segs, dig, meta = _score_source(adapter, uri, segmenter, st, schema, runner, describe)
+    except Exception as exc:
+        if out.on_error == "raise":
+            raise
+        out.errors[uri] = msg = f"{type(exc).__name__}: {exc}"
+        print(f"kuration: skipped source {uri}: {msg}", file=sys.stderr)
+        return
+    meta["fingerprint"] = fp
+    batches = (b.batch for b in SegmentBatch.split(segs, features, out.batch_rows, digests=dig))
+    arrow = SegmentBatch.arrow_schema(features)
+    out.commits[uri] = ck.write(uri, key, arrow, batches, meta, durable=out.durable)
 
 
 # ---- the runtime ---------------------------------------------------------------------------

@@ -247,10 +247,26 @@ def _execute_hours(
     with scope:
         t0 = time.perf_counter()
         sources = _resolve(p, progress) if resolved is None else resolved
-        check_plan_memory(p, sources)  # from metadata, before any row is read
+        index_bytes = None
+        if plan.stage("features").runtime != DISK_RUNTIME:
+            index_bytes = budget_pool(p, sources)
+            if index_bytes is not None:  # the pool does not fit the budget; the disk pool does
+                p = p.options(pool="disk")
+                plan = compile_plan(p)
+            else:
+                check_plan_memory(p, sources)  # from metadata, before any row is read
         n = len(sources)
         prov = StageTelemetry("provenance", time.perf_counter() - t0, None, n, n)
-        result = run_hours(p, dest, sources, plan, force=force, resume=resume, telemetry=[prov])
+        result = run_hours(
+            p,
+            dest,
+            sources,
+            plan,
+            force=force,
+            resume=resume,
+            telemetry=[prov],
+            index_bytes=index_bytes,
+        )
     analyses, enrich_s = _enrich(p, result, {})
     telemetry = result.telemetry
     if enrich_s:

@@ -226,12 +226,15 @@ def run_hours(
     force: bool,
     resume: bool,
     telemetry: Sequence[StageTelemetry] = (),
+    index_bytes: int | None = None,
 ) -> DatasetWriteResult:
     """Run an hours pipeline over resolved ``sources`` into ``out``, following ``plan``:
     validate, take the writer lease, run :data:`~kuration.pipeline.hours_steps.STEPS`.
 
     ``telemetry`` (the stages that ran before, e.g. provenance) is recorded
-    ahead of the steps' own.  Raises what :func:`write_dataset` documents.
+    ahead of the steps' own; ``index_bytes`` is the disk pool's index memory (default
+    :data:`~kuration.pipeline.disk_pool.INDEX_MEMORY`).  Raises what
+    :func:`write_dataset` documents.
     """
     if is_url(out):  # an object store: see kuration.pipeline.remote_run
         if p.opts.streaming:
@@ -246,12 +249,20 @@ def run_hours(
                 "uploads one object per shard); write the packed dataset to a folder"
             )
         with tempfile.TemporaryDirectory(prefix="kuration-remote-") as scratch:
-            r = _prepare(p, Path(scratch) / "dataset", sources, plan, force=force, resume=resume)
+            r = _prepare(
+                p,
+                Path(scratch) / "dataset",
+                sources,
+                plan,
+                force=force,
+                resume=resume,
+                index_bytes=index_bytes,
+            )
             r.telemetry.extend(telemetry)
             run_remote(r, str(out).rstrip("/"), resume=resume, force=force)
             return _result(r, str(out).rstrip("/"))
     root = Path(local_path(out))
-    r = _prepare(p, root, sources, plan, force=force, resume=resume)
+    r = _prepare(p, root, sources, plan, force=force, resume=resume, index_bytes=index_bytes)
     r.telemetry.extend(telemetry)
     refusal = (
         f"{root} is not empty; resume it (resume=True, kur run --resume) to continue "
@@ -310,7 +321,14 @@ def streaming_steps() -> Any:
 
 
 def _prepare(
-    p: Pipeline, root: Path, sources: list[str], plan: PhysicalPlan, *, force: bool, resume: bool
+    p: Pipeline,
+    root: Path,
+    sources: list[str],
+    plan: PhysicalPlan,
+    *,
+    force: bool,
+    resume: bool,
+    index_bytes: int | None = None,
 ) -> HoursRun:
     """The validated :class:`HoursRun` of ``p`` (``preflight``: nothing is read)."""
     sel = p.selection
@@ -344,6 +362,7 @@ def _prepare(
         "force": force,
         "pool": o.pool,
         "checkpoint_dir": o.checkpoint_dir,
+        "index_bytes": index_bytes,
     }
     return HoursRun(
         root=root,

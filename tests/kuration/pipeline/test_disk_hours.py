@@ -264,9 +264,12 @@ def test_a_killed_run_resumes_from_its_partitions(small_job, tmp_path: Path) -> 
     assert child.returncode == -9
     commits = out.glob(".kuration_staging/pool/*/score/*.commit.json")
     assert len([c for c in commits if not c.name.startswith("_stage")]) == 2
-    run_job({**job, "pool": "disk"}, out, resume=True)
+    events: list[dict] = []
+    run_job({**job, "pool": "disk"}, out, resume=True, progress=events.append)
     score = _telemetry(out)["read+segment+features"]
     assert (score["checkpoint_hits"], score["checkpoint_misses"]) == (2, 2)
+    advance = [e for e in events if e["phase"] == "scoring" and e["event"] == "advance"]
+    assert [e["current"] for e in advance] == [1, 2, 3, 4]
     run_job({**job, "pool": "memory"}, tmp_path / "mem")
     assert artifact_hash(out) == artifact_hash(tmp_path / "mem")
     kept = {**job, "pool": "disk", "checkpoint_dir": str(tmp_path / "ck")}
@@ -287,3 +290,23 @@ def test_kur_run_pool_disk_prints_the_summary(small_job, tmp_path: Path, capsys)
     assert "segments: " in out and "segments: 0" not in out
     tele = _telemetry(tmp_path / "out")
     assert tele["read+segment+features"]["checkpoint_misses"] == 4
+
+
+def test_a_memory_budget_the_pool_exceeds_puts_hours_on_the_disk_pool(
+    small_job, tmp_path: Path, monkeypatch
+) -> None:
+    """A budget below the in-memory hours plan's estimated peak, which the disk pool meets,
+    runs the plan there (the same dataset); one the in-memory plan meets keeps it there."""
+    from kuration.pipeline import disk_pool
+    from kuration.pipeline.memory import estimate_peak
+
+    job = {**small_job, "strategy": _doc("top-k"), "span_seconds": 60}
+    p = Pipeline.from_job(job)
+    est = estimate_peak(p, job["sources"])
+    # the quickstart pool is small: let the index take what the pool would have taken
+    monkeypatch.setattr(disk_pool, "INDEX_MEMORY_MIN", est.parts["pool"] // 2)
+    p.options(memory_budget=est.in_memory - 1).write(tmp_path / "disk")
+    assert "index" in _telemetry(tmp_path / "disk")
+    p.options(memory_budget=est.in_memory + 2**30).write(tmp_path / "mem")
+    assert "index" not in _telemetry(tmp_path / "mem")
+    assert artifact_hash(tmp_path / "disk") == artifact_hash(tmp_path / "mem")
