@@ -310,3 +310,22 @@ def test_a_memory_budget_the_pool_exceeds_puts_hours_on_the_disk_pool(
     p.options(memory_budget=est.in_memory + 2**30).write(tmp_path / "mem")
     assert "index" not in _telemetry(tmp_path / "mem")
     assert artifact_hash(tmp_path / "disk") == artifact_hash(tmp_path / "mem")
+
+
+def test_a_remote_write_on_the_disk_pool_reads_back_like_local(
+    s3_bucket: str, job_b: dict, base_b
+) -> None:
+    """The planning steps of a remote run are the disk runtime's too: the bucket receives
+    the in-memory local run's shards and manifest, byte for byte."""
+    import warnings
+
+    from kuration import BudgetGranularityWarning
+    from tests.kuration.pipeline.test_remote_run import _local_bytes, _remote_bytes
+
+    url = f"{s3_bucket}/runs/disk"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BudgetGranularityWarning)
+        res = run_job({**job_b, "pool": "disk"}, url)
+    stages = [t.stage for t in res.telemetry]
+    assert "index" in stages and "summary" in stages
+    assert _remote_bytes(url) == _local_bytes(base_b.path)
