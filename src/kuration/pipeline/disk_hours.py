@@ -81,7 +81,7 @@ __all__ = [
 ]
 
 #: rows per Arrow batch when the index is read back source by source
-_READ_ROWS = 65536
+_READ_ROWS = 8192
 
 # ---- SourceInfo in a partition's meta ------------------------------------------------------
 
@@ -106,6 +106,10 @@ def _enc(v: Any) -> Any:
         return {"ndarray": [v.dtype.str, list(v.shape), _enc(v.ravel().tolist())]}
     if isinstance(v, bytes):
         return {"bytes": v.hex()}
+    if _rows_of_one_class(v):  # e.g. a source's tracks: one list per field, not per row
+        names = [f.name for f in dataclasses.fields(v[0])]
+        cols = {n: _enc([getattr(x, n) for x in v]) for n in names}
+        return {"rows": [type(v[0]).__name__, cols]}
     if isinstance(v, tuple | list | frozenset):
         items = sorted(v, key=repr) if isinstance(v, frozenset) else v
         return {type(v).__name__: [_enc(x) for x in items]}
@@ -114,11 +118,25 @@ def _enc(v: Any) -> Any:
     raise PipelineError(f"cannot record a {type(v).__name__} in a checkpoint", step="score")
 
 
+def _rows_of_one_class(v: Any) -> bool:
+    """Whether ``v`` is a non-empty tuple of instances of one recorded dataclass."""
+    if not isinstance(v, tuple) or not v:
+        return False
+    cls = type(v[0])
+    return _CLASSES.get(cls.__name__) is cls and all(type(x) is cls for x in v)
+
+
 def _dec(v: Any) -> Any:
     """The value :func:`_enc` encoded."""
     if not isinstance(v, dict):
         return v
     ((kind, x),) = v.items()
+    if kind == "rows":  # a tuple of one dataclass, stored by column
+        name, cols = x
+        cls, got = _CLASSES[name], {n: _dec(c) for n, c in cols.items()}
+        return tuple(
+            cls(**dict(zip(got, row, strict=True))) for row in zip(*got.values(), strict=True)
+        )
     if kind in _CLASSES:
         return _CLASSES[kind](**{k: _dec(y) for k, y in x.items()})
     if kind == "float":
@@ -285,8 +303,12 @@ def step_disk_score(r: HoursRun) -> list[StageTelemetry]:
     emit(r.progress, "scoring", "complete", total=len(uris))
     infos: dict[str, SourceInfo] = {}
     skipped: dict[str, str] = {}
-    for _uri, c in sorted(scored.commits.items()):
+    for uri, c in sorted(scored.commits.items()):
         info = source_info_from_doc(c.meta["info"])
+        # the record is in SourceInfo now: the commit kept for the index drops it
+        scored.commits[uri] = dataclasses.replace(
+            c, meta={k: v for k, v in c.meta.items() if k != "info"}
+        )
         infos[info.source_id] = info
         if not info.n_segments:
             skipped[info.source_id] = _skip_reason(info, r.segmenter.window_steps)
