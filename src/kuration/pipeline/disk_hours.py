@@ -423,10 +423,11 @@ def _by_source(con: Any, st: Strategy, tags: Mapping[str, Sequence[str]]) -> Any
         yield cur, segs
 
 
-def concat_candidate_tables(parts: Sequence[CandidateTable]) -> CandidateTable:
+def concat_candidate_tables(parts: list[CandidateTable]) -> CandidateTable:
     """One table of the rows of ``parts`` in order (tables of distinct sources, in
     sorted order): sources, rosters and rows appended, group labels and tag sets
-    interned again (codes change, values do not).
+    interned again (codes change, values do not).  ``parts`` is emptied as its columns
+    are taken, so the rows are held about once, not twice, while they are joined.
 
     Raises
     ------
@@ -438,27 +439,35 @@ def concat_candidate_tables(parts: Sequence[CandidateTable]) -> CandidateTable:
         raise PipelineError("candidate tables of different features", step="fill")
     groups: dict[str, int] = {}
     sets: dict[frozenset[str], int] = {frozenset(): 0}
-    cols: dict[str, list[np.ndarray]] = {
-        k: [] for k in ("source", "entity", "first", "last", "span", "priority", "group", "tags")
-    }
-    feats, source_ids, entity_ids = [], [], []
-    for t in parts:
+    keys = ("source", "entity", "first", "last", "span", "priority", "group", "tags", "features")
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in keys}
+    source_ids: list[str] = []
+    entity_ids: list[Any] = []
+    parts.reverse()
+    while parts:  # take each table's columns and let the table go
+        t = parts.pop()
         gmap = np.array([groups.setdefault(g, len(groups)) for g in t.groups] + [-1], np.int64)
         tmap = np.array([sets.setdefault(s, len(sets)) for s in t.tag_sets], np.int64)
         cols["source"].append(t.source.astype(np.int64) + len(source_ids))
         cols["group"].append(gmap[t.group])  # -1 (no group) indexes the trailing -1
         cols["tags"].append(tmap[t.tags])
-        for k in ("entity", "first", "last", "span", "priority"):
+        for k in ("entity", "first", "last", "span", "priority", "features"):
             cols[k].append(getattr(t, k))
-        feats.append(t.features)
         source_ids.extend(t.source_ids)
         entity_ids.extend(t.entity_ids)
-    joined = {k: np.concatenate(v) if v else np.zeros(0) for k, v in cols.items()}
+    joined: dict[str, Any] = {}
+    for k in keys:  # one column at a time: its parts are dropped once joined
+        got = cols.pop(k)
+        joined[k] = np.concatenate(got) if got else None
+        del got
+    feats = joined.pop("features")
+    if feats is None:
+        joined = {k: np.zeros(0) for k in joined}
     return CandidateTable(
         source_ids=source_ids,
         entity_ids=entity_ids,
         feature_names=names,
-        features=np.concatenate(feats) if feats else None,
+        features=feats,
         groups=list(groups),
         tag_sets=list(sets),
         **joined,
