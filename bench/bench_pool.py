@@ -193,7 +193,8 @@ def _record(
             res[k, "disk"]["selection_sha256"] == res[k, "memory"]["selection_sha256"]
             for k in ("small", "large")
         )
-        bench += "; in memory (disk == memory selections)"
+        same_what = "manifests" if args.hours else "selections"
+        bench += f"; in memory (disk == memory {same_what})"
         measured += f"; {ratio('memory')} ({'equal' if same else 'DIFFERENT'})"
     row_id = "pool-hours" if args.hours else "pool"
     record([{"id": row_id, "benchmark": bench, "measured": measured, "goal": "<= 1.2x (issue 13)"}])
