@@ -72,6 +72,7 @@ from ..selection.strategy import Strategy
 from ..sources.base import InputAdapter
 from .hours_packed import stage_packed
 from .plan import PhysicalPlan, StageTelemetry
+from .presence_report import presence_budget
 from .scoring import ScoringResult, score_sources
 from .stage_local import stage_here
 from .stage_parallel import parallel_stage_possible, stage_in_workers
@@ -113,6 +114,7 @@ class HoursRun:
     edges: Any = None
     candidates: Sequence[Candidate] = field(default_factory=list)  # a CandidateTable
     too_short: int = 0
+    empty_spans: int = 0  # spans where the entity is never present (no candidates)
     groups: dict[str, str] = field(default_factory=dict)
     split_of: dict[str, str] = field(default_factory=dict)
     fill: FillResult | None = None
@@ -243,7 +245,7 @@ def step_candidates(r: HoursRun) -> dict[str, Any]:
     for s in pool.segments:
         by_source.setdefault(s.source_id, []).append(s)
     min_steps = max(1, int(np.ceil(r.opt["min_track_seconds"] * r.hz)))
-    r.candidates, r.too_short = build_candidate_table(
+    table, r.too_short = build_candidate_table(
         {sid: info.tracks for sid, info in pool.sources.items()},
         by_source,
         how=r.opt["clip_aggregate"],
@@ -252,6 +254,7 @@ def step_candidates(r: HoursRun) -> dict[str, Any]:
         span_steps=r.opt["span_steps"],
         group_of=r.group_fn,
     )
+    r.candidates, r.empty_spans = table, table.empty_excluded
     return {"rows_in": len(pool.segments), "rows_out": len(r.candidates)}
 
 
@@ -634,7 +637,13 @@ def build_config(r: HoursRun) -> dict[str, Any]:
         "results": {
             "scoring": pool.summary(),
             "bin_edges": r.edges,
-            "budget": r.manifest["budget"],
+            "budget": presence_budget(
+                r.manifest["budget"],
+                r.admitted,
+                {sid: info.tracks for sid, info in pool.sources.items()},
+                r.hz,
+                r.empty_spans,
+            ),
             "splits": r.manifest["splits"],
             "split_of": dict(sorted(r.split_of.items())),
             "resume": r.resume_block,
