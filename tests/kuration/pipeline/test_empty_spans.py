@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kuration import BudgetGranularityWarning, Pipeline
+from kuration.cli.main import main
 from kuration.sources.samples import build_adsb_sources
 
 T0_MS = 1_633_608_000_000  # 2021-10-07, the sample's day
@@ -139,3 +140,18 @@ def test_the_3_hour_recording_admits_no_empty_span(
     assert len(got) == train["admitted_tracks"] and min(got.values()) > 0
     assert train["emitted_present_s"] == sum(got.values())  # 1 Hz
     assert 0 < train["present_s"] < train["admitted_s"]
+
+
+def test_kur_run_prints_the_present_hours_and_the_empty_spans(
+    adsb_job_dict: dict, gappy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = tmp_path / "job.json"
+    job.write_text(json.dumps(_job(adsb_job_dict, [gappy], train_h=1.0)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BudgetGranularityWarning)
+        assert main(["run", str(job), "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "spans left out: 4 (the entity is present at none of their ticks)" in out
+    row = next(line for line in out.splitlines() if "train" in line and " h" in line)
+    # requested 1 h; admitted and emitted 2,800 s (0.78 h), of which 2,600 s (0.72 h) present
+    assert "│ 1.00 h │ 0.78 h │ 0.78 h │ 0.72 h │ 0.78 h │" in row
