@@ -319,8 +319,9 @@ def test_a_remote_write_on_the_disk_pool_reads_back_like_local(
     the in-memory local run's shards and manifest, byte for byte."""
     import warnings
 
-    from kuration import BudgetGranularityWarning
     from tests.kuration.pipeline.test_remote_run import _local_bytes, _remote_bytes
+
+    from kuration import BudgetGranularityWarning
 
     url = f"{s3_bucket}/runs/disk"
     with warnings.catch_warnings():
