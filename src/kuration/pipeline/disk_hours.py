@@ -426,8 +426,9 @@ def _by_source(con: Any, st: Strategy, tags: Mapping[str, Sequence[str]]) -> Any
 def concat_candidate_tables(parts: list[CandidateTable]) -> CandidateTable:
     """One table of the rows of ``parts`` in order (tables of distinct sources, in
     sorted order): sources, rosters and rows appended, group labels and tag sets
-    interned again (codes change, values do not).  ``parts`` is emptied as its columns
-    are taken, so the rows are held about once, not twice, while they are joined.
+    interned again (codes change, values do not), ``empty_excluded`` summed.
+    ``parts`` is emptied as its columns are taken, so the rows are held about once, not
+    twice, while they are joined.
 
     Raises
     ------
@@ -439,10 +440,12 @@ def concat_candidate_tables(parts: list[CandidateTable]) -> CandidateTable:
         raise PipelineError("candidate tables of different features", step="fill")
     groups: dict[str, int] = {}
     sets: dict[frozenset[str], int] = {frozenset(): 0}
-    keys = ("source", "entity", "first", "last", "span", "priority", "group", "tags", "features")
+    keys = ("source", "entity", "first", "last", "span", "priority", "group", "tags", "present")
+    keys += ("features",)
     cols: dict[str, list[np.ndarray]] = {k: [] for k in keys}
     source_ids: list[str] = []
     entity_ids: list[Any] = []
+    empty = 0
     parts.reverse()
     while parts:  # take each table's columns and let the table go
         t = parts.pop()
@@ -451,8 +454,9 @@ def concat_candidate_tables(parts: list[CandidateTable]) -> CandidateTable:
         cols["source"].append(t.source.astype(np.int64) + len(source_ids))
         cols["group"].append(gmap[t.group])  # -1 (no group) indexes the trailing -1
         cols["tags"].append(tmap[t.tags])
-        for k in ("entity", "first", "last", "span", "priority", "features"):
+        for k in ("entity", "first", "last", "span", "priority", "present", "features"):
             cols[k].append(getattr(t, k))
+        empty += t.empty_excluded
         source_ids.extend(t.source_ids)
         entity_ids.extend(t.entity_ids)
     joined: dict[str, Any] = {}
@@ -470,6 +474,7 @@ def concat_candidate_tables(parts: list[CandidateTable]) -> CandidateTable:
         features=feats,
         groups=list(groups),
         tag_sets=list(sets),
+        empty_excluded=empty,
         **joined,
     )
 
@@ -500,6 +505,7 @@ def step_disk_candidates(r: HoursRun) -> dict[str, Any]:
     if nxt is not None:  # the index's order is not the sources' sorted order
         raise PipelineError(f"index rows of {nxt[0]!r} out of source order", step="fill")
     r.candidates, r.too_short = concat_candidate_tables(tables), too_short
+    r.empty_spans = r.candidates.empty_excluded
     return {"rows_in": pool.summary()["segments"], "rows_out": len(r.candidates)}
 
 

@@ -168,7 +168,8 @@ def test_every_segment_ranks_and_every_candidate_aggregates_as_in_memory(
 
 def _same_table(a, b) -> None:
     """Equal candidate tables: every column, group label and tag set (codes may differ)."""
-    for col in ("source", "entity", "first", "last", "span", "priority"):
+    assert a.empty_excluded == b.empty_excluded
+    for col in ("source", "entity", "first", "last", "span", "priority", "present"):
         assert np.array_equal(getattr(a, col), getattr(b, col)), col
     assert np.array_equal(a.features, b.features, equal_nan=True)
     assert a.source_ids == b.source_ids and a.entity_ids == b.entity_ids
