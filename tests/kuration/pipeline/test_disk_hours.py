@@ -331,3 +331,15 @@ def test_a_remote_write_on_the_disk_pool_reads_back_like_local(
     stages = [t.stage for t in res.telemetry]
     assert "index" in stages and "summary" in stages
     assert _remote_bytes(url) == _local_bytes(base_b.path)
+
+
+def test_exact_dedup_on_disk_writes_what_memory_writes(small_job, tmp_path: Path) -> None:
+    """A replicated source is a true duplicate: the disk index drops the same windows as the
+    in-memory dedup filter, and the datasets agree."""
+    from tests.kuration.selection.test_dedup import replicate
+
+    replica = replicate(Path(small_job["sources"][0]), tmp_path, "r1")
+    st = _doc("top-k", filters=[{"filter": "finite"}, {"filter": "dedup"}])
+    job = {**small_job, "sources": [*small_job["sources"][:2], str(replica)], "strategy": st}
+    budget = {"train_hours": 0.5, "test_hours": 0.0}  # every source in train, the copy too
+    _both({**job, "span_seconds": 60, "budget": budget}, tmp_path)
