@@ -216,6 +216,12 @@ def e2e(args: argparse.Namespace) -> None:
                 cpu, wall = time.process_time() - c0, time.perf_counter() - t0
             return cpu, wall, dict(inner), dict(steps)
 
+        def kur_ops() -> dict[str, float]:
+            shutil.rmtree(out, ignore_errors=True)
+            with pipeline_op_timers() as ops:
+                run_job(raw, out, workers=1)
+            return dict(ops)
+
         # interleaved, best CPU of each over --repeat rounds
         best_arrow, arrow_wall, best_kur = float("inf"), float("inf"), None
         for _ in range(args.repeat):
@@ -253,6 +259,10 @@ def e2e(args: argparse.Namespace) -> None:
         print("inside the steps, per stage entry point (thread CPU):")
         for name, sec in inner.items():
             row(name, sec, "    ")
+        ops = kur_ops()
+        print("features by compiled metric stage (one more run; thread CPU):")
+        for name, sec in sorted(ops.items(), key=lambda kv: -kv[1]):
+            row(name, sec, "      ")
         if args.no_cprofile:
             return
         shutil.rmtree(out, ignore_errors=True)
@@ -322,13 +332,65 @@ def numpy_parts(table, starts: np.ndarray, length: int, t: dict[str, float]) -> 
         tick("reduce gs max + ground frac", c)
 
 
-@contextmanager
-def op_timers(engine: Any) -> Iterator[dict[str, float]]:
-    """Thread CPU of each compiled stage of ``engine``'s metrics (source, maps, reduce)."""
-    from kuration.metrics.dsl.values import Op
+def floor_parts(table, starts: np.ndarray, length: int, t: dict[str, float]) -> None:
+    """The least numpy work each feature needs, timed alone (its inputs prepared untimed).
 
-    spent: dict[str, float] = defaultdict(float)
-    saved = []
+    * ``ECEF trig``: ``radians``, ``sin`` and ``cos`` of the valid latitudes and longitudes
+      (the closed form that the golden shards fix; the rest of the speed chain excluded);
+    * ``order statistics``: for each of the three order-statistic streams (speed, turn,
+      altitude), the less of one ``np.partition`` per window on its valid samples (already
+      gathered) and one ``np.sort`` of the stream's valid samples (what any scheme sharing
+      work between overlapping windows must at least do);
+    * ``one pass per other reduce``: the cheapest NaN-skipping pass over the grid
+      (``np.fmax.reduce`` per tick) for each stream of the six moment / extreme /
+      fraction reduces (the engine takes per-tick partials too).
+    """
+    from kuration.metrics.dsl import kernels
+
+    pos = table.values["position"]
+    ok = ~np.isnan(pos[..., 0])
+    lat, lon = pos[..., 0][ok], pos[..., 1][ok]
+    c = time.thread_time()
+    la, lo = np.radians(lat), np.radians(lon)
+    np.sin(la), np.cos(la), np.sin(lo), np.cos(lo)
+    t["ECEF trig (4 x sin/cos of valid samples)"] += time.thread_time() - c
+    spd = kernels.geodetic_speed(pos, None, table.sample_hz, 400.0)[..., 0]
+    trk = table.values["track"]
+    turn = np.abs(kernels.angle_delta(trk, 360.0, 30.0, table.sample_hz))[..., 0]
+    alt = table.values["altitude"][..., 0]
+    for name, x, lag in (("speed", spd, 1), ("turn", turn, 1), ("altitude", alt, 0)):
+        windows = []
+        for s in starts:
+            w = x[s + lag : s + length].reshape(-1)
+            w = w[~np.isnan(w)]
+            if w.size:
+                k = (w.size - 1) * 9 // 10
+                windows.append((w, (k, min(k + 1, w.size - 1))))
+        c = time.thread_time()
+        for w, k in windows:
+            np.partition(w, k)
+        per_window = time.thread_time() - c
+        valid = x[~np.isnan(x)]
+        c = time.thread_time()
+        np.sort(valid)
+        once = time.thread_time() - c
+        label = "np.partition per window" if per_window <= once else "one np.sort of the stream"
+        t[f"order statistic: {name} (the less of partition per window, one sort)"] += min(
+            per_window, once
+        )
+        t[f"  ({name}: {label} is the less)"] += 0.0
+    streams = [spd, table.values["vertical_rate"][..., 0], alt, table.values["groundspeed"][..., 0]]
+    streams += [table.values["onground"][..., 0], ok.astype(np.float64)]
+    c = time.thread_time()
+    for x in streams:
+        np.fmax.reduce(x, axis=1)
+    t["one NaN-skipping pass per other reduce (6 x np.fmax.reduce)"] += time.thread_time() - c
+
+
+def instrument(engine: Any, spent: dict[str, float]) -> list[tuple[Any, ...]]:
+    """Add the thread CPU of each compiled stage of ``engine``'s metrics (source, maps,
+    reduce) to ``spent``; returns what :func:`restore` puts back."""
+    from kuration.metrics.dsl.values import Op
 
     def timed(label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def run(*a: Any, **k: Any) -> Any:
@@ -340,6 +402,7 @@ def op_timers(engine: Any) -> Iterator[dict[str, float]]:
 
         return run
 
+    saved = []
     for name, m in engine.compiled.items():
         saved.append((m, m._source, m._ops, m._reduce))
         src = m.stages[0].text if m.stages else m._source_key
@@ -348,22 +411,49 @@ def op_timers(engine: Any) -> Iterator[dict[str, float]]:
             m, "_ops", tuple(Op(o.key, timed(f"{name}: | {o.key}", o.fn), o.window) for o in m._ops)
         )
         r = m._reduce
+        ticks = None if r.ticks is None else timed(f"{name}: reduce", r.ticks)
         object.__setattr__(
-            m,
-            "_reduce",
-            replace(
-                r,
-                window=timed(f"{name}: reduce", r.window),
-                ticks=None if r.ticks is None else timed(f"{name}: reduce", r.ticks),
-            ),
+            m, "_reduce", replace(r, window=timed(f"{name}: reduce", r.window), ticks=ticks)
         )
+    return saved
+
+
+def restore(saved: list[tuple[Any, ...]]) -> None:
+    for m, s, o, r in saved:
+        object.__setattr__(m, "_source", s)
+        object.__setattr__(m, "_ops", o)
+        object.__setattr__(m, "_reduce", r)
+
+
+@contextmanager
+def op_timers(engine: Any) -> Iterator[dict[str, float]]:
+    """Thread CPU of each compiled stage of ``engine``'s metrics while the block runs."""
+    spent: dict[str, float] = defaultdict(float)
+    saved = instrument(engine, spent)
     try:
         yield spent
     finally:
-        for m, s, o, r in saved:
-            object.__setattr__(m, "_source", s)
-            object.__setattr__(m, "_ops", o)
-            object.__setattr__(m, "_reduce", r)
+        restore(saved)
+
+
+@contextmanager
+def pipeline_op_timers() -> Iterator[dict[str, float]]:
+    """:func:`instrument` every engine the scoring step builds while the block runs."""
+    from kuration.pipeline import scoring
+
+    spent: dict[str, float] = defaultdict(float)
+    old = scoring.strategy_engine
+
+    def build(*a: Any, **k: Any) -> Any:
+        engine = old(*a, **k)
+        instrument(engine, spent)
+        return engine
+
+    scoring.strategy_engine = build
+    try:
+        yield spent
+    finally:
+        scoring.strategy_engine = old
 
 
 def metrics(args: argparse.Namespace) -> None:
@@ -450,9 +540,29 @@ def metrics(args: argparse.Namespace) -> None:
         if np_parts is None or sum(got.values()) < sum(np_parts.values()):
             np_parts = dict(got)
     assert np_parts is not None
-    print("numpy pass by part (the floor), ms/source:")
+    print("the hand-written numpy pass by part, ms/source:")
     for k, v in np_parts.items():
         print(f"    {1e3 * v / n_src:8.3f}  {k}")
+    floor: dict[str, float] | None = None
+    for _ in range(args.repeat):
+        got = defaultdict(float)
+        for t, g in zip(tables, grids, strict=True):
+            floor_parts(t, g, args.window, got)
+        if floor is None or sum(got.values()) < sum(floor.values()):
+            floor = dict(got)
+    assert floor is not None
+    print("the floor: the least numpy work per feature (floor_parts), ms/source:")
+    for k, v in floor.items():
+        print(f"    {1e3 * v / n_src:8.3f}  {k}")
+    fsum = sum(floor.values())
+    per_win_ts = best["tsfresh"] / n_ts
+    print(
+        f"    {1e3 * fsum / n_src:8.3f}  floor total = {(n_win / fsum) * per_win_ts:.1f}x tsfresh "
+        f"(kuration now {(n_win / best['kuration']) * per_win_ts:.1f}x)"
+    )
+    for target in (20, 50):
+        need = n_win * per_win_ts / target
+        print(f"    {target}x tsfresh needs <= {1e3 * need / n_src:.3f} ms/source")
     if args.no_cprofile:
         return
     with thread_profiles() as profs:
