@@ -312,14 +312,16 @@ def angle_delta(
     a : ndarray, shape (..., T, E, 1), in a unit whose full turn is ``full_turn``
     returns : ndarray, shape (..., T, E, 1), same unit per step
     """
-    d = step_diff(a)
+    d = step_diff(a)  # a new C-contiguous array: its flat view is itself
     half = full_turn / 2.0
-    ok = ~np.isnan(d)
-    if ok.all():
+    flat = d.reshape(-1)
+    idx = np.flatnonzero(~np.isnan(flat))
+    if idx.size == flat.size:
         return _wrap_step(d, half, full_turn, max_rate, sample_hz)
-    # a tick grid is mostly absent entities: wrap the defined steps only (same ufuncs)
+    # a tick grid is mostly absent entities: wrap the defined steps only (same ufuncs),
+    # gathered and scattered by index (cheaper than by mask)
     out = np.full(d.shape, _NAN)
-    out[ok] = _wrap_step(d[ok], half, full_turn, max_rate, sample_hz)
+    out.reshape(-1)[idx] = _wrap_step(flat[idx], half, full_turn, max_rate, sample_hz)
     return out
 
 
