@@ -49,6 +49,7 @@ def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) ->
         "requested",
         "pool",
         "admitted",
+        "present",
         "emitted",
         "underfill",
         "tracks",
@@ -62,6 +63,7 @@ def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) ->
             _hours(b["requested_s"]),
             _hours(b["candidate_s"]),
             _hours(b["admitted_s"]),
+            _hours(b.get("present_s", b["admitted_s"])),
             _hours(b["emitted_s"]),
             _hours(b["underfill_s"]),
             str(b["admitted_tracks"]),
@@ -71,8 +73,14 @@ def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) ->
     console.print(
         "[dim]pool: hours of every candidate track (one entity in one source), so concurrent "
         "entities add up; whole tracks are admitted, so a split may exceed its request by less "
-        "than one track.[/]"
+        "than one track; present: the part of the admitted hours at which the entity is "
+        "present.[/]"
     )
+    if budget.get("empty_spans_excluded"):
+        console.print(
+            f"spans left out: {budget['empty_spans_excluded']} (the entity is present at none "
+            "of their ticks)"
+        )
     for split in ("train", "test"):
         b = budget[split]
         if b.get("binding"):

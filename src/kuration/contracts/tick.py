@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..core.ids import entity_sort_key
+from ..core.units import conversion_factor
 from ..errors import EntityIdError, SourceError, TimeRangeError
 from .media import MediaColumn
 from .schema import FieldSpec, SchemaSpec
@@ -108,6 +109,7 @@ class TickTable:
     def __post_init__(self) -> None:
         object.__setattr__(self, "ints", dict(self.ints))
         _mask_invalid(self)
+        _check_geodetic(self)
 
     @property
     def n_steps(self) -> int:
@@ -173,6 +175,45 @@ def _mask_invalid(table: TickTable) -> None:
     object.__setattr__(table, "values", values)
     object.__setattr__(table, "globals", glob)
     object.__setattr__(table, "ints", ints)
+
+
+#: the bounds of geodetic latitude and longitude in degrees (longitude in [0, 360) is common too)
+_GEODETIC_DEG = ((-90.0, 90.0), (-180.0, 360.0))
+
+
+def _check_geodetic(table: TickTable) -> None:
+    """Refuse a geodetic latitude or longitude no place on Earth has (after the schema's
+    sentinels and valid ranges are applied): such a value is a wrong unit or a corrupt
+    record, and the ECEF conversion behind every position metric would use it as it is.
+
+    Raises
+    ------
+    SourceError
+        Naming the field, component, entity (for a per-entity field), tick time and value.
+    """
+    fields = [(f, table.values) for f in table.schema.fields]
+    fields += [(g, table.globals) for g in table.schema.globals]
+    for f, arrays in fields:
+        if f.frame != "geodetic" or f.name not in arrays:
+            continue
+        x = arrays[f.name]
+        for d, (name, (lo, hi)) in enumerate(
+            zip(("latitude", "longitude"), _GEODETIC_DEG, strict=True)
+        ):
+            unit = str(f.unit[d])  # a geodetic field has one unit per component
+            k = conversion_factor("deg", unit)
+            with np.errstate(invalid="ignore"):
+                bad = (x[..., d] < lo * k * (1 + 1e-12)) | (x[..., d] > hi * k * (1 + 1e-12))
+            if bad.any():
+                at = tuple(int(i[0]) for i in np.nonzero(bad))
+                who = f"entity {table.entity_ids[at[1]]!r}" if len(at) > 1 else "the global"
+                raise SourceError(
+                    f"field {f.name!r}: {name} {float(x[at][d])!r} {unit} of {who} at "
+                    f"{table.times()[at[0]]:.3f} s is outside [{lo * k:g}, {hi * k:g}] {unit}: "
+                    "a wrong unit or a corrupt record (declare valid_min/valid_max on the "
+                    "field to treat such values as missing)",
+                    source=table.source_id,
+                )
 
 
 def _blank(

@@ -535,7 +535,7 @@ class JobModel(_Model):
     checkpoint_dir: str | None = None
     """Where `pool: "disk"` keeps its checkpointed partitions and DuckDB index (relative to the job file; default: a temporary directory removed after the run); a rerun over unchanged inputs reuses them."""
     span_steps: PositiveInt | None = None
-    """Cut each track into independently budgeted spans of this many steps."""
+    """Cut each track into independently budgeted spans of this many steps. A span where the entity is present at no step is no candidate (config.json `results.budget.empty_spans_excluded` counts them); a partly present one counts all its steps, and `present_s` says how many of the admitted seconds hold data."""
     span_seconds: PositiveNumber | None = None
     """The same in seconds (use where tracks are long compared with the budget)."""
     group_of: dict[str, str] | None = None

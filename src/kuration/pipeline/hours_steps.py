@@ -23,8 +23,9 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -72,11 +73,14 @@ from ..selection.strategy import Strategy
 from ..sources.base import InputAdapter
 from .hours_packed import stage_packed
 from .plan import PhysicalPlan, StageTelemetry
+from .presence_report import presence_budget
 from .scoring import ScoringResult, score_sources
 from .stage_local import stage_here
 from .stage_parallel import parallel_stage_possible, stage_in_workers
 from .summary import feature_distributions, ranking_examples
 from .windows import window_reader_scope
+
+W = TypeVar("W")  # where an earlier copy of a shard is (a place name, or an object and one)
 
 __all__ = ["STEPS", "HoursRun", "build_config", "run_steps"]
 
@@ -113,6 +117,7 @@ class HoursRun:
     edges: Any = None
     candidates: Sequence[Candidate] = field(default_factory=list)  # a CandidateTable
     too_short: int = 0
+    empty_spans: int = 0  # spans where the entity is never present (no candidates)
     groups: dict[str, str] = field(default_factory=dict)
     split_of: dict[str, str] = field(default_factory=dict)
     fill: FillResult | None = None
@@ -243,7 +248,7 @@ def step_candidates(r: HoursRun) -> dict[str, Any]:
     for s in pool.segments:
         by_source.setdefault(s.source_id, []).append(s)
     min_steps = max(1, int(np.ceil(r.opt["min_track_seconds"] * r.hz)))
-    r.candidates, r.too_short = build_candidate_table(
+    table, r.too_short = build_candidate_table(
         {sid: info.tracks for sid, info in pool.sources.items()},
         by_source,
         how=r.opt["clip_aggregate"],
@@ -252,6 +257,7 @@ def step_candidates(r: HoursRun) -> dict[str, Any]:
         span_steps=r.opt["span_steps"],
         group_of=r.group_fn,
     )
+    r.candidates, r.empty_spans = table, table.empty_excluded
     return {"rows_in": len(pool.segments), "rows_out": len(r.candidates)}
 
 
@@ -396,40 +402,63 @@ def step_resume_lookup(r: HoursRun) -> dict[str, Any]:
     return {"rows_out": len(r.trusted) + len(r.staged)}
 
 
-def _locate(
-    r: HoursRun, stage: Path, planned: Mapping[str, Any]
-) -> tuple[dict[str, Any], str] | None:
-    """A reusable copy of a planned shard: its completed entry and whether it is already
-    ``"in place"`` or still ``"staged"``; None when it must be rebuilt.
-
-    A record is trusted only if its plan fields agree and the file's bytes match it.
-    """
-    path = planned["path"]
-    for rec, where, base in (
-        (r.trusted.get(path), "in place", r.root),
-        (r.staged.get(path), "staged", stage),
-        (r.staged.get(path), "in place", r.root),  # moved before an interrupted publication ended
-    ):
+def first_reusable(
+    planned: Mapping[str, Any],
+    copies: Sequence[tuple[Mapping[str, Any] | None, W]],
+    bytes_match: Callable[[Mapping[str, Any], W], bool],
+) -> tuple[dict[str, Any], W] | None:
+    """The first earlier copy of a planned shard that may stand in for it: its record's plan
+    fields agree and ``bytes_match`` confirms the stored bytes; with the completed entry and
+    where the copy is (``copies`` pairs a record with that place).  None: rebuild it."""
+    for rec, where in copies:
         if rec is None or any(rec.get(k) != planned[k] for k in PLAN_KEYS):
             continue
-        if shard_matches(base, rec):
+        if bytes_match(rec, where):
             return {**planned, "size": rec["size"], "sha256": rec["sha256"]}, where
     return None
 
 
-def _reuse(r: HoursRun, stage: Path, planned: list[dict[str, Any]]) -> bool:
-    """Take every shard of one admitted track from an earlier run, if all are reusable."""
-    found = [_locate(r, stage, e) for e in planned]
+def adopt_all(
+    r: HoursRun,
+    planned: list[dict[str, Any]],
+    locate: Callable[[Mapping[str, Any]], tuple[dict[str, Any], W] | None],
+    staged: Callable[[dict[str, Any], W], None],
+) -> bool:
+    """Take every shard of one admitted track from an earlier run if all are reusable
+    (``staged`` is told of each adopted one, to move it into place if it is not yet)."""
+    found = [locate(e) for e in planned]
     if not planned or any(f is None for f in found):
         return False
     for f in found:
         assert f is not None
-        entry, where = f
-        r.entries.append(entry)
-        if where == "staged":
-            r.to_move.append(entry["path"])
+        staged(*f)
+        r.entries.append(f[0])
     r.reused += len(planned)
     return True
+
+
+def _locate(
+    r: HoursRun, stage: Path, planned: Mapping[str, Any]
+) -> tuple[dict[str, Any], str] | None:
+    """A reusable local copy of a planned shard, ``"in place"`` or still ``"staged"``."""
+    path = planned["path"]
+    base = {"in place": r.root, "staged": stage}
+    copies = [
+        (r.trusted.get(path), "in place"),
+        (r.staged.get(path), "staged"),
+        (r.staged.get(path), "in place"),  # moved before an interrupted publication ended
+    ]
+    return first_reusable(planned, copies, lambda rec, where: shard_matches(base[where], rec))
+
+
+def _reuse(r: HoursRun, stage: Path, planned: list[dict[str, Any]]) -> bool:
+    """Take every shard of one admitted track from an earlier local run, if all are reusable."""
+
+    def staged(entry: dict[str, Any], where: str) -> None:
+        if where == "staged":
+            r.to_move.append(entry["path"])
+
+    return adopt_all(r, planned, partial(_locate, r, stage), staged)
 
 
 def step_stage(r: HoursRun) -> dict[str, Any]:
@@ -634,7 +663,13 @@ def build_config(r: HoursRun) -> dict[str, Any]:
         "results": {
             "scoring": pool.summary(),
             "bin_edges": r.edges,
-            "budget": r.manifest["budget"],
+            "budget": presence_budget(
+                r.manifest["budget"],
+                r.admitted,
+                {sid: info.tracks for sid, info in pool.sources.items()},
+                r.hz,
+                r.empty_spans,
+            ),
             "splits": r.manifest["splits"],
             "split_of": dict(sorted(r.split_of.items())),
             "resume": r.resume_block,

@@ -54,8 +54,17 @@ from ..output.destination import (
     sha256_hex,
     staging_prefix,
 )
-from ..output.writer import PLAN_KEYS, ShardWriter
-from .hours_steps import STEPS, HoursRun, Planned, Step, build_config, run_steps
+from ..output.writer import ShardWriter
+from .hours_steps import (
+    STEPS,
+    HoursRun,
+    Planned,
+    Step,
+    adopt_all,
+    build_config,
+    first_reusable,
+    run_steps,
+)
 from .hours_steps import step_manifest as _step_manifest
 from .stage_local import stage_source
 
@@ -137,35 +146,28 @@ def step_remote_resume(r: HoursRun, s: RemoteRun) -> dict[str, Any]:
 
 def _locate(
     r: HoursRun, s: RemoteRun, planned: Mapping[str, Any]
-) -> tuple[dict[str, Any], str, str] | None:
+) -> tuple[dict[str, Any], tuple[str, str]] | None:
     """A reusable remote copy of a planned shard: its completed entry, the object holding
     it and whether that is ``"in place"`` or ``"staged"``; None when it must be rebuilt."""
     path = planned["path"]
-    cands: list[tuple[Mapping[str, Any], str, str]] = []
+    copies: list[tuple[Mapping[str, Any] | None, tuple[str, str]]] = []
     if path in r.trusted:
-        cands.append((r.trusted[path], path, "in place"))
+        copies.append((r.trusted[path], (path, "in place")))
     for rec, key in s.staged.get(path, []):
-        cands += [(rec, key, "staged"), (rec, path, "in place")]
-    for rec, obj, where in cands:
-        if any(rec.get(k) != planned[k] for k in PLAN_KEYS):
-            continue
-        if s.digests.get(obj) == (rec.get("size"), rec.get("sha256")):
-            return {**planned, "size": rec["size"], "sha256": rec["sha256"]}, obj, where
-    return None
+        copies += [(rec, (key, "staged")), (rec, (path, "in place"))]
+    return first_reusable(
+        planned,
+        copies,
+        lambda rec, at: s.digests.get(at[0]) == (rec.get("size"), rec.get("sha256")),
+    )
 
 
 def _reuse(r: HoursRun, s: RemoteRun, planned: list[dict[str, Any]]) -> bool:
-    found = [_locate(r, s, e) for e in planned]
-    if not planned or any(f is None for f in found):
-        return False
-    for f in found:
-        assert f is not None
-        entry, obj, where = f
-        r.entries.append(entry)
-        if where == "staged":
-            s.moves.append((obj, entry["path"]))
-    r.reused += len(planned)
-    return True
+    def staged(entry: dict[str, Any], at: tuple[str, str]) -> None:
+        if at[1] == "staged":
+            s.moves.append((at[0], entry["path"]))
+
+    return adopt_all(r, planned, partial(_locate, r, s), staged)
 
 
 def step_remote_stage(r: HoursRun, s: RemoteRun) -> dict[str, Any]:

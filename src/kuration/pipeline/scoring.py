@@ -54,6 +54,7 @@ from ..metrics.alloc import retain_freed_memory
 from ..metrics.features import FeatureEngine
 from ..metrics.transform_exec import TransformRunner, runner_for
 from ..metrics.transforms import resolve_transform
+from ..selection.presence import absent_runs, gap_tuples
 from ..selection.strategy import Strategy
 from ..sources.base import InputAdapter, adapter_from_dict
 from .scorer_pass import run_scorers
@@ -64,12 +65,25 @@ __all__ = ["ScoringResult", "SourceInfo", "TrackExtent", "score_sources"]
 
 @dataclass(frozen=True)
 class TrackExtent:
-    """Where one entity lives within a source: ticks ``[first, last]`` inclusive, ``n_present`` of them present."""
+    """Where one entity lives within a source: ticks ``[first, last]`` inclusive, ``n_present`` of them present.
+
+    ``gaps`` are the runs of ticks inside the extent where the entity is absent, as one
+    flat tuple of plain ints ``(start0, stop0, start1, stop1, ...)``, each run
+    ``[start, stop)`` on the source's tick grid, in time order
+    (:func:`~kuration.selection.presence.absent_runs`).  Empty (the default) means present
+    at every tick of the extent, which is what a track without gaps is and what a
+    TrackExtent made without them is taken to be.
+    """
 
     entity_id: Any
     first: int
     last: int
     n_present: int
+    gaps: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.gaps, tuple):  # read back from JSON as a list
+            object.__setattr__(self, "gaps", tuple(int(x) for x in self.gaps))
 
     @property
     def n_steps(self) -> int:
@@ -151,13 +165,14 @@ class ScoringResult:
 
 
 def _track_extents(present: np.ndarray, entity_ids: Sequence[Any]) -> tuple[TrackExtent, ...]:
-    n_t = present.shape[0]
+    n_t, n_e = present.shape
     any_e = present.any(axis=0)
     first = np.argmax(present, axis=0)
     last = n_t - 1 - np.argmax(present[::-1], axis=0)
     count = present.sum(axis=0)
+    gaps = gap_tuples(*absent_runs(present), n_e)
     return tuple(
-        TrackExtent(entity_ids[e], int(first[e]), int(last[e]), int(count[e]))
+        TrackExtent(entity_ids[e], int(first[e]), int(last[e]), int(count[e]), gaps[e])
         for e in np.flatnonzero(any_e)
     )
 

@@ -53,6 +53,7 @@ from ..metrics.features import FeatureEngine
 from ..output.commit import Journal, fsync_paths, remove_tree, staging_dir
 from ..output.stream import StreamTrack, write_stream
 from ..output.writer import ShardWriter
+from ..selection.presence import absent_runs, gap_tuples
 from ..sources.stream import DEFAULT_BATCH_ROWS, TickStream
 from ..sources.timeseries import TimeseriesAdapter
 from .hours_steps import STEPS, HoursRun, _reuse
@@ -196,12 +197,14 @@ def _stream_one(
 
 
 class _Extents:
-    """Per-entity first/last present tick and count, accumulated over blocks (counts only)."""
+    """Per-entity first/last present tick, count and gaps, accumulated over blocks
+    (counts and the gap runs only: O(entities + gaps), never O(ticks))."""
 
     def __init__(self) -> None:
         self.k0 = 0
         self.n_steps = 0
         self.first = self.last = self.count = np.zeros(0, dtype=np.int64)
+        self.gaps: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
     def watch(self, blocks: Any) -> Any:
         for blk in blocks:
@@ -213,6 +216,7 @@ class _Extents:
                 self.count = np.zeros(e, dtype=np.int64)
             b0 = blk.k0 - self.k0
             pres = blk.present
+            self.gaps.append(absent_runs(pres, b0, self.last))
             seen = pres.any(axis=0)
             lo = b0 + np.argmax(pres, axis=0)
             hi = b0 + blk.n_steps - 1 - np.argmax(pres[::-1], axis=0)
@@ -223,8 +227,12 @@ class _Extents:
             yield blk
 
     def tracks(self, roster: Sequence[Any]) -> tuple[TrackExtent, ...]:
+        runs = [np.concatenate(c) for c in zip(*self.gaps, strict=True)] if self.gaps else []
+        gaps = gap_tuples(*runs, self.first.size) if runs else [()] * self.first.size
         return tuple(
-            TrackExtent(roster[e], int(self.first[e]), int(self.last[e]), int(self.count[e]))
+            TrackExtent(
+                roster[e], int(self.first[e]), int(self.last[e]), int(self.count[e]), gaps[e]
+            )
             for e in np.flatnonzero(self.first >= 0)
         )
 

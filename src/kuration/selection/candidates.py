@@ -31,6 +31,7 @@ import numpy as np
 from ..contracts.segment import Segment
 from ..core.ids import tag_entity_id
 from ..errors import PipelineError
+from .presence import present_ticks
 
 __all__ = [
     "REASONS",
@@ -103,6 +104,12 @@ class CandidateTable(Sequence[Candidate]):
     tag_sets : sequence of frozenset of str
         Distinct tag sets (``"name=label"``); ``tags`` indexes it.  Default: only the empty set.
     tags : ndarray, shape (n,), int, optional
+    present : ndarray, shape (n,), int64, ticks, optional
+        Ticks of each row at which its entity is present (default: every tick,
+        ``last - first + 1``).
+    empty_excluded : int
+        Spans left out of the table because their entity is present at none of their
+        ticks (:func:`build_candidate_table`; not rows of the table).
 
     Raises
     ------
@@ -114,6 +121,7 @@ class CandidateTable(Sequence[Candidate]):
         "_idents",
         "_objects",
         "_ranks",
+        "empty_excluded",
         "entity",
         "entity_ids",
         "feature_names",
@@ -122,6 +130,7 @@ class CandidateTable(Sequence[Candidate]):
         "group",
         "groups",
         "last",
+        "present",
         "priority",
         "source",
         "source_ids",
@@ -147,6 +156,8 @@ class CandidateTable(Sequence[Candidate]):
         group: np.ndarray | None = None,
         tag_sets: Sequence[frozenset[str]] = (frozenset(),),
         tags: np.ndarray | None = None,
+        present: np.ndarray | None = None,
+        empty_excluded: int = 0,
     ) -> None:
         n = len(source)
         self.source_ids = tuple(source_ids)
@@ -164,13 +175,18 @@ class CandidateTable(Sequence[Candidate]):
         self.group = np.full(n, -1, np.int32) if group is None else np.asarray(group, np.int32)
         self.tag_sets = tuple(tag_sets)
         self.tags = np.zeros(n, np.int32) if tags is None else np.asarray(tags, np.int32)
+        if present is None:  # present at every tick (zeros when the shapes are off: refused)
+            same = self.first.shape == self.last.shape
+            present = self.last - self.first + 1 if same else np.zeros(n, np.int64)
+        self.present = np.asarray(present, np.int64)
+        self.empty_excluded = int(empty_excluded)
         self._objects: Sequence[Candidate] | None = None
         self._ranks: tuple[np.ndarray, np.ndarray] | None = None
         self._idents: np.ndarray | None = None
         self._check(n)
 
     def _check(self, n: int) -> None:
-        cols = ("entity", "first", "last", "span", "priority", "group", "tags")
+        cols = ("entity", "first", "last", "span", "priority", "group", "tags", "present")
         bad = [c for c in cols if getattr(self, c).shape != (n,)]
         if self.features.shape != (n, len(self.feature_names)):
             bad.append("features")
@@ -273,7 +289,7 @@ class CandidateTable(Sequence[Candidate]):
     def nbytes(self) -> int:
         """Bytes held by the columns (the rosters and interned labels not counted)."""
         cols = ("source", "entity", "first", "last", "span", "priority", "features", "group")
-        return sum(getattr(self, c).nbytes for c in cols) + self.tags.nbytes
+        return sum(getattr(self, c).nbytes for c in cols) + self.tags.nbytes + self.present.nbytes
 
     def _rank(self) -> tuple[np.ndarray, np.ndarray]:
         """Each row's source rank among ``source_ids`` and entity rank within its source, by
@@ -579,6 +595,12 @@ def _span_groups(
     return out
 
 
+_COLUMNS = ("source", "entity", "first", "last", "span", "priority", "group", "tags", "present")
+
+#: One source's spans: source index, entity, span index, first, last, segments, present ticks.
+_Part = tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[Segment], np.ndarray]
+
+
 def build_candidate_table(
     extents: Mapping[str, Sequence[Any]],
     segments_by_source: Mapping[str, Sequence[Segment]],
@@ -616,6 +638,10 @@ def build_candidate_table(
     Returns
     -------
     table : CandidateTable
+        With each row's present ticks (``present``, from the extents' ``gaps``); a span
+        where its entity is present at no tick is no candidate, and is counted in
+        ``table.empty_excluded``.  Span indices keep their place on the track (span ``k``
+        starts at ``first + k * span_steps``), so an excluded span leaves a hole.
     too_short : int
 
     Raises
@@ -627,16 +653,22 @@ def build_candidate_table(
     names = tuple(features)
     sids = sorted(extents)
     intern = _Interner()
-    parts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[Segment]]] = []
-    too_short = 0
+    parts: list[_Part] = []
+    too_short = empty = 0
     for s_idx, sid in enumerate(sids):
         exts = extents[sid]
         first = np.fromiter((e.first for e in exts), np.int64, len(exts))
         last = np.fromiter((e.last for e in exts), np.int64, len(exts))
         e_idx, k, a, b, short = _spans(first, last, min_steps, span_steps)
         too_short += short
+        present = present_ticks(exts, e_idx, a, b)
+        held = np.flatnonzero(present > 0)
+        empty += present.size - held.size
+        if held.size < present.size:
+            e_idx, k, a, b, present = (x[held] for x in (e_idx, k, a, b, present))
         if e_idx.size:
-            parts.append((s_idx, e_idx, k, a, b, list(segments_by_source.get(sid, ()))))
+            segs = list(segments_by_source.get(sid, ()))
+            parts.append((s_idx, e_idx, k, a, b, segs, present))
     cols = _aggregate_sources(parts, how, names, intern, group_of is None)
     if group_of is not None:
         codes = np.array([intern.group(group_of(sids[p[0]])) for p in parts], np.int64)
@@ -649,16 +681,14 @@ def build_candidate_table(
         features=feats,
         groups=list(intern.groups),
         tag_sets=list(intern.tag_sets),
+        empty_excluded=empty,
         **cols,
     )
     return table, too_short
 
 
-_COLUMNS = ("source", "entity", "first", "last", "span", "priority", "group", "tags")
-
-
 def _aggregate_sources(
-    parts: Sequence[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[Segment]]],
+    parts: Sequence[_Part],
     how: str,
     names: tuple[str, ...],
     intern: _Interner,
@@ -692,6 +722,7 @@ def _aggregate_sources(
         "span": np.concatenate([p[2] for p in parts]),
         "first": a,
         "last": b,
+        "present": np.concatenate([p[6] for p in parts]),
     }
     if np.all(ends_s[1:] >= ends_s[:-1]):  # every source of one window length
         a_s, b_s = a + shift[span_part], b + shift[span_part]

@@ -49,6 +49,7 @@ from ..core.remote import is_url, read_remote
 from ..errors import AdapterError, DataOrderWarning, EntityIdError, SourceError, TimeRangeError
 from ._columns import cell_rows, dictionary_entity_codes, float_column, gather_cells
 from ._snap import COLLISION_POLICIES, group_starts, merge_groups, warn_dropped
+from ._units import declared_unit, to_field_unit
 from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
 
 __all__ = ["TimeseriesAdapter"]
@@ -564,10 +565,11 @@ class TimeseriesAdapter(InputAdapter):
         ------
         SourceError
             A non-numeric column, an unknown categorical label or an infinite value,
-            naming the column (and row).
+            naming the column (and row); a unit the column declares that cannot be
+            converted to the field's (:func:`~kuration.sources._units.to_field_unit`).
         """
         out = []
-        for c in cols:
+        for j, c in enumerate(cols):
             col = table.column(c)
             if f.kind == "categorical":
                 out.append(_categorical_codes(col, f, c, src))
@@ -586,7 +588,7 @@ class TimeseriesAdapter(InputAdapter):
             inf = np.flatnonzero(np.isinf(vals))
             if inf.size:
                 raise SourceError(f"infinite value in column {c!r}", source=src, row=int(inf[0]))
-            out.append(vals)
+            out.append(to_field_unit(vals, declared_unit(table.schema, c), f, j, c, src))
         return out
 
 

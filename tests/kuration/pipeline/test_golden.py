@@ -83,7 +83,9 @@ GOLDEN = {
         189,
     ),
 }
-FOOTBALL_GOLDEN = ("83842682c3de2c542c8fac4e5d3d6300eba179bb6ddff0e00e9175a36f6a6e6d", 217)
+# Changed once on purpose: three train spans (9 shards) where the player was never on camera
+# were admitted before empty spans stopped being candidates; they are replaced by present ones.
+FOOTBALL_GOLDEN = ("f420ac8a59ec8039c774b7884b5f8f3dd46be01150b6308d1708efb7792de319", 217)
 
 
 def artifact_hash(out: Path) -> tuple[str, int]:
