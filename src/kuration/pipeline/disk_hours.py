@@ -286,6 +286,15 @@ def step_disk_score(r: HoursRun) -> list[StageTelemetry]:
     uris = _checked_sources(r.sources, 1, r.opt["on_error"])
     emit(r.progress, "scoring", "start", total=len(uris))
     t0 = time.perf_counter()
+    infos: dict[str, SourceInfo] = {}
+
+    def keep(uri: str, c: PartitionCommit) -> PartitionCommit:
+        # the record becomes a SourceInfo now and the commit kept for the index drops it:
+        # the records of every source are never held at once (tens of KB each as JSON)
+        info = source_info_from_doc(c.meta["info"])
+        infos[info.source_id] = info
+        return dataclasses.replace(c, meta={k: v for k, v in c.meta.items() if k != "info"})
+
     scored = _score_stage(
         d.ck,
         r.adapter,
@@ -298,18 +307,12 @@ def step_disk_score(r: HoursRun) -> list[StageTelemetry]:
         durable=bool(r.opt["durable"]),
         describe=_describe,
         progress=r.progress,
+        keep=keep,
     )
     wall = time.perf_counter() - t0
     emit(r.progress, "scoring", "complete", total=len(uris))
-    infos: dict[str, SourceInfo] = {}
     skipped: dict[str, str] = {}
-    for uri, c in sorted(scored.commits.items()):
-        info = source_info_from_doc(c.meta["info"])
-        # the record is in SourceInfo now: the commit kept for the index drops it
-        scored.commits[uri] = dataclasses.replace(
-            c, meta={k: v for k, v in c.meta.items() if k != "info"}
-        )
-        infos[info.source_id] = info
+    for info in infos.values():
         if not info.n_segments:
             skipped[info.source_id] = _skip_reason(info, r.segmenter.window_steps)
     n_pool = sum(int(c.rows) for c in scored.commits.values())

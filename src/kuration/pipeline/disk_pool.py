@@ -355,10 +355,13 @@ def _score_stage(
     durable: bool,
     describe: Describe | None = None,
     progress: ProgressCallback | None = None,
+    keep: Callable[[str, PartitionCommit], PartitionCommit] | None = None,
 ) -> _Scored:
     """Every source into its own partition (reused when its key matches a valid commit);
     ``describe(uri, fingerprint, table, segments)`` adds to each new partition's meta;
-    ``progress`` gets a ``scoring`` advance event per source."""
+    ``progress`` gets a ``scoring`` advance event per source; ``keep(uri, commit)`` is
+    what is kept of each partition's commit, called as soon as it is written or reused
+    (so what ``describe`` recorded need not be held for every source at once)."""
     out = _Scored(batch_rows=batch_rows, on_error=on_error, durable=durable)
     transforms, _ = resolve_uses(st, schema)
     runner = TransformRunner(transforms)
@@ -373,6 +376,8 @@ def _score_stage(
         else:
             desc = None if describe is None else functools.partial(describe, uri, fp)
             _score_partition(ck, adapter, (uri, fp, key), segmenter, st, schema, runner, desc, out)
+        if keep is not None and uri in out.commits:
+            out.commits[uri] = keep(uri, out.commits[uri])
         if uri not in out.commits:
             del keys[uri]
         status = "error" if uri in out.errors else "ok"

@@ -7,6 +7,7 @@ shards and ``dataset_manifest.json`` byte for byte (the golden test's hash), and
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -343,3 +344,37 @@ def test_exact_dedup_on_disk_writes_what_memory_writes(small_job, tmp_path: Path
     job = {**small_job, "sources": [*small_job["sources"][:2], str(replica)], "strategy": st}
     budget = {"train_hours": 0.5, "test_hours": 0.0}  # every source in train, the copy too
     _both({**job, "span_seconds": 60, "budget": budget}, tmp_path)
+
+
+def test_score_stage_hands_each_commit_to_keep_before_the_next_source(
+    small_job, tmp_path: Path
+) -> None:
+    """``keep`` sees each partition's commit (with its source record) as soon as the
+    source is scored, and only what it returns is kept: the records of all sources are
+    never held at once."""
+    from kuration.pipeline.checkpoint import StageCheckpoint
+    from kuration.pipeline.disk_pool import _score_stage
+
+    r, _ = _run_to({**small_job, "pool": "disk"}, tmp_path / "d", "candidates")
+    events: list[tuple[str, str]] = []
+
+    def keep(uri: str, c):
+        events.append(("keep", uri))
+        assert "info" in c.meta  # the describe hook's record, not yet dropped
+        return dataclasses.replace(c, meta={"source_id": c.meta["source_id"]})
+
+    def progress(ev: dict) -> None:
+        if ev["event"] == "advance":
+            events.append(("advance", ev["source"]))
+
+    uris = sorted(str(s) for s in small_job["sources"])
+    ck = StageCheckpoint(tmp_path / "ck", {"run": 1}, "score")
+    kw = dict(batch_rows=64, on_error="raise", durable=False, progress=progress, keep=keep)
+    describe = lambda uri, fp, table, segs: {"info": {"n": len(segs)}}  # noqa: E731
+    args = (ck, r.adapter, uris, r.segmenter, r.strategy, r.schema)
+    scored = _score_stage(*args, describe=describe, **kw)
+    assert events == [(k, u) for u in uris for k in ("keep", "advance")]
+    assert all(set(c.meta) == {"source_id"} for c in scored.commits.values())
+    events.clear()  # a rerun reuses every partition: keep sees the stored commits too
+    scored = _score_stage(*args, describe=describe, **kw)
+    assert ck.hits == len(uris) and events == [(k, u) for u in uris for k in ("keep", "advance")]
