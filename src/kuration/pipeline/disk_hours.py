@@ -66,6 +66,7 @@ from .disk_pool import DISK_RUNTIME, INDEX_MEMORY, INDEX_MEMORY_MIN, _score_stag
 from .disk_tags import tag_pool
 from .plan import StageTelemetry
 from .scoring import ScoringResult, SourceInfo, TrackExtent, _checked_sources, _track_extents
+from .track_columns import TrackColumns
 
 if TYPE_CHECKING:
     from .hours_steps import HoursRun, Step
@@ -86,6 +87,8 @@ _READ_ROWS = 8192
 # ---- SourceInfo in a partition's meta ------------------------------------------------------
 
 _CLASSES: dict[str, type[Any]] = {"SourceInfo": SourceInfo, "TrackExtent": TrackExtent}
+#: the fields a :class:`TrackColumns` holds (a track with more is decoded as objects)
+_TRACK_FIELDS = {"entity_id", "first", "last", "n_present", "gaps"}
 
 
 def _enc(v: Any) -> Any:
@@ -93,6 +96,8 @@ def _enc(v: Any) -> Any:
     object naming its type (dataclasses field by field, over :func:`dataclasses.fields`)."""
     if isinstance(v, np.generic):
         v = v.item()
+    if isinstance(v, TrackColumns):  # recorded as the tuple of tracks it reads as
+        v = tuple(v)
     if isinstance(v, float) and not math.isfinite(v):
         return {"float": repr(v)}
     if v is None or isinstance(v, bool | int | float | str):
@@ -134,6 +139,10 @@ def _dec(v: Any) -> Any:
     if kind == "rows":  # a tuple of one dataclass, stored by column
         name, cols = x
         cls, got = _CLASSES[name], {n: _dec(c) for n, c in cols.items()}
+        if cls is TrackExtent and set(got) == _TRACK_FIELDS:  # kept by column for the run
+            return TrackColumns(
+                got["entity_id"], got["first"], got["last"], got["n_present"], got["gaps"]
+            )
         return tuple(
             cls(**dict(zip(got, row, strict=True))) for row in zip(*got.values(), strict=True)
         )

@@ -32,6 +32,7 @@ from kuration.pipeline.hours import _prepare
 from kuration.pipeline.hours_steps import STEPS, run_steps
 from kuration.pipeline.plan import REFERENCE_RUNTIME
 from kuration.pipeline.scoring import SourceInfo, TrackExtent
+from kuration.pipeline.track_columns import TrackColumns
 from kuration.selection.candidates import build_candidate_table
 
 HERE = Path(__file__).resolve().parent
@@ -226,7 +227,8 @@ def test_source_info_round_trips_over_its_fields() -> None:
         {"snap_collisions": 2},
     )
     back = source_info_from_doc(json.loads(json.dumps(source_info_doc(info))))
-    assert back == info and isinstance(back.tracks, tuple)
+    assert back == info and info == back and isinstance(back.tracks, TrackColumns)
+    assert source_info_doc(back) == source_info_doc(info)  # recorded again as it was
     assert [type(t.entity_id) for t in back.tracks] == [str, int, tuple]
     disk_hours._CLASSES["Wider"] = Wider
     try:
