@@ -228,6 +228,12 @@ class _DiskHours:
             self.con.close()
             self.con = None
 
+    def reopen(self) -> Any:
+        """The index again after :meth:`close` (the database file this run built)."""
+        if self.con is None:
+            self.con = connect(self.ck.dir.parent, self.memory_limit, fresh=False)
+        return self.con
+
 
 def uses_disk_pool(r: HoursRun) -> bool:
     """Whether the plan of ``r`` runs its pool on the disk runtime."""
@@ -376,6 +382,7 @@ def step_disk_rank(r: HoursRun) -> list[StageTelemetry]:
     r.edges = bin_pool(d.con, st) if st.bin_axes else {}
     d.label_sets = tag_pool(d.con, st) if st.tags else {}
     rank_pool_sql(d.con, st, r.opt["seed"])
+    d.commits = {}  # loaded: the index holds what the later steps read of the partitions
     t2 = time.perf_counter()
     island = r.plan.stage("bin").island if r.plan is not None else None
     parts = len(d.commits)
@@ -516,6 +523,8 @@ def step_disk_candidates(r: HoursRun) -> dict[str, Any]:
         too_short += short
     if nxt is not None:  # the index's order is not the sources' sorted order
         raise PipelineError(f"index rows of {nxt[0]!r} out of source order", step="fill")
+    # closed while the fill runs (DuckDB's buffers grow with the pool); summary reopens it
+    d.close()
     r.candidates, r.too_short = concat_candidate_tables(tables), too_short
     r.empty_spans = r.candidates.empty_excluded
     return {"rows_in": pool.summary()["segments"], "rows_out": len(r.candidates)}
@@ -616,8 +625,9 @@ def step_disk_summary(r: HoursRun) -> dict[str, Any]:
     """The pool's feature histograms against the admitted spans and the ranking examples
     (for ``config.json``), from the index; then the index is closed."""
     d = _state(r)
-    d.distributions = distributions_sql(d.con, r.strategy, r.filled())
-    d.examples = examples_sql(d.con, r.strategy)
+    con = d.reopen()
+    d.distributions = distributions_sql(con, r.strategy, r.filled())
+    d.examples = examples_sql(con, r.strategy)
     d.close()
     n_pool = r.pool().summary()["segments"]
     return {"rows_in": n_pool, "rows_out": len(d.distributions)}

@@ -50,11 +50,13 @@ def _q(con: Any, sql: str, params: Sequence[Any] | None = None) -> list[Any]:
 # ---- loading ------------------------------------------------------------
 
 
-def connect(ns: Path, memory_limit: str) -> Any:
+def connect(ns: Path, memory_limit: str, *, fresh: bool = True) -> Any:
+    """The index database of namespace ``ns``: a new one (``fresh``, any earlier file
+    removed), or the one an earlier connection of this run built and closed."""
     import duckdb
 
     db = ns / "index.duckdb"
-    for p in (db, ns / "index.duckdb.wal"):
+    for p in (db, ns / "index.duckdb.wal") if fresh else ():
         p.unlink(missing_ok=True)  # derived from the partitions: always rebuilt
     con = duckdb.connect(str(db))
     tmp = ns / "duckdb.tmp"

@@ -156,7 +156,8 @@ def test_every_segment_ranks_and_every_candidate_aggregates_as_in_memory(
     disk, steps = _run_to({**job, "pool": "disk"}, tmp_path / "d", "candidates")
     with disk_session(disk):
         run_steps(disk, steps)
-        got = disk.disk.con.execute("SELECT prio FROM pool ORDER BY rn").fetchnumpy()["prio"]
+        assert disk.disk.con is None  # closed while the fill runs
+        got = disk.disk.reopen().execute("SELECT prio FROM pool ORDER BY rn").fetchnumpy()["prio"]
     segs = mem.pool().segments
     assert np.array_equal(got, np.array([s.priority for s in segs]))
     assert np.isfinite(got).any() and np.isneginf(got).any()  # the filters excluded some
