@@ -40,7 +40,7 @@ import math
 import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -205,7 +205,7 @@ def fill_budgets(
         all_tags = pool.tag_universe(tag_names)
         if tag_coverage:
             _reserve_tags(pool, adm, all_tags, req, float(min_tag_frac) * req)
-        capped: dict[int, int] = {}  # ident code -> position refused by the cap
+        refused = np.zeros(pool.finite.size, bool)  # positions refused by the cap
         for pos in range(pool.finite.size):
             if adm.total >= req:
                 break
@@ -213,9 +213,10 @@ def fill_budgets(
             if code in adm.seen:
                 continue
             if not adm.fits(pos):
-                capped[code] = pos
+                refused[pos] = True
                 continue
             adm.admit(pos)
+        capped = _Capped.of(pool, refused)
         out.admitted[split] = [table.candidate(int(pool.finite[p])) for p in adm.taken]
         out.budget[split] = _budget_block(pool, adm, capped, req, all_tags)
         out.decisions[split] = _decisions(pool, adm, capped)
@@ -253,6 +254,20 @@ class _Pool:
         """The pool's tags (only those named ``names``), sorted."""
         sets = [self.table.tag_sets[c] for c in np.unique(self.tags).tolist()]
         return sorted({t for s in sets for t in s if names is None or t.partition("=")[0] in names})
+
+
+class _Capped(NamedTuple):
+    """The candidates the group cap refused: each distinct ident code (``codes``) and the
+    last position at which it was refused (``pos``), both int64 arrays."""
+
+    codes: np.ndarray
+    pos: np.ndarray
+
+    @classmethod
+    def of(cls, pool: _Pool, refused: np.ndarray) -> _Capped:
+        at = np.flatnonzero(refused)[::-1]  # latest first: unique keeps each code's last
+        codes, first = np.unique(pool.ident[at], return_index=True)
+        return cls(codes.astype(np.int64), at[first].astype(np.int64))
 
 
 class _Admission:
@@ -316,7 +331,7 @@ def _reserve_tags(
 
 
 def _budget_block(
-    pool: _Pool, adm: _Admission, capped: Mapping[int, int], req: float, all_tags: list[str]
+    pool: _Pool, adm: _Admission, capped: _Capped, req: float, all_tags: list[str]
 ) -> dict[str, Any]:
     """The split's accounting block (see :func:`fill_budgets`)."""
     hz, cap = pool.hz, adm.cap
@@ -331,8 +346,8 @@ def _budget_block(
         int(pool.group[p]) for p in adm.taken if int(pool.ident[p]) in adm.reserved_ids
     }
     covered = {t for p in adm.taken for t in pool.tag_set(p)}
-    steps_of = [int(pool.steps[p]) for p in capped.values()]
-    groups_of = [int(pool.group[p]) for p in capped.values()]
+    steps_of, groups_of = pool.steps[capped.pos], pool.group[capped.pos]
+    in_reserved = np.isin(groups_of, np.array(sorted(reserved_groups), np.int64))
     table = pool.table
     return {
         "requested_s": req,
@@ -345,16 +360,13 @@ def _budget_block(
         "nonfinite_excluded_s": int(table.n_steps[pool.nonfinite].sum()) / hz,
         "group_cap_s": cap,
         "groups": len(pool.groups),
-        "group_cap_excluded": len(capped),
-        "group_cap_excluded_s": sum(steps_of) / hz,
+        "group_cap_excluded": int(capped.codes.size),
+        "group_cap_excluded_s": int(steps_of.sum()) / hz,
         "group_cap_starved": len(starved),
         "shortest_track_s": float(shortest.min()) if pool.groups else None,
         "tag_reserved": adm.n_reserved,
         "tag_reserved_s": adm.reserved,
-        "tag_reserve_capped_s": sum(
-            n for n, g in zip(steps_of, groups_of, strict=True) if g in reserved_groups
-        )
-        / hz,
+        "tag_reserve_capped_s": int(steps_of[in_reserved].sum()) / hz,
         "tags_uncovered": [t for t in all_tags if t not in covered],
         "sources": sorted(
             {table.source_ids[s] for s in np.unique(table.source[pool.rows]).tolist()}
@@ -362,7 +374,7 @@ def _budget_block(
     }
 
 
-def _decisions(pool: _Pool, adm: _Admission, capped: Mapping[int, int]) -> DecisionMap:
+def _decisions(pool: _Pool, adm: _Admission, capped: _Capped) -> DecisionMap:
     """Why each pooled candidate was or was not admitted, one entry per ident (the
     non-finite rows first, then the finite ones in admission order)."""
     rows = np.concatenate([pool.nonfinite, pool.finite])
@@ -370,7 +382,7 @@ def _decisions(pool: _Pool, adm: _Admission, capped: Mapping[int, int]) -> Decis
     why = np.where(np.isin(ident, pool.ident), _WHY["budget-full"], _WHY["non-finite"])
     taken = [int(pool.ident[p]) for p in adm.taken]
     for reason, codes in (
-        ("group-cap", list(capped)),
+        ("group-cap", capped.codes.tolist()),
         ("admitted", taken),
         ("tag-reserve", [c for c in taken if c in adm.reserved_ids]),
     ):
