@@ -379,14 +379,22 @@ def _decisions(pool: _Pool, adm: _Admission, capped: _Capped) -> DecisionMap:
     non-finite rows first, then the finite ones in admission order)."""
     rows = np.concatenate([pool.nonfinite, pool.finite])
     ident = pool.table.ident_codes()[rows]
-    why = np.where(np.isin(ident, pool.ident), _WHY["budget-full"], _WHY["non-finite"])
+    n_codes = int(ident.max()) + 1 if ident.size else 0
+
+    def among(codes: np.ndarray) -> np.ndarray:  # np.isin(ident, codes) by a lookup table
+        hit = np.zeros(n_codes + 1, bool)  # one spare slot: codes past the pool's are no row
+        hit[np.minimum(codes, n_codes)] = True
+        hit[n_codes] = False
+        return hit[ident]
+
+    why = np.where(among(pool.ident), _WHY["budget-full"], _WHY["non-finite"])
     taken = [int(pool.ident[p]) for p in adm.taken]
     for reason, codes in (
-        ("group-cap", capped.codes.tolist()),
+        ("group-cap", capped.codes),
         ("admitted", taken),
         ("tag-reserve", [c for c in taken if c in adm.reserved_ids]),
     ):
-        why[np.isin(ident, np.array(codes, np.int64))] = _WHY[reason]
+        why[among(np.asarray(codes, np.int64))] = _WHY[reason]
     _, first = np.unique(ident, return_index=True)
     keep = np.sort(first)
     return DecisionMap(pool.table, rows[keep], why[keep].astype(np.uint8))
