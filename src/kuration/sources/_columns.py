@@ -27,7 +27,15 @@ import pyarrow.compute as pc
 
 from ..errors import EntityIdError
 
-__all__ = ["cell_rows", "dictionary_entity_codes", "float_column", "gather_cells", "pooled_empty"]
+__all__ = [
+    "cell_rows",
+    "dictionary_entity_codes",
+    "first_padded",
+    "float_column",
+    "gather_cells",
+    "padded_id_error",
+    "pooled_empty",
+]
 
 
 def _first_true(mask: np.ndarray) -> int | None:
@@ -85,12 +93,42 @@ def dictionary_entity_codes(
     )
     if blank.any() and (r := _first_true(blank[idx])) is not None:
         raise EntityIdError("missing entity id (empty text)", source=src, column=name, row=r)
+    padded = _padded(dictionary)
+    if padded.any() and (r := _first_true(padded[idx])) is not None:
+        raise padded_id_error(dictionary[int(idx[r])].as_py(), src, name, r)
     values = dictionary.to_pylist()
     used = np.flatnonzero(np.bincount(idx, minlength=len(values)))
     rank = sorted(used.tolist(), key=values.__getitem__)
     remap = np.zeros(len(values), dtype=np.int64)
     remap[rank] = np.arange(len(rank))
     return remap[idx], tuple(values[i] for i in rank)
+
+
+def _padded(text: pa.Array) -> np.ndarray:
+    """Which values of a text array start or end with white space, shape (N,), bool."""
+    same = pc.equal(pc.utf8_trim_whitespace(text), text)
+    return ~np.asarray(pc.fill_null(same, True).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def padded_id_error(value: str, src: str, name: str, row: int) -> EntityIdError:
+    """The error for a text id with surrounding blanks (``"0101de "``).
+
+    Ids are compared as text, so a padded id is another entity than the same id
+    unpadded: one aircraft would silently become two tracks.
+    """
+    return EntityIdError(
+        f"entity id {value!r} starts or ends with white space: ids are compared as text, "
+        f"so it would be another entity than {value.strip()!r} (strip the column, or "
+        "declare entity_dtype 'int64' for integer ids)",
+        source=src,
+        column=name,
+        row=row,
+    )
+
+
+def first_padded(text: pa.Array) -> int | None:
+    """Index of the first value of a text array with surrounding white space, or None."""
+    return _first_true(_padded(text))
 
 
 def float_column(col: pa.ChunkedArray) -> np.ndarray:

@@ -459,8 +459,8 @@ class TimenetAdapter(InputAdapter):
         Raises
         ------
         EntityIdError
-            For a missing id (null, empty or blank text), a value that is not
-            text or an integer, or one that does not convert to ``entity_dtype``.
+            For a missing id (null, empty or blank text), text with surrounding
+            white space, a value that is not text or an integer, or one that does not convert to ``entity_dtype``.
         """
         key = self.entity if self.entity and self.entity in rec.metadata else None
         value = rec.metadata[key] if key else rec.id
@@ -476,6 +476,11 @@ class TimenetAdapter(InputAdapter):
                 if re.fullmatch(r"\s*[+-]?[0-9]+\s*", value) is None:
                     raise fail(f"entity id {value!r} is not an integer (entity_dtype int64)")
                 value = int(value)
+            elif value != value.strip():
+                raise fail(
+                    f"entity id {value!r} starts or ends with white space: ids are compared "
+                    f"as text, so it would be another entity than {value.strip()!r}"
+                )
         elif isinstance(value, int) and not isinstance(value, bool):
             if self.entity_dtype == "string":
                 value = str(value)

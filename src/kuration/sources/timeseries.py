@@ -47,7 +47,14 @@ from ..contracts.tick import Tick, TickTable, field_ints, is_int_field
 from ..core.ids import ENTITY_DTYPES, entity_sort_key, tag_entity_id
 from ..core.remote import is_url, read_remote
 from ..errors import AdapterError, DataOrderWarning, EntityIdError, SourceError, TimeRangeError
-from ._columns import cell_rows, dictionary_entity_codes, float_column, gather_cells
+from ._columns import (
+    cell_rows,
+    dictionary_entity_codes,
+    first_padded,
+    float_column,
+    gather_cells,
+    padded_id_error,
+)
 from ._snap import COLLISION_POLICIES, group_starts, merge_groups, warn_dropped
 from ._units import declared_unit, to_field_unit
 from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
@@ -650,7 +657,8 @@ def _entity_array(col: pa.ChunkedArray, dtype: str, name: str, src: str) -> pa.A
     Raises
     ------
     EntityIdError
-        For a null, NaN, empty or blank id, a column type that cannot hold ids,
+        For a null, NaN, empty or blank id, a text id with surrounding white
+        space (another entity than the id without it), a column type that cannot hold ids,
         or a value that does not convert to the declared ``dtype``.
     """
     arr = col.combine_chunks()
@@ -667,7 +675,11 @@ def _entity_array(col: pa.ChunkedArray, dtype: str, name: str, src: str) -> pa.A
         arr = arr.cast(pa.string())
         if (r := _first(pc.equal(pc.utf8_trim_whitespace(arr), ""))) is not None:
             raise fail("missing entity id (empty text)", r)
-        return _ids_to_int64(arr, fail) if dtype == "int64" else arr
+        if dtype == "int64":
+            return _ids_to_int64(arr, fail)
+        if (r := first_padded(arr)) is not None:
+            raise padded_id_error(arr[r].as_py(), src, name, r)
+        return arr
     if pa.types.is_floating(typ):
         if (r := _first(pc.invert(pc.is_finite(arr)))) is not None:
             raise fail(f"missing entity id ({arr[r].as_py()!r} in a float column)", r)

@@ -30,7 +30,14 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Path:
             rid = w.add_record(f"p1-{ent}", {"group": "p1", "entity": ent})
             spec = tn.SignalSpec("float64", "", rate_hz=rate, time_origin=NAIVE)
             w.add_signal(rid, "v", np.arange(n, dtype=np.float64), spec)
-        for rid, ent in (("z-a", "0042"), ("z-b", 42), ("e-a", ""), ("e-b", 1.5), ("d-a", 7)):
+        for rid, ent in (
+            ("z-a", "0042"),
+            ("z-b", 42),
+            ("e-a", ""),
+            ("e-b", 1.5),
+            ("d-a", 7),
+            ("w-a", "p7 "),
+        ):
             group = rid.split("-")[0]
             w.add_record(rid, {"group": group, "entity": ent})
             spec = tn.SignalSpec("float64", "", rate_hz=125.0)
@@ -91,6 +98,8 @@ def test_missing_ids_name_the_record_and_key(registry: Path, group: str, match: 
     with pytest.raises(EntityIdError, match=match) as exc:
         _adapter(registry).read_table(_src(group))
     assert exc.value.column == "entity" and exc.value.source == _src(group)
+    with pytest.raises(EntityIdError, match=r"entity id 'p7 ' starts or ends with white space"):
+        _adapter(registry).read_table(_src("w"))  # else another entity than 'p7'
     one = _adapter(registry).read_table("timenet://icu/vitals@1.0#z-a")
     assert one.entity_ids == ("0042",)
     with pytest.raises(EntityIdError, match=r"record 'e-b' metadata key 'entity'.*1\.5"):
