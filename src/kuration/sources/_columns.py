@@ -25,11 +25,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import EntityIdError
+from ..errors import EntityIdError, SourceError
 
 __all__ = [
     "cell_rows",
     "dictionary_entity_codes",
+    "event_flags",
     "first_padded",
     "float_column",
     "gather_cells",
@@ -129,6 +130,56 @@ def padded_id_error(value: str, src: str, name: str, row: int) -> EntityIdError:
 def first_padded(text: pa.Array) -> int | None:
     """Index of the first value of a text array with surrounding white space, or None."""
     return _first_true(_padded(text))
+
+
+def event_flags(col: pa.ChunkedArray, name: str, src: str) -> np.ndarray:
+    """An event column as flags: true, false, or no value (null, NaN: no event).
+
+    Accepted: booleans; integers and floats 0 and 1; text ``true``/``false``/``1``/``0``
+    in any case.  Any other value is no flag: a column of event codes (``3``), a
+    fraction (``0.5``) or text (``"yes"``) would otherwise raise the event silently, and
+    a NaN (pandas' missing boolean) too.
+
+    Returns
+    -------
+    ndarray, shape (N,), bool
+
+    Raises
+    ------
+    SourceError
+        Naming the column, the first row with another value and the value.
+    """
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    typ = arr.type
+    if pa.types.is_floating(typ):
+        arr = pc.if_else(pc.is_nan(arr), pa.scalar(None, typ), arr)
+    if pa.types.is_integer(typ) or pa.types.is_floating(typ):
+        bad = pc.invert(pc.is_in(arr, value_set=pa.array([0, 1], typ)))
+    elif pa.types.is_string(typ) or pa.types.is_large_string(typ):
+        low = pc.utf8_lower(pc.utf8_trim_whitespace(arr))
+        bad = pc.invert(pc.is_in(low, value_set=pa.array(["true", "false", "1", "0"])))
+        arr = low
+    elif pa.types.is_boolean(typ) or pa.types.is_null(typ):
+        bad = None
+    else:
+        raise SourceError(
+            f"event column {name!r} has type {typ}, expected booleans (or 0/1)", source=src
+        )
+    if bad is not None and (r := _first_true(_filled(pc.and_(pc.is_valid(arr), bad)))) is not None:
+        raise SourceError(
+            f"event column {name!r} holds {col[r].as_py()!r}; an event is true or false "
+            "(1 or 0; null or NaN: no event)",
+            source=src,
+            row=r,
+        )
+    flags = pc.fill_null(arr.cast(pa.bool_()), False)
+    return np.asarray(flags.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _filled(mask: pa.Array) -> np.ndarray:
+    return np.asarray(pc.fill_null(mask, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def float_column(col: pa.ChunkedArray) -> np.ndarray:

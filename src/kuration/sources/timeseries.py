@@ -50,6 +50,7 @@ from ..errors import AdapterError, DataOrderWarning, EntityIdError, SourceError,
 from ._columns import (
     cell_rows,
     dictionary_entity_codes,
+    event_flags,
     first_padded,
     float_column,
     gather_cells,
@@ -280,7 +281,8 @@ class TimeseriesAdapter(InputAdapter):
             Naming the source and the offending row for: unreadable files,
             missing or duplicated columns, null/non-finite times or entities,
             off-grid times, duplicated rows, backward time (``disorder="raise"``),
-            unknown categorical labels, infinite values, an empty file.
+            unknown categorical labels, infinite values, an event column value other
+            than true/false/1/0, an empty file.
         """
         return self._read(uri, None)
 
@@ -477,10 +479,7 @@ class TimeseriesAdapter(InputAdapter):
         for ev in self.schema.events:
             flag = np.zeros(n_t, dtype=bool)
             if ev in self.events:
-                col = table.column(self.events[ev])
-                vals = np.asarray(
-                    pc.fill_null(col.cast(pa.bool_()), False).to_numpy(zero_copy_only=False)
-                )
+                vals = event_flags(table.column(self.events[ev]), self.events[ev], src)
                 np.logical_or.at(flag, k[order] - k0, vals[order])  # any row, collided or not
             events[ev] = flag
         counts = {"snap_collisions": int(order.size - starts.size)}

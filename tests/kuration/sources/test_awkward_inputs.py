@@ -16,7 +16,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
-from kuration import EntityIdError, TimeseriesAdapter
+from kuration import EntityIdError, SourceError, TimeseriesAdapter
 from kuration.sources.stream import TickStream
 
 
@@ -85,3 +85,42 @@ def _write(table: pa.Table, tmp_path: Path, fmt: str) -> str:
             table = _with_column(table, "icao24", table.column("icao24").dictionary_encode())
         pq.write_table(table, path)
     return str(path)
+
+
+# -- event columns ---------------------------------------------------------------------------
+def _event_adapter(adsb_job_dict: dict) -> TimeseriesAdapter:
+    """The quickstart adapter with a column ``flag`` read as the per-tick event ``on_ground``."""
+    from kuration import SchemaSpec
+    from kuration.sources import adapter_from_dict
+
+    schema = SchemaSpec.from_dict({**adsb_job_dict["schema"], "events": ["on_ground"]})
+    return adapter_from_dict({**adsb_job_dict["adapter"], "events": {"on_ground": "flag"}}, schema)
+
+
+def test_event_column_nan_is_no_event_and_codes_are_refused(
+    adsb_table: pa.Table, adsb_job_dict: dict, tmp_path: Path
+) -> None:
+    adapter = _event_adapter(adsb_job_dict)
+
+    def read(flag: np.ndarray) -> np.ndarray:
+        uri = _write(adsb_table.append_column("flag", pa.array(flag)), tmp_path, "parquet")
+        return adapter.read_table(uri).events["on_ground"]
+
+    onground = adsb_table.column("onground").to_numpy(zero_copy_only=False)
+    want = read(onground)
+    assert 0 < want.sum() < want.size
+    # a boolean column with gaps exported through NumPy: 1.0 / 0.0 / NaN.  NaN was cast
+    # to true, raising the event at every tick with a missing flag
+    flag = onground.astype(np.float64)
+    gaps = flag.copy()
+    gaps[::7] = np.nan
+    np.testing.assert_array_equal(read(gaps), read(np.where(np.isnan(gaps), 0.0, gaps)))
+    np.testing.assert_array_equal(read(np.where(flag > 0, "True", "false")), want)  # any case
+    np.testing.assert_array_equal(read(flag.astype(np.int8)), want)
+    for bad, shown in (
+        (flag * 3, "3"),
+        (flag / 2, "0.5"),
+        (np.where(flag > 0, "yes", "no"), "'no'"),
+    ):
+        with pytest.raises(SourceError, match=rf"row \d+: event column 'flag' holds {shown}"):
+            read(bad)
