@@ -44,7 +44,7 @@ import pyarrow as pa
 from ..contracts.tick import Tick, TickTable
 from ..core.ids import entity_sort_key
 from ..errors import SourceError, StreamingError, StreamOrderError
-from ._snap import group_starts, warn_dropped
+from ._snap import group_starts, snap_ticks, warn_dropped
 from .timeseries import TimeseriesAdapter, _entity_array
 
 __all__ = ["TickStream"]
@@ -267,9 +267,7 @@ class TickStream:
                 row=r,
             )
         hz = float(a.schema.sample_hz)
-        x = t_sec * hz
-        k = np.rint(x).astype(np.int64)
-        off = np.abs(x - k)
+        k, off = snap_ticks(t_sec, hz)
         bad = np.flatnonzero(off > a.snap_tolerance + 1e-9)
         if bad.size:
             r = int(bad[0])

@@ -54,7 +54,7 @@ from ..contracts.tick import Tick, TickTable, field_ints, is_int_field
 from ..core.ids import ENTITY_DTYPES, entity_sort_key
 from ..core.units import parse_unit, to_unit
 from ..errors import AdapterError, EntityIdError, SourceError, TimeRangeError
-from ._snap import COLLISION_POLICIES, group_starts, merge_groups, warn_dropped
+from ._snap import COLLISION_POLICIES, group_starts, merge_groups, snap_ticks, warn_dropped
 from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
 
 __all__ = ["TimenetAdapter", "expand_source", "parse_source", "schema_with_catalog_units"]
@@ -637,9 +637,7 @@ class TimenetAdapter(InputAdapter):
             With ``collisions="raise"``, when two steps snap to one tick.
         """
         t, v, exact = self._field_steps(reader, rec, f.name, uri)
-        x = t * hz
-        k = np.rint(x).astype(np.int64)
-        off = np.abs(x - k)
+        k, off = snap_ticks(t, hz)
         keep = (off <= self.snap_tolerance + 1e-9) & ~np.all(np.isnan(v), axis=1)
         k, off, v = k[keep], off[keep], v[keep]
         order = np.lexsort((np.arange(k.size), off, k))

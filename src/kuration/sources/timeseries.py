@@ -3,9 +3,9 @@
 Order and duplicate policy (applied per source, always before any windowing):
 
 * Times are snapped to the schema's ``sample_hz`` grid: a row at ``t`` seconds
-  lands on tick ``round(t * sample_hz)``.  A row farther than
-  ``snap_tolerance`` steps from its grid point is rejected (``SourceError``
-  naming the row).
+  lands on tick ``floor(t * sample_hz + 0.5)`` (a half step goes to the later
+  tick).  A row farther than ``snap_tolerance`` steps from its grid point is
+  rejected (``SourceError`` naming the row).
 * Rows whose time goes backwards within one entity (in file order) are sorted
   by time with a ``DataOrderWarning`` naming the first such row
   (``disorder="sort"``, the default), or rejected (``disorder="raise"``).
@@ -56,7 +56,7 @@ from ._columns import (
     gather_cells,
     padded_id_error,
 )
-from ._snap import COLLISION_POLICIES, group_starts, merge_groups, warn_dropped
+from ._snap import COLLISION_POLICIES, group_starts, merge_groups, snap_ticks, warn_dropped
 from ._units import declared_unit, to_field_unit
 from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
 
@@ -314,9 +314,7 @@ class TimeseriesAdapter(InputAdapter):
         hz = float(self.schema.sample_hz)
         rows = np.arange(n)
 
-        x = t_sec * hz
-        k = np.rint(x).astype(np.int64)
-        off = np.abs(x - k)
+        k, off = snap_ticks(t_sec, hz)
         bad = np.flatnonzero(off > self.snap_tolerance + 1e-9)
         if bad.size:
             r = int(bad[0])

@@ -124,3 +124,27 @@ def test_event_column_nan_is_no_event_and_codes_are_refused(
     ):
         with pytest.raises(SourceError, match=rf"row \d+: event column 'flag' holds {shown}"):
             read(bad)
+
+
+# -- times stamped at the half step ----------------------------------------------------------
+@pytest.mark.parametrize("collisions", ["nearest", "mean"])
+def test_rows_stamped_at_the_half_second_keep_one_tick_each(
+    adsb_table: pa.Table, adsb_job_dict: dict, adsb_schema, tmp_path: Path, collisions: str
+) -> None:
+    """A 1 Hz recorder that stamps its rows at .5 s: with NumPy's half-to-even rounding
+    rows at 0.5, 1.5, 2.5 s went to ticks 0, 2, 2, so half the rows collided (dropped, or
+    silently averaged in pairs with "mean") and every other tick was left empty."""
+    from kuration.sources import adapter_from_dict
+
+    adapter = adapter_from_dict({**adsb_job_dict["adapter"], "collisions": collisions}, adsb_schema)
+    late = _with_column(adsb_table, "timestamp", pc.add(adsb_table.column("timestamp"), 500))
+    want = adapter.read_table(_write(adsb_table, tmp_path, "parquet"))
+    got = adapter.read_table(_write(late, tmp_path, "csv"))
+    assert got.counts == {"snap_collisions": 0}
+    assert got.k0 == want.k0 + 1 and got.present.sum() == want.present.sum() == late.num_rows
+    for name in want.values:
+        np.testing.assert_array_equal(got.values[name], want.values[name])
+    ordered = late.take(pc.sort_indices(late, [("timestamp", "ascending")]))
+    stream = TickStream(adapter, _write(ordered, tmp_path, "csv"), batch_rows=500)
+    assert sum(int(b.present.sum()) for b in stream.blocks()) == late.num_rows
+    assert stream.counts["snap_collisions"] == 0

@@ -59,22 +59,24 @@ def _src(group: str) -> str:
 
 
 def test_ecg_at_250_hz_read_at_125_hz_is_counted_and_warned(registry: Path) -> None:
-    with pytest.warns(SnapCollisionWarning, match=r"125 row\(s\) of 1 entity") as rec:
+    # step i at i/250 s lands on tick floor(i/2 + 0.5): steps 2j-1 and 2j share tick j, the
+    # first and last steps have a tick of their own (half steps go to the later tick)
+    with pytest.warns(SnapCollisionWarning, match=r"124 row\(s\) of 1 entity") as rec:
         table = _adapter(registry).read_table(_src("p1"))
-    assert rec[0].message.count == 125
-    assert table.counts == {"snap_collisions": 125}
+    assert rec[0].message.count == 124
+    assert table.counts == {"snap_collisions": 124}
     ecg = table.entity_ids.index("ecg")
-    assert table.present[:, ecg].sum() == 125
+    assert table.present[:, ecg].sum() == 126
 
 
 def test_mean_and_raise(registry: Path) -> None:
     table = _adapter(registry, collisions="mean").read_table(_src("p1"))
     ecg = table.entity_ids.index("ecg")
     t = np.arange(250) / 250.0
-    k = np.rint(t * 125.0).astype(int)
-    want = np.array([np.arange(250)[k == j].mean() for j in range(125)])
+    k = np.floor(t * 125.0 + 0.5).astype(int)
+    want = np.array([np.arange(250)[k == j].mean() for j in range(126)])
     np.testing.assert_allclose(table.values["v"][:, ecg, 0], want)
-    with pytest.raises(SourceError, match=r"record 'p1-ecg', field 'v': 125 step"):
+    with pytest.raises(SourceError, match=r"record 'p1-ecg', field 'v': 124 step"):
         _adapter(registry, collisions="raise").read_table(_src("p1"))
     with pytest.raises(ValueError, match="collisions"):
         _adapter(registry, collisions="drop")
