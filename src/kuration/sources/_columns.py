@@ -36,6 +36,7 @@ __all__ = [
     "gather_cells",
     "padded_id_error",
     "pooled_empty",
+    "read_partitioned",
 ]
 
 
@@ -180,6 +181,28 @@ def event_flags(col: pa.ChunkedArray, name: str, src: str) -> np.ndarray:
 
 def _filled(mask: pa.Array) -> np.ndarray:
     return np.asarray(pc.fill_null(mask, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def read_partitioned(path: str, entity_column: str | None) -> pa.Table:
+    """A Hive-partitioned Parquet directory (``icao24=007/part-0.parquet``) as one table.
+
+    Arrow infers a partition key's type from the directory names, so keys
+    ``007`` and ``7`` both read as the integer 7: two entities merged into one,
+    and text ids losing their leading zeros.  A partition key that is the
+    entity column is therefore read as text, as a CSV id column is; the other
+    keys keep Arrow's inference.
+    """
+    import pyarrow.dataset as pads
+    import pyarrow.parquet as pq
+
+    found = pads.dataset(path, format="parquet", partitioning="hive").partitioning
+    keys = found.schema if found is not None else pa.schema([])
+    if entity_column is None or entity_column not in keys.names:
+        return pq.read_table(path)
+    text = pa.schema(
+        [pa.field(f.name, pa.string()) if f.name == entity_column else f for f in keys]
+    )
+    return pq.read_table(path, partitioning=pads.partitioning(text, flavor="hive"))
 
 
 def float_column(col: pa.ChunkedArray) -> np.ndarray:

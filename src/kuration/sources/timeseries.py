@@ -55,6 +55,7 @@ from ._columns import (
     float_column,
     gather_cells,
     padded_id_error,
+    read_partitioned,
 )
 from ._snap import COLLISION_POLICIES, group_starts, merge_groups, snap_ticks, warn_dropped
 from ._units import declared_unit, to_field_unit
@@ -228,12 +229,10 @@ class TimeseriesAdapter(InputAdapter):
                     where, convert_options=pacsv.ConvertOptions(column_types=types)
                 )
             else:
-                import pyarrow.parquet as pq
-
                 # decode only the mapped columns (a file's other columns, e.g. text, cost
                 # more to decode than the rest of the read); the checks below see them all
                 if not is_url(uri) and os.path.isdir(uri):  # a partitioned dataset
-                    table = pq.read_table(uri)
+                    table = read_partitioned(uri, self.entity_column)
                 else:
                     with _open_parquet(where, self._dictionary_columns()) as pf:
                         names = pf.schema_arrow.names

@@ -148,3 +148,26 @@ def test_rows_stamped_at_the_half_second_keep_one_tick_each(
     stream = TickStream(adapter, _write(ordered, tmp_path, "csv"), batch_rows=500)
     assert sum(int(b.present.sum()) for b in stream.blocks()) == late.num_rows
     assert stream.counts["snap_collisions"] == 0
+
+
+# -- Hive-partitioned directories ------------------------------------------------------------
+def test_partition_keys_that_look_numeric_stay_text_ids(
+    adsb_table: pa.Table, adsb_adapter: TimeseriesAdapter, tmp_path: Path
+) -> None:
+    """A directory partitioned by the entity column (``icao24=007/...``): Arrow typed the
+    keys as integers, so '007' and '7' read as one entity 7 (their rows merged, or refused as
+    duplicates where their times met) and '0042'-style ids lost their zeros."""
+    ids = sorted(set(adsb_table.column("icao24").to_pylist()))
+    numeric = dict(zip(ids, ["007", "7", "0042", "42", "0100", "100", "5"], strict=True))
+    renamed = _with_column(
+        adsb_table,
+        "icao24",
+        pa.array([numeric[i] for i in adsb_table.column("icao24").to_pylist()]),
+    )
+    pq.write_to_dataset(renamed, tmp_path / "parts", partition_cols=["icao24"])
+    flat = adsb_adapter.read_table(_write(renamed, tmp_path, "parquet"))
+    parts = adsb_adapter.read_table(str(tmp_path / "parts"))
+    assert parts.entity_ids == flat.entity_ids == ("0042", "007", "0100", "100", "42", "5", "7")
+    assert parts.present.sum() == flat.present.sum() == adsb_table.num_rows
+    for name in flat.values:
+        np.testing.assert_array_equal(parts.values[name], flat.values[name])
