@@ -58,6 +58,7 @@ from ._columns import (
     read_partitioned,
 )
 from ._snap import COLLISION_POLICIES, group_starts, merge_groups, snap_ticks, warn_dropped
+from ._timeunit import check_epoch_unit, unit_hint
 from ._units import declared_unit, to_field_unit
 from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
 
@@ -280,6 +281,7 @@ class TimeseriesAdapter(InputAdapter):
             Naming the source and the offending row for: unreadable files,
             missing or duplicated columns, null/non-finite times or entities,
             off-grid times, duplicated rows, backward time (``disorder="raise"``),
+            epoch times read in a unit 1000x too coarse (``time_unit``),
             unknown categorical labels, infinite values, an event column value other
             than true/false/1/0, an empty file.
         """
@@ -338,6 +340,9 @@ class TimeseriesAdapter(InputAdapter):
             warnings.warn(
                 f"{src}, row {r}: {msg}; rows sorted by time", DataOrderWarning, stacklevel=2
             )
+
+        if not pa.types.is_timestamp(table.schema.field(self.time_column).type):
+            check_epoch_unit(t_sec, by_ent, same, hz, self.time_unit, self.time_column, src)
 
         # exact duplicates of (entity, time); rows sorted by (entity, time, row).  Without
         # backward time the rows of each entity already are in time order
@@ -523,10 +528,8 @@ class TimeseriesAdapter(InputAdapter):
         if bad.size:
             raise SourceError(f"non-finite time {float(t[bad[0]])!r}", source=src, row=int(bad[0]))
         ns_per = _NS_PER[self.time_unit]
-        if raw.dtype.kind in "iu":
-            _check_ns_range(raw, _INT64_MAX // ns_per, col, name, src)
-        else:
-            _check_ns_range(raw, _INT64_MAX / ns_per, col, name, src)
+        limit = _INT64_MAX // ns_per if raw.dtype.kind in "iu" else _INT64_MAX / ns_per
+        _check_ns_range(raw, limit, col, name, src, self.time_unit)
         return t
 
     def _entities(self, table: pa.Table, src: str) -> tuple[np.ndarray, tuple[Any, ...]]:
@@ -616,7 +619,9 @@ def _narrow_codes(codes: np.ndarray, n_codes: int) -> np.ndarray:
     return codes
 
 
-def _check_ns_range(raw: np.ndarray, limit: float, col: pa.Array, name: str, src: str) -> None:
+def _check_ns_range(
+    raw: np.ndarray, limit: float, col: pa.Array, name: str, src: str, unit: str = "ns"
+) -> None:
     """Refuse times whose magnitude exceeds ``limit`` (in the column's own unit).
 
     ``limit`` is the largest value that still fits int64 nanoseconds; the
@@ -633,8 +638,10 @@ def _check_ns_range(raw: np.ndarray, limit: float, col: pa.Array, name: str, src
             shown = v.isoformat() if isinstance(v, dt.datetime) else repr(v)
         except (OverflowError, ValueError):  # beyond what Python datetimes can show
             shown = f"{raw[r]!r} {getattr(col.type, 'unit', '')}".strip()
+        # numbers: perhaps the wrong time_unit
+        hint = "" if pa.types.is_timestamp(col.type) else unit_hint(float(raw[r]), unit)
         raise TimeRangeError(
-            f"time {shown} is outside the int64-nanosecond range 1677-09-21..2262-04-11 UTC",
+            f"time {shown} is outside the int64-nanosecond range 1677-09-21..2262-04-11 UTC" + hint,
             source=src,
             row=r,
             column=name,

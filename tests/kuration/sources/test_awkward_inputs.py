@@ -171,3 +171,43 @@ def test_partition_keys_that_look_numeric_stay_text_ids(
     assert parts.present.sum() == flat.present.sum() == adsb_table.num_rows
     for name in flat.values:
         np.testing.assert_array_equal(parts.values[name], flat.values[name])
+
+
+# -- epoch times read in the wrong unit ------------------------------------------------------
+def test_epoch_times_in_the_wrong_unit_are_named_with_the_unit_that_fits(
+    adsb_sources: list[Path], adsb_job_dict: dict, adsb_schema
+) -> None:
+    """The sample's times are epoch milliseconds.  Read as microseconds they were January
+    1970 and 1000 rows fell on each 1 Hz tick: a warning under "nearest", nothing at all
+    under "mean", and a source of a few ticks either way."""
+    from kuration.sources import adapter_from_dict
+
+    uri = str(adsb_sources[0])
+    for unit, collisions in (("us", "nearest"), ("us", "mean")):
+        adapter = adapter_from_dict(
+            {**adsb_job_dict["adapter"], "time_unit": unit, "collisions": collisions},
+            adsb_schema,
+        )
+        with pytest.raises(
+            SourceError, match=r"time column 'timestamp' read in 'us' starts at 1970-01-19"
+        ) as exc:
+            adapter.read_table(uri)
+        assert "read in 'ms' they start at 2021-10-07T" in str(exc.value)
+        assert "set time_unit 'ms'" in str(exc.value)
+    too_fine = adapter_from_dict({**adsb_job_dict["adapter"], "time_unit": "s"}, adsb_schema)
+    with pytest.raises(
+        SourceError,
+        match=r"outside the int64-nanosecond range .*\(read as 'ms' this is 2021-10-07T",
+    ):
+        too_fine.read_table(uri)
+
+
+def test_a_fast_signal_from_time_zero_averaged_down_is_not_mistaken(tmp_path: Path) -> None:
+    from kuration import SchemaSpec
+
+    schema = SchemaSpec.from_dict({"sample_hz": 1.0, "fields": [{"name": "v", "kind": "scalar"}]})
+    n = 20_000  # 1 kHz for 20 s, times in s from 0, averaged onto 1 Hz
+    p = tmp_path / "imu.parquet"
+    pq.write_table(pa.table({"t": np.arange(n) / 1000.0, "v": np.ones(n)}), p)
+    adapter = TimeseriesAdapter(schema, time_column="t", fields={"v": "v"}, collisions="mean")
+    assert adapter.read_table(str(p)).present.sum() == 21
