@@ -26,6 +26,7 @@ __all__ = [
     "formation_area",
     "formation_speed",
     "formation_spread",
+    "geodetic_speed",
     "geodetic_to_ecef",
     "heading",
     "lag",
@@ -213,6 +214,60 @@ def speed(pos_m: np.ndarray, sample_hz: float, max_rate: float | None) -> np.nda
     return clamp_speed(step_velocity(pos_m, sample_hz)[1], max_rate)
 
 
+def geodetic_speed(
+    pos: np.ndarray, alt_factor: float | None, sample_hz: float, max_rate: float | None
+) -> np.ndarray:
+    """:func:`speed` of :func:`geodetic_to_ecef` positions, bit for bit, computed on the
+    consecutive valid pairs only.
+
+    A tick grid is mostly absent entities: instead of converting, differencing and
+    taking norms over every cell, the valid samples are converted once
+    (:func:`_ecef`), each pair of an entity's consecutive valid ticks is differenced
+    and normed with the same ufuncs in the same order as :func:`step_velocity` and
+    :func:`clamp_speed`, and the speeds are scattered back.  A sample with only some
+    coordinates missing takes the whole-grid path.
+
+    Parameters
+    ----------
+    pos : ndarray, shape (T, E, 2 or 3)
+        Latitude and longitude in degrees, then the altitude in its own unit; NaN marks
+        a missing sample.
+    alt_factor : float or None
+        Altitude unit to metres (None: the surface).
+    sample_hz : float
+    max_rate : float or None
+        The speed clamp, m/s.
+
+    Returns
+    -------
+    ndarray, shape (T, E, 1), float64, m/s
+        NaN at the first tick and wherever a tick or its predecessor is missing.
+    """
+    use_alt = pos.shape[-1] == 3 and alt_factor is not None
+    dims = 3 if use_alt else 2
+    nan = np.isnan(pos if pos.shape[-1] == dims else pos[..., :dims])
+    bad = nan[..., 0]
+    if pos.ndim != 3 or any(not np.array_equal(nan[..., j], bad) for j in range(1, dims)):
+        return speed(geodetic_to_ecef(pos, alt_factor), sample_hz, max_rate)
+    n_t, n_e = bad.shape
+    ok = ~bad.reshape(-1)
+    out = np.full((n_t * n_e, 1), _NAN)
+    cur = np.flatnonzero(ok[n_e:] & ok[:-n_e]) + n_e  # valid cells whose previous tick is too
+    if cur.size == 0:
+        return out.reshape(n_t, n_e, 1)
+    idx = np.flatnonzero(ok)
+    slot = np.cumsum(ok) - 1  # index of each valid cell among the valid ones
+    ci, pi = slot[cur], slot[cur - n_e]
+    flat = pos.reshape(-1, pos.shape[-1])
+    h = flat[:, 2][idx] * alt_factor if use_alt else None
+    acc = None
+    for comp in _ecef(flat[:, 0][idx], flat[:, 1][idx], h):
+        d = (comp[ci] - comp[pi]) * sample_hz  # step_velocity's difference, then its norm
+        acc = d * d if acc is None else acc + d * d
+    out[cur, 0] = clamp_speed(np.sqrt(acc), max_rate)
+    return out.reshape(n_t, n_e, 1)
+
+
 def heading(pos_m: np.ndarray, latlon: np.ndarray | None) -> np.ndarray:
     """Direction of motion between consecutive ticks, degrees in ``[0, 360)``.
 
@@ -257,14 +312,16 @@ def angle_delta(
     a : ndarray, shape (..., T, E, 1), in a unit whose full turn is ``full_turn``
     returns : ndarray, shape (..., T, E, 1), same unit per step
     """
-    d = step_diff(a)
+    d = step_diff(a)  # a new C-contiguous array: its flat view is itself
     half = full_turn / 2.0
-    ok = ~np.isnan(d)
-    if ok.all():
+    flat = d.reshape(-1)
+    idx = np.flatnonzero(~np.isnan(flat))
+    if idx.size == flat.size:
         return _wrap_step(d, half, full_turn, max_rate, sample_hz)
-    # a tick grid is mostly absent entities: wrap the defined steps only (same ufuncs)
+    # a tick grid is mostly absent entities: wrap the defined steps only (same ufuncs),
+    # gathered and scattered by index (cheaper than by mask)
     out = np.full(d.shape, _NAN)
-    out[ok] = _wrap_step(d[ok], half, full_turn, max_rate, sample_hz)
+    out.reshape(-1)[idx] = _wrap_step(flat[idx], half, full_turn, max_rate, sample_hz)
     return out
 
 

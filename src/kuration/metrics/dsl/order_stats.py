@@ -78,7 +78,7 @@ def tick_samples(x: np.ndarray) -> Samples:
     ok = ~np.isnan(v)
     first = np.zeros(v.shape[0] + 1, dtype=np.intp)
     np.cumsum(ok.sum(axis=1), out=first[1:])
-    return v[ok], first
+    return v.reshape(-1)[np.flatnonzero(ok)], first  # an index gather beats a mask's
 
 
 def selected_pairs(

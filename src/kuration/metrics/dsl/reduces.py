@@ -150,14 +150,20 @@ def sorted_values(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return _sort_rows(flat, n, scratch=True, compact=not mixed_zeros(v)), n
 
 
+_NEG_ZERO_BITS = np.uint64(1 << 63)
+
+
 def mixed_zeros(v: np.ndarray) -> bool:
     """Whether ``v`` holds both ``0.0`` and ``-0.0``: they tie, so which one a sort puts
     first depends on the input's order, and an order statistic keeps the sign it finds."""
-    zero = v == 0
-    if not zero.any():
-        return False
-    neg = np.signbit(v[zero])
-    return bool(neg.any() and not neg.all())
+    if v.dtype != np.float64:
+        zero = v == 0
+        if not zero.any():
+            return False
+        neg = np.signbit(v[zero])
+        return bool(neg.any() and not neg.all())
+    bits = v.view(np.uint64)  # +0.0 and -0.0 are the only floats with these bit patterns
+    return bool((bits == 0).any() and (bits == _NEG_ZERO_BITS).any())
 
 
 def _sort_rows(

@@ -92,12 +92,18 @@ def _velocity(st: Stream, fr: Frame, key: Key, vt: ValueType) -> np.ndarray:
 
 def _speed(st: Stream, fr: Frame, key: Key, vt: ValueType) -> np.ndarray:
     """Clamped speed (:func:`kernels.velocity`), cached per stream; a speed alone never
-    builds the clamped velocity vectors."""
-    out: np.ndarray = fr.memo(
-        (key, "@speed", st.windowed),
-        st.windowed,
-        lambda: kernels.clamp_speed(_step_velocity(st, fr, key, vt)[1], vt.max_rate),
-    )
+    builds the clamped velocity vectors, and a source-level geodetic speed whose velocity
+    is not wanted (yet) is taken on the valid pairs only (:func:`kernels.geodetic_speed`,
+    the same bits)."""
+
+    def make() -> np.ndarray:
+        f = _position_spec(vt)
+        if f.frame == "geodetic" and not st.windowed and fr.lookup((key, "@dv", False)) is None:
+            alt = conversion_factor(f.units[2], "m") if f.dims == 3 else None
+            return kernels.geodetic_speed(st.x, alt, fr.hz, vt.max_rate)
+        return kernels.clamp_speed(_step_velocity(st, fr, key, vt)[1], vt.max_rate)
+
+    out: np.ndarray = fr.memo((key, "@speed", st.windowed), st.windowed, make)
     return out
 
 

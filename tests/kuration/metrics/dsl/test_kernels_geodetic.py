@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from kuration.metrics.dsl.kernels import geodetic_to_ecef
+from kuration.metrics.dsl.kernels import geodetic_speed, geodetic_to_ecef, speed
 
 _A, _F = 6378137.0, 1.0 / 298.257223563
 _E2 = _F * (2.0 - _F)
@@ -55,3 +55,28 @@ def test_geodetic_to_ecef_matches_pymap3d() -> None:
     pos[rng.random(500) < 0.4, 0] = np.nan
     x, y, z = pymap3d.geodetic2ecef(pos[:, 0], pos[:, 1], pos[:, 2])
     np.testing.assert_allclose(geodetic_to_ecef(pos, 1.0), np.stack([x, y, z], -1), atol=1e-6)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    pos=hnp.arrays(
+        np.float64,
+        st.tuples(st.integers(1, 30), st.integers(0, 5), st.integers(2, 3)),
+        elements=st.one_of(st.floats(-90, 90), st.just(np.nan)),
+    ),
+    alt=st.sampled_from([None, 1.0, 0.3048]),
+    hz=st.sampled_from([1.0, 16.0, 0.2]),
+    max_rate=st.sampled_from([None, 400.0, 1e-3]),
+    whole=st.booleans(),
+)
+def test_geodetic_speed_bitwise_chain(
+    pos: np.ndarray, alt: float | None, hz: float, max_rate: float | None, whole: bool
+) -> None:
+    """The pairwise speed is the whole-grid chain's (convert, difference, norm, clamp) bit
+    for bit, for whole samples (NaN in every coordinate at once) and partly missing ones."""
+    if whole:  # missing samples miss every coordinate: the pairwise path
+        pos[np.isnan(pos).any(axis=-1)] = np.nan
+    got = geodetic_speed(pos, alt, hz, max_rate)
+    want = speed(geodetic_to_ecef(pos, alt), hz, max_rate)
+    assert got.shape == want.shape == (*pos.shape[:2], 1)
+    assert got.tobytes() == want.tobytes()

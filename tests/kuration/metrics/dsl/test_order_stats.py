@@ -145,3 +145,17 @@ def test_mixed_zeros_keep_the_window_sort(monkeypatch) -> None:
     w = w.reshape(w.shape[0], -1)
     assert np.array_equal(got["hp_med"], np.median(w, axis=1))
     assert np.array_equal(got["hp_p30"], np.percentile(w, 30, axis=1))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    vals=st.lists(st.sampled_from([0.0, -0.0, 1.0, -1.0, np.nan, np.inf]), max_size=8),
+    strided=st.booleans(),
+)
+def test_mixed_zeros_is_both_signs_of_zero(vals: list[float], strided: bool) -> None:
+    """The bit-pattern check says what the sign-bit definition says, on strided views too."""
+    v = np.array(vals + vals, dtype=np.float64)[:: 2 if strided else 1]
+    zero = v[v == 0]
+    want = bool(np.signbit(zero).any() and not np.signbit(zero).all())
+    assert reduces.mixed_zeros(v) is want
+    assert reduces.mixed_zeros(v.astype(np.float32)) is want  # the general path
