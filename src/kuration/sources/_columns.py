@@ -29,6 +29,7 @@ from ..errors import EntityIdError, SourceError
 
 __all__ = [
     "cell_rows",
+    "csv_parse_options",
     "dictionary_entity_codes",
     "event_flags",
     "first_padded",
@@ -203,6 +204,15 @@ def read_partitioned(path: str, entity_column: str | None) -> pa.Table:
         [pa.field(f.name, pa.string()) if f.name == entity_column else f for f in keys]
     )
     return pq.read_table(path, partitioning=pads.partitioning(text, flavor="hive"))
+
+
+def csv_parse_options(uri: str) -> Any:
+    """Arrow CSV parse options for a file: tab-separated for ``.tsv`` (and ``.tsv.gz``)
+    names, which ``format="auto"`` reads as CSV, else comma-separated."""
+    import pyarrow.csv as pacsv
+
+    low = uri.lower()
+    return pacsv.ParseOptions(delimiter="\t" if low.endswith((".tsv", ".tsv.gz")) else ",")
 
 
 def float_column(col: pa.ChunkedArray) -> np.ndarray:

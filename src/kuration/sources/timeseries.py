@@ -49,6 +49,7 @@ from ..core.remote import is_url, read_remote
 from ..errors import AdapterError, DataOrderWarning, EntityIdError, SourceError, TimeRangeError
 from ._columns import (
     cell_rows,
+    csv_parse_options,
     dictionary_entity_codes,
     event_flags,
     first_padded,
@@ -227,7 +228,9 @@ class TimeseriesAdapter(InputAdapter):
                 # ids are text: never let CSV type inference turn "0042" into 42
                 types = {self.entity_column: pa.string()} if self.entity_column else {}
                 table = pacsv.read_csv(
-                    where, convert_options=pacsv.ConvertOptions(column_types=types)
+                    where,
+                    parse_options=csv_parse_options(str(uri)),
+                    convert_options=pacsv.ConvertOptions(column_types=types),
                 )
             else:
                 # decode only the mapped columns (a file's other columns, e.g. text, cost

@@ -211,3 +211,22 @@ def test_a_fast_signal_from_time_zero_averaged_down_is_not_mistaken(tmp_path: Pa
     pq.write_table(pa.table({"t": np.arange(n) / 1000.0, "v": np.ones(n)}), p)
     adapter = TimeseriesAdapter(schema, time_column="t", fields={"v": "v"}, collisions="mean")
     assert adapter.read_table(str(p)).present.sum() == 21
+
+
+# -- tab-separated files ---------------------------------------------------------------------
+def test_tsv_files_are_read_tab_separated(
+    adsb_table: pa.Table, adsb_adapter: TimeseriesAdapter, tmp_path: Path
+) -> None:
+    """``format="auto"`` took ``.tsv`` for CSV and split it at commas: one column named
+    after the whole header, refused as missing every mapped column."""
+    tsv = tmp_path / "src.tsv"
+    pacsv.write_csv(adsb_table, tsv, pacsv.WriteOptions(delimiter="\t"))
+    want = adsb_adapter.read_table(_write(adsb_table, tmp_path, "csv"))
+    got = adsb_adapter.read_table(str(tsv))
+    assert got.entity_ids == want.entity_ids and got.k0 == want.k0
+    for name in want.values:
+        np.testing.assert_array_equal(got.values[name], want.values[name])
+    ordered = adsb_table.take(pc.sort_indices(adsb_table, [("timestamp", "ascending")]))
+    pacsv.write_csv(ordered, tsv, pacsv.WriteOptions(delimiter="\t"))
+    stream = TickStream(adsb_adapter, str(tsv), batch_rows=500)
+    assert sum(int(b.present.sum()) for b in stream.blocks()) == adsb_table.num_rows
