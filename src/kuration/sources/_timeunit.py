@@ -15,10 +15,12 @@ from __future__ import annotations
 import datetime as dt
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import SourceError
 
-__all__ = ["check_epoch_unit", "unit_hint"]
+__all__ = ["check_epoch_unit", "text_time_error", "unit_hint"]
 
 _SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 #: 1990-01-01 .. 2100-01-01 UTC, in seconds since the epoch: "a date of this era".
@@ -105,3 +107,56 @@ def check_epoch_unit(
                 f"{_iso(lo * factor)}, {step * factor:.3g} steps apart: set time_unit {fit!r}",
                 source=src,
             )
+
+
+_ZONED = r"(Z|z|[+-][0-9]{2}(:?[0-9]{2})?)$"
+
+
+def text_time_error(col: pa.Array, name: str, src: str) -> SourceError:
+    """Why a time column read as text is not times: naive and zoned mixed, or a row that
+    is no ISO 8601 time.
+
+    Arrow types a CSV time column as timestamps only when every value parses as
+    one kind: all naive or all with a UTC offset.  A file that mixes them (a
+    logger that added ``Z`` after an update) stays text.
+
+    Returns
+    -------
+    SourceError
+        Naming the column and the rows of each kind, or the first row that is
+        not an ISO 8601 time.
+    """
+    text = pc.utf8_trim_whitespace(col.cast(pa.string()))
+    zoned = _matches(text, _ZONED)
+    iso = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?)?"
+    number = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+    is_iso = _matches(text, iso + _ZONED[:-1] + "?$")
+    zoned &= is_iso
+    ok = is_iso | _matches(text, number)
+    if not ok.all():
+        r = int(np.flatnonzero(~ok)[0])
+        return SourceError(
+            f"time column {name!r} is text and row {r} holds {text[r].as_py()!r}, not a number "
+            "or an ISO 8601 time",
+            source=src,
+            row=r,
+        )
+    if zoned.any() and not zoned.all():
+        a, b = int(np.flatnonzero(~zoned)[0]), int(np.flatnonzero(zoned)[0])
+        return SourceError(
+            f"time column {name!r} mixes times without a UTC offset (row {a}: "
+            f"{text[a].as_py()!r}) and with one (row {b}: {text[b].as_py()!r}); naive times "
+            "are read as UTC, so give every time an offset, or none",
+            source=src,
+            row=min(a, b),
+        )
+    return SourceError(
+        f"time column {name!r} is text that does not read as one kind of time (numbers and "
+        "ISO 8601 times mixed, or a time Arrow cannot parse); expected numbers or timestamps",
+        source=src,
+    )
+
+
+def _matches(text: pa.Array, pattern: str) -> np.ndarray:
+    hit = pc.fill_null(pc.match_substring_regex(text, pattern), False)
+    return np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool)

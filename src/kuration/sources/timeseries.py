@@ -59,7 +59,7 @@ from ._columns import (
     read_partitioned,
 )
 from ._snap import COLLISION_POLICIES, group_starts, merge_groups, snap_ticks, warn_dropped
-from ._timeunit import check_epoch_unit, unit_hint
+from ._timeunit import check_epoch_unit, text_time_error, unit_hint
 from ._units import declared_unit, to_field_unit
 from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
 
@@ -520,6 +520,8 @@ class TimeseriesAdapter(InputAdapter):
             raw = np.asarray(col.cast(pa.int64()).to_numpy(zero_copy_only=False))
             _check_ns_range(raw, _INT64_MAX // ns_per, col, name, src)
             return np.asarray(raw * ns_per, dtype=np.float64) * 1e-9
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            raise text_time_error(col, name, src)
         if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
             raise SourceError(
                 f"time column {name!r} has type {col.type}, expected numbers or timestamps",

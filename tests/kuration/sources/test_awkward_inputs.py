@@ -230,3 +230,34 @@ def test_tsv_files_are_read_tab_separated(
     pacsv.write_csv(ordered, tsv, pacsv.WriteOptions(delimiter="\t"))
     stream = TickStream(adsb_adapter, str(tsv), batch_rows=500)
     assert sum(int(b.present.sum()) for b in stream.blocks()) == adsb_table.num_rows
+
+
+# -- time columns left as text ---------------------------------------------------------------
+def _iso_times(table: pa.Table, zone: np.ndarray) -> pa.Table:
+    """The sample's epoch-ms times as ISO 8601 text, with a ``Z`` where ``zone`` is true."""
+    stamps = pc.strftime(table.column("timestamp").cast(pa.timestamp("ms")), "%Y-%m-%dT%H:%M:%S")
+    text = pc.if_else(pa.array(zone), pc.binary_join_element_wise(stamps, "Z", ""), stamps)
+    return _with_column(table, "timestamp", text)
+
+
+def test_naive_and_zoned_times_mixed_name_a_row_of_each(
+    adsb_table: pa.Table, adsb_adapter: TimeseriesAdapter, tmp_path: Path
+) -> None:
+    n = adsb_table.num_rows
+    naive = adsb_adapter.read_table(
+        _write(_iso_times(adsb_table, np.zeros(n, bool)), tmp_path, "csv")
+    )
+    assert naive.present.sum() == n  # all naive: read as UTC
+    mixed = np.arange(n) >= 1000  # a logger that started writing "Z" after an update
+    uri = _write(_iso_times(adsb_table, mixed), tmp_path, "csv")
+    with pytest.raises(
+        SourceError, match=r"mixes times without a UTC offset \(row 0: '2021-10-07T"
+    ) as exc:
+        adsb_adapter.read_table(uri)
+    assert "and with one (row 1000: '2021-10-07T" in str(exc.value)
+    lines = Path(uri).read_text().splitlines()
+    Path(uri).write_text("\n".join([*lines[:500], lines[0], *lines[500:]]) + "\n")  # header again
+    with pytest.raises(
+        SourceError, match=r"row 499: time column 'timestamp' is text and row 499 holds 'timestamp'"
+    ):
+        adsb_adapter.read_table(uri)
