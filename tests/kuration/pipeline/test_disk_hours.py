@@ -343,3 +343,16 @@ def test_exact_dedup_on_disk_writes_what_memory_writes(small_job, tmp_path: Path
     job = {**small_job, "sources": [*small_job["sources"][:2], str(replica)], "strategy": st}
     budget = {"train_hours": 0.5, "test_hours": 0.0}  # every source in train, the copy too
     _both({**job, "span_seconds": 60, "budget": budget}, tmp_path)
+
+
+def test_explain_says_the_disk_pool_scores_in_the_lead(small_job) -> None:
+    """With another executor, the plan names the lead as the scorer of every disk stage
+    and says what the executor still does (the writing), instead of claiming it scores."""
+    p = Pipeline.from_job({**small_job, "pool": "disk"}).options(executor="process", workers=2)
+    plan = p.explain()
+    scoring = [s for s in plan.stages if s.kind in ("read", "segment", "features")]
+    assert {s.executor for s in scoring} == {"local (in the lead, one source at a time)"}
+    assert plan.stage("write").executor == "process x2"
+    assert any("only writing uses the executor" in w for w in plan.warnings)
+    local = p.options(executor="local", workers=1).explain()
+    assert not any("disk pool scores" in w for w in local.warnings)
