@@ -1,4 +1,4 @@
-"""Peak RSS of a count selection on the disk-backed pool at two corpus sizes (and the in-memory path).
+"""Peak RSS of a count selection (or an hours run) on the disk-backed pool at two corpus sizes (and in memory).
 
 Run on demand (not part of the test suite)::
 
@@ -6,6 +6,7 @@ Run on demand (not part of the test suite)::
     .venv/bin/python bench/bench_pool.py --small 96 --large 960  # quicker
     .venv/bin/python bench/bench_pool.py --corpus /tmp/corpus     # keep the corpus for a rerun
     .venv/bin/python bench/bench_pool.py --record                 # the ratios into bench/results.json
+    .venv/bin/python bench/bench_pool.py --hours --small 192 --large 1920  # the hours run
 
 Corpus: the 12 ADS-B quickstart sources (15 min slices) replicated to
 ``--large`` files with distinct entity ids (``bench/corpus.py``: the
@@ -25,6 +26,13 @@ pool size and the selection's keys digest:
   score stage, the index load and the rest);
 * ``memory``: the reference in-memory runtime on the same plan.
 
+With ``--hours`` each child writes the quickstart job's dataset instead (its 4 h / 1 h
+budget and 300 s spans, so the output stays the same size while the pool grows):
+``Pipeline.from_job(job).options(pool=...).write(out)``; the per-stage peaks are
+those of :mod:`kuration.pipeline.disk_hours` (score, then index load to the end),
+and disk and memory must write the same ``dataset_manifest.json`` (its SHA-256 is
+compared).
+
 Printed: peak RSS per size and runtime, the large/small ratio per runtime
 (target for the disk pool: <= 1.2x), and whether disk and memory selected the
 same segments at each size.
@@ -35,6 +43,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -65,13 +74,14 @@ def _hwm_mb() -> float:
     return float("nan")
 
 
-def _stage_peaks(peaks: dict[str, float]) -> Callable[[str], None]:
+def _stage_peaks(peaks: dict[str, float], hours: bool = False) -> Callable[[str], None]:
     """Record the peak RSS of each part of a disk-pool run in ``peaks``: ``setup`` (imports,
     plan), ``score``, ``connect`` (DuckDB), ``index`` (the load) and ``select`` (filters,
     bins, ranks, the top n).  The high-water mark is read and then reset (``5`` into
     ``/proc/self/clear_refs``) where each part starts."""
-    from kuration.pipeline import disk_pool
+    from kuration.pipeline import disk_hours, disk_pool
 
+    module: Any = disk_hours if hours else disk_pool
     part = ["setup"]
 
     def boundary(nxt: str) -> None:
@@ -80,7 +90,7 @@ def _stage_peaks(peaks: dict[str, float]) -> Callable[[str], None]:
         part[0] = nxt
 
     def wrap(name: str, stage: str, after: str) -> None:
-        fn = getattr(disk_pool, name)
+        fn = getattr(module, name)
 
         def measured(*a: Any, **k: Any) -> Any:
             boundary(stage)
@@ -89,10 +99,10 @@ def _stage_peaks(peaks: dict[str, float]) -> Callable[[str], None]:
             finally:
                 boundary(after)
 
-        setattr(disk_pool, name, measured)
+        setattr(module, name, measured)
 
     wrap("_score_stage", "score", "connect")
-    wrap("load_partitions", "index", "select")
+    wrap("load_partitions", "index", "hours" if hours else "select")
     return boundary  # called once more at the end of the run
 
 
@@ -102,16 +112,25 @@ def _child(args: argparse.Namespace) -> None:
     peaks: dict[str, float] = {}
     end = None
     if args.pool == "disk" and Path("/proc/self/clear_refs").exists():
-        end = _stage_peaks(peaks)
+        end = _stage_peaks(peaks, args.hours)
     job = json.loads(Path(args.job).read_text())
-    p = Pipeline.from_job(job).select(args.n)
+    p = Pipeline.from_job(job) if args.hours else Pipeline.from_job(job).select(args.n)
     if args.pool == "disk":
         p = p.options(pool="disk", checkpoint_dir=args.ckpt)
     t0, c0 = time.perf_counter(), time.process_time()
-    res = p.run()
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    keys = json.dumps([[s.source_id, s.start_idx] for s in res.selected]).encode()
-    n_pool = res.n_pool if args.pool == "disk" else len(res.pool)  # type: ignore[union-attr]
+    if args.hours:
+        out = Path(f"{args.ckpt}-out")
+        res: Any = p.write(out, force=True)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        keys = (out / "dataset_manifest.json").read_bytes()
+        n_pool, n_out = res.scoring.summary()["segments"], len(res.manifest["shards"])
+        shutil.rmtree(out, ignore_errors=True)
+    else:
+        res = p.run()
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        keys = json.dumps([[s.source_id, s.start_idx] for s in res.selected]).encode()
+        n_pool = res.n_pool if args.pool == "disk" else len(res.pool)
+        n_out = len(res.selected)
     if end is not None:
         end("end")
     print(
@@ -122,7 +141,7 @@ def _child(args: argparse.Namespace) -> None:
                 "wall_s": wall,
                 "cpu_s": cpu,
                 "n_pool": n_pool,
-                "n_selected": len(res.selected),
+                "n_selected": n_out,
                 "selection_sha256": hashlib.sha256(keys).hexdigest(),
             }
         )
@@ -142,10 +161,10 @@ def _job(files: list[Path], out: Path, group_cap: bool) -> Path:
     return path
 
 
-def _measure(job: Path, pool: str, n: int, tmp: Path) -> dict[str, Any]:
+def _measure(job: Path, pool: str, n: int, tmp: Path, hours: bool = False) -> dict[str, Any]:
     ckpt = tmp / f"ck-{job.stem}-{pool}"
     cmd = [sys.executable, __file__, "--child", "--job", str(job), "--pool", pool]
-    cmd += ["--n", str(n), "--ckpt", str(ckpt)]
+    cmd += ["--n", str(n), "--ckpt", str(ckpt)] + (["--hours"] if hours else [])
     out = subprocess.run(cmd, capture_output=True, text=True, check=True)
     shutil.rmtree(ckpt, ignore_errors=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -162,9 +181,11 @@ def _record(
         return f"{b / a:.2f}x ({a:.0f} -> {b:.0f} MB)"
 
     cap = "without" if args.no_group_cap else "with"
+    what = "the quickstart job's hours dataset" if args.hours else f"select {args.n}"
     bench = (
-        f"`bench_pool.py` ({args.small:,} -> {args.large:,} sources, quickstart strategy "
-        f"{cap} its group cap, select {args.n}): peak RSS large / small, disk pool"
+        f"`bench_pool.py{' --hours' if args.hours else ''}` ({args.small:,} -> {args.large:,} "
+        f"sources, quickstart strategy {cap} its group cap, {what}): peak RSS large / small, "
+        f"disk pool (load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} cores)"
     )
     measured = ratio("disk")
     if "memory" in pools:
@@ -172,9 +193,11 @@ def _record(
             res[k, "disk"]["selection_sha256"] == res[k, "memory"]["selection_sha256"]
             for k in ("small", "large")
         )
-        bench += "; in memory (disk == memory selections)"
+        same_what = "manifests" if args.hours else "selections"
+        bench += f"; in memory (disk == memory {same_what})"
         measured += f"; {ratio('memory')} ({'equal' if same else 'DIFFERENT'})"
-    record([{"id": "pool", "benchmark": bench, "measured": measured, "goal": "<= 1.2x (issue 13)"}])
+    row_id = "pool-hours" if args.hours else "pool"
+    record([{"id": row_id, "benchmark": bench, "measured": measured, "goal": "<= 1.2x (issue 13)"}])
     print("recorded in bench/results.json; run bench/perf_table.py --write")
 
 
@@ -187,6 +210,7 @@ def main() -> None:
     ap.add_argument("--no-group-cap", action="store_true", help="the strategy without its cap")
     ap.add_argument("--corpus", help="build the corpus here and keep it (reused when complete)")
     ap.add_argument("--record", action="store_true", help="store the ratios in bench/results.json")
+    ap.add_argument("--hours", action="store_true", help="write the job's hours dataset")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--job", help=argparse.SUPPRESS)
     ap.add_argument("--pool", help=argparse.SUPPRESS)
@@ -208,12 +232,12 @@ def main() -> None:
         res: dict[tuple[str, str], dict[str, Any]] = {}
         for size, job in jobs.items():
             for pool in pools:
-                r = res[size, pool] = _measure(job, pool, args.n, tmp)
+                r = res[size, pool] = _measure(job, pool, args.n, tmp, args.hours)
                 n_src = args.small if size == "small" else args.large
                 print(
                     f"{pool:6s} {n_src:6d} sources: peak RSS {r['rss_mb']:7.1f} MB, "
                     f"{r['wall_s']:6.1f} s ({r['cpu_s']:.1f} s CPU), pool {r['n_pool']} "
-                    f"segments, {r['n_selected']} selected"
+                    f"segments, {r['n_selected']} {'shards' if args.hours else 'selected'}"
                 )
                 if r["stages_mb"]:
                     print(
@@ -230,7 +254,8 @@ def main() -> None:
                 same = (
                     res[size, "disk"]["selection_sha256"] == res[size, "memory"]["selection_sha256"]
                 )
-                print(f"{size}: disk and memory select the same segments: {same}")
+                what = "write the same manifest" if args.hours else "select the same segments"
+                print(f"{size}: disk and memory {what}: {same}")
         if args.record:
             _record(args, res, pools)
     finally:

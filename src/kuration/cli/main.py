@@ -151,6 +151,7 @@ def _add_run(p: argparse.ArgumentParser) -> None:
         help="fail before reading when the plan's estimated peak exceeds SIZE (2GB, 512MiB)",
     )
     p.add_argument("--json", action="store_true", help="print the results as JSON")
+    _pool_arguments(p)
     p.set_defaults(fn=_Lazy("run", "cmd_run"))
 
 
@@ -246,6 +247,11 @@ def _count_arguments(p: argparse.ArgumentParser) -> None:
 def _add_curate(p: argparse.ArgumentParser) -> None:
     _count_arguments(p)
     p.add_argument("--strategy", help="strategy JSON file (default: the job's strategy)")
+    _pool_arguments(p)
+    p.set_defaults(fn=_Lazy("curate", "cmd_curate"))
+
+
+def _pool_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--pool",
         choices=("memory", "disk"),
@@ -257,9 +263,9 @@ def _add_curate(p: argparse.ArgumentParser) -> None:
         "--checkpoint-dir",
         default=None,
         help="where the disk pool keeps its checkpoints, reused by a rerun over unchanged "
-        "inputs (default: the job's checkpoint_dir, else a temporary directory)",
+        "inputs (default: the job's checkpoint_dir, else a temporary directory; for "
+        "kur run, the destination's staging area, kept until the commit for --resume)",
     )
-    p.set_defaults(fn=_Lazy("curate", "cmd_curate"))
 
 
 def _add_experiment(p: argparse.ArgumentParser) -> None:

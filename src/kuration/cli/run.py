@@ -123,6 +123,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             memory_budget=args.memory_budget,
             executor=args.executor,
             ray_address=args.ray_address,
+            pool=args.pool,
+            checkpoint_dir=args.checkpoint_dir,
         )
     wall = time.perf_counter() - start
     if args.json:

@@ -533,7 +533,7 @@ class JobModel(_Model):
     """A source that fails to read is skipped (and logged) or stops the run."""
     pool: Literal["memory", "disk"] = Field("memory", description="`disk`: the scored pool on disk")
     checkpoint_dir: str | None = None
-    """Where `pool: "disk"` keeps its checkpointed partitions and DuckDB index (relative to the job file; default: a temporary directory removed after the run); a rerun over unchanged inputs reuses them."""
+    """Where `pool: "disk"` keeps its checkpointed partitions and DuckDB index (relative to the job file; default: a temporary directory removed after the run, for an hours run the destination's staging area, kept for `resume` until the commit); a rerun over unchanged inputs reuses them."""
     span_steps: PositiveInt | None = None
     """Cut each track into independently budgeted spans of this many steps. A span where the entity is present at no step is no candidate (config.json `results.budget.empty_spans_excluded` counts them); a partly present one counts all its steps, and `present_s` says how many of the admitted seconds hold data."""
     span_seconds: PositiveNumber | None = None

@@ -3,7 +3,9 @@
 ``Pipeline.options(pool="disk")`` (job key ``"pool": "disk"``) runs an
 eligible count plan (:func:`disk_ineligible`) on this runtime instead of the
 reference in-memory one; :meth:`kuration.Pipeline.explain` names the runtime
-of each stage.  The runtime:
+of each stage.  An eligible hours plan runs there too: its score stage is this
+module's, and :mod:`kuration.pipeline.disk_hours` ranks every segment in the
+index and builds the track candidates one source at a time.  The runtime:
 
 1. **score** -- reads, windows and scores one source at a time (metrics, then
    transforms) and writes its segments as :class:`SegmentBatch` record
@@ -35,21 +37,24 @@ reads its weighted feature columns of the eligible rows (8 bytes a row and
 feature) and normalises them with the in-memory code, so floating-point sums
 agree to the last bit.
 
-Methods covered: ``top-k``, ``uniform-bins``, ``weighted``.  Not covered yet
-(the plan stays on the reference runtime, and ``explain`` says why): other methods,
-whole-pool scorers and ``near_dedup``.
+Methods covered: ``top-k``, ``uniform-bins``, ``weighted``, for a count or an
+hours budget.  Not covered yet (the plan stays on the reference runtime, and
+``explain`` says why): other methods, whole-pool scorers and ``near_dedup``; for
+hours also analyzers (they read the whole pool's segments) and ``streaming=True``
+(its own two-pass runtime).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import shutil
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +62,7 @@ from typing import Any
 from ..contracts.buffer import build_window
 from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segment, Segmenter
+from ..core.progress import ProgressCallback, emit
 from ..errors import EmptyPoolError, KurationError, PipelineError
 from ..metrics.alloc import retain_freed_memory
 from ..metrics.transform_exec import TransformRunner
@@ -132,16 +138,20 @@ def disk_meets_budget(
 
 
 def budget_pool(p: Any, sources: Sequence[str]) -> int | None:
-    """The automatic choice: with a ``memory_budget`` that the in-memory count plan of
-    ``p`` exceeds, the index memory with which the disk pool meets it (the plan is then
-    run there), else None.  Only for ``pool="memory"``, not streamed, eligible plans."""
-    from .logical import CountSelection
+    """The automatic choice: with a ``memory_budget`` that the in-memory count or hours
+    plan of ``p`` exceeds, the index memory with which the disk pool meets it (the plan is
+    then run there), else None.  Only for ``pool="memory"``, not streamed, eligible plans
+    (for hours also without analyzers)."""
+    from .logical import CountSelection, HoursSelection
     from .memory import estimate_peak
 
     budget = p.opts.memory_budget
     if budget is None or p.opts.pool != "memory" or p.opts.streaming:
         return None
-    if not isinstance(p.selection, CountSelection) or disk_ineligible(p.strategy_) is not None:
+    hours = isinstance(p.selection, HoursSelection) and not p.analyzers
+    if not (hours or isinstance(p.selection, CountSelection)):
+        return None
+    if disk_ineligible(p.strategy_) is not None:
         return None
     est = estimate_peak(p, sources)
     if est.in_memory <= budget:
@@ -160,21 +170,41 @@ _DISK_STAGES = {
 }
 
 
+#: what the disk runtime does at the stages of an hours plan that the count plan lacks
+_DISK_HOURS_STAGES = {
+    **_DISK_STAGES,
+    "fill": "spans built source by source from the index into one columnar candidate table",
+    "tracks": "admitted sources reread one at a time",
+    "write": "shards staged per source, committed at the end",
+}
+
+
+def _hours_ineligible(stages: Sequence[PlanStage], st: Strategy, streaming: bool) -> str | None:
+    """Why the hours plan cannot run on the disk runtime, or None when it can."""
+    if streaming:
+        return "streaming=True runs its own two-pass runtime"
+    if any(s.kind == "enrich" and not s.empty for s in stages):
+        return "analyzers read the whole pool's segments"
+    return disk_ineligible(st)
+
+
 def plan_pool(
-    stages: Sequence[PlanStage], st: Strategy, mode: str, pool: str
+    stages: Sequence[PlanStage], st: Strategy, mode: str, pool: str, *, streaming: bool = False
 ) -> tuple[tuple[PlanStage, ...], list[str]]:
-    """The planner's choice of runtime: with ``pool="disk"`` and an eligible count plan,
-    the stages this runtime covers get :data:`DISK_RUNTIME` (and a ``runtime`` detail);
+    """The planner's choice of runtime: with ``pool="disk"`` and an eligible count or hours
+    plan, the stages this runtime covers get :data:`DISK_RUNTIME` (and a ``runtime`` detail);
     otherwise the stages are unchanged and a warning says why the plan stays in memory."""
     if pool != "disk":
         return tuple(stages), []
-    why = "an hours budget is not disk-backed yet" if mode != "count" else disk_ineligible(st)
+    hours = mode != "count"
+    why = _hours_ineligible(stages, st, streaming) if hours else disk_ineligible(st)
     if why is not None:
         return tuple(stages), [f"pool='disk' requested, but {why}: the reference runtime runs it"]
+    covered = _DISK_HOURS_STAGES if hours else _DISK_STAGES
     out = []
     for s in stages:
-        if s.kind in _DISK_STAGES and not s.empty:
-            detail = {**dict(s.detail), "runtime": _DISK_STAGES[s.kind]}
+        if s.kind in covered and not s.empty:
+            detail = {**dict(s.detail), "runtime": covered[s.kind]}
             traits = s.traits
             if s.kind == "features":  # one checkpointed partition per source
                 traits = traits.model_copy(update={"checkpoint": "partition"})
@@ -274,8 +304,10 @@ def _score_source(
     st: Strategy,
     schema: SchemaSpec,
     runner: TransformRunner,
+    describe: Callable[[Any, list[Segment]], Mapping[str, Any]] | None = None,
 ) -> tuple[list[Segment], list[bytes] | None, dict[str, Any]]:
-    """One source read, windowed and scored; the digests of its windows when dedup needs them."""
+    """One source read, windowed and scored; the digests of its windows when dedup needs them
+    (``describe`` adds what it returns about the source to the partition's meta)."""
     engine = strategy_engine(st, schema)
     retain_freed_memory()  # whole sources: their temporaries stay mapped (metrics.alloc)
     table = adapter.read_table(uri)
@@ -292,7 +324,13 @@ def _score_source(
     if _wants_digests(st):
         digests = [window_digest(build_window(table, s.start_idx, s.end_idx)) for s in segs]
     meta = {"source_id": table.source_id, "uri": uri, "n_steps": table.n_steps, "n": len(segs)}
+    if describe is not None:
+        meta.update(describe(table, segs))
     return segs, digests, meta
+
+
+#: ``describe(uri, fingerprint, table, segments)``: what a partition's meta records of its source
+Describe = Callable[[str, str, Any, list[Segment]], Mapping[str, Any]]
 
 
 @dataclass
@@ -300,6 +338,8 @@ class _Scored:
     commits: dict[str, PartitionCommit] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     batch_rows: int = 0
+    on_error: str = "skip"
+    durable: bool = True
 
 
 def _score_stage(
@@ -313,31 +353,30 @@ def _score_stage(
     batch_rows: int,
     on_error: str,
     durable: bool,
+    describe: Describe | None = None,
+    progress: ProgressCallback | None = None,
 ) -> _Scored:
-    """Every source into its own partition (reused when its key matches a valid commit)."""
-    out = _Scored(batch_rows=batch_rows)
-    features = list(st.feature_names)
-    arrow = SegmentBatch.arrow_schema(features)
+    """Every source into its own partition (reused when its key matches a valid commit);
+    ``describe(uri, fingerprint, table, segments)`` adds to each new partition's meta;
+    ``progress`` gets a ``scoring`` advance event per source."""
+    out = _Scored(batch_rows=batch_rows, on_error=on_error, durable=durable)
     transforms, _ = resolve_uses(st, schema)
     runner = TransformRunner(transforms)
-    keys = {}
-    for uri in sorted(uris):
-        key = ck.partition_key(uri, {"uri": uri, "fingerprint": adapter.fingerprint(uri)})
+    keys: dict[str, str] = {}
+    todo = sorted(uris)
+    for i, uri in enumerate(todo, 1):
+        fp = adapter.fingerprint(uri)
+        keys[uri] = key = ck.partition_key(uri, {"uri": uri, "fingerprint": fp})
         hit = ck.lookup(uri, key)
         if hit is not None:
-            out.commits[uri], keys[uri] = hit, key
-            continue
-        try:
-            segs, dig, meta = _score_source(adapter, uri, segmenter, st, schema, runner)
-        except Exception as exc:
-            if on_error == "raise":
-                raise
-            out.errors[uri] = msg = f"{type(exc).__name__}: {exc}"
-            print(f"kuration: skipped source {uri}: {msg}", file=sys.stderr)
-            continue
-        batches = (b.batch for b in SegmentBatch.split(segs, features, batch_rows, digests=dig))
-        out.commits[uri] = ck.write(uri, key, arrow, batches, meta, durable=durable)
-        keys[uri] = key
+            out.commits[uri] = hit
+        else:
+            desc = None if describe is None else functools.partial(describe, uri, fp)
+            _score_partition(ck, adapter, (uri, fp, key), segmenter, st, schema, runner, desc, out)
+        if uri not in out.commits:
+            del keys[uri]
+        status = "error" if uri in out.errors else "ok"
+        emit(progress, "scoring", "advance", current=i, total=len(todo), source=uri, status=status)
     ck.commit_stage(keys)
     seen: dict[str, str] = {}
     for uri, c in sorted(out.commits.items()):
@@ -346,6 +385,35 @@ def _score_stage(
             raise KurationError(f"two sources share the id {sid!r} ({seen[sid]}, {uri})")
         seen[sid] = uri
     return out
+
+
+def _score_partition(
+    ck: StageCheckpoint,
+    adapter: InputAdapter,
+    source: tuple[str, str, str],
+    segmenter: Segmenter,
+    st: Strategy,
+    schema: SchemaSpec,
+    runner: TransformRunner,
+    describe: Callable[[Any, list[Segment]], Mapping[str, Any]] | None,
+    out: _Scored,
+) -> None:
+    """Score one source (``uri``, ``fingerprint``, partition ``key``) into its partition
+    (``out.commits``), or record its error (``out.errors``, ``on_error="skip"``)."""
+    uri, fp, key = source
+    features = list(st.feature_names)
+    try:
+        segs, dig, meta = _score_source(adapter, uri, segmenter, st, schema, runner, describe)
+    except Exception as exc:
+        if out.on_error == "raise":
+            raise
+        out.errors[uri] = msg = f"{type(exc).__name__}: {exc}"
+        print(f"kuration: skipped source {uri}: {msg}", file=sys.stderr)
+        return
+    meta["fingerprint"] = fp
+    batches = (b.batch for b in SegmentBatch.split(segs, features, out.batch_rows, digests=dig))
+    arrow = SegmentBatch.arrow_schema(features)
+    out.commits[uri] = ck.write(uri, key, arrow, batches, meta, durable=out.durable)
 
 
 # ---- the runtime ---------------------------------------------------------------------------
@@ -446,6 +514,15 @@ def select_on_disk(
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def plan_identity(plan: Any) -> dict[str, Any]:
+    """The plan as part of a checkpoint key: options that change no result (progress
+    display, fsync, where checkpoints live) are left out."""
+    doc = plan.to_dict()
+    skip = ("progress", "durable", "checkpoint_dir")
+    doc["options"] = {k: v for k, v in doc["options"].items() if k not in skip}
+    return doc
 
 
 def _group_cap(

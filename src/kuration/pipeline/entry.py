@@ -167,6 +167,8 @@ def run_job(
     ray_address: str | None = None,
     streaming: bool | None = None,
     memory_budget: int | str | None = None,
+    pool: str | None = None,
+    checkpoint_dir: str | None = None,
 ) -> DatasetWriteResult:
     """Run a job end to end: ``Pipeline.from_job(job).options(...).write(out, ...)``.
 
@@ -174,7 +176,8 @@ def run_job(
     repeats) the same run there, reusing shards whose checksums still match.
     ``workers`` (>= 1), ``executor`` (``local``, ``process``, ``ray``) and
     ``ray_address`` replace the job's (the artifact does not depend on them), and so do
-    ``streaming`` and ``memory_budget`` (bytes or ``"2GB"``) when given.
+    ``streaming``, ``memory_budget`` (bytes or ``"2GB"``), ``pool`` (``memory`` or
+    ``disk``) and ``checkpoint_dir`` when given.
 
     Raises
     ------
@@ -202,6 +205,10 @@ def run_job(
         opts["streaming"] = bool(streaming)
     if memory_budget is not None:
         opts["memory_budget"] = memory_budget
+    if pool is not None:
+        opts["pool"] = pool
+    if checkpoint_dir is not None:
+        opts["checkpoint_dir"] = checkpoint_dir
     res = Pipeline.from_job(job).options(**opts).write(out, force=force, resume=resume)
     assert isinstance(res, DatasetWriteResult)
     return res

@@ -35,7 +35,14 @@ from ..errors import PipelineError, StrategyError
 from ..selection.strategy import Strategy
 from ..tools.analyzers import AnalysisSubject, get_analyzer, overlapping_rows, selected_rows
 from ..tools.review import hours_selection_review
-from .disk_pool import DISK_RUNTIME, INDEX_MEMORY, DiskSelection, budget_pool, select_on_disk
+from .disk_pool import (
+    DISK_RUNTIME,
+    INDEX_MEMORY,
+    DiskSelection,
+    budget_pool,
+    plan_identity,
+    select_on_disk,
+)
 from .hours import DatasetWriteResult, preflight, run_hours
 from .job import resolve_sources
 from .logical import HoursSelection
@@ -207,20 +214,11 @@ def _execute_disk(
             checkpoint_dir=p.opts.checkpoint_dir,
             durable=p.opts.durable,
             memory_limit=f"{max(index_bytes, 16 * 2**20) // 2**20}MiB",
-            run_key={"plan": _plan_identity(plan)},
+            run_key={"plan": plan_identity(plan)},
         )
     if dest is not None:
         dump_json_atomic(os.fspath(dest), result.to_dict(segments=True))
     return PipelineRun(plan, result, result.telemetry)
-
-
-def _plan_identity(plan: PhysicalPlan) -> dict[str, Any]:
-    """The plan as part of a checkpoint key: options that change no result (progress
-    display, fsync, where checkpoints live) are left out."""
-    doc = plan.to_dict()
-    skip = ("progress", "durable", "checkpoint_dir")
-    doc["options"] = {k: v for k, v in doc["options"].items() if k not in skip}
-    return doc
 
 
 def _execute_hours(
@@ -249,10 +247,26 @@ def _execute_hours(
     with scope:
         t0 = time.perf_counter()
         sources = _resolve(p, progress) if resolved is None else resolved
-        check_plan_memory(p, sources)  # from metadata, before any row is read
+        index_bytes = None
+        if plan.stage("features").runtime != DISK_RUNTIME:
+            index_bytes = budget_pool(p, sources)
+            if index_bytes is not None:  # the pool does not fit the budget; the disk pool does
+                p = p.options(pool="disk")
+                plan = compile_plan(p)
+            else:
+                check_plan_memory(p, sources)  # from metadata, before any row is read
         n = len(sources)
         prov = StageTelemetry("provenance", time.perf_counter() - t0, None, n, n)
-        result = run_hours(p, dest, sources, plan, force=force, resume=resume, telemetry=[prov])
+        result = run_hours(
+            p,
+            dest,
+            sources,
+            plan,
+            force=force,
+            resume=resume,
+            telemetry=[prov],
+            index_bytes=index_bytes,
+        )
     analyses, enrich_s = _enrich(p, result, {})
     telemetry = result.telemetry
     if enrich_s:

@@ -46,6 +46,7 @@ from ..output.encoders import PassthroughEncoder
 from ..output.spec import OutputSpec
 from ..selection.fill import FillResult
 from ..selection.strategy import Strategy
+from .disk_hours import disk_session, disk_steps
 from .hours_steps import STEPS, HoursRun, run_steps
 from .logical import HoursSelection as HoursSelectionT
 from .plan import PhysicalPlan, StageTelemetry
@@ -225,12 +226,15 @@ def run_hours(
     force: bool,
     resume: bool,
     telemetry: Sequence[StageTelemetry] = (),
+    index_bytes: int | None = None,
 ) -> DatasetWriteResult:
     """Run an hours pipeline over resolved ``sources`` into ``out``, following ``plan``:
     validate, take the writer lease, run :data:`~kuration.pipeline.hours_steps.STEPS`.
 
     ``telemetry`` (the stages that ran before, e.g. provenance) is recorded
-    ahead of the steps' own.  Raises what :func:`write_dataset` documents.
+    ahead of the steps' own; ``index_bytes`` is the disk pool's index memory (default
+    :data:`~kuration.pipeline.disk_pool.INDEX_MEMORY`).  Raises what
+    :func:`write_dataset` documents.
     """
     if is_url(out):  # an object store: see kuration.pipeline.remote_run
         if p.opts.streaming:
@@ -245,12 +249,20 @@ def run_hours(
                 "uploads one object per shard); write the packed dataset to a folder"
             )
         with tempfile.TemporaryDirectory(prefix="kuration-remote-") as scratch:
-            r = _prepare(p, Path(scratch) / "dataset", sources, plan, force=force, resume=resume)
+            r = _prepare(
+                p,
+                Path(scratch) / "dataset",
+                sources,
+                plan,
+                force=force,
+                resume=resume,
+                index_bytes=index_bytes,
+            )
             r.telemetry.extend(telemetry)
             run_remote(r, str(out).rstrip("/"), resume=resume, force=force)
             return _result(r, str(out).rstrip("/"))
     root = Path(local_path(out))
-    r = _prepare(p, root, sources, plan, force=force, resume=resume)
+    r = _prepare(p, root, sources, plan, force=force, resume=resume, index_bytes=index_bytes)
     r.telemetry.extend(telemetry)
     refusal = (
         f"{root} is not empty; resume it (resume=True, kur run --resume) to continue "
@@ -263,10 +275,13 @@ def run_hours(
         if _destination_in_use(root) and not (resume or force):
             raise DatasetExistsError(refusal)  # filled by another writer since the check above
         # one executor for the whole run: scoring and staging share its workers
-        with make_executor(
-            p.opts.resolved_executor, p.opts.workers, address=p.opts.ray_address
-        ) as r.executor:
-            run_steps(r, streaming_steps() if p.opts.streaming else STEPS)
+        with (
+            make_executor(
+                p.opts.resolved_executor, p.opts.workers, address=p.opts.ray_address
+            ) as r.executor,
+            disk_session(r),
+        ):
+            run_steps(r, streaming_steps() if p.opts.streaming else disk_steps(r, STEPS))
     except BaseException as exc:
         if r.journal is not None:
             r.journal.close()
@@ -306,7 +321,14 @@ def streaming_steps() -> Any:
 
 
 def _prepare(
-    p: Pipeline, root: Path, sources: list[str], plan: PhysicalPlan, *, force: bool, resume: bool
+    p: Pipeline,
+    root: Path,
+    sources: list[str],
+    plan: PhysicalPlan,
+    *,
+    force: bool,
+    resume: bool,
+    index_bytes: int | None = None,
 ) -> HoursRun:
     """The validated :class:`HoursRun` of ``p`` (``preflight``: nothing is read)."""
     sel = p.selection
@@ -338,6 +360,9 @@ def _prepare(
         "batch_rows": o.stream_batch_rows,
         "resume": resume,
         "force": force,
+        "pool": o.pool,
+        "checkpoint_dir": o.checkpoint_dir,
+        "index_bytes": index_bytes,
     }
     return HoursRun(
         root=root,

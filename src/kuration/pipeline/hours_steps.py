@@ -112,6 +112,7 @@ class HoursRun:
     plugins: list[str]
     include_entry_points: bool
     executor: Executor | None = None  # set for the run's duration (scoring and staging)
+    disk: Any = None  # the disk runtime's state (kuration.pipeline.disk_hours), if it runs the pool
     started: str = ""
     scoring: ScoringResult | None = None
     edges: Any = None
@@ -650,6 +651,18 @@ def _provenance(r: HoursRun) -> dict[str, Any]:
     }
 
 
+def _pool_parts(r: HoursRun) -> dict[str, Any]:
+    """``distributions`` and ``examples`` of config.json: from the segments, or as the
+    disk runtime computed them from its index."""
+    if r.disk is not None:
+        return {"distributions": r.disk.distributions, "examples": r.disk.examples}
+    segs, names = r.pool().segments, r.strategy.feature_names
+    return {
+        "distributions": feature_distributions(segs, r.filled(), names),
+        "examples": ranking_examples(segs, names),
+    }
+
+
 def build_config(r: HoursRun) -> dict[str, Any]:
     """The config.json document of the run (results, provenance, telemetry so far)."""
     pool = r.pool()
@@ -673,10 +686,7 @@ def build_config(r: HoursRun) -> dict[str, Any]:
             "splits": r.manifest["splits"],
             "split_of": dict(sorted(r.split_of.items())),
             "resume": r.resume_block,
-            "distributions": feature_distributions(
-                pool.segments, r.filled(), r.strategy.feature_names
-            ),
-            "examples": ranking_examples(pool.segments, r.strategy.feature_names),
+            **_pool_parts(r),
         },
         "warnings": _warnings(r),
         "provenance": _provenance(r),

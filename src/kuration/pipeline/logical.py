@@ -130,7 +130,8 @@ class PipelineOptions:
     ``stream_batch_rows`` (rows decoded per batch when streaming), ``pool``
     (``memory``, or ``disk`` for the disk-backed pool runtime of
     :mod:`kuration.pipeline.disk_pool`) and ``checkpoint_dir`` (where that runtime
-    keeps its checkpoints; None: a temporary directory).
+    keeps its checkpoints; None: a temporary directory, or for an hours run the
+    destination's staging area, kept for ``resume`` until the commit).
 
     ``executor`` is ``local`` (this process, one worker), ``process`` (a spawn-based
     pool of ``workers`` processes; ``process-pool`` is read as ``process``) or

@@ -323,8 +323,8 @@ def check_plan_memory(
         fix = (
             "the segment pool alone does not fit: it needs checkpoints (a disk-backed pool "
             "over fingerprinted sources, the [scale] tier: pool='disk' runs top-k, "
-            "uniform-bins and weighted count selections, and is chosen for them "
-            "automatically when it meets the budget; hours budgets do not have it yet); "
+            "uniform-bins and weighted count selections and hours budgets, and is chosen "
+            "for them automatically when it meets the budget); "
             "fewer or shorter sources, or a larger stride, shrink it"
         )
     else:

@@ -27,7 +27,7 @@ by name, size or listing alone.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -55,6 +55,7 @@ from ..output.destination import (
     staging_prefix,
 )
 from ..output.writer import ShardWriter
+from .disk_hours import disk_session, disk_steps
 from .hours_steps import (
     STEPS,
     HoursRun,
@@ -276,10 +277,13 @@ def step_remote_commit(r: HoursRun, s: RemoteRun) -> dict[str, Any]:
     return {"rows_in": len(r.entries), "rows_out": 3}
 
 
-def remote_steps(s: RemoteRun) -> tuple[tuple[str, Step], ...]:
-    """The planning steps of :data:`STEPS` followed by the remote artifact steps."""
-    names = [n for n, _ in STEPS]
-    planning = STEPS[: names.index("resume-lookup")]
+def remote_steps(
+    s: RemoteRun, steps: Sequence[tuple[str, Step]] = STEPS
+) -> tuple[tuple[str, Step], ...]:
+    """The planning steps of ``steps`` (:data:`STEPS`, or the disk runtime's version of
+    them) followed by the remote artifact steps."""
+    names = [n for n, _ in steps]
+    planning = tuple(steps[: names.index("resume-lookup")])
     return (
         *planning,
         ("resume-lookup", partial(step_remote_resume, s=s)),
@@ -326,7 +330,8 @@ def run_remote(r: HoursRun, url: str, *, resume: bool, force: bool) -> None:
     try:
         if not (resume or force) and s.dest.in_use():
             raise DatasetExistsError(refusal)  # filled by another writer since the check
-        run_steps(r, remote_steps(s))
+        with disk_session(r):
+            run_steps(r, remote_steps(s, disk_steps(r, STEPS)))
     except BaseException:
         if not r.published and was_empty and s.wrote:
             # a destination this run found empty holds nothing else
