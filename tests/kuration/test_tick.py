@@ -37,3 +37,10 @@ def test_times_outside_int64_nanoseconds(t: float) -> None:
 def test_a_repeated_tick_is_refused_not_dropped() -> None:
     with pytest.raises(SourceError, match="strictly increase"):
         table_from_ticks(SCHEMA, _ticks(["a", "a"], [1.0, 1.0]), "gen")
+
+
+def test_ticks_at_the_half_step_go_to_the_later_grid_point() -> None:
+    # Python's round() is half to even: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2 refused the third tick
+    ticks = _ticks(["a"] * 4, [0.5, 1.5, 2.5, 3.5])
+    table = table_from_ticks(SCHEMA, ticks, "gen", snap_tolerance=0.5)
+    assert table.k0 == 1 and table.present[:, 0].tolist() == [True] * 4

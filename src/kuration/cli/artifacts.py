@@ -110,8 +110,20 @@ def cmd_diff(args: argparse.Namespace) -> int:
         print(json.dumps(d, indent=2, sort_keys=True, default=str))
         return 0
     con = Console()
+    sh = d["shards"]
+    same = not (sh["added"] or sh["removed"] or sh["changed"] or d["changes"] or d["splits"])
     if d["identical"]:
-        con.print(f"[green]identical[/]: {d['shards']['unchanged']} shards, same configuration")
+        how = "" if "verification" in d else " (manifests compared; --verify reads the files)"
+        con.print(f"[green]identical[/]: {sh['unchanged']} shards, same configuration{how}")
+    elif same and not d["modalities"]:  # only --verify found a difference
+        bad = [side for side, v in d["verification"].items() if not v["valid"]]
+        con.print(
+            f"[yellow]different[/]: the manifests agree ({sh['unchanged']} shards, same "
+            f"configuration), but the files of {' and '.join(bad)} do not match them"
+        )
+        for side in bad:
+            for failure in d["verification"][side]["failures"][:20]:
+                con.print(f"  {side:<8} {failure}")
     else:
         sh = d["shards"]
         con.print(

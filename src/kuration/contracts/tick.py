@@ -408,7 +408,7 @@ def table_from_ticks(
                 row=i,
             )
         x = tick.time * hz
-        k = round(x)
+        k = math.floor(x + 0.5)  # a half step goes to the later tick, as adapters snap
         if abs(x - k) > snap_tolerance:
             raise SourceError(
                 f"tick time {tick.time!r} is {abs(x - k):.3g} steps off the {hz:g} Hz grid",

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.traits import ExecutionTraits, traits_of
 from ..errors import PipelineError
 from ..selection.strategy import Strategy
-from .disk_pool import plan_pool
+from .disk_pool import DISK_RUNTIME, plan_pool
 from .hours import preflight
 from .logical import CountSelection, HoursSelection
 from .plan import REFERENCE_RUNTIME, PhysicalPlan, PlanComponent, PlanStage, fuse_stages
@@ -186,6 +186,12 @@ def compile_plan(p: Pipeline) -> PhysicalPlan:
                     f"(planned as {c.traits.scope}/{c.traits.fusion})"
                 )
     stages = _place(stages, p)
+    if p.opts.resolved_executor != "local" and any(s.runtime == DISK_RUNTIME for s in stages):
+        warnings.append(
+            f"executor {p.opts.resolved_executor!r}: the disk pool scores one source at a time "
+            "in the lead process (each into its own checkpointed partition); "
+            + ("only writing uses the executor" if mode == "hours" else "the executor is unused")
+        )
     return PhysicalPlan(mode, stages, tuple(warnings), p.opts.to_dict())
 
 
@@ -208,6 +214,8 @@ def _place(stages: tuple[PlanStage, ...], p: Pipeline) -> tuple[PlanStage, ...]:
     writes_in_workers = name != "local" and not packed and encoder_pickles(p.encoder)
 
     def executor_of(s: PlanStage) -> str:
+        if s.runtime == DISK_RUNTIME and s.kind in _ISLAND_KINDS:
+            return "local (in the lead, one source at a time)"
         if s.kind in ("tracks", "write"):
             return ex if writes_in_workers else "local (in the lead)"
         return ex if fused and s.island == read_island and s.kind in _ISLAND_KINDS else s.executor

@@ -25,9 +25,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import EntityIdError
+from ..errors import EntityIdError, SourceError
 
-__all__ = ["cell_rows", "dictionary_entity_codes", "float_column", "gather_cells", "pooled_empty"]
+__all__ = [
+    "cell_rows",
+    "csv_parse_options",
+    "dictionary_entity_codes",
+    "event_flags",
+    "first_padded",
+    "float_column",
+    "gather_cells",
+    "padded_id_error",
+    "pooled_empty",
+    "read_partitioned",
+]
 
 
 def _first_true(mask: np.ndarray) -> int | None:
@@ -85,12 +96,123 @@ def dictionary_entity_codes(
     )
     if blank.any() and (r := _first_true(blank[idx])) is not None:
         raise EntityIdError("missing entity id (empty text)", source=src, column=name, row=r)
+    padded = _padded(dictionary)
+    if padded.any() and (r := _first_true(padded[idx])) is not None:
+        raise padded_id_error(dictionary[int(idx[r])].as_py(), src, name, r)
     values = dictionary.to_pylist()
     used = np.flatnonzero(np.bincount(idx, minlength=len(values)))
     rank = sorted(used.tolist(), key=values.__getitem__)
     remap = np.zeros(len(values), dtype=np.int64)
     remap[rank] = np.arange(len(rank))
     return remap[idx], tuple(values[i] for i in rank)
+
+
+def _padded(text: pa.Array) -> np.ndarray:
+    """Which values of a text array start or end with white space, shape (N,), bool."""
+    same = pc.equal(pc.utf8_trim_whitespace(text), text)
+    return ~np.asarray(pc.fill_null(same, True).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def padded_id_error(value: str, src: str, name: str, row: int) -> EntityIdError:
+    """The error for a text id with surrounding blanks (``"0101de "``).
+
+    Ids are compared as text, so a padded id is another entity than the same id
+    unpadded: one aircraft would silently become two tracks.
+    """
+    return EntityIdError(
+        f"entity id {value!r} starts or ends with white space: ids are compared as text, "
+        f"so it would be another entity than {value.strip()!r} (strip the column, or "
+        "declare entity_dtype 'int64' for integer ids)",
+        source=src,
+        column=name,
+        row=row,
+    )
+
+
+def first_padded(text: pa.Array) -> int | None:
+    """Index of the first value of a text array with surrounding white space, or None."""
+    return _first_true(_padded(text))
+
+
+def event_flags(col: pa.ChunkedArray, name: str, src: str) -> np.ndarray:
+    """An event column as flags: true, false, or no value (null, NaN: no event).
+
+    Accepted: booleans; integers and floats 0 and 1; text ``true``/``false``/``1``/``0``
+    in any case.  Any other value is no flag: a column of event codes (``3``), a
+    fraction (``0.5``) or text (``"yes"``) would otherwise raise the event silently, and
+    a NaN (pandas' missing boolean) too.
+
+    Returns
+    -------
+    ndarray, shape (N,), bool
+
+    Raises
+    ------
+    SourceError
+        Naming the column, the first row with another value and the value.
+    """
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    typ = arr.type
+    if pa.types.is_floating(typ):
+        arr = pc.if_else(pc.is_nan(arr), pa.scalar(None, typ), arr)
+    if pa.types.is_integer(typ) or pa.types.is_floating(typ):
+        bad = pc.invert(pc.is_in(arr, value_set=pa.array([0, 1], typ)))
+    elif pa.types.is_string(typ) or pa.types.is_large_string(typ):
+        low = pc.utf8_lower(pc.utf8_trim_whitespace(arr))
+        bad = pc.invert(pc.is_in(low, value_set=pa.array(["true", "false", "1", "0"])))
+        arr = low
+    elif pa.types.is_boolean(typ) or pa.types.is_null(typ):
+        bad = None
+    else:
+        raise SourceError(
+            f"event column {name!r} has type {typ}, expected booleans (or 0/1)", source=src
+        )
+    if bad is not None and (r := _first_true(_filled(pc.and_(pc.is_valid(arr), bad)))) is not None:
+        raise SourceError(
+            f"event column {name!r} holds {col[r].as_py()!r}; an event is true or false "
+            "(1 or 0; null or NaN: no event)",
+            source=src,
+            row=r,
+        )
+    flags = pc.fill_null(arr.cast(pa.bool_()), False)
+    return np.asarray(flags.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _filled(mask: pa.Array) -> np.ndarray:
+    return np.asarray(pc.fill_null(mask, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def read_partitioned(path: str, entity_column: str | None) -> pa.Table:
+    """A Hive-partitioned Parquet directory (``icao24=007/part-0.parquet``) as one table.
+
+    Arrow infers a partition key's type from the directory names, so keys
+    ``007`` and ``7`` both read as the integer 7: two entities merged into one,
+    and text ids losing their leading zeros.  A partition key that is the
+    entity column is therefore read as text, as a CSV id column is; the other
+    keys keep Arrow's inference.
+    """
+    import pyarrow.dataset as pads
+    import pyarrow.parquet as pq
+
+    found = pads.dataset(path, format="parquet", partitioning="hive").partitioning
+    keys = found.schema if found is not None else pa.schema([])
+    if entity_column is None or entity_column not in keys.names:
+        return pq.read_table(path)
+    text = pa.schema(
+        [pa.field(f.name, pa.string()) if f.name == entity_column else f for f in keys]
+    )
+    return pq.read_table(path, partitioning=pads.partitioning(text, flavor="hive"))
+
+
+def csv_parse_options(uri: str) -> Any:
+    """Arrow CSV parse options for a file: tab-separated for ``.tsv`` (and ``.tsv.gz``)
+    names, which ``format="auto"`` reads as CSV, else comma-separated."""
+    import pyarrow.csv as pacsv
+
+    low = uri.lower()
+    return pacsv.ParseOptions(delimiter="\t" if low.endswith((".tsv", ".tsv.gz")) else ",")
 
 
 def float_column(col: pa.ChunkedArray) -> np.ndarray:

@@ -28,9 +28,36 @@ from ..contracts.schema import FieldSpec
 from ..core.units import to_unit
 from ..errors import SnapCollisionWarning
 
-__all__ = ["COLLISION_POLICIES", "group_starts", "merge_groups", "warn_dropped"]
+__all__ = ["COLLISION_POLICIES", "group_starts", "merge_groups", "snap_ticks", "warn_dropped"]
 
 COLLISION_POLICIES = ("nearest", "mean", "raise")
+
+
+def snap_ticks(t_sec: np.ndarray, hz: float) -> tuple[np.ndarray, np.ndarray]:
+    """Each time's grid point and its distance from it.
+
+    A time exactly half way between two grid points goes to the later one
+    (``floor(x + 0.5)``), so a recorder that stamps every row at the half step
+    (1 Hz rows at 0.5 s, 1.5 s, 2.5 s) keeps one row per tick.  NumPy's ``rint``
+    rounds halves to even: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, so every other tick
+    collided and the tick between stayed empty.
+
+    Parameters
+    ----------
+    t_sec : ndarray, shape (N,), float64, seconds
+    hz : float
+        The schema's ``sample_hz``.
+
+    Returns
+    -------
+    k : ndarray, shape (N,), int64
+        Tick indices, ``floor(t_sec * hz + 0.5)``.
+    off : ndarray, shape (N,), float64
+        ``|t_sec * hz - k|`` in steps, within [0, 0.5].
+    """
+    x = t_sec * hz
+    k = np.floor(x + 0.5).astype(np.int64)
+    return k, np.abs(x - k)
 
 
 def group_starts(*keys: np.ndarray) -> np.ndarray:

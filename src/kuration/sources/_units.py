@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from ..contracts.schema import FieldSpec
 from ..contracts.tick import is_int_field
-from ..core.units import linear_conversion, parse_unit
+from ..core.units import is_angle, linear_conversion, parse_unit
 from ..errors import SchemaError, SourceError
 
 __all__ = ["declared_unit", "to_field_unit"]
@@ -54,6 +54,8 @@ def to_field_unit(
     try:
         if parse_unit(declared) == parse_unit(want):
             return vals
+        if is_angle(declared) != is_angle(want):  # pint calls both '%' and 'deg' dimensionless
+            raise pint.errors.DimensionalityError(declared, want)
         a, b = linear_conversion(declared, want)
     except SchemaError as exc:
         raise SourceError(f"{where}, which pint does not know", source=src) from exc

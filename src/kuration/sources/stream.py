@@ -44,7 +44,8 @@ import pyarrow as pa
 from ..contracts.tick import Tick, TickTable
 from ..core.ids import entity_sort_key
 from ..errors import SourceError, StreamingError, StreamOrderError
-from ._snap import group_starts, warn_dropped
+from ._columns import csv_parse_options
+from ._snap import group_starts, snap_ticks, warn_dropped
 from .timeseries import TimeseriesAdapter, _entity_array
 
 __all__ = ["TickStream"]
@@ -146,12 +147,16 @@ class TickStream:
         import pyarrow.csv as pacsv
 
         ent = self.adapter.entity_column
-        with pacsv.open_csv(self.uri, read_options=pacsv.ReadOptions(block_size=1 << 16)) as head:
+        parse = csv_parse_options(self.uri)
+        with pacsv.open_csv(
+            self.uri, read_options=pacsv.ReadOptions(block_size=1 << 16), parse_options=parse
+        ) as head:
             self._check_names(head.schema.names, cols)
         types = {ent: pa.string()} if ent else {}  # ids are text, as in the whole-table read
         reader = pacsv.open_csv(
             self.uri,
             read_options=pacsv.ReadOptions(block_size=max(1 << 16, self.batch_rows * 64)),
+            parse_options=parse,
             convert_options=pacsv.ConvertOptions(column_types=types, include_columns=cols),
         )
         with reader:
@@ -267,9 +272,7 @@ class TickStream:
                 row=r,
             )
         hz = float(a.schema.sample_hz)
-        x = t_sec * hz
-        k = np.rint(x).astype(np.int64)
-        off = np.abs(x - k)
+        k, off = snap_ticks(t_sec, hz)
         bad = np.flatnonzero(off > a.snap_tolerance + 1e-9)
         if bad.size:
             r = int(bad[0])

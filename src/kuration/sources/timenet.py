@@ -54,7 +54,7 @@ from ..contracts.tick import Tick, TickTable, field_ints, is_int_field
 from ..core.ids import ENTITY_DTYPES, entity_sort_key
 from ..core.units import parse_unit, to_unit
 from ..errors import AdapterError, EntityIdError, SourceError, TimeRangeError
-from ._snap import COLLISION_POLICIES, group_starts, merge_groups, warn_dropped
+from ._snap import COLLISION_POLICIES, group_starts, merge_groups, snap_ticks, warn_dropped
 from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
 
 __all__ = ["TimenetAdapter", "expand_source", "parse_source", "schema_with_catalog_units"]
@@ -459,8 +459,8 @@ class TimenetAdapter(InputAdapter):
         Raises
         ------
         EntityIdError
-            For a missing id (null, empty or blank text), a value that is not
-            text or an integer, or one that does not convert to ``entity_dtype``.
+            For a missing id (null, empty or blank text), text with surrounding
+            white space, a value that is not text or an integer, or one that does not convert to ``entity_dtype``.
         """
         key = self.entity if self.entity and self.entity in rec.metadata else None
         value = rec.metadata[key] if key else rec.id
@@ -476,6 +476,11 @@ class TimenetAdapter(InputAdapter):
                 if re.fullmatch(r"\s*[+-]?[0-9]+\s*", value) is None:
                     raise fail(f"entity id {value!r} is not an integer (entity_dtype int64)")
                 value = int(value)
+            elif value != value.strip():
+                raise fail(
+                    f"entity id {value!r} starts or ends with white space: ids are compared "
+                    f"as text, so it would be another entity than {value.strip()!r}"
+                )
         elif isinstance(value, int) and not isinstance(value, bool):
             if self.entity_dtype == "string":
                 value = str(value)
@@ -632,9 +637,7 @@ class TimenetAdapter(InputAdapter):
             With ``collisions="raise"``, when two steps snap to one tick.
         """
         t, v, exact = self._field_steps(reader, rec, f.name, uri)
-        x = t * hz
-        k = np.rint(x).astype(np.int64)
-        off = np.abs(x - k)
+        k, off = snap_ticks(t, hz)
         keep = (off <= self.snap_tolerance + 1e-9) & ~np.all(np.isnan(v), axis=1)
         k, off, v = k[keep], off[keep], v[keep]
         order = np.lexsort((np.arange(k.size), off, k))

@@ -3,9 +3,9 @@
 Order and duplicate policy (applied per source, always before any windowing):
 
 * Times are snapped to the schema's ``sample_hz`` grid: a row at ``t`` seconds
-  lands on tick ``round(t * sample_hz)``.  A row farther than
-  ``snap_tolerance`` steps from its grid point is rejected (``SourceError``
-  naming the row).
+  lands on tick ``floor(t * sample_hz + 0.5)`` (a half step goes to the later
+  tick).  A row farther than ``snap_tolerance`` steps from its grid point is
+  rejected (``SourceError`` naming the row).
 * Rows whose time goes backwards within one entity (in file order) are sorted
   by time with a ``DataOrderWarning`` naming the first such row
   (``disorder="sort"``, the default), or rejected (``disorder="raise"``).
@@ -47,8 +47,19 @@ from ..contracts.tick import Tick, TickTable, field_ints, is_int_field
 from ..core.ids import ENTITY_DTYPES, entity_sort_key, tag_entity_id
 from ..core.remote import is_url, read_remote
 from ..errors import AdapterError, DataOrderWarning, EntityIdError, SourceError, TimeRangeError
-from ._columns import cell_rows, dictionary_entity_codes, float_column, gather_cells
-from ._snap import COLLISION_POLICIES, group_starts, merge_groups, warn_dropped
+from ._columns import (
+    cell_rows,
+    csv_parse_options,
+    dictionary_entity_codes,
+    event_flags,
+    first_padded,
+    float_column,
+    gather_cells,
+    padded_id_error,
+    read_partitioned,
+)
+from ._snap import COLLISION_POLICIES, group_starts, merge_groups, snap_ticks, warn_dropped
+from ._timeunit import check_epoch_unit, text_time_error, unit_hint
 from ._units import declared_unit, to_field_unit
 from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
 
@@ -217,15 +228,15 @@ class TimeseriesAdapter(InputAdapter):
                 # ids are text: never let CSV type inference turn "0042" into 42
                 types = {self.entity_column: pa.string()} if self.entity_column else {}
                 table = pacsv.read_csv(
-                    where, convert_options=pacsv.ConvertOptions(column_types=types)
+                    where,
+                    parse_options=csv_parse_options(str(uri)),
+                    convert_options=pacsv.ConvertOptions(column_types=types),
                 )
             else:
-                import pyarrow.parquet as pq
-
                 # decode only the mapped columns (a file's other columns, e.g. text, cost
                 # more to decode than the rest of the read); the checks below see them all
                 if not is_url(uri) and os.path.isdir(uri):  # a partitioned dataset
-                    table = pq.read_table(uri)
+                    table = read_partitioned(uri, self.entity_column)
                 else:
                     with _open_parquet(where, self._dictionary_columns()) as pf:
                         names = pf.schema_arrow.names
@@ -273,7 +284,9 @@ class TimeseriesAdapter(InputAdapter):
             Naming the source and the offending row for: unreadable files,
             missing or duplicated columns, null/non-finite times or entities,
             off-grid times, duplicated rows, backward time (``disorder="raise"``),
-            unknown categorical labels, infinite values, an empty file.
+            epoch times read in a unit 1000x too coarse (``time_unit``),
+            unknown categorical labels, infinite values, an event column value other
+            than true/false/1/0, an empty file.
         """
         return self._read(uri, None)
 
@@ -305,9 +318,7 @@ class TimeseriesAdapter(InputAdapter):
         hz = float(self.schema.sample_hz)
         rows = np.arange(n)
 
-        x = t_sec * hz
-        k = np.rint(x).astype(np.int64)
-        off = np.abs(x - k)
+        k, off = snap_ticks(t_sec, hz)
         bad = np.flatnonzero(off > self.snap_tolerance + 1e-9)
         if bad.size:
             r = int(bad[0])
@@ -332,6 +343,9 @@ class TimeseriesAdapter(InputAdapter):
             warnings.warn(
                 f"{src}, row {r}: {msg}; rows sorted by time", DataOrderWarning, stacklevel=2
             )
+
+        if not pa.types.is_timestamp(table.schema.field(self.time_column).type):
+            check_epoch_unit(t_sec, by_ent, same, hz, self.time_unit, self.time_column, src)
 
         # exact duplicates of (entity, time); rows sorted by (entity, time, row).  Without
         # backward time the rows of each entity already are in time order
@@ -470,10 +484,7 @@ class TimeseriesAdapter(InputAdapter):
         for ev in self.schema.events:
             flag = np.zeros(n_t, dtype=bool)
             if ev in self.events:
-                col = table.column(self.events[ev])
-                vals = np.asarray(
-                    pc.fill_null(col.cast(pa.bool_()), False).to_numpy(zero_copy_only=False)
-                )
+                vals = event_flags(table.column(self.events[ev]), self.events[ev], src)
                 np.logical_or.at(flag, k[order] - k0, vals[order])  # any row, collided or not
             events[ev] = flag
         counts = {"snap_collisions": int(order.size - starts.size)}
@@ -509,6 +520,8 @@ class TimeseriesAdapter(InputAdapter):
             raw = np.asarray(col.cast(pa.int64()).to_numpy(zero_copy_only=False))
             _check_ns_range(raw, _INT64_MAX // ns_per, col, name, src)
             return np.asarray(raw * ns_per, dtype=np.float64) * 1e-9
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            raise text_time_error(col, name, src)
         if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
             raise SourceError(
                 f"time column {name!r} has type {col.type}, expected numbers or timestamps",
@@ -520,10 +533,8 @@ class TimeseriesAdapter(InputAdapter):
         if bad.size:
             raise SourceError(f"non-finite time {float(t[bad[0]])!r}", source=src, row=int(bad[0]))
         ns_per = _NS_PER[self.time_unit]
-        if raw.dtype.kind in "iu":
-            _check_ns_range(raw, _INT64_MAX // ns_per, col, name, src)
-        else:
-            _check_ns_range(raw, _INT64_MAX / ns_per, col, name, src)
+        limit = _INT64_MAX // ns_per if raw.dtype.kind in "iu" else _INT64_MAX / ns_per
+        _check_ns_range(raw, limit, col, name, src, self.time_unit)
         return t
 
     def _entities(self, table: pa.Table, src: str) -> tuple[np.ndarray, tuple[Any, ...]]:
@@ -613,7 +624,9 @@ def _narrow_codes(codes: np.ndarray, n_codes: int) -> np.ndarray:
     return codes
 
 
-def _check_ns_range(raw: np.ndarray, limit: float, col: pa.Array, name: str, src: str) -> None:
+def _check_ns_range(
+    raw: np.ndarray, limit: float, col: pa.Array, name: str, src: str, unit: str = "ns"
+) -> None:
     """Refuse times whose magnitude exceeds ``limit`` (in the column's own unit).
 
     ``limit`` is the largest value that still fits int64 nanoseconds; the
@@ -630,8 +643,10 @@ def _check_ns_range(raw: np.ndarray, limit: float, col: pa.Array, name: str, src
             shown = v.isoformat() if isinstance(v, dt.datetime) else repr(v)
         except (OverflowError, ValueError):  # beyond what Python datetimes can show
             shown = f"{raw[r]!r} {getattr(col.type, 'unit', '')}".strip()
+        # numbers: perhaps the wrong time_unit
+        hint = "" if pa.types.is_timestamp(col.type) else unit_hint(float(raw[r]), unit)
         raise TimeRangeError(
-            f"time {shown} is outside the int64-nanosecond range 1677-09-21..2262-04-11 UTC",
+            f"time {shown} is outside the int64-nanosecond range 1677-09-21..2262-04-11 UTC" + hint,
             source=src,
             row=r,
             column=name,
@@ -650,7 +665,8 @@ def _entity_array(col: pa.ChunkedArray, dtype: str, name: str, src: str) -> pa.A
     Raises
     ------
     EntityIdError
-        For a null, NaN, empty or blank id, a column type that cannot hold ids,
+        For a null, NaN, empty or blank id, a text id with surrounding white
+        space (another entity than the id without it), a column type that cannot hold ids,
         or a value that does not convert to the declared ``dtype``.
     """
     arr = col.combine_chunks()
@@ -667,7 +683,11 @@ def _entity_array(col: pa.ChunkedArray, dtype: str, name: str, src: str) -> pa.A
         arr = arr.cast(pa.string())
         if (r := _first(pc.equal(pc.utf8_trim_whitespace(arr), ""))) is not None:
             raise fail("missing entity id (empty text)", r)
-        return _ids_to_int64(arr, fail) if dtype == "int64" else arr
+        if dtype == "int64":
+            return _ids_to_int64(arr, fail)
+        if (r := first_padded(arr)) is not None:
+            raise padded_id_error(arr[r].as_py(), src, name, r)
+        return arr
     if pa.types.is_floating(typ):
         if (r := _first(pc.invert(pc.is_finite(arr)))) is not None:
             raise fail(f"missing entity id ({arr[r].as_py()!r} in a float column)", r)

@@ -77,7 +77,8 @@ def compare_datasets(
         ``splits`` and ``modalities`` differences, ``changes`` (a structured
         diff of schema, strategy, output, pipeline, results and warnings),
         ``provenance`` differences, and with ``verify=True`` each side's
-        verification result.
+        verification result (``identical`` is then false when a side's files
+        do not match its manifest, even if the manifests agree).
 
     Raises
     ------
@@ -138,4 +139,8 @@ def compare_datasets(
             "left": inspect_dataset(left, verify=True).verification,
             "right": inspect_dataset(right, verify=True).verification,
         }
+        # the manifests may agree while a side's files were edited: not identical then
+        out["identical"] = out["identical"] and all(
+            v["valid"] for v in out["verification"].values()
+        )
     return out

@@ -381,3 +381,16 @@ def test_score_stage_hands_each_commit_to_keep_before_the_next_source(
     events.clear()  # a rerun reuses every partition: keep sees the stored commits too
     scored = _score_stage(*args, describe=describe, **kw)
     assert ck.hits == len(uris) and events == [(k, u) for u in uris for k in ("keep", "advance")]
+
+
+def test_explain_says_the_disk_pool_scores_in_the_lead(small_job) -> None:
+    """With another executor, the plan names the lead as the scorer of every disk stage
+    and says what the executor still does (the writing), instead of claiming it scores."""
+    p = Pipeline.from_job({**small_job, "pool": "disk"}).options(executor="process", workers=2)
+    plan = p.explain()
+    scoring = [s for s in plan.stages if s.kind in ("read", "segment", "features")]
+    assert {s.executor for s in scoring} == {"local (in the lead, one source at a time)"}
+    assert plan.stage("write").executor == "process x2"
+    assert any("only writing uses the executor" in w for w in plan.warnings)
+    local = p.options(executor="local", workers=1).explain()
+    assert not any("disk pool scores" in w for w in local.warnings)

@@ -46,7 +46,7 @@ def _adapter(fmt: str = "auto", collisions: str = "nearest") -> TimeseriesAdapte
 def _rows(seed: int, n: int) -> pa.Table:
     rng = np.random.default_rng(seed)
     t = np.sort(rng.integers(0, 40, n) + rng.choice([0.0, 0.2, -0.3], n))  # collisions
-    ids = rng.choice(["b7", "a1", "c", "a10", " z"], n)
+    ids = rng.choice(["b7", "a1", "c", "a10", "Z"], n)
     keys = np.char.add(t.astype(str), ids)
     keep = np.unique(keys, return_index=True)[1]  # no exact (time, entity) duplicates
     v = rng.normal(size=n)

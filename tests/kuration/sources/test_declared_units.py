@@ -91,3 +91,17 @@ def test_offset_units_and_integer_fields(tmp_path: Path) -> None:
     ad = TimeseriesAdapter(exact, time_column="t", fields={"v": "v"})
     with pytest.raises(SourceError, match="integer field in 'K'"):
         ad.read_table(str(_one_field(tmp_path, "degC")))
+
+
+def test_a_dimensionless_unit_is_no_angle(
+    adsb_sources: list[Path], adsb_adapter: TimeseriesAdapter, tmp_path: Path
+) -> None:
+    """pint calls '%' and 'deg' both dimensionless; a percentage is still no track angle."""
+    path = _relabel(adsb_sources[0], tmp_path / "pct.parquet", "track", "%")
+    with pytest.raises(
+        SourceError, match="declares unit '%' .* cannot be converted to the unit 'deg'"
+    ):
+        adsb_adapter.read_table(str(path))
+    turns = _relabel(adsb_sources[0], tmp_path / "turn.parquet", "track", "turn")
+    base = adsb_adapter.read_table(str(adsb_sources[0])).values["track"]
+    np.testing.assert_allclose(adsb_adapter.read_table(str(turns)).values["track"], base * 360)

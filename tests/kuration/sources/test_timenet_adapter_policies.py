@@ -30,7 +30,14 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Path:
             rid = w.add_record(f"p1-{ent}", {"group": "p1", "entity": ent})
             spec = tn.SignalSpec("float64", "", rate_hz=rate, time_origin=NAIVE)
             w.add_signal(rid, "v", np.arange(n, dtype=np.float64), spec)
-        for rid, ent in (("z-a", "0042"), ("z-b", 42), ("e-a", ""), ("e-b", 1.5), ("d-a", 7)):
+        for rid, ent in (
+            ("z-a", "0042"),
+            ("z-b", 42),
+            ("e-a", ""),
+            ("e-b", 1.5),
+            ("d-a", 7),
+            ("w-a", "p7 "),
+        ):
             group = rid.split("-")[0]
             w.add_record(rid, {"group": group, "entity": ent})
             spec = tn.SignalSpec("float64", "", rate_hz=125.0)
@@ -52,22 +59,24 @@ def _src(group: str) -> str:
 
 
 def test_ecg_at_250_hz_read_at_125_hz_is_counted_and_warned(registry: Path) -> None:
-    with pytest.warns(SnapCollisionWarning, match=r"125 row\(s\) of 1 entity") as rec:
+    # step i at i/250 s lands on tick floor(i/2 + 0.5): steps 2j-1 and 2j share tick j, the
+    # first and last steps have a tick of their own (half steps go to the later tick)
+    with pytest.warns(SnapCollisionWarning, match=r"124 row\(s\) of 1 entity") as rec:
         table = _adapter(registry).read_table(_src("p1"))
-    assert rec[0].message.count == 125
-    assert table.counts == {"snap_collisions": 125}
+    assert rec[0].message.count == 124
+    assert table.counts == {"snap_collisions": 124}
     ecg = table.entity_ids.index("ecg")
-    assert table.present[:, ecg].sum() == 125
+    assert table.present[:, ecg].sum() == 126
 
 
 def test_mean_and_raise(registry: Path) -> None:
     table = _adapter(registry, collisions="mean").read_table(_src("p1"))
     ecg = table.entity_ids.index("ecg")
     t = np.arange(250) / 250.0
-    k = np.rint(t * 125.0).astype(int)
-    want = np.array([np.arange(250)[k == j].mean() for j in range(125)])
+    k = np.floor(t * 125.0 + 0.5).astype(int)
+    want = np.array([np.arange(250)[k == j].mean() for j in range(126)])
     np.testing.assert_allclose(table.values["v"][:, ecg, 0], want)
-    with pytest.raises(SourceError, match=r"record 'p1-ecg', field 'v': 125 step"):
+    with pytest.raises(SourceError, match=r"record 'p1-ecg', field 'v': 124 step"):
         _adapter(registry, collisions="raise").read_table(_src("p1"))
     with pytest.raises(ValueError, match="collisions"):
         _adapter(registry, collisions="drop")
@@ -91,6 +100,8 @@ def test_missing_ids_name_the_record_and_key(registry: Path, group: str, match: 
     with pytest.raises(EntityIdError, match=match) as exc:
         _adapter(registry).read_table(_src(group))
     assert exc.value.column == "entity" and exc.value.source == _src(group)
+    with pytest.raises(EntityIdError, match=r"entity id 'p7 ' starts or ends with white space"):
+        _adapter(registry).read_table(_src("w"))  # else another entity than 'p7'
     one = _adapter(registry).read_table("timenet://icu/vitals@1.0#z-a")
     assert one.entity_ids == ("0042",)
     with pytest.raises(EntityIdError, match=r"record 'e-b' metadata key 'entity'.*1\.5"):

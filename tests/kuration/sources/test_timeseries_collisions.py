@@ -52,12 +52,14 @@ def _ecg_bp(tmp_path: Path, seconds: float = 1.0) -> tuple[str, pa.Table]:
 
 def test_ecg_at_twice_the_rate_is_counted_and_warned(tmp_path: Path) -> None:
     uri, _ = _ecg_bp(tmp_path)
-    with pytest.warns(SnapCollisionWarning, match=r"125 row\(s\) of 1 entity") as rec:
+    # row i (at i/250 s) lands on tick floor(i/2 + 0.5): rows 2j-1 and 2j share tick j,
+    # rows 0 and 249 have ticks 0 and 125 to themselves (a half step goes to the later tick)
+    with pytest.warns(SnapCollisionWarning, match=r"124 row\(s\) of 1 entity") as rec:
         table = _adapter().read_table(uri)
-    assert rec[0].message.count == 125 and rec[0].message.source == uri
-    assert table.counts == {"snap_collisions": 125}
+    assert rec[0].message.count == 124 and rec[0].message.source == uri
+    assert table.counts == {"snap_collisions": 124}
     ecg = table.entity_ids.index("ecg")
-    assert table.present[:, ecg].sum() == 125  # half of 250 rows kept
+    assert table.present[:, ecg].sum() == 126
 
 
 def test_mean_averages_float_fields_and_keeps_the_nearest_label(tmp_path: Path) -> None:
@@ -65,34 +67,35 @@ def test_mean_averages_float_fields_and_keeps_the_nearest_label(tmp_path: Path) 
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # mean is an explicit choice: no warning
         table = _adapter(collisions="mean").read_table(uri)
-    assert table.counts == {"snap_collisions": 125}
+    assert table.counts == {"snap_collisions": 124}
     t = np.asarray(raw["t"])[:250]
     v = np.asarray(raw["v"])[:250]
-    k = np.rint(t * 125.0).astype(int)
+    k = np.floor(t * 125.0 + 0.5).astype(int)
     # independent golden: pandas-free groupby with numpy on the raw rows
-    want = np.array([v[k == j].mean() for j in range(125)])
+    want = np.array([v[k == j].mean() for j in range(126)])
     ecg = table.entity_ids.index("ecg")
     np.testing.assert_allclose(table.values["v"][:, ecg, 0], want)
     # angular: the circular mean of 359 deg and 1 deg is 0 deg, never 180
     hdg = table.values["hdg"][:, ecg, 0]
     assert np.all((np.abs(hdg) < 1e-9) | (np.abs(hdg - 360) < 1e-9) | (hdg > 0))
     assert np.all(np.minimum(np.abs(hdg - 0), np.abs(hdg - 360)) < 1.5)
-    # categorical: the nearest row's label (the row on the grid point, even index -> "a")
-    assert set(table.values["mode"][:, ecg, 0].tolist()) == {0.0}
+    # categorical: the nearest row's label (the row on the grid point, even index -> "a");
+    # the last tick holds row 249 alone ("b")
+    assert table.values["mode"][:, ecg, 0].tolist() == [0.0] * 125 + [1.0]
     bp = table.entity_ids.index("bp")
-    np.testing.assert_allclose(table.values["v"][:, bp, 0], 80.0 + np.arange(125))
+    np.testing.assert_allclose(table.values["v"][:, bp, 0], np.r_[80.0 + np.arange(125), np.nan])
 
 
 def test_raise_names_the_first_colliding_row(tmp_path: Path) -> None:
     uri, _ = _ecg_bp(tmp_path)
-    with pytest.raises(SourceError, match=r"row 1: 125 row\(s\) snap.*entity 'ecg'"):
+    with pytest.raises(SourceError, match=r"row 1: 124 row\(s\) snap.*entity 'ecg'"):
         _adapter(collisions="raise").read_table(uri)
 
 
 def test_mean_ignores_nulls_and_keeps_an_all_null_group_null(tmp_path: Path) -> None:
     table = pa.table(
         {
-            "t": [0.0, 0.004, 0.016, 0.02],
+            "t": [0.0, 0.003, 0.016, 0.019],
             "id": ["e"] * 4,
             "v": [None, 2.0, None, None],
             "hdg": [10.0, 20.0, 30.0, 40.0],
@@ -140,4 +143,4 @@ def test_count_is_rows_minus_occupied_ticks(tmp_path_factory, ms: list[int]) -> 
     )
     table = _adapter(collisions="mean").read_table(str(p))
     assert table.counts["snap_collisions"] == n - table.present.sum()
-    assert table.present.sum() == np.unique(np.rint(t * 125.0)).size
+    assert table.present.sum() == np.unique(np.floor(t * 125.0 + 0.5)).size

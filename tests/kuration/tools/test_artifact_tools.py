@@ -47,6 +47,29 @@ def test_identical_runs_diff_as_identical(runs) -> None:
     assert out.returncode == 0 and "identical" in out.stdout
 
 
+def test_diff_verify_is_not_identical_when_a_side_was_edited(runs, tmp_path: Path) -> None:
+    """Two runs of one job with one shard file of the copy overwritten by another shard's
+    bytes: the manifests still agree, and ``--verify`` used to print "identical" above
+    "right: INVALID"."""
+    a, b, _ = runs
+    edited = tmp_path / "edited"
+    shutil.copytree(b.path, edited)
+    first, second = (edited / e["path"] for e in b.manifest["shards"][:2])
+    shutil.copyfile(second, first)
+    assert compare_datasets(a.path, edited)["identical"]  # as recorded
+    d = compare_datasets(a.path, edited, verify=True)
+    assert not d["identical"] and not d["verification"]["right"]["valid"]
+    out = subprocess.run(
+        [*KUR, "diff", str(a.path), str(edited), "--verify"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 0
+    assert "different" in out.stdout and "identical" not in out.stdout
+    assert "do not match them" in out.stdout and "SHA-256 does not match" in out.stdout
+
+
 def test_a_different_seed_lists_changed_shards_and_the_seed(runs, tmp_path: Path) -> None:
     a, _, c = runs
     d = compare_datasets(a.path, c.path)

@@ -1,0 +1,162 @@
+"""Plausibility of a numeric time column's ``time_unit``.
+
+A time column of plain numbers says nothing of its unit; the adapter's
+``time_unit`` does.  Epoch times read in the wrong unit are off by a factor
+1000 (or 10**6, 10**9).  Read in a finer unit than written (``ms`` given,
+seconds written), they overflow int64 nanoseconds and are refused; read in a
+coarser one (``ms`` given, seconds written: 1633608773 ms), they land in
+January 1970 and every row of an entity falls on one or two ticks of the grid,
+which no collision policy reports as what it is.  Both cases are named here,
+with the unit that reads the values as a date of this era.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import SourceError
+
+__all__ = ["check_epoch_unit", "text_time_error", "unit_hint"]
+
+_SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+#: 1990-01-01 .. 2100-01-01 UTC, in seconds since the epoch: "a date of this era".
+_ERA = (631_152_000.0, 4_102_444_800.0)
+_SAMPLE = 100_000
+
+
+def _iso(seconds: float) -> str:
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+def unit_hint(value: float, unit: str) -> str:
+    """`` (read as 'ms' this is 2021-10-07T12:12:53Z: is time_unit right?)``, or ``""``.
+
+    Parameters
+    ----------
+    value : float
+        A raw time, in ``unit``.
+    unit : {"s", "ms", "us", "ns"}
+        The adapter's ``time_unit``.
+    """
+    for other, scale in _SECONDS.items():
+        s = float(value) * scale
+        if other != unit and _ERA[0] <= s <= _ERA[1]:
+            return f" (read as {other!r} this is {_iso(s)}: is time_unit {unit!r} right?)"
+    return ""
+
+
+def check_epoch_unit(
+    t_sec: np.ndarray,
+    by_entity: np.ndarray,
+    same: np.ndarray,
+    hz: float,
+    unit: str,
+    column: str,
+    src: str,
+) -> None:
+    """Refuse epoch times read in a unit 1000x (or 10**6, 10**9) too coarse.
+
+    The source is refused when its times lie before 1990, its rows of one
+    entity are a median of less than 1/100 step apart on the grid, and the
+    times scaled by 1000, 10**6 or 10**9 are all dates of 1990..2100 with a
+    median step of 0.1..10 grid steps: epoch times read in the wrong unit, not
+    a fast signal averaged down (whose times start near 0).  Times of this era
+    return at once.
+
+    Parameters
+    ----------
+    t_sec : ndarray, shape (N,), float64, seconds as read
+    by_entity : ndarray, shape (N,), intp
+        Row order grouping the rows by entity, each entity's rows in file order.
+    same : ndarray, shape (N - 1,), bool
+        Whether consecutive rows of ``by_entity`` are of one entity.
+    hz : float
+        The schema's ``sample_hz``.
+
+    Raises
+    ------
+    SourceError
+        Naming the column, the unit given and the unit that fits.
+    """
+    if t_sec.size < 2:
+        return
+    lo, hi = float(t_sec.min()), float(t_sec.max())
+    if hi >= _ERA[0] or lo * 1e9 < _ERA[0]:  # this era, or times near 0 in any unit
+        return
+    cut = by_entity[: _SAMPLE + 1]  # the median step of the first rows is evidence enough
+    steps = np.abs(np.diff(t_sec[cut]))[same[: cut.size - 1]]
+    steps = steps[steps > 0]
+    if steps.size == 0:
+        return
+    step = float(np.median(steps)) * hz
+    if step >= 0.01:
+        return
+    for fit, scale in _SECONDS.items():
+        factor = scale / _SECONDS[unit]
+        if factor < 1e3:  # only units at least 1000x coarser than the one given
+            continue
+        if _ERA[0] <= lo * factor and hi * factor <= _ERA[1] and 0.1 <= step * factor <= 10:
+            raise SourceError(
+                f"time column {column!r} read in {unit!r} starts at {_iso(lo)} and its rows of "
+                f"one entity are a median {step:.3g} steps apart on the {hz:g} Hz grid (they "
+                f"would collapse onto a few ticks); read in {fit!r} they start at "
+                f"{_iso(lo * factor)}, {step * factor:.3g} steps apart: set time_unit {fit!r}",
+                source=src,
+            )
+
+
+_ZONED = r"(Z|z|[+-][0-9]{2}(:?[0-9]{2})?)$"
+
+
+def text_time_error(col: pa.Array, name: str, src: str) -> SourceError:
+    """Why a time column read as text is not times: naive and zoned mixed, or a row that
+    is no ISO 8601 time.
+
+    Arrow types a CSV time column as timestamps only when every value parses as
+    one kind: all naive or all with a UTC offset.  A file that mixes them (a
+    logger that added ``Z`` after an update) stays text.
+
+    Returns
+    -------
+    SourceError
+        Naming the column and the rows of each kind, or the first row that is
+        not an ISO 8601 time.
+    """
+    text = pc.utf8_trim_whitespace(col.cast(pa.string()))
+    zoned = _matches(text, _ZONED)
+    iso = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?)?"
+    number = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+    is_iso = _matches(text, iso + _ZONED[:-1] + "?$")
+    zoned &= is_iso
+    ok = is_iso | _matches(text, number)
+    if not ok.all():
+        r = int(np.flatnonzero(~ok)[0])
+        return SourceError(
+            f"time column {name!r} is text and row {r} holds {text[r].as_py()!r}, not a number "
+            "or an ISO 8601 time",
+            source=src,
+            row=r,
+        )
+    if zoned.any() and not zoned.all():
+        a, b = int(np.flatnonzero(~zoned)[0]), int(np.flatnonzero(zoned)[0])
+        return SourceError(
+            f"time column {name!r} mixes times without a UTC offset (row {a}: "
+            f"{text[a].as_py()!r}) and with one (row {b}: {text[b].as_py()!r}); naive times "
+            "are read as UTC, so give every time an offset, or none",
+            source=src,
+            row=min(a, b),
+        )
+    return SourceError(
+        f"time column {name!r} is text that does not read as one kind of time (numbers and "
+        "ISO 8601 times mixed, or a time Arrow cannot parse); expected numbers or timestamps",
+        source=src,
+    )
+
+
+def _matches(text: pa.Array, pattern: str) -> np.ndarray:
+    hit = pc.fill_null(pc.match_substring_regex(text, pattern), False)
+    return np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool)
