@@ -83,6 +83,8 @@ __all__ = [
 
 #: rows per Arrow batch when the index is read back source by source
 _READ_ROWS = 8192
+#: segments whose sources' candidates are built together (then joined to the others)
+_CHUNK_SEGMENTS = 4096
 
 # ---- SourceInfo in a partition's meta ------------------------------------------------------
 
@@ -499,7 +501,8 @@ def concat_candidate_tables(parts: list[CandidateTable]) -> CandidateTable:
 
 
 def step_disk_candidates(r: HoursRun) -> dict[str, Any]:
-    """Cut tracks (or spans) into candidates source by source from the index."""
+    """Cut tracks (or spans) into candidates from the index, a chunk of sources (about
+    :data:`_CHUNK_SEGMENTS` segments) at a time."""
     d, pool = _state(r), r.pool()
     min_steps = max(1, int(np.ceil(r.opt["min_track_seconds"] * r.hz)))
     build = functools.partial(
@@ -512,15 +515,24 @@ def step_disk_candidates(r: HoursRun) -> dict[str, Any]:
     )
     stream = _by_source(d.con, r.strategy, d.label_sets)
     nxt = next(stream, None)
-    tables, too_short = [], 0
-    for sid in sorted(pool.sources):
+    tables: list[CandidateTable] = []
+    too_short = 0
+    exts: dict[str, Any] = {}
+    segs_of: dict[str, list[Segment]] = {}
+    held, sids = 0, sorted(pool.sources)
+    for i, sid in enumerate(sids, 1):
         segs: list[Segment] = []
         if nxt is not None and nxt[0] == sid:
             segs = nxt[1]
             nxt = next(stream, None)
-        table, short = build({sid: pool.sources[sid].tracks}, {sid: segs})
-        tables.append(table)
-        too_short += short
+        exts[sid], segs_of[sid] = pool.sources[sid].tracks, segs
+        held += len(segs)
+        if held >= _CHUNK_SEGMENTS or i == len(sids):
+            # a chunk of sources at a time: a few dozen tables to join, not one per source
+            table, short = build(exts, segs_of)
+            tables.append(table)
+            too_short += short
+            exts, segs_of, held = {}, {}, 0
     if nxt is not None:  # the index's order is not the sources' sorted order
         raise PipelineError(f"index rows of {nxt[0]!r} out of source order", step="fill")
     # closed while the fill runs (DuckDB's buffers grow with the pool); summary reopens it

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -394,3 +395,24 @@ def test_explain_says_the_disk_pool_scores_in_the_lead(small_job) -> None:
     assert any("only writing uses the executor" in w for w in plan.warnings)
     local = p.options(executor="local", workers=1).explain()
     assert not any("disk pool scores" in w for w in local.warnings)
+
+
+@pytest.mark.parametrize("parts", ["all", "thirds", "each"])
+def test_candidates_built_in_chunks_of_sources_join_to_the_whole_table(
+    small_job, tmp_path: Path, monkeypatch, parts: str
+) -> None:
+    """One table per source, per few sources or for all at once: the same candidates."""
+    from kuration.pipeline import disk_hours
+
+    job = {**small_job, "strategy": STRATS["tags, tag coverage, group cap"], "span_seconds": 60}
+    mem, steps = _run_to({**job, "pool": "memory"}, tmp_path / "m", "candidates")
+    run_steps(mem, steps)
+    per_source = Counter(s.source_id for s in mem.pool().segments)
+    assert len(per_source) >= 4  # so that a third of the pool holds several sources
+    chunk = {"all": 10**9, "thirds": len(mem.pool().segments) // 3, "each": 1}[parts]
+    monkeypatch.setattr(disk_hours, "_CHUNK_SEGMENTS", chunk)
+    disk, steps = _run_to({**job, "pool": "disk"}, tmp_path / "d", "candidates")
+    with disk_session(disk):
+        run_steps(disk, steps)
+    _same_table(mem.candidates, disk.candidates)
+    assert disk.too_short == mem.too_short
