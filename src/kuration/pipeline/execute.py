@@ -28,6 +28,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..core.interrupts import import_pandas_first
 from ..core.jsonio import dump_json_atomic
 from ..core.plugins import without_entry_point_plugins
 from ..core.progress import ProgressCallback, emit
@@ -167,6 +168,7 @@ def execute(
     plan = compile_plan(p)
     if p.opts.streaming:
         check_streaming(p)  # before any source is resolved or read
+    import_pandas_first()  # before any source is read: Ctrl-C stays an interrupt
     if isinstance(p.selection, HoursSelection):
         return _execute_hours(p, plan, dest, force, resume, resolved_sources)
     if plan.stage("select").runtime == DISK_RUNTIME:
