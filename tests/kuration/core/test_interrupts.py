@@ -75,8 +75,8 @@ def test_an_interrupted_write_keeps_its_staged_work_for_resume(
     with pytest.raises(KeyboardInterrupt):
         run_job(job, out, progress=ctrl_c_midway)
     assert any(out.glob(".kuration_staging/**/*.npz"))  # staged shards kept
-    with pytest.raises(DatasetIntegrityError):  # no commit record: no reader accepts it
-        next(iter_shards(out, split="train"))
+    with pytest.raises(DatasetIntegrityError, match="interrupted .* kur run --resume"):
+        next(iter_shards(out, split="train"))  # no commit record: no reader accepts it
     run_job(job, out, resume=True)
     config = json.loads((out / "config.json").read_text())
     assert config["results"]["resume"]["reused_shards"] > 0
