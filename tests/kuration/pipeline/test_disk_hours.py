@@ -18,6 +18,7 @@ import pytest
 from tests.kuration.pipeline.test_golden import GOLDEN, artifact_hash, quickstart_job
 
 from kuration import Pipeline, run_job
+from kuration.errors import PipelineError
 from kuration.pipeline.disk_hours import (
     DiskScoringResult,
     concat_candidate_tables,
@@ -356,3 +357,15 @@ def test_explain_says_the_disk_pool_scores_in_the_lead(small_job) -> None:
     assert any("only writing uses the executor" in w for w in plan.warnings)
     local = p.options(executor="local", workers=1).explain()
     assert not any("disk pool scores" in w for w in local.warnings)
+
+
+def test_a_checkpoint_dir_that_cannot_hold_checkpoints_names_the_option(
+    small_job, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for where in (blocker, blocker / "below"):
+        job = {**small_job, "pool": "disk", "checkpoint_dir": str(where)}
+        with pytest.raises(PipelineError, match=r"checkpoint_dir .* cannot be used: a file is in"):
+            run_job(job, tmp_path / "out")
+        assert not (tmp_path / "out").exists()  # refused before anything was written
