@@ -55,7 +55,8 @@ def run_guarded(prog: str, fn: Callable[[], int], errors: tuple[type[BaseExcepti
     Returns
     -------
     int
-        ``fn()``'s status, or 1.
+        ``fn()``'s status, 1, or 130 after Ctrl-C (``KeyboardInterrupt``: one line, no
+        traceback).
     """
     try:
         return int(fn())
@@ -67,3 +68,7 @@ def run_guarded(prog: str, fn: Callable[[], int], errors: tuple[type[BaseExcepti
     except (*errors, OSError) as exc:
         print(f"{prog}: error: {describe(exc)}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130

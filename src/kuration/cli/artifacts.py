@@ -16,6 +16,7 @@ from rich.table import Table
 from ..tools.check import check_dataset
 from ..tools.diff import compare_datasets
 from ..tools.inspect import InspectReport, inspect_dataset
+from ._console import report_console
 
 __all__ = ["cmd_check", "cmd_diff", "cmd_inspect", "print_inspect"]
 
@@ -95,7 +96,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rep.to_dict(), indent=2, sort_keys=True))
     else:
-        print_inspect(rep, Console())
+        print_inspect(rep, report_console())
     return 0 if not rep.verification or rep.verification["valid"] else 1
 
 
@@ -109,7 +110,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(d, indent=2, sort_keys=True, default=str))
         return 0
-    con = Console()
+    con = report_console()
     sh = d["shards"]
     same = not (sh["added"] or sh["removed"] or sh["changed"] or d["changes"] or d["splits"])
     if d["identical"]:

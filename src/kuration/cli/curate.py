@@ -24,6 +24,7 @@ from rich.table import Table
 from ..core.progress import RichProgress
 from ..pipeline.count import CurationResult, ExperimentResult, curate_job, experiment_job
 from ..pipeline.disk_pool import DiskSelection
+from ._console import report_console
 
 __all__ = ["cmd_curate", "cmd_experiment", "print_curation", "print_experiment"]
 
@@ -157,9 +158,9 @@ def cmd_curate(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"wall_s": wall, **res.to_dict()}, indent=2))
     elif isinstance(res, DiskSelection):
-        _print_disk(res, wall, Console())
+        _print_disk(res, wall, report_console())
     else:
-        print_curation(res, wall, Console())
+        print_curation(res, wall, report_console())
     return 0
 
 

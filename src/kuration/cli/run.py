@@ -17,6 +17,7 @@ from rich.table import Table
 from ..core.progress import RichProgress
 from ..pipeline.entry import run_job
 from ..pipeline.hours import DatasetWriteResult
+from ._console import report_console
 
 __all__ = ["cmd_run", "print_run_summary"]
 
@@ -134,5 +135,5 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
         )
     else:
-        print_run_summary(res, wall, Console())
+        print_run_summary(res, wall, report_console())
     return 0

@@ -500,7 +500,7 @@ def reusable_entries(
         commit = None
         notes.append(str(exc))
     if commit is None:
-        notes.append("no previous commit")
+        notes.append("no committed dataset to take shards from (staged ones still count)")
     else:
         last = commit if commit.get("state") == "committed" else commit.get("previous")
         if isinstance(last, dict):

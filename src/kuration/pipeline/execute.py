@@ -28,6 +28,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..core.interrupts import import_pandas_first
 from ..core.jsonio import dump_json_atomic
 from ..core.plugins import without_entry_point_plugins
 from ..core.progress import ProgressCallback, emit
@@ -167,6 +168,9 @@ def execute(
     plan = compile_plan(p)
     if p.opts.streaming:
         check_streaming(p)  # before any source is resolved or read
+    import_pandas_first()  # before any source is read: Ctrl-C stays an interrupt
+    if p.opts.checkpoint_dir is not None and p.opts.pool == "disk":
+        _make_checkpoint_dir(p.opts.checkpoint_dir)
     if isinstance(p.selection, HoursSelection):
         return _execute_hours(p, plan, dest, force, resume, resolved_sources)
     if plan.stage("select").runtime == DISK_RUNTIME:
@@ -186,6 +190,24 @@ def execute(
     analyses, enrich_s = _enrich(p, result, steps)
     telemetry = _telemetry(rec, result, len(sources), enrich_s)
     return PipelineRun(plan, result, telemetry, analyses)
+
+
+def _make_checkpoint_dir(path: str | os.PathLike[str]) -> None:
+    """Create ``checkpoint_dir`` before any source is read, so that a path that cannot hold
+    checkpoints fails at once and names the option.
+
+    Raises
+    ------
+    PipelineError
+        The path is a file, or cannot be created (read-only, no permission, ...).
+    """
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        if isinstance(exc, (FileExistsError, NotADirectoryError)):
+            why = "a file is in the way"
+        raise PipelineError(f"checkpoint_dir {os.fspath(path)!r} cannot be used: {why}") from exc
 
 
 def _execute_disk(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -285,8 +286,17 @@ def run_hours(
     except BaseException as exc:
         if r.journal is not None:
             r.journal.close()
-        if not r.published and lease.created:
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        if not r.published and lease.created and not interrupted:
             remove_tree(root, keep={LOCK_NAME})  # a destination this run created holds nothing else
+        if interrupted and not r.published:
+            # the staged shards (and disk partitions) stay for resume; without a commit
+            # record no reader accepts the destination
+            print(
+                f"kuration: interrupted; {root} holds the staged work only: rerun with "
+                "resume (kur run --resume) to continue, or force to start over",
+                file=sys.stderr,
+            )
         lease.release(cleanup=not r.published)
         if isinstance(exc, OSError) and not isinstance(exc, KurationError):
             where = destination_path(exc, root)

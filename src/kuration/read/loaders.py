@@ -54,6 +54,7 @@ from ..output.commit import (
     FORMAT,
     MANIFEST_NAME,
     MARKER_NAME,
+    STAGING_NAME,
     read_commit,
     read_regular,
 )
@@ -186,7 +187,7 @@ class Dataset:
             what = (
                 "does not exist"
                 if self._remote is None and not local.exists()
-                else (f"no {COMMIT_NAME}: not a kuration dataset")
+                else _uncommitted(local if self._remote is None else None)
             )
             raise DatasetIntegrityError(what, path=str(self.root))
         if commit.get("state") != "committed":
@@ -636,3 +637,14 @@ def iter_shards(
             yield out, meta
         else:
             yield out
+
+
+def _uncommitted(root: Path | None) -> str:
+    """Why a folder without a commit record is refused: a first write that is running or was
+    interrupted (its staging area is there), or no dataset at all."""
+    if root is not None and (root / STAGING_NAME).exists():
+        return (
+            f"no {COMMIT_NAME} yet: a first write to it is running or was interrupted "
+            "(finish it with kur run --resume, resume=True)"
+        )
+    return f"no {COMMIT_NAME}: not a kuration dataset"

@@ -286,3 +286,19 @@ def pooled_empty(shape: tuple[int, ...], dtype: type = np.float64) -> np.ndarray
     item = np.dtype(dtype).itemsize
     buf = pa.allocate_buffer(max(count, 1) * item)
     return np.frombuffer(buf, dtype=dtype, count=count).reshape(shape)
+
+
+#: text Arrow (and the CSV reader) would parse as a number: decimal, exponent, inf/nan
+_NUMBER = r"^\s*[-+]?((\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|inf|infinity|nan)\s*$"
+
+
+def first_non_number(col: pa.ChunkedArray) -> tuple[int, str] | None:
+    """The first row of a text column holding something other than a number (nulls and
+    empty cells are missing values, not errors), with its text; None when every row parses.
+    Used to name the row and value when a numeric column arrived as text."""
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        return None
+    text = pc.utf8_trim_whitespace(col)
+    ok = pc.or_kleene(pc.match_substring_regex(col, _NUMBER, ignore_case=True), pc.equal(text, ""))
+    bad = np.flatnonzero(~_filled(pc.fill_null(ok, True)))
+    return None if not bad.size else (int(bad[0]), str(col[int(bad[0])].as_py()))

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -151,7 +152,8 @@ class TickStream:
         with pacsv.open_csv(
             self.uri, read_options=pacsv.ReadOptions(block_size=1 << 16), parse_options=parse
         ) as head:
-            self._check_names(head.schema.names, cols)
+            names = head.schema.names
+            self._check_names(names, cols)
         types = {ent: pa.string()} if ent else {}  # ids are text, as in the whole-table read
         reader = pacsv.open_csv(
             self.uri,
@@ -160,8 +162,18 @@ class TickStream:
             convert_options=pacsv.ConvertOptions(column_types=types, include_columns=cols),
         )
         with reader:
-            for batch in reader:
-                yield pa.Table.from_batches([batch])
+            try:
+                for batch in reader:
+                    yield pa.Table.from_batches([batch])
+            except pa.ArrowInvalid as exc:
+                # Arrow numbers the file's columns; say which one (a later block's value
+                # does not fit the type the first block suggested)
+                msg = re.sub(
+                    r"In CSV column #(\d+)",
+                    lambda m: f"column {names[int(m.group(1))]!r}",
+                    str(exc),
+                )
+                raise SourceError(f"cannot read csv: {msg}", source=self.uri) from exc
 
     # -- pass 1: the roster ------------------------------------------------------------
     @property

@@ -52,6 +52,7 @@ from ._columns import (
     csv_parse_options,
     dictionary_entity_codes,
     event_flags,
+    first_non_number,
     first_padded,
     float_column,
     gather_cells,
@@ -592,8 +593,12 @@ class TimeseriesAdapter(InputAdapter):
                 or pa.types.is_floating(typ)
                 or pa.types.is_null(typ)
             ):
+                bad = first_non_number(col)
                 raise SourceError(
-                    f"column {c!r} of field {f.name!r} has type {typ}, expected numbers", source=src
+                    f"column {c!r} of field {f.name!r} has type {typ}, expected numbers"
+                    + ("" if bad is None else f": {bad[1]!r} is not a number"),
+                    source=src,
+                    row=None if bad is None else bad[0],
                 )
             vals = float_column(col)
             inf = np.flatnonzero(np.isinf(vals))

@@ -20,6 +20,7 @@ import pytest
 from tests.kuration.pipeline.test_golden import GOLDEN, artifact_hash, quickstart_job
 
 from kuration import Pipeline, run_job
+from kuration.errors import PipelineError
 from kuration.pipeline.disk_hours import (
     DiskScoringResult,
     concat_candidate_tables,
@@ -416,3 +417,15 @@ def test_candidates_built_in_chunks_of_sources_join_to_the_whole_table(
         run_steps(disk, steps)
     _same_table(mem.candidates, disk.candidates)
     assert disk.too_short == mem.too_short
+
+
+def test_a_checkpoint_dir_that_cannot_hold_checkpoints_names_the_option(
+    small_job, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for where in (blocker, blocker / "below"):
+        job = {**small_job, "pool": "disk", "checkpoint_dir": str(where)}
+        with pytest.raises(PipelineError, match=r"checkpoint_dir .* cannot be used: a file is in"):
+            run_job(job, tmp_path / "out")
+        assert not (tmp_path / "out").exists()  # refused before anything was written

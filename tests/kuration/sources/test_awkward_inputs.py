@@ -261,3 +261,33 @@ def test_naive_and_zoned_times_mixed_name_a_row_of_each(
         SourceError, match=r"row 499: time column 'timestamp' is text and row 499 holds 'timestamp'"
     ):
         adsb_adapter.read_table(uri)
+
+
+def test_a_word_in_a_numeric_csv_column_names_its_row_and_text(
+    adsb_sources: list[Path], adsb_adapter: TimeseriesAdapter, tmp_path: Path
+) -> None:
+    """One '12k' makes Arrow read the whole altitude column as text: the error names the
+    row and the value, not only the column's type; empty cells and 'nan' are numbers."""
+    t = pq.read_table(adsb_sources[0])
+    alt = [None if v is None else str(v) for v in t.column("altitude").to_pylist()]
+    alt[7] = ""
+    alt[9] = "nan"
+    alt[499] = "12k"
+    i = t.schema.get_field_index("altitude")
+    path = tmp_path / "words.csv"
+    pacsv.write_csv(t.set_column(i, "altitude", pa.array(alt, pa.string())), path)
+    with pytest.raises(SourceError, match=r"row 499: column 'altitude' .* '12k' is not a number"):
+        adsb_adapter.read_table(str(path))
+
+
+def test_a_streamed_csv_names_the_column_of_a_value_that_does_not_fit(
+    adsb_time_ordered: list[Path], adsb_adapter: TimeseriesAdapter, tmp_path: Path
+) -> None:
+    t = pq.read_table(adsb_time_ordered[0])
+    alt = [None if v is None else str(v) for v in t.column("altitude").to_pylist()]
+    alt[-3] = "12k"  # past the first block, whose numbers set the column's type
+    i = t.schema.get_field_index("altitude")
+    path = tmp_path / "late-word.csv"
+    pacsv.write_csv(t.set_column(i, "altitude", pa.array(alt, pa.string())), path)
+    with pytest.raises(SourceError, match=r"column 'altitude'.*'12k'"):
+        list(TickStream(adsb_adapter, str(path), batch_rows=2048).blocks())
