@@ -51,6 +51,8 @@ def _set(doc: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
 BAD_JOB_VALUES = [
     # (key path, value, error class, close match[, the key path named when it lies deeper])
     ("tag_coverage", "false", JobError, None),
+    ("trian_hours", 4.0, JobError, "budget.train_hours"),  # a nested key written at the top
+    ("shard_lenght", 64, JobError, "output.shard_length"),
     ("tag_coverage", 0, JobError, None),
     ("seed", 1.7, JobError, None),
     ("seed", "zero", JobError, None),

@@ -27,7 +27,10 @@ def _hours(s: float) -> str:
 
 def print_inspect(rep: InspectReport, console: Console) -> None:
     """Render an :class:`InspectReport` as text tables."""
-    console.print(f"[bold]{rep.path}[/]  container={rep.container} shard_length={rep.shard_length}")
+    layout = f" packed into {rep.packed_files} file(s)" if rep.packed_files else ""
+    console.print(
+        f"[bold]{rep.path}[/]  container={rep.container}{layout} shard_length={rep.shard_length}"
+    )
     t = Table(title="splits")
     for col in (
         "split",

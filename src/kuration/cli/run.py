@@ -99,8 +99,10 @@ def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) ->
         if reuse.get("rebuilt_shards"):
             for note in reuse.get("notes", []):
                 console.print(f"resume: not reused: {note}", markup=False)
+    files = res.manifest.get("files") or ()
+    packed = f" packed into {len(files)} file(s)" if files else ""
     console.print(
-        f"shards written: {len(res.manifest['shards'])} ({res.manifest['container']}, "
+        f"shards written: {len(res.manifest['shards'])} ({res.manifest['container']}{packed}, "
         f"{res.manifest['shard_length']} steps each); modalities: "
         f"{', '.join(res.manifest['modalities'])}"
     )

@@ -91,12 +91,25 @@ def _short(v: Any) -> str:
     return r if len(r) <= 60 else r[:57] + "..."
 
 
+def _nested_match(
+    model: type[BaseModel], where: list[str | int], key: str, known: Sequence[str]
+) -> list[str]:
+    """``["budget.train_hours"]`` for ``trian_hours`` at the top level: the closest key of
+    an object one level below ``where`` (as close as a same-level hint needs), or none."""
+    below = {f"{k}.{sub}": sub for k in known for sub in _known_keys(model, [*where, k])}
+    score = {d: difflib.SequenceMatcher(None, key, sub).ratio() for d, sub in below.items()}
+    best = max(score, key=score.__getitem__, default=None)
+    return [best] if best is not None and score[best] >= 0.8 else []
+
+
 def _problem(err: Mapping[str, Any], path: list[str | int], model: type[BaseModel]) -> str:
     kind = err["type"]
     if kind == "extra_forbidden":
         key = str(path[-1])
         known = _known_keys(model, path[:-1])
         close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+        if not close:  # a key of an object one level down, written at this level
+            close = _nested_match(model, [*path[:-1]], key, known)
         hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
         return f"unknown key {key!r} ({hint})"
     if kind == "missing":

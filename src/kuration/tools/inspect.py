@@ -29,6 +29,7 @@ class InspectReport:
     container: str
     shard_length: int
     verification: dict[str, Any] = field(default_factory=dict)
+    packed_files: int = 0  # files holding the shards in packed mode (0: one file per shard)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -85,4 +86,5 @@ def inspect_dataset(path: str | os.PathLike[str], verify: bool = False) -> Inspe
         container=man.get("container", ""),
         shard_length=int(man.get("shard_length", 0)),
         verification=verification,
+        packed_files=len(man.get("files", ())),
     )

@@ -120,6 +120,8 @@ def test_curated_adapter_reads_packed_tracks(packed: Path) -> None:
 def test_inspect_check_and_diff(packed: Path, tmp_path: Path, job_b: dict, all_bytes: Any) -> None:
     rep = inspect_dataset(packed, verify=True)
     assert rep.verification["valid"] and rep.verification["checked"] > 0
+    files = {e["path"] for e in json.loads((packed / "dataset_manifest.json").read_text())["files"]}
+    assert rep.packed_files == len(files) > 0  # the layout is reported, not only the container
     res = check_dataset(packed, {"verify": True, "required_modalities": ["position"]})
     assert res.ok
     again = _run(_packed_job(job_b), tmp_path / "again").path
