@@ -65,7 +65,13 @@ from .disk_index import _col, _q, apply_filter, bin_pool, connect, load_partitio
 from .disk_pool import DISK_RUNTIME, INDEX_MEMORY, INDEX_MEMORY_MIN, _score_stage, plan_identity
 from .disk_tags import tag_pool
 from .plan import StageTelemetry
-from .scoring import ScoringResult, SourceInfo, TrackExtent, _checked_sources, _track_extents
+from .scoring import (
+    ScoringResult,
+    SourceInfo,
+    TrackExtent,
+    _checked_sources,
+    source_info,
+)
 from .track_columns import TrackColumns
 
 if TYPE_CHECKING:
@@ -186,17 +192,7 @@ def source_info_from_doc(doc: Mapping[str, Any]) -> SourceInfo:
 
 def _describe(uri: str, fingerprint: str, table: Any, segs: list[Segment]) -> dict[str, Any]:
     """What a partition's meta records of its source: its :class:`SourceInfo`."""
-    info = SourceInfo(
-        source_id=table.source_id,
-        uri=uri,
-        n_steps=table.n_steps,
-        k0=table.k0,
-        fingerprint=fingerprint,
-        n_segments=len(segs),
-        tracks=_track_extents(table.present, table.entity_ids),
-        counts=dict(sorted(table.counts.items())),
-    )
-    return {"info": source_info_doc(info)}
+    return {"info": source_info_doc(source_info(table, uri, fingerprint, len(segs)))}
 
 
 # ---- the run's disk state -------------------------------------------------------------------

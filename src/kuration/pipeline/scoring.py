@@ -224,18 +224,25 @@ def _finish(
             if table.n_steps < segmenter.window_steps
             else "no window holds an entity"
         )
-    info = SourceInfo(
+    return source_info(table, uri, fingerprint, len(segs), wall), segs, reason
+
+
+def source_info(
+    table: Any, uri: str, fingerprint: str, n_segments: int, wall: Mapping[str, float] | None = None
+) -> SourceInfo:
+    """What scoring learned of one source read into ``table`` (a TickTable): its extents,
+    gaps included, and the adapter's counts."""
+    return SourceInfo(
         source_id=table.source_id,
         uri=uri,
         n_steps=table.n_steps,
         k0=table.k0,
         fingerprint=fingerprint,
-        n_segments=len(segs),
+        n_segments=n_segments,
         tracks=_track_extents(table.present, table.entity_ids),
         counts=dict(sorted(table.counts.items())),
-        wall_s=wall,
+        wall_s=dict(wall or {}),
     )
-    return info, segs, reason
 
 
 def _features_pass(
