@@ -98,7 +98,7 @@ def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) ->
         )
         if reuse.get("rebuilt_shards"):
             for note in reuse.get("notes", []):
-                console.print(f"resume: not reused: {note}", markup=False)
+                console.print(f"resume note: {note}", markup=False)
     files = res.manifest.get("files") or ()
     packed = f" packed into {len(files)} file(s)" if files else ""
     console.print(

@@ -193,7 +193,7 @@ class Dataset:
         if commit.get("state") != "committed":
             raise DatasetIntegrityError(
                 f"dataset is in state {commit.get('state')!r}, not committed "
-                "(a write is running or was interrupted; resume it with resume=True)",
+                "(a write is running or was interrupted; finish it with kur run --resume, resume=True)",
                 path=str(self.root),
             )
         man_bytes = self._pinned(MANIFEST_NAME, commit.get("manifest_sha256"))
