@@ -13,6 +13,8 @@ __all__ = ["compare_datasets", "structured_diff"]
 
 # config sections compared; provenance (timestamps, platform) is reported apart
 _SECTIONS = ("schema", "strategy", "output", "pipeline", "results", "warnings")
+#: parts of those sections that describe the run, not the dataset (listed with provenance)
+_RUN_ONLY = ("results.resume",)
 
 
 def structured_diff(left: Any, right: Any, path: str = "") -> list[dict[str, Any]]:
@@ -76,7 +78,8 @@ def compare_datasets(
         split/source/entity/span/shard index, ``changed`` meaning other bytes),
         ``splits`` and ``modalities`` differences, ``changes`` (a structured
         diff of schema, strategy, output, pipeline, results and warnings),
-        ``provenance`` differences, and with ``verify=True`` each side's
+        ``provenance`` differences (with ``results.resume``: how many shards a
+        run reused says how it ran, not what it wrote), and with ``verify=True`` each side's
         verification result (``identical`` is then false when a side's files
         do not match its manifest, even if the manifests agree).
 
@@ -107,6 +110,9 @@ def compare_datasets(
     for sec in _SECTIONS:
         left_sec, right_sec = _located(a.config.get(sec)), _located(b.config.get(sec))
         changes.extend(structured_diff(left_sec, right_sec, sec))
+    # how the run went (shards reused by resume) is not what the dataset is: reported apart
+    how = [c for c in changes if c["path"].startswith(_RUN_ONLY)]
+    changes = [c for c in changes if not c["path"].startswith(_RUN_ONLY)]
     job_changes = structured_diff(a.config.get("job"), b.config.get("job"), "job")
     skip = ("started_at", "finished_at")
     prov = [
@@ -115,7 +121,7 @@ def compare_datasets(
             a.config.get("provenance"), b.config.get("provenance"), "provenance"
         )
         if not c["path"].endswith(skip)
-    ]
+    ] + how
     out: dict[str, Any] = {
         "left": str(a.root),
         "right": str(b.root),

@@ -82,3 +82,19 @@ def test_an_interrupted_write_keeps_its_staged_work_for_resume(
     assert config["results"]["resume"]["reused_shards"] > 0
     run_job(job, tmp_path / "fresh")
     assert artifact_hash(out) == artifact_hash(tmp_path / "fresh")
+
+
+def test_a_resumed_dataset_diffs_identical_to_an_uninterrupted_one(
+    small_job: dict, tmp_path: Path
+) -> None:
+    """What resume reused is how the run went, not what it wrote: kur diff lists it with
+    the provenance and calls the datasets identical."""
+    from kuration.tools.diff import compare_datasets
+
+    job = {**small_job, "span_seconds": 60}
+    run_job(job, tmp_path / "a")
+    run_job(job, tmp_path / "b")
+    run_job(job, tmp_path / "b", resume=True)  # every shard reused
+    res = compare_datasets(tmp_path / "a", tmp_path / "b")
+    assert res["identical"] and not res["changes"]
+    assert any(c["path"].startswith("results.resume") for c in res["provenance"])
