@@ -44,7 +44,6 @@ def _child(mode: str) -> str:
 
 
 def test_a_ctrl_c_in_the_pandas_import_stops_the_run() -> None:
-    pytest.importorskip("pandas")
     # pyarrow's Cython shim drops the interrupt (why import_pandas_first exists); if this
     # ever says "interrupted", pyarrow fixed it and the workaround can go
     assert _child("pyarrow") == "carried on"
