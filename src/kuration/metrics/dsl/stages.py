@@ -140,47 +140,10 @@ def compile_map(st: Stage, vt: ValueType, cx: Ctx) -> tuple[list[Op], ValueType]
     MetricCompileError
         When the map does not accept ``vt`` (see ``docs/metrics.md``).
     """
-    op = st.op
-    hz = cx.hz
-    text = st.text
+    op, text = st.op, st.text
     scalar = replace(vt, kind="scalar", dims=1, semantics=None, spec=None, max_rate=None)
-    if op in ("speed", "accel", "jerk"):
-        _need_position(st, vt, cx)
-        depth = {"speed": 1, "accel": 2, "jerk": 3}[op]
-
-        def motion(s: Stream, fr: Frame, key: Key, op: str = op, depth: int = depth) -> Stream:
-            if op == "speed":
-                return _next(s, _speed(s, fr, key, vt), 1)
-            acc = kernels.step_diff(_velocity(s, fr, key, vt)) * hz
-            if op == "jerk":
-                acc = kernels.step_diff(acc) * hz
-            return _next(s, kernels.norm_map(acc), depth)
-
-        unit = {"speed": "m/s", "accel": "m/s**2", "jerk": "m/s**3"}[op]
-        return [Op(text, motion)], replace(scalar, unit=unit)
-    if op == "heading":
-        _need_position(st, vt, cx)
-        geo = vt.spec is not None and vt.spec.frame == "geodetic"
-
-        def head(s: Stream, fr: Frame, key: Key) -> Stream:
-            return _next(s, kernels.heading(_metres(s, fr, key, vt), s.x if geo else None), 1)
-
-        return [Op(text, head)], replace(scalar, semantics="angular", unit="deg")
-    if op in ("angle_delta", "angular_rate"):
-        if vt.semantics != "angular":
-            raise cx.fail(
-                f"{op} needs an angular value (an angular field or heading); got {_article(vt.describe())}",
-                st,
-            )
-        turn, max_rate = _turn(vt.unit), vt.max_rate
-        rate = op == "angular_rate"
-
-        def ang(s: Stream, fr: Frame, key: Key) -> Stream:
-            d = kernels.angle_delta(s.x, turn, max_rate, hz)
-            return _next(s, d * hz if rate else d, 1)
-
-        unit = f"{vt.unit}/s" if rate else vt.unit
-        return [Op(text, ang)], replace(scalar, unit=unit)
+    if op in ("speed", "accel", "jerk", "heading", "angle_delta", "angular_rate"):
+        return _compile_motion(st, vt, cx, scalar)
     if op == "norm":
         if vt.kind != "vector":
             raise cx.fail(f"norm needs a vector; got {_article(vt.describe())}", st)
@@ -209,28 +172,85 @@ def compile_map(st: Stage, vt: ValueType, cx: Ctx) -> tuple[list[Op], ValueType]
     if op == "bit":
         return _compile_bit(st, vt, cx)
     if op == "is":
-        if vt.kind != "categorical" or vt.spec is None:
-            raise cx.fail(
-                f"is:<label> needs a categorical value; got {_article(vt.describe())}", st
-            )
-        vocab = vt.spec.vocab
-        label = str(st.arg)
-        if label not in vocab:
-            raise cx.fail(
-                f"{label!r} is not a label of {vt.spec.name!r}"
-                + suggestion(label, list(vocab))
-                + f" (vocab: {', '.join(vocab)})",
-                st,
-            )
-        code = float(vocab.index(label))
-
-        def is_label(s: Stream, fr: Frame, key: Key) -> Stream:
-            v = s.x
-            return _next(s, np.where(np.isnan(v), _NAN, (v == code).astype(np.float64)))
-
-        return [Op(text, is_label)], replace(scalar, kind="bool", unit=None)
+        return _compile_is(st, vt, cx, scalar)
     if op == "to":
         return _compile_to(st, vt, cx)
+    if op in ("nn_dist", "dist_to", "formation_speed", "formation_spread", "formation_area"):
+        return _compile_spatial(st, vt, cx, scalar)
+    raise cx.fail("unknown map", st)  # pragma: no cover - guarded by the grammar
+
+
+def _compile_motion(
+    st: Stage, vt: ValueType, cx: Ctx, scalar: ValueType
+) -> tuple[list[Op], ValueType]:
+    """speed/accel/jerk and heading of a position; angle_delta/angular_rate of an angle."""
+    op, hz, text = st.op, cx.hz, st.text
+    if op in ("speed", "accel", "jerk"):
+        _need_position(st, vt, cx)
+        depth = {"speed": 1, "accel": 2, "jerk": 3}[op]
+
+        def motion(s: Stream, fr: Frame, key: Key, op: str = op, depth: int = depth) -> Stream:
+            if op == "speed":
+                return _next(s, _speed(s, fr, key, vt), 1)
+            acc = kernels.step_diff(_velocity(s, fr, key, vt)) * hz
+            if op == "jerk":
+                acc = kernels.step_diff(acc) * hz
+            return _next(s, kernels.norm_map(acc), depth)
+
+        unit = {"speed": "m/s", "accel": "m/s**2", "jerk": "m/s**3"}[op]
+        return [Op(text, motion)], replace(scalar, unit=unit)
+    if op == "heading":
+        _need_position(st, vt, cx)
+        geo = vt.spec is not None and vt.spec.frame == "geodetic"
+
+        def head(s: Stream, fr: Frame, key: Key) -> Stream:
+            return _next(s, kernels.heading(_metres(s, fr, key, vt), s.x if geo else None), 1)
+
+        return [Op(text, head)], replace(scalar, semantics="angular", unit="deg")
+    if vt.semantics != "angular":
+        raise cx.fail(
+            f"{op} needs an angular value (an angular field or heading); got {_article(vt.describe())}",
+            st,
+        )
+    turn, max_rate = _turn(vt.unit), vt.max_rate
+    rate = op == "angular_rate"
+
+    def ang(s: Stream, fr: Frame, key: Key) -> Stream:
+        d = kernels.angle_delta(s.x, turn, max_rate, hz)
+        return _next(s, d * hz if rate else d, 1)
+
+    unit = f"{vt.unit}/s" if rate else vt.unit
+    return [Op(text, ang)], replace(scalar, unit=unit)
+
+
+def _compile_is(st: Stage, vt: ValueType, cx: Ctx, scalar: ValueType) -> tuple[list[Op], ValueType]:
+    """is:<label> of a categorical value: 1.0 where it holds the label, NaN where missing."""
+    text = st.text
+    if vt.kind != "categorical" or vt.spec is None:
+        raise cx.fail(f"is:<label> needs a categorical value; got {_article(vt.describe())}", st)
+    vocab = vt.spec.vocab
+    label = str(st.arg)
+    if label not in vocab:
+        raise cx.fail(
+            f"{label!r} is not a label of {vt.spec.name!r}"
+            + suggestion(label, list(vocab))
+            + f" (vocab: {', '.join(vocab)})",
+            st,
+        )
+    code = float(vocab.index(label))
+
+    def is_label(s: Stream, fr: Frame, key: Key) -> Stream:
+        v = s.x
+        return _next(s, np.where(np.isnan(v), _NAN, (v == code).astype(np.float64)))
+
+    return [Op(text, is_label)], replace(scalar, kind="bool", unit=None)
+
+
+def _compile_spatial(
+    st: Stage, vt: ValueType, cx: Ctx, scalar: ValueType
+) -> tuple[list[Op], ValueType]:
+    """Distances between entities and whole-formation measures of a per-entity position."""
+    op, text = st.op, st.text
     if op in ("nn_dist", "dist_to"):
         _need_position(st, vt, cx, per_entity=True)
         ref = str(st.arg)
@@ -242,19 +262,17 @@ def compile_map(st: Stage, vt: ValueType, cx: Ctx) -> tuple[list[Op], ValueType]
             return _next(s, kernels.dist_to(pm, fr.entity_index(ref)))
 
         return [Op(text, dist)], replace(scalar, unit="m")
-    if op in ("formation_speed", "formation_spread", "formation_area"):
-        _need_position(st, vt, cx, per_entity=True)
+    _need_position(st, vt, cx, per_entity=True)
 
-        def formation(s: Stream, fr: Frame, key: Key) -> Stream:
-            if op == "formation_speed":
-                return _next(s, kernels.formation_speed(_velocity(s, fr, key, vt)), 1)
-            if op == "formation_spread":
-                return _next(s, kernels.formation_spread(_metres(s, fr, key, vt)))
-            return _next(s, kernels.formation_area(_planar(s, fr, key, vt, -1)))
+    def formation(s: Stream, fr: Frame, key: Key) -> Stream:
+        if op == "formation_speed":
+            return _next(s, kernels.formation_speed(_velocity(s, fr, key, vt)), 1)
+        if op == "formation_spread":
+            return _next(s, kernels.formation_spread(_metres(s, fr, key, vt)))
+        return _next(s, kernels.formation_area(_planar(s, fr, key, vt, -1)))
 
-        unit = {"formation_speed": "m/s", "formation_spread": "m", "formation_area": "m**2"}[op]
-        return [Op(text, formation)], replace(scalar, unit=unit, per_entity=False)
-    raise cx.fail("unknown map", st)  # pragma: no cover - guarded by the grammar
+    unit = {"formation_speed": "m/s", "formation_spread": "m", "formation_area": "m**2"}[op]
+    return [Op(text, formation)], replace(scalar, unit=unit, per_entity=False)
 
 
 def _compile_bit(st: Stage, vt: ValueType, cx: Ctx) -> tuple[list[Op], ValueType]:
