@@ -88,6 +88,10 @@ def _check_finite(obj: Any, where: str = "$") -> None:
             _check_finite(v, f"{where}[{i}]")
 
 
+def _encoder() -> json.JSONEncoder:
+    return json.JSONEncoder(sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
+
+
 def canonical_json(obj: Any) -> bytes:
     """Deterministic UTF-8 JSON bytes (sorted keys, fixed separators, trailing newline).
 
@@ -97,22 +101,51 @@ def canonical_json(obj: Any) -> bytes:
         A ``ValueError``: ``obj`` holds NaN or infinity.
     """
     _check_finite(obj)
-    return (
-        json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    ).encode()
+    return (_encoder().encode(obj) + "\n").encode()
+
+
+#: characters of encoded JSON gathered before one write (and one hash update)
+_WRITE_CHARS = 1 << 16
 
 
 def dump_json_atomic(path: str | os.PathLike[str], obj: Any) -> str:
-    """Write canonical JSON via a same-directory temp file and ``os.replace``; returns its SHA-256."""
-    data = canonical_json(obj)
+    """Write :func:`canonical_json` of ``obj`` via a same-directory temp file and
+    ``os.replace``; returns its SHA-256.
+
+    The text is encoded and hashed as it is written, a few tens of KB at a time: with
+    ``indent`` the encoder is pure Python, and :func:`json.dumps` would first hold every
+    one of its small string pieces at once (about 50 MB for the ``config.json`` of a
+    run over 15,000 sources).
+
+    Raises
+    ------
+    StrictJSONError
+        ``obj`` holds NaN or infinity (nothing is written).
+    """
+    _check_finite(obj)
     p = Path(path)
     tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
+    h = hashlib.sha256()
     with open(tmp, "wb") as fh:
-        fh.write(data)
+
+        def put(parts: list[str]) -> None:
+            data = "".join(parts).encode()
+            fh.write(data)
+            h.update(data)
+
+        parts: list[str] = []
+        held = 0
+        for chunk in _encoder().iterencode(obj):
+            parts.append(chunk)
+            held += len(chunk)
+            if held >= _WRITE_CHARS:
+                put(parts)
+                parts, held = [], 0
+        put([*parts, "\n"])
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, p)
-    return hashlib.sha256(data).hexdigest()
+    return h.hexdigest()
 
 
 def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:

@@ -38,3 +38,40 @@ def test_a_non_finite_number_is_named_by_its_key_path(text: str, where: str) -> 
 def test_finite_documents_parse_as_json_does(doc) -> None:
     text = json.dumps(doc)
     assert loads_strict(text) == json.loads(text)
+
+
+_DOCS = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=300),
+    lambda inner: st.lists(inner, max_size=40) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=400,
+)
+
+
+@given(_DOCS)
+def test_a_document_is_written_as_canonical_json_encodes_it(tmp_path_factory, doc) -> None:
+    """dump_json_atomic writes (and hashes) the bytes of json.dumps, however the text is cut
+    into writes (here every few characters, and every 64 KB)."""
+    import hashlib
+    from unittest import mock
+
+    from kuration.core import jsonio
+
+    want = (json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode()
+    assert jsonio.canonical_json(doc) == want
+    for size in (5, jsonio._WRITE_CHARS):
+        path = tmp_path_factory.mktemp("dump") / "doc.json"
+        with mock.patch.object(jsonio, "_WRITE_CHARS", size):
+            assert jsonio.dump_json_atomic(path, doc) == hashlib.sha256(want).hexdigest()
+        assert path.read_bytes() == want
+
+
+def test_a_non_finite_number_is_refused_before_anything_is_written(tmp_path) -> None:
+    from kuration.core.jsonio import dump_json_atomic
+
+    with pytest.raises(StrictJSONError, match="non-finite"):
+        dump_json_atomic(tmp_path / "doc.json", {"a": [1.0, float("nan")]})
+    assert list(tmp_path.iterdir()) == []
