@@ -156,6 +156,11 @@ class StageCheckpoint:
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
+    def committed(self, name: str) -> PartitionCommit | None:
+        """The published commit of partition ``name`` as it is on disk now (its file not
+        verified: :meth:`lookup` does that), or None."""
+        return self._load_commit(name)
+
     def _verified(self, c: PartitionCommit) -> bool:
         path = self.dir / c.file
         try:

@@ -2,8 +2,8 @@
 
 The in-memory hours run (:mod:`kuration.pipeline.hours_steps`) holds every
 scored segment as a Python object from scoring to ``config.json``.  On this
-runtime (:mod:`kuration.pipeline.disk_pool`) three steps change and one is
-added; the rest (split, fill, shard plan, resume, stage, publish, manifest,
+runtime (:mod:`kuration.pipeline.disk_pool`) four steps change and one is
+added; the rest (split, shard plan, resume, stage, publish, manifest,
 commit) are the same functions over the same inputs, so the shards and the
 manifest are byte-identical to the in-memory run's:
 
@@ -19,11 +19,14 @@ manifest are byte-identical to the in-memory run's:
    are computed there (:func:`~kuration.pipeline.disk_index.rank_pool_sql`), as
    :func:`~kuration.selection.select.apply_strategy` computes them in memory.
 3. ``candidates`` -- the index is read back in canonical order, one source at a
-   time: that source's segments become :class:`Segment` objects, are cut into
-   candidates by :func:`~kuration.selection.candidates.build_candidate_table`
-   and dropped; the per-source tables are concatenated
-   (:func:`concat_candidate_tables`) into one columnar table (tens of bytes per
-   track or span).
+   time: a chunk of sources' segments become :class:`Segment` objects, are cut into
+   candidates by :func:`~kuration.selection.candidates.build_candidate_table` and
+   dropped; each chunk's table is appended to a
+   :class:`~kuration.pipeline.disk_candidates.CandidateStore` (a Parquet file), so the
+   candidates are never all in memory.  Each source's tracks are read from its
+   partition commit for the chunk (:mod:`kuration.pipeline.source_record`).
+   ``fill`` then runs over the store (:func:`~kuration.pipeline.disk_fill.fill_on_disk`,
+   the in-memory fill in SQL order): only admitted candidates come back as objects.
 4. ``summary`` (after ``fill``) -- the parts of ``config.json`` that read the
    pool (feature histograms against the admitted spans, the top and bottom
    ranked windows) are computed in SQL, equal to
@@ -56,34 +59,27 @@ from ..contracts.segment import Segment
 from ..core.progress import emit
 from ..errors import EmptyPoolError, PipelineError
 from ..output.commit import SPLITS, STAGING_NAME
-from ..selection.candidates import CandidateTable, build_candidate_table
+from ..selection.candidates import build_candidate_table
 from ..selection.constraints import source_group
 from ..selection.fill import FillResult
 from ..selection.strategy import Strategy
 from .checkpoint import PartitionCommit, StageCheckpoint
+from .disk_candidates import CandidateStore
+from .disk_fill import fill_on_disk
 from .disk_index import _col, _q, apply_filter, bin_pool, connect, load_partitions, rank_pool_sql
 from .disk_pool import DISK_RUNTIME, INDEX_MEMORY, INDEX_MEMORY_MIN, _score_stage, plan_identity
 from .disk_tags import tag_pool
 from .plan import StageTelemetry
-from .scoring import (
-    ScoringResult,
-    SourceInfo,
-    TrackExtent,
-    _checked_sources,
-    source_info,
-)
-from .track_columns import TrackColumns
+from .scoring import ScoringResult, SourceInfo, _checked_sources
+from .source_record import describe_source, loaded_tracks, source_info_kept
 
 if TYPE_CHECKING:
     from .hours_steps import HoursRun, Step
 
 __all__ = [
     "DiskScoringResult",
-    "concat_candidate_tables",
     "disk_session",
     "disk_steps",
-    "source_info_doc",
-    "source_info_from_doc",
     "uses_disk_pool",
 ]
 
@@ -91,109 +87,6 @@ __all__ = [
 _READ_ROWS = 8192
 #: segments whose sources' candidates are built together (then joined to the others)
 _CHUNK_SEGMENTS = 4096
-
-# ---- SourceInfo in a partition's meta ------------------------------------------------------
-
-_CLASSES: dict[str, type[Any]] = {"SourceInfo": SourceInfo, "TrackExtent": TrackExtent}
-#: the fields a :class:`TrackColumns` holds (a track with more is decoded as objects)
-_TRACK_FIELDS = {"entity_id", "first", "last", "n_present", "gaps"}
-
-
-def _enc(v: Any) -> Any:
-    """``v`` as JSON: scalars JSON keeps exactly as they are, anything else as a one-key
-    object naming its type (dataclasses field by field, over :func:`dataclasses.fields`)."""
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, TrackColumns):  # recorded as the tuple of tracks it reads as
-        v = tuple(v)
-    if isinstance(v, float) and not math.isfinite(v):
-        return {"float": repr(v)}
-    if v is None or isinstance(v, bool | int | float | str):
-        return v
-    if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        name = type(v).__name__
-        if _CLASSES.get(name) is not type(v):
-            raise PipelineError(f"cannot record a {name} in a checkpoint", step="score")
-        return {name: {f.name: _enc(getattr(v, f.name)) for f in dataclasses.fields(v)}}
-    if isinstance(v, np.ndarray):
-        return {"ndarray": [v.dtype.str, list(v.shape), _enc(v.ravel().tolist())]}
-    if isinstance(v, bytes):
-        return {"bytes": v.hex()}
-    if _rows_of_one_class(v):  # e.g. a source's tracks: one list per field, not per row
-        names = [f.name for f in dataclasses.fields(v[0])]
-        cols = {n: _enc([getattr(x, n) for x in v]) for n in names}
-        return {"rows": [type(v[0]).__name__, cols]}
-    if isinstance(v, tuple | list | frozenset):
-        items = sorted(v, key=repr) if isinstance(v, frozenset) else v
-        return {type(v).__name__: [_enc(x) for x in items]}
-    if isinstance(v, Mapping):
-        return {"map": [[_enc(k), _enc(x)] for k, x in v.items()]}
-    raise PipelineError(f"cannot record a {type(v).__name__} in a checkpoint", step="score")
-
-
-def _rows_of_one_class(v: Any) -> bool:
-    """Whether ``v`` is a non-empty tuple of instances of one recorded dataclass."""
-    if not isinstance(v, tuple) or not v:
-        return False
-    cls = type(v[0])
-    return _CLASSES.get(cls.__name__) is cls and all(type(x) is cls for x in v)
-
-
-def _dec(v: Any) -> Any:
-    """The value :func:`_enc` encoded."""
-    if not isinstance(v, dict):
-        return v
-    ((kind, x),) = v.items()
-    if kind == "rows":  # a tuple of one dataclass, stored by column
-        name, cols = x
-        cls, got = _CLASSES[name], {n: _dec(c) for n, c in cols.items()}
-        if cls is TrackExtent and set(got) == _TRACK_FIELDS:  # kept by column for the run
-            return TrackColumns(
-                got["entity_id"], got["first"], got["last"], got["n_present"], got["gaps"]
-            )
-        return tuple(
-            cls(**dict(zip(got, row, strict=True))) for row in zip(*got.values(), strict=True)
-        )
-    if kind in _CLASSES:
-        return _CLASSES[kind](**{k: _dec(y) for k, y in x.items()})
-    if kind == "float":
-        return float(x)
-    if kind == "ndarray":
-        dtype, shape, flat = x
-        return np.array(_dec(flat), dtype=np.dtype(dtype)).reshape(shape)
-    if kind == "bytes":
-        return bytes.fromhex(x)
-    if kind in ("tuple", "list", "frozenset"):
-        return {"tuple": tuple, "list": list, "frozenset": frozenset}[kind](_dec(y) for y in x)
-    if kind == "map":
-        return {_dec(k): _dec(y) for k, y in x}
-    raise PipelineError(f"a checkpoint records an unknown value kind {kind!r}", step="score")
-
-
-def source_info_doc(info: SourceInfo) -> dict[str, Any]:
-    """``info`` as a JSON-ready document, field by field (:func:`source_info_from_doc`
-    rebuilds an equal object)."""
-    return dict(_enc(info))
-
-
-def source_info_from_doc(doc: Mapping[str, Any]) -> SourceInfo:
-    """The :class:`SourceInfo` of a :func:`source_info_doc` document.
-
-    Raises
-    ------
-    PipelineError
-        The document names a kind of value this version does not record.
-    """
-    info = _dec(dict(doc))
-    if not isinstance(info, SourceInfo):
-        raise PipelineError("a checkpoint's source record is not a SourceInfo", step="score")
-    return info
-
-
-def _describe(uri: str, fingerprint: str, table: Any, segs: list[Segment]) -> dict[str, Any]:
-    """What a partition's meta records of its source: its :class:`SourceInfo`."""
-    return {"info": source_info_doc(source_info(table, uri, fingerprint, len(segs)))}
-
 
 # ---- the run's disk state -------------------------------------------------------------------
 
@@ -301,12 +194,15 @@ def step_disk_score(r: HoursRun) -> list[StageTelemetry]:
     t0 = time.perf_counter()
     infos: dict[str, SourceInfo] = {}
 
+    shared: dict[Any, Any] = {}
+
     def keep(uri: str, c: PartitionCommit) -> PartitionCommit:
-        # the record becomes a SourceInfo now and the commit kept for the index drops it:
-        # the records of every source are never held at once (tens of KB each as JSON)
-        info = source_info_from_doc(c.meta["info"])
+        # the record becomes a SourceInfo now (its tracks stay in the commit file) and the
+        # commit kept for the index drops it: no source's record is held for long
+        info = source_info_kept(d.ck, c, shared)
         infos[info.source_id] = info
-        return dataclasses.replace(c, meta={k: v for k, v in c.meta.items() if k != "info"})
+        meta = {"source_id": c.meta["source_id"], "uri": c.meta["uri"]}
+        return dataclasses.replace(c, meta=meta)
 
     scored = _score_stage(
         d.ck,
@@ -318,7 +214,7 @@ def step_disk_score(r: HoursRun) -> list[StageTelemetry]:
         batch_rows=int(r.opt["batch_rows"]),
         on_error=r.opt["on_error"],
         durable=bool(r.opt["durable"]),
-        describe=_describe,
+        describe=describe_source,
         progress=r.progress,
         keep=keep,
     )
@@ -440,65 +336,10 @@ def _by_source(con: Any, st: Strategy, tags: Mapping[str, Sequence[str]]) -> Any
         yield cur, segs
 
 
-def concat_candidate_tables(parts: list[CandidateTable]) -> CandidateTable:
-    """One table of the rows of ``parts`` in order (tables of distinct sources, in
-    sorted order): sources, rosters and rows appended, group labels and tag sets
-    interned again (codes change, values do not), ``empty_excluded`` summed.
-    ``parts`` is emptied as its columns are taken, so the rows are held about once, not
-    twice, while they are joined.
-
-    Raises
-    ------
-    PipelineError
-        The parts' feature names differ.
-    """
-    names = parts[0].feature_names if parts else ()
-    if any(t.feature_names != names for t in parts):
-        raise PipelineError("candidate tables of different features", step="fill")
-    groups: dict[str, int] = {}
-    sets: dict[frozenset[str], int] = {frozenset(): 0}
-    keys = ("source", "entity", "first", "last", "span", "priority", "group", "tags", "present")
-    keys += ("features",)
-    cols: dict[str, list[np.ndarray]] = {k: [] for k in keys}
-    source_ids: list[str] = []
-    entity_ids: list[Any] = []
-    empty = 0
-    parts.reverse()
-    while parts:  # take each table's columns and let the table go
-        t = parts.pop()
-        gmap = np.array([groups.setdefault(g, len(groups)) for g in t.groups] + [-1], np.int64)
-        tmap = np.array([sets.setdefault(s, len(sets)) for s in t.tag_sets], np.int64)
-        cols["source"].append(t.source.astype(np.int64) + len(source_ids))
-        cols["group"].append(gmap[t.group])  # -1 (no group) indexes the trailing -1
-        cols["tags"].append(tmap[t.tags])
-        for k in ("entity", "first", "last", "span", "priority", "present", "features"):
-            cols[k].append(getattr(t, k))
-        empty += t.empty_excluded
-        source_ids.extend(t.source_ids)
-        entity_ids.extend(t.entity_ids)
-    joined: dict[str, Any] = {}
-    for k in keys:  # one column at a time: its parts are dropped once joined
-        got = cols.pop(k)
-        joined[k] = np.concatenate(got) if got else None
-        del got
-    feats = joined.pop("features")
-    if feats is None:
-        joined = {k: np.zeros(0) for k in joined}
-    return CandidateTable(
-        source_ids=source_ids,
-        entity_ids=entity_ids,
-        feature_names=names,
-        features=feats,
-        groups=list(groups),
-        tag_sets=list(sets),
-        empty_excluded=empty,
-        **joined,
-    )
-
-
 def step_disk_candidates(r: HoursRun) -> dict[str, Any]:
     """Cut tracks (or spans) into candidates from the index, a chunk of sources (about
-    :data:`_CHUNK_SEGMENTS` segments) at a time."""
+    :data:`_CHUNK_SEGMENTS` segments) at a time, each chunk's table appended to a
+    :class:`~kuration.pipeline.disk_candidates.CandidateStore` (a Parquet file)."""
     d, pool = _state(r), r.pool()
     min_steps = max(1, int(np.ceil(r.opt["min_track_seconds"] * r.hz)))
     build = functools.partial(
@@ -509,9 +350,9 @@ def step_disk_candidates(r: HoursRun) -> dict[str, Any]:
         span_steps=r.opt["span_steps"],
         group_of=r.group_fn,
     )
+    store = CandidateStore.temporary(r.strategy.feature_names)
     stream = _by_source(d.con, r.strategy, d.label_sets)
     nxt = next(stream, None)
-    tables: list[CandidateTable] = []
     too_short = 0
     exts: dict[str, Any] = {}
     segs_of: dict[str, list[Segment]] = {}
@@ -521,21 +362,29 @@ def step_disk_candidates(r: HoursRun) -> dict[str, Any]:
         if nxt is not None and nxt[0] == sid:
             segs = nxt[1]
             nxt = next(stream, None)
-        exts[sid], segs_of[sid] = pool.sources[sid].tracks, segs
+        exts[sid], segs_of[sid] = loaded_tracks(pool.sources[sid].tracks), segs
         held += len(segs)
         if held >= _CHUNK_SEGMENTS or i == len(sids):
-            # a chunk of sources at a time: a few dozen tables to join, not one per source
+            # a chunk of sources at a time: its table goes to the file, not to memory
             table, short = build(exts, segs_of)
-            tables.append(table)
+            store.append(table)
             too_short += short
             exts, segs_of, held = {}, {}, 0
+    store.close()
     if nxt is not None:  # the index's order is not the sources' sorted order
         raise PipelineError(f"index rows of {nxt[0]!r} out of source order", step="fill")
     # closed while the fill runs (DuckDB's buffers grow with the pool); summary reopens it
     d.close()
-    r.candidates, r.too_short = concat_candidate_tables(tables), too_short
-    r.empty_spans = r.candidates.empty_excluded
-    return {"rows_in": pool.summary()["segments"], "rows_out": len(r.candidates)}
+    r.candidates, r.too_short = store, too_short
+    r.empty_spans = store.empty_excluded
+    return {"rows_in": pool.summary()["segments"], "rows_out": len(store)}
+
+
+def step_disk_fill(r: HoursRun) -> dict[str, Any]:
+    """The in-memory fill step over the candidate store (:func:`fill_on_disk`)."""
+    from .hours_steps import step_fill  # the steps module imports this one's callers
+
+    return step_fill(r, fill=fill_on_disk)
 
 
 # ---- step 4: the config.json parts that read the pool ----------------------------------------
@@ -647,6 +496,7 @@ _REPLACED: dict[str, Step] = {
     "read+segment+features": step_disk_score,
     "bin": step_disk_rank,
     "candidates": step_disk_candidates,
+    "fill": step_disk_fill,
 }
 
 

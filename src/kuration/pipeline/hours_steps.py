@@ -71,6 +71,7 @@ from ..selection.fill import (
 from ..selection.select import apply_strategy, assign_splits
 from ..selection.strategy import Strategy
 from ..sources.base import InputAdapter
+from .disk_candidates import CandidateStore
 from .hours_packed import stage_packed
 from .plan import PhysicalPlan, StageTelemetry
 from .presence_report import presence_budget
@@ -264,7 +265,9 @@ def step_candidates(r: HoursRun) -> dict[str, Any]:
 
 def step_split(r: HoursRun) -> dict[str, Any]:
     """Assign each candidate source to train or test (stratified by group)."""
-    table = CandidateTable.of(r.candidates)
+    table = r.candidates
+    if not isinstance(table, CandidateStore):  # the disk runtime's candidates are in a file
+        table = CandidateTable.of(table)
     cand_sources = table.pooled_sources()
     total_h = r.opt["train_hours"] + r.opt["test_hours"]
     for sid, group in table.source_groups().items():  # each source's first label
@@ -275,8 +278,10 @@ def step_split(r: HoursRun) -> dict[str, Any]:
     return {"rows_in": len(cand_sources), "rows_out": len(r.split_of)}
 
 
-def step_fill(r: HoursRun) -> dict[str, Any]:
-    """Fill the hour budgets; the strategy's own tag coverage and group cap apply too."""
+def step_fill(r: HoursRun, fill: Callable[..., FillResult] = fill_budgets) -> dict[str, Any]:
+    """Fill the hour budgets; the strategy's own tag coverage and group cap apply too
+    (``fill``: :func:`~kuration.selection.fill.fill_budgets`, or the disk runtime's fill
+    over its candidate store)."""
     o = r.opt
     strat_cov = getattr(r.strategy, "tag_coverage", None) or {}
     r.tag_names = sorted(strat_cov) if strat_cov else None
@@ -286,7 +291,7 @@ def step_fill(r: HoursRun) -> dict[str, Any]:
     if r.overshoot is None and strat_cap.get("max_overshoot") is not None:
         r.overshoot = float(strat_cap["max_overshoot"])
     budgets = {"train": o["train_hours"] * 3600.0, "test": o["test_hours"] * 3600.0}
-    r.fill = fill_budgets(
+    r.fill = fill(
         r.candidates,
         r.split_of,
         budgets,

@@ -311,6 +311,12 @@ class CandidateTable(Sequence[Candidate]):
             self._ranks = (s_rank[self.source], e_rank)
         return self._ranks
 
+    def sort_ranks(self) -> tuple[np.ndarray, np.ndarray]:
+        """Shape (n,) int64 each: every row's source rank (by id) and entity rank within
+        its source (by :func:`~kuration.core.ids.tag_entity_id`), the keys after the
+        priority in :meth:`Candidate.sort_key`."""
+        return self._rank()
+
     def ident_codes(self) -> np.ndarray:
         """Shape (n,), int64: equal exactly where :meth:`Candidate.ident` is equal."""
         if self._idents is None:

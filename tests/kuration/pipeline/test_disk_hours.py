@@ -21,19 +21,14 @@ from tests.kuration.pipeline.test_golden import GOLDEN, artifact_hash, quickstar
 
 from kuration import Pipeline, run_job
 from kuration.errors import PipelineError
-from kuration.pipeline.disk_hours import (
-    DiskScoringResult,
-    concat_candidate_tables,
-    disk_session,
-    disk_steps,
-    source_info_doc,
-    source_info_from_doc,
-)
+from kuration.pipeline.disk_candidates import CandidateStore
+from kuration.pipeline.disk_hours import DiskScoringResult, disk_session, disk_steps
 from kuration.pipeline.disk_pool import DISK_RUNTIME
 from kuration.pipeline.hours import _prepare
 from kuration.pipeline.hours_steps import STEPS, run_steps
 from kuration.pipeline.plan import REFERENCE_RUNTIME
 from kuration.pipeline.scoring import SourceInfo, TrackExtent
+from kuration.pipeline.source_record import source_info_doc, source_info_from_doc
 from kuration.pipeline.track_columns import TrackColumns
 from kuration.selection.candidates import build_candidate_table
 
@@ -168,25 +163,33 @@ def test_every_segment_ranks_and_every_candidate_aggregates_as_in_memory(
     assert disk.scoring.summary() == mem.scoring.summary()
     assert disk.edges == mem.edges and disk.too_short == mem.too_short
     _same_table(mem.candidates, disk.candidates)
-    assert len(disk.candidates.tag_sets) > 2 and len(disk.candidates.groups) == 4
+    assert (
+        len(disk.candidates.tag_sets) > 2
+        and len(set(disk.candidates.source_groups().values())) == 4
+    )
 
 
 def _same_table(a, b) -> None:
-    """Equal candidate tables: every column, group label and tag set (codes may differ)."""
+    """Equal candidate tables (``b`` may be the disk runtime's store): every column, each
+    row's entity id, group label and tag set (codes may differ)."""
+    if isinstance(b, CandidateStore):
+        b = b.to_table(a.source_ids)
     assert a.empty_excluded == b.empty_excluded
     for col in ("source", "entity", "first", "last", "span", "priority", "present"):
         assert np.array_equal(getattr(a, col), getattr(b, col)), col
     assert np.array_equal(a.features, b.features, equal_nan=True)
-    assert a.source_ids == b.source_ids and a.entity_ids == b.entity_ids
+    assert a.source_ids == b.source_ids
+    ids = [[t.entity_ids[s][e] for s, e in zip(t.source, t.entity, strict=True)] for t in (a, b)]
+    assert ids[0] == ids[1] and [type(x) for x in ids[0]] == [type(x) for x in ids[1]]
     assert [a.tag_sets[t] for t in a.tags] == [b.tag_sets[t] for t in b.tags]
     assert [a.groups[g] if g >= 0 else None for g in a.group] == [
         b.groups[g] if g >= 0 else None for g in b.group
     ]
 
 
-def test_concatenated_tables_reintern_labels(small_job, adsb_schema) -> None:
-    """Two sources whose tables intern labels in different orders concatenate to the
-    table built over both at once."""
+def test_tables_appended_to_the_store_read_back_as_the_whole_table(tmp_path: Path) -> None:
+    """Two sources whose tables intern labels in different orders (and entity ids of two
+    types) read back from the store as the table built over both at once."""
     from kuration.contracts.segment import Segment
 
     ext = {
@@ -202,10 +205,16 @@ def test_concatenated_tables_reintern_labels(small_job, adsb_schema) -> None:
     }
     kw = {"how": "mean", "features": ["f"], "span_steps": 3}
     whole, _ = build_candidate_table(ext, segs, **kw)
-    parts = [build_candidate_table({s: ext[s]}, {s: segs[s]}, **kw)[0] for s in ("a", "b")]
-    cat = concat_candidate_tables(parts)
-    _same_table(whole, cat)
-    assert whole.groups == ("g2", "g1") and len(cat) == len(whole) == 8
+    store = CandidateStore(tmp_path, ["f"])
+    for s in ("a", "b"):
+        store.append(build_candidate_table({s: ext[s]}, {s: segs[s]}, **kw)[0])
+    with pytest.raises(PipelineError, match="out of source order"):
+        store.append(build_candidate_table({"a": ext["a"]}, {"a": segs["a"]}, **kw)[0])
+    store.close()
+    _same_table(whole, store)
+    assert whole.groups == ("g2", "g1") and len(store) == len(whole) == 8
+    assert store.pooled_sources() == whole.pooled_sources()
+    assert store.source_groups() == whole.source_groups()
 
 
 def test_source_info_round_trips_over_its_fields() -> None:
@@ -217,7 +226,7 @@ def test_source_info_round_trips_over_its_fields() -> None:
     class Wider(TrackExtent):  # a field added later (e.g. per-span presence) travels too
         present: tuple[int, ...] = ()
 
-    from kuration.pipeline import disk_hours
+    from kuration.pipeline import source_record
 
     info = SourceInfo(
         "s",
@@ -233,12 +242,12 @@ def test_source_info_round_trips_over_its_fields() -> None:
     assert back == info and info == back and isinstance(back.tracks, TrackColumns)
     assert source_info_doc(back) == source_info_doc(info)  # recorded again as it was
     assert [type(t.entity_id) for t in back.tracks] == [str, int, tuple]
-    disk_hours._CLASSES["Wider"] = Wider
+    source_record._CLASSES["Wider"] = Wider
     try:
         wide = dataclasses.replace(info, tracks=(Wider("a", 0, 5, 6, (3, 0, 3)),))
         assert source_info_from_doc(json.loads(json.dumps(source_info_doc(wide)))) == wide
     finally:
-        del disk_hours._CLASSES["Wider"]
+        del source_record._CLASSES["Wider"]
 
 
 def test_explain_names_the_disk_runtime_for_hours(small_job) -> None:
@@ -429,3 +438,41 @@ def test_a_checkpoint_dir_that_cannot_hold_checkpoints_names_the_option(
         with pytest.raises(PipelineError, match=r"checkpoint_dir .* cannot be used: a file is in"):
             run_job(job, tmp_path / "out")
         assert not (tmp_path / "out").exists()  # refused before anything was written
+
+
+def test_the_selection_review_of_a_disk_run_is_the_memory_one(small_job, tmp_path: Path) -> None:
+    """hours_selection_review reads the disk runtime's pools and decisions from its
+    candidate store after the run (the staging area, checkpoints and index are gone)."""
+    job = {**small_job, "strategy": STRATS["tags, tag coverage, group cap"], "span_seconds": 60}
+    got = {
+        pool: Pipeline.from_job({**job, "pool": pool}).review(tmp_path / pool)
+        for pool in ("memory", "disk")
+    }
+    assert got["disk"] == got["memory"]
+    decisions = got["disk"]["splits"]["train"]["decisions"]
+    assert {"admitted", "budget-full", "non-finite"} <= set(decisions)
+
+
+def test_the_tracks_of_a_source_are_read_from_its_partition(small_job, tmp_path: Path) -> None:
+    """A disk run keeps each source's tracks in its partition commit: loaded equal to the
+    in-memory run's, and refused (naming the source) once that commit is replaced."""
+    from kuration.pipeline.source_record import CommittedTracks, loaded_tracks
+
+    mem, steps = _run_to({**small_job, "pool": "memory"}, tmp_path / "m", "read+segment+features")
+    run_steps(mem, steps)
+    disk, steps = _run_to({**small_job, "pool": "disk"}, tmp_path / "d", "read+segment+features")
+    with disk_session(disk):
+        run_steps(disk, steps)
+        sid = sorted(disk.pool().sources)[0]
+        lazy = disk.pool().sources[sid].tracks
+        assert isinstance(lazy, CommittedTracks) and len(lazy) == len(
+            mem.pool().sources[sid].tracks
+        )
+        assert loaded_tracks(lazy) == mem.pool().sources[sid].tracks == lazy
+        ck = disk.disk.ck
+        commit = ck.committed(lazy._name)
+        (ck.dir / f"{ck._stem(lazy._name)}.commit.json").write_text(
+            json.dumps({**commit.to_dict(), "sha256": "0" * 64})
+        )
+        with pytest.raises(PipelineError, match="changed while the run read it"):
+            lazy.load()
