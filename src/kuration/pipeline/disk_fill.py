@@ -308,11 +308,15 @@ def _budget_block(
     }
 
 
-def _admitted(store: CandidateStore, ties: Sequence[int]) -> list[Candidate]:
-    """The candidates of ``ties``, in that order, as objects (only their row groups read)."""
+def _admitted(con: Any, store: CandidateStore, ties: Sequence[int]) -> list[Candidate]:
+    """The candidates of ``ties``, in that order, as objects (those rows alone read back)."""
     if not ties:
         return []
-    got = pq.read_table(store.path, filters=[("tie", "in", list(ties))])
+    got = con.sql(
+        f"SELECT * FROM read_parquet({_sql_text(store.path.as_posix())}) "
+        "WHERE list_contains(?, tie)",
+        params=[list(ties)],
+    ).to_arrow_table()
     sids = sorted(set(got["source_id"].cast(pa.string()).to_pylist()))
     table = table_of(got, store, sids)
     at = {t: i for i, t in enumerate(got["tie"].to_numpy().tolist())}
@@ -459,7 +463,7 @@ def fill_on_disk(
                 _admit_in_order(con, adm, req, refused)
             finally:
                 refused.close()
-            out.admitted[split] = _admitted(store, adm.taken)
+            out.admitted[split] = _admitted(con, store, adm.taken)
             out.budget[split] = _budget_block(store, adm, refused, req, all_tags)
             n = pool.n_finite + pool.n_nonfinite
             view = _SplitView(store, pool.sources, adm.taken, adm.reserved_ids, refused, n)
