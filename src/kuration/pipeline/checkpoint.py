@@ -24,6 +24,10 @@ Layout, under a checkpoint root::
 * :meth:`StageCheckpoint.commit_stage` publishes the stage commit only after
   every expected partition verifies, else raises
   :class:`~kuration.errors.DatasetIntegrityError`.
+* A :class:`StageCheckpoint` pickles as its namespace (root, run fingerprint,
+  stage), with fresh counters: a worker process writes partitions into the
+  lead's namespace, and the lead counts what it wrote
+  (:meth:`StageCheckpoint.count_written`).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -65,14 +70,18 @@ def _file_sha256(path: Path) -> tuple[str, int]:
     return h.hexdigest(), size
 
 
-def _publish_json(path: Path, doc: Mapping[str, Any]) -> None:
-    """Write ``doc`` next to ``path``, fsync it, then move it into place atomically."""
+def _publish_json(path: Path, doc: Mapping[str, Any]) -> float:
+    """Write ``doc`` next to ``path``, fsync it, then move it into place atomically; returns
+    the seconds the fsync took."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(doc, fh, sort_keys=True, indent=1)
         fh.flush()
+        t0 = time.perf_counter()
         os.fsync(fh.fileno())
+        waited = time.perf_counter() - t0
     os.replace(tmp, path)
+    return waited
 
 
 @dataclass(frozen=True)
@@ -120,15 +129,41 @@ class StageCheckpoint:
         Partitions reused, not found (or stale), and found but rejected (corrupt).
     bytes_read, bytes_written : int
         Checkpoint bytes read back for reuse and written.
+    fsync_s : float
+        Seconds this object's writes waited in ``fsync`` (attempt files and commits).
     """
 
     def __init__(self, root: str | os.PathLike[str], run_key: Mapping[str, Any], stage: str):
-        self.run_fingerprint = key_digest(run_key)
+        self._open(Path(root), key_digest(run_key), stage)
+
+    def _open(self, root: Path, run_fingerprint: str, stage: str) -> None:
+        self.root = root
+        self.run_fingerprint = run_fingerprint
         self.stage = stage
-        self.dir = Path(root) / self.run_fingerprint / stage
+        self.dir = root / run_fingerprint / stage
         self.dir.mkdir(parents=True, exist_ok=True)
         self.hits = self.misses = self.rejected = 0
         self.bytes_read = self.bytes_written = 0
+        self.fsync_s = 0.0
+
+    @classmethod
+    def reopen(
+        cls, root: str | os.PathLike[str], run_fingerprint: str, stage: str
+    ) -> StageCheckpoint:
+        """The checkpoints of ``stage`` in the namespace ``run_fingerprint`` (a
+        :attr:`run_fingerprint` already computed), with fresh counters."""
+        ck = cls.__new__(cls)
+        ck._open(Path(root), run_fingerprint, stage)
+        return ck
+
+    def __reduce__(self) -> tuple[Any, tuple[str, str, str]]:
+        """Pickled as its namespace: a copy in a worker writes where this one does and
+        counts only its own work."""
+        return (StageCheckpoint.reopen, (str(self.root), self.run_fingerprint, self.stage))
+
+    def count_written(self, commit: PartitionCommit) -> None:
+        """Count a partition that a copy of this checkpoint wrote in another process."""
+        self.bytes_written += commit.bytes
 
     # ---- keys and paths --------------------------------------------------------------------
 
@@ -204,7 +239,9 @@ class StageCheckpoint:
                 writer.write_batch(b)
                 rows += b.num_rows
         if durable:
+            t0 = time.perf_counter()
             fsync_file(path)
+            self.fsync_s += time.perf_counter() - t0
         digest, size = _file_sha256(path)
         with pa.memory_map(str(path)) as src:
             back = ipc.open_file(src)
@@ -216,7 +253,7 @@ class StageCheckpoint:
                     f"checkpoint {self.stage}/{name}: " + "written file does not read back"
                 )
         commit = PartitionCommit(name, key, attempt, digest, size, rows, dict(meta or {}))
-        _publish_json(self._commit_path(name), commit.to_dict())
+        self.fsync_s += _publish_json(self._commit_path(name), commit.to_dict())
         self.bytes_written += size
         self._sweep(name, keep=attempt)
         return commit
