@@ -461,3 +461,33 @@ def test_the_quickstart_job_on_disk_is_byte_identical_under_every_executor(
     assert len(got["local"]) == 12 and all("info" in m for _, _, m in got["local"].values())
     for name in got:
         assert got[name] == got["local"], name
+
+
+@pytest.mark.slow
+def test_a_run_killed_while_workers_score_resumes_from_what_they_published(
+    small_job, tmp_path: Path
+) -> None:
+    """Two worker processes score; the whole process group (lead and workers) is SIGKILLed
+    once the lead has collected two outcomes.  ``resume`` reuses every partition the
+    workers had published (at least those two) and the dataset equals the in-memory one."""
+    job = {**small_job, "strategy": _doc("top-k"), "span_seconds": 60, "pool": "disk"}
+    out = tmp_path / "disk"
+    args = tmp_path / "args.json"
+    doc = {"job": job, "out": str(out), "kill_group_after_scored": 2, "workers": 2}
+    args.write_text(json.dumps(doc))
+    env = {**os.environ, "PYTHONPATH": str(HERE)}
+    child = subprocess.run(
+        [sys.executable, str(HERE / "_hours_pool_child.py"), str(args)],
+        env=env,
+        check=False,
+        start_new_session=True,  # its own process group: the kill takes its workers too
+    )
+    assert child.returncode == -9
+    commits = out.glob(".kuration_staging/pool/*/score/*.commit.json")
+    published = len([c for c in commits if not c.name.startswith("_stage")])
+    assert 2 <= published <= 4
+    run_job(job, out, resume=True, executor="process", workers=2)
+    score = _telemetry(out)["read+segment+features"]
+    assert (score["checkpoint_hits"], score["checkpoint_misses"]) == (published, 4 - published)
+    run_job({**job, "pool": "memory"}, tmp_path / "mem")
+    assert artifact_hash(out) == artifact_hash(tmp_path / "mem")
