@@ -416,10 +416,13 @@ class _DiskRun:
 
 def plan_identity(plan: Any) -> dict[str, Any]:
     """The plan as part of a checkpoint key: options that change no result (progress
-    display, fsync, where checkpoints live) are left out."""
+    display, fsync, where checkpoints live, which executor and how many workers score:
+    the partitions are byte-identical under each) are left out, and so is each stage's
+    executor, so a run resumed with other workers reuses the partitions."""
     doc = plan.to_dict()
-    skip = ("progress", "durable", "checkpoint_dir")
+    skip = ("progress", "durable", "checkpoint_dir", "executor", "workers", "ray_address")
     doc["options"] = {k: v for k, v in doc["options"].items() if k not in skip}
+    doc["stages"] = [{k: v for k, v in s.items() if k != "executor"} for s in doc["stages"]]
     return doc
 
 

@@ -353,7 +353,7 @@ def test_partitions_and_selection_are_byte_identical_under_every_executor(
     doc = _doc("uniform-bins", filters=[{"filter": "finite"}, {"filter": "dedup"}])
     st = load_strategy(doc, schema)
     p = Pipeline().source(adapter, {"uris": sources}).segment(seg).metrics(st).select(40)
-    got = {}
+    got, runs = {}, set()
     for name, executor, workers in EXECUTORS:
         ck = tmp_path / name
         opts = {"executor": executor, "workers": workers, "checkpoint_dir": str(ck)}
@@ -361,6 +361,7 @@ def test_partitions_and_selection_are_byte_identical_under_every_executor(
         res = run.result
         assert isinstance(res, DiskSelection)
         got[name] = ([(s.key, s.priority, s.bin, s.features) for s in res.selected], partitions(ck))
+        runs.add(res.checkpoint["run"])
         score = {t.stage: t for t in run.telemetry}["read+segment+features"]
         assert score.executor == res.execution["executor"] == executor, name
         assert res.execution["tasks"] == score.checkpoint_misses == len(sources)
@@ -371,6 +372,10 @@ def test_partitions_and_selection_are_byte_identical_under_every_executor(
     assert len(got["local"][1]) == len(sources) and len(got["local"][0]) == 40
     for name in got:
         assert got[name] == got["local"], name
+    assert len(runs) == 1  # the executor is not part of the checkpoint key
+    again = p.options(pool="disk", checkpoint_dir=str(tmp_path / "ray x2")).run()
+    assert again.checkpoint["hits"] == len(sources) and again.execution["tasks"] == 0
+    assert again.execution["queue_depth"] == 0
 
 
 def test_workers_skip_or_raise_a_failing_source_as_the_lead_does(parts, tmp_path: Path) -> None:
