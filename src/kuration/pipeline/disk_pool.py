@@ -156,8 +156,8 @@ def budget_pool(p: Any, sources: Sequence[str]) -> int | None:
 
 #: the stages the disk runtime runs, and what each does there
 _DISK_STAGES = {
-    "read": "one source at a time",
-    "segment": "windows of one source at a time",
+    "read": "one source per task, one at a time per worker (the lead reuses checkpoints)",
+    "segment": "windows of one source at a time, in its task",
     "features": "SegmentBatch partitions, one checkpointed Arrow IPC file per source",
     "transforms": "per source, inside scoring",
     "bin": "exact quantile edges from order statistics in DuckDB (spills to disk)",
