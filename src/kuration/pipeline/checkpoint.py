@@ -20,7 +20,9 @@ Layout, under a checkpoint root::
   as a source fingerprint).  :meth:`StageCheckpoint.lookup` reuses a
   partition only when the key matches and the file's SHA-256 equals the
   committed one; a corrupted or foreign file is a miss, counted in
-  ``rejected``, and is rebuilt.
+  ``rejected``, and is rebuilt.  A rebuilt partition's replaced file is removed
+  once the new commit is published; attempt files no commit names (killed
+  writers') are swept when the stage commit is published.
 * :meth:`StageCheckpoint.commit_stage` publishes the stage commit only after
   every expected partition verifies, else raises
   :class:`~kuration.errors.DatasetIntegrityError`.
@@ -253,16 +255,23 @@ class StageCheckpoint:
                     f"checkpoint {self.stage}/{name}: " + "written file does not read back"
                 )
         commit = PartitionCommit(name, key, attempt, digest, size, rows, dict(meta or {}))
+        replaced = self._load_commit(name)
         self.fsync_s += _publish_json(self._commit_path(name), commit.to_dict())
         self.bytes_written += size
-        self._sweep(name, keep=attempt)
+        if replaced is not None and replaced.file != attempt:
+            (self.dir / replaced.file).unlink(missing_ok=True)
         return commit
 
-    def _sweep(self, name: str, *, keep: str) -> None:
-        """Remove this partition's other attempt files (killed writers' and the replaced one)."""
-        for p in self.dir.glob(f"{self._stem(name)}.*.arrow"):
-            if p.name != keep:
-                p.unlink(missing_ok=True)
+    def _sweep(self, kept: Mapping[str, str]) -> None:
+        """Remove the attempt files of the partitions in ``kept`` (name -> committed file)
+        that their commit does not name: killed writers' (replaced ones go at once).  One
+        listing of the stage directory for the whole stage, not one per partition."""
+        committed = {self._stem(name): file for name, file in kept.items()}
+        with os.scandir(self.dir) as entries:
+            for entry in entries:
+                stem, _, rest = entry.name.partition(".")
+                if rest.endswith(".arrow") and committed.get(stem, entry.name) != entry.name:
+                    Path(entry.path).unlink(missing_ok=True)
 
     def read(self, commit: PartitionCommit) -> Iterator[pa.RecordBatch]:
         """The partition's batches, after checking the file against its commit.
@@ -310,6 +319,7 @@ class StageCheckpoint:
             "partitions": parts,
         }
         _publish_json(self.dir / "_stage.commit.json", doc)
+        self._sweep({name: p["file"] for name, p in parts.items()})
         return doc
 
     def stage_commit(self) -> dict[str, Any] | None:
