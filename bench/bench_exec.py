@@ -29,8 +29,9 @@ counts; the machine may be shared, so the ratios are what to read):
 * ``ray x2``     -- Ray tasks on a local cluster of 2 CPUs, started once before the
   rounds (a cluster is long-lived; its start is printed separately);
 * with ``--durable-off``, ``local x1`` and ``process x2`` again with ``durable=False``
-  (no fsync of checkpoint files and staged shards; the small commit records are still
-  fsynced): the difference is what the fsync waits cost.
+  (no fsync of the partitions' Arrow files and the staged shards; the partition commit
+  records are still fsynced, and their fsync is the ``fsync`` part these runs report):
+  the difference is what those fsync waits cost.
 
 Every contender's artifact (shards and ``dataset_manifest.json``) is compared by
 SHA-256 with ``local x1``'s: the run fails loudly if any byte differs.  The
@@ -184,6 +185,10 @@ def main() -> None:
             f"load {la}"
         )
     _ratios(best, args)
+    print("the score step of each best round (parts: seconds summed where they ran):")
+    for name in names:
+        (t,) = [t for t in telemetry[name] if t["stage"] == "read+segment+features"]
+        print(f"  {name:<19s} {t['wall_s']:8.2f} s  [{_parts(t)}]")
     for name in ("local x1", "process x2"):
         print(f"stage telemetry of the best {name} round (config.json):")
         for t in telemetry[name]:
