@@ -300,7 +300,7 @@ class StageCheckpoint:
         DatasetIntegrityError
             A partition is missing, has another key or fails its SHA-256.
         """
-        parts = {}
+        parts, files = {}, {}
         for name, key in sorted(expected.items()):
             c = self._load_commit(name)
             if c is None or c.key != key:
@@ -312,6 +312,7 @@ class StageCheckpoint:
                     f"checkpoint {self.stage}/{name}: " + "file fails its SHA-256"
                 )
             parts[name] = {"file": c.file, "sha256": c.sha256, "rows": c.rows}
+            files[name] = c.file
         doc = {
             "format": _FORMAT,
             "stage": self.stage,
@@ -319,7 +320,7 @@ class StageCheckpoint:
             "partitions": parts,
         }
         _publish_json(self.dir / "_stage.commit.json", doc)
-        self._sweep({name: p["file"] for name, p in parts.items()})
+        self._sweep(files)
         return doc
 
     def stage_commit(self) -> dict[str, Any] | None:
