@@ -101,7 +101,7 @@ def _stage_peaks(peaks: dict[str, float], hours: bool = False) -> Callable[[str]
 
         setattr(module, name, measured)
 
-    wrap("_score_stage", "score", "connect")
+    wrap("score_stage", "score", "connect")
     wrap("load_partitions", "index", "hours" if hours else "select")
     return boundary  # called once more at the end of the run
 

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-__all__ = ["build_corpus", "build_corpus_per_file", "replica_ids"]
+__all__ = ["build_corpus", "build_corpus_per_file", "existing_corpus", "replica_ids"]
 
 
 def _base(out: Path) -> list[Path]:
@@ -85,6 +85,27 @@ def build_corpus(out: Path, n_sources: int, base: list[Path] | None = None) -> l
         files.append(path)
     stamp.write_text(json.dumps({p.name: p.stat().st_size for p in files}))
     return files
+
+
+def existing_corpus(out: Path, n_sources: int) -> list[Path]:
+    """The first ``n_sources`` files of a corpus :func:`build_corpus` already built in ``out``,
+    read only (a corpus shared with other benchmarks is never rebuilt or written).
+
+    Raises
+    ------
+    SystemExit
+        ``out`` holds no complete corpus of at least ``n_sources`` files.
+    """
+    stamp = out / "corpus.json"
+    if not stamp.is_file():
+        raise SystemExit(f"{out}: no corpus.json (build one with build_corpus)")
+    have = json.loads(stamp.read_text())
+    paths = [out / name for name in have][:n_sources]
+    if len(paths) < n_sources or not all(
+        p.is_file() and p.stat().st_size == have[p.name] for p in paths
+    ):
+        raise SystemExit(f"{out}: fewer than {n_sources} complete corpus files")
+    return paths
 
 
 def build_corpus_per_file(out: Path, n_sources: int, base: list[Path] | None = None) -> list[Path]:

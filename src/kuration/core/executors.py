@@ -20,7 +20,10 @@ ahead: backpressure), and yields ``(payload, outcome)`` in submission order, so
 a caller that folds outcomes in that order is deterministic whatever the
 completion order.  An exception raised by the function is the task's
 *outcome* (yielded, not raised); a worker that dies raises
-:class:`~kuration.errors.ExecutorError`.
+:class:`~kuration.errors.ExecutorError`.  A payload wrapped in :class:`Done`
+(work the caller found already done, such as a reused checkpoint) is not
+submitted: its outcome is yielded in its place in the order, and it holds a
+slot of ``max_in_flight`` until then, so what the lead holds stays bounded.
 
 Functions and payloads must pickle (``ray`` uses cloudpickle); a function
 must be importable at module level in the worker.
@@ -34,12 +37,14 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..errors import ExecutorError, MissingExtraError, PipelineError
 
 __all__ = [
     "EXECUTORS",
+    "Done",
     "Executor",
     "LocalExecutor",
     "ProcessExecutor",
@@ -104,6 +109,15 @@ def enter_worker_environment(env: Any) -> None:
         if entry not in sys.path:
             sys.path.append(entry)
     load_plugins(env.get("plugins", ()), include_entry_points=env.get("entry_points", False))
+
+
+@dataclass(frozen=True)
+class Done:
+    """A payload whose outcome is already known: :meth:`Executor.iter_batches` yields
+    ``(Done, outcome)`` in its place without submitting a task (not counted in
+    :attr:`Executor.tasks` or the queue depth)."""
+
+    outcome: Any
 
 
 def batch_size_for(n_items: int, workers: int, *, per_worker: int = 4, cap: int = 16) -> int:
@@ -220,12 +234,35 @@ class Executor:
             ``ray`` without the ``[ray]`` extra.
         """
         bound = self.max_in_flight if max_in_flight is None else max_in_flight
-        submit, collect = self._start(fn, label)
-        yield from iter_ordered(payloads, submit, collect, bound, self._depth)
+        submit, collect = self._counted(*self._start(fn, label))
+        yield from iter_ordered(payloads, submit, collect, bound)
 
-    def _depth(self, n: int) -> None:
-        self.tasks += 1
-        self.peak_in_flight = max(self.peak_in_flight, n)
+    def _counted(
+        self, submit: Callable[[Any], Any], collect: Callable[[Any, Any], Any]
+    ) -> tuple[Callable[[Any], Any], Callable[[Any, Any], Any]]:
+        """``submit`` and ``collect`` that pass :class:`Done` payloads through and count the
+        tasks submitted and the most in flight at once (:attr:`tasks`, :attr:`peak_in_flight`)."""
+        live = 0
+
+        def sub(p: Any) -> Any:
+            nonlocal live
+            if isinstance(p, Done):
+                return None
+            live += 1
+            self.tasks += 1
+            self.peak_in_flight = max(self.peak_in_flight, live)
+            return submit(p)
+
+        def col(p: Any, handle: Any) -> Any:
+            nonlocal live
+            if isinstance(p, Done):
+                return p.outcome
+            try:
+                return collect(p, handle)
+            finally:
+                live -= 1
+
+        return sub, col
 
     def _start(
         self, fn: Callable[[Any], Any], label: Callable[[Any], str]
@@ -280,7 +317,8 @@ class LocalExecutor(Executor):
                 except Exception as exc:
                     return exc
 
-            yield from iter_ordered(payloads, inline, lambda _p, out: out, 1, self._depth)
+            submit, collect = self._counted(inline, lambda _p, out: out)
+            yield from iter_ordered(payloads, submit, collect, 1)
             return
         yield from super().iter_batches(fn, payloads, max_in_flight=bound, label=label)
 

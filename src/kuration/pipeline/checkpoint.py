@@ -20,10 +20,16 @@ Layout, under a checkpoint root::
   as a source fingerprint).  :meth:`StageCheckpoint.lookup` reuses a
   partition only when the key matches and the file's SHA-256 equals the
   committed one; a corrupted or foreign file is a miss, counted in
-  ``rejected``, and is rebuilt.
+  ``rejected``, and is rebuilt.  A rebuilt partition's replaced file is removed
+  once the new commit is published; attempt files no commit names (killed
+  writers') are swept when the stage commit is published.
 * :meth:`StageCheckpoint.commit_stage` publishes the stage commit only after
   every expected partition verifies, else raises
   :class:`~kuration.errors.DatasetIntegrityError`.
+* A :class:`StageCheckpoint` pickles as its namespace (root, run fingerprint,
+  stage), with fresh counters: a worker process writes partitions into the
+  lead's namespace, and the lead counts what it wrote
+  (:meth:`StageCheckpoint.count_written`).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -65,14 +72,18 @@ def _file_sha256(path: Path) -> tuple[str, int]:
     return h.hexdigest(), size
 
 
-def _publish_json(path: Path, doc: Mapping[str, Any]) -> None:
-    """Write ``doc`` next to ``path``, fsync it, then move it into place atomically."""
+def _publish_json(path: Path, doc: Mapping[str, Any]) -> float:
+    """Write ``doc`` next to ``path``, fsync it, then move it into place atomically; returns
+    the seconds the fsync took."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(doc, fh, sort_keys=True, indent=1)
         fh.flush()
+        t0 = time.perf_counter()
         os.fsync(fh.fileno())
+        waited = time.perf_counter() - t0
     os.replace(tmp, path)
+    return waited
 
 
 @dataclass(frozen=True)
@@ -120,15 +131,41 @@ class StageCheckpoint:
         Partitions reused, not found (or stale), and found but rejected (corrupt).
     bytes_read, bytes_written : int
         Checkpoint bytes read back for reuse and written.
+    fsync_s : float
+        Seconds this object's writes waited in ``fsync`` (attempt files and commits).
     """
 
     def __init__(self, root: str | os.PathLike[str], run_key: Mapping[str, Any], stage: str):
-        self.run_fingerprint = key_digest(run_key)
+        self._open(Path(root), key_digest(run_key), stage)
+
+    def _open(self, root: Path, run_fingerprint: str, stage: str) -> None:
+        self.root = root
+        self.run_fingerprint = run_fingerprint
         self.stage = stage
-        self.dir = Path(root) / self.run_fingerprint / stage
+        self.dir = root / run_fingerprint / stage
         self.dir.mkdir(parents=True, exist_ok=True)
         self.hits = self.misses = self.rejected = 0
         self.bytes_read = self.bytes_written = 0
+        self.fsync_s = 0.0
+
+    @classmethod
+    def reopen(
+        cls, root: str | os.PathLike[str], run_fingerprint: str, stage: str
+    ) -> StageCheckpoint:
+        """The checkpoints of ``stage`` in the namespace ``run_fingerprint`` (a
+        :attr:`run_fingerprint` already computed), with fresh counters."""
+        ck = cls.__new__(cls)
+        ck._open(Path(root), run_fingerprint, stage)
+        return ck
+
+    def __reduce__(self) -> tuple[Any, tuple[str, str, str]]:
+        """Pickled as its namespace: a copy in a worker writes where this one does and
+        counts only its own work."""
+        return (StageCheckpoint.reopen, (str(self.root), self.run_fingerprint, self.stage))
+
+    def count_written(self, commit: PartitionCommit) -> None:
+        """Count a partition that a copy of this checkpoint wrote in another process."""
+        self.bytes_written += commit.bytes
 
     # ---- keys and paths --------------------------------------------------------------------
 
@@ -209,7 +246,9 @@ class StageCheckpoint:
                 writer.write_batch(b)
                 rows += b.num_rows
         if durable:
+            t0 = time.perf_counter()
             fsync_file(path)
+            self.fsync_s += time.perf_counter() - t0
         digest, size = _file_sha256(path)
         with pa.memory_map(str(path)) as src:
             back = ipc.open_file(src)
@@ -221,16 +260,23 @@ class StageCheckpoint:
                     f"checkpoint {self.stage}/{name}: " + "written file does not read back"
                 )
         commit = PartitionCommit(name, key, attempt, digest, size, rows, dict(meta or {}))
-        _publish_json(self._commit_path(name), commit.to_dict())
+        replaced = self._load_commit(name)
+        self.fsync_s += _publish_json(self._commit_path(name), commit.to_dict())
         self.bytes_written += size
-        self._sweep(name, keep=attempt)
+        if replaced is not None and replaced.file != attempt:
+            (self.dir / replaced.file).unlink(missing_ok=True)
         return commit
 
-    def _sweep(self, name: str, *, keep: str) -> None:
-        """Remove this partition's other attempt files (killed writers' and the replaced one)."""
-        for p in self.dir.glob(f"{self._stem(name)}.*.arrow"):
-            if p.name != keep:
-                p.unlink(missing_ok=True)
+    def _sweep(self, kept: Mapping[str, str]) -> None:
+        """Remove the attempt files of the partitions in ``kept`` (name -> committed file)
+        that their commit does not name: killed writers' (replaced ones go at once).  One
+        listing of the stage directory for the whole stage, not one per partition."""
+        committed = {self._stem(name): file for name, file in kept.items()}
+        with os.scandir(self.dir) as entries:
+            for entry in entries:
+                stem, _, rest = entry.name.partition(".")
+                if rest.endswith(".arrow") and committed.get(stem, entry.name) != entry.name:
+                    Path(entry.path).unlink(missing_ok=True)
 
     def read(self, commit: PartitionCommit) -> Iterator[pa.RecordBatch]:
         """The partition's batches, after checking the file against its commit.
@@ -259,7 +305,7 @@ class StageCheckpoint:
         DatasetIntegrityError
             A partition is missing, has another key or fails its SHA-256.
         """
-        parts = {}
+        parts, files = {}, {}
         for name, key in sorted(expected.items()):
             c = self._load_commit(name)
             if c is None or c.key != key:
@@ -271,6 +317,7 @@ class StageCheckpoint:
                     f"checkpoint {self.stage}/{name}: " + "file fails its SHA-256"
                 )
             parts[name] = {"file": c.file, "sha256": c.sha256, "rows": c.rows}
+            files[name] = c.file
         doc = {
             "format": _FORMAT,
             "stage": self.stage,
@@ -278,6 +325,7 @@ class StageCheckpoint:
             "partitions": parts,
         }
         _publish_json(self.dir / "_stage.commit.json", doc)
+        self._sweep(files)
         return doc
 
     def stage_commit(self) -> dict[str, Any] | None:

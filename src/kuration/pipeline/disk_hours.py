@@ -8,7 +8,9 @@ commit) are the same functions over the same inputs, so the shards and the
 manifest are byte-identical to the in-memory run's:
 
 1. ``read+segment+features`` -- each source is scored into its own
-   checkpointed partition (the count runtime's score stage); the partition's
+   checkpointed partition on the run's executor (the count runtime's score
+   stage, :mod:`kuration.pipeline.disk_score`; the executor's workers run it,
+   and later write the shards); the partition's
    commit also records what scoring learned of the source
    (:class:`~kuration.pipeline.scoring.SourceInfo`: extents of its tracks,
    counts, fingerprint), so a rerun that reuses a partition does not read its
@@ -56,6 +58,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..contracts.segment import Segment
+from ..core.executors import worker_environment
 from ..core.progress import emit
 from ..errors import EmptyPoolError, PipelineError
 from ..output.commit import SPLITS, STAGING_NAME
@@ -67,7 +70,8 @@ from .checkpoint import PartitionCommit, StageCheckpoint
 from .disk_candidates import CandidateStore
 from .disk_fill import fill_on_disk
 from .disk_index import _col, _q, apply_filter, bin_pool, connect, load_partitions, rank_pool_sql
-from .disk_pool import DISK_RUNTIME, INDEX_MEMORY, INDEX_MEMORY_MIN, _score_stage, plan_identity
+from .disk_pool import DISK_RUNTIME, INDEX_MEMORY, INDEX_MEMORY_MIN, plan_identity
+from .disk_score import score_stage
 from .disk_tags import tag_pool
 from .plan import StageTelemetry
 from .scoring import ScoringResult, SourceInfo, _checked_sources
@@ -204,7 +208,7 @@ def step_disk_score(r: HoursRun) -> list[StageTelemetry]:
         meta = {"source_id": c.meta["source_id"], "uri": c.meta["uri"]}
         return dataclasses.replace(c, meta=meta)
 
-    scored = _score_stage(
+    scored = score_stage(
         d.ck,
         r.adapter,
         uris,
@@ -217,6 +221,8 @@ def step_disk_score(r: HoursRun) -> list[StageTelemetry]:
         describe=describe_source,
         progress=r.progress,
         keep=keep,
+        executor=r.executor,
+        env=worker_environment(r.plugins, r.include_entry_points),
     )
     wall = time.perf_counter() - t0
     emit(r.progress, "scoring", "complete", total=len(uris))
@@ -224,7 +230,7 @@ def step_disk_score(r: HoursRun) -> list[StageTelemetry]:
     for info in infos.values():
         if not info.n_segments:
             skipped[info.source_id] = _skip_reason(info, r.segmenter.window_steps)
-    n_pool = sum(int(c.rows) for c in scored.commits.values())
+    n_pool = scored.n_pool
     if n_pool == 0:
         raise EmptyPoolError(
             f"no segments: all {len(uris)} sources failed, were shorter than one window "
@@ -233,28 +239,13 @@ def step_disk_score(r: HoursRun) -> list[StageTelemetry]:
         )
     d.commits = scored.commits
     timing = {"read+segment+features": wall}
-    ex = {"executor": "local", "workers": 1, "batch_size": 1, "max_in_flight": 1, "queue_depth": 1}
+    ex = dict(scored.execution)
     r.scoring = DiskScoringResult([], infos, dict(scored.errors), skipped, timing, ex, n_pool)
     for seam in ("transforms", "scorers"):  # they run inside scoring
         emit(r.progress, seam, "start", total=0)
         emit(r.progress, seam, "complete", total=0)
     island = r.plan.stage("features").island if r.plan is not None else None
-    tele = StageTelemetry(
-        "read+segment+features",
-        wall,
-        rows_in=len(uris),
-        rows_out=n_pool,
-        partitions=len(scored.commits),
-        bytes=d.ck.bytes_written + d.ck.bytes_read,
-        checkpoint_hits=d.ck.hits,
-        checkpoint_misses=d.ck.misses,
-        island=island,
-        executor="local",
-        batch_size=1,
-        queue_depth=1,
-        batch_rows=int(r.opt["batch_rows"]),
-    )
-    return [tele]
+    return [scored.telemetry(d.ck, wall, len(uris), int(r.opt["batch_rows"]), island=island)]
 
 
 # ---- step 2: index, filters, bins, tags and every segment's priority ------------------------

@@ -7,14 +7,16 @@ of each stage.  An eligible hours plan runs there too: its score stage is this
 module's, and :mod:`kuration.pipeline.disk_hours` ranks every segment in the
 index and builds the track candidates one source at a time.  The runtime:
 
-1. **score** -- reads, windows and scores one source at a time (metrics, then
-   transforms) and writes its segments as :class:`SegmentBatch` record
-   batches of at most ``batch_rows`` rows into one checkpointed partition per
-   source (:class:`~kuration.pipeline.checkpoint.StageCheckpoint`); a
-   partition whose key (run fingerprint, source URI and adapter fingerprint)
-   matches a valid earlier commit is reused, not recomputed.  With a
-   ``dedup`` filter each window's SHA-256 is computed here, from the table
-   already in memory.
+1. **score** (:mod:`kuration.pipeline.disk_score`) -- reads, windows and scores
+   each source (metrics, then transforms) on the run's executor (inline in
+   the lead for ``local``, one source per task in ``process`` or ``ray``
+   workers) and writes its segments as :class:`SegmentBatch` record batches
+   of at most ``batch_rows`` rows into one checkpointed partition per source
+   (:class:`~kuration.pipeline.checkpoint.StageCheckpoint`); a partition whose
+   key (run fingerprint, source URI and adapter fingerprint) matches a valid
+   earlier commit is reused by the lead, not recomputed.  With a ``dedup``
+   filter each window's SHA-256 is computed there, from the table already in
+   memory.
 2. **index** -- loads the partitions into a DuckDB database file inside the
    run's checkpoint namespace, with ``memory_limit`` and a ``temp_directory``
    there, so sorts and window functions spill to disk.
@@ -47,30 +49,24 @@ hours also analyzers (they read the whole pool's segments) and ``streaming=True`
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
 import shutil
-import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..contracts.buffer import build_window
 from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segment, Segmenter
-from ..core.progress import ProgressCallback, emit
-from ..errors import EmptyPoolError, KurationError, PipelineError
-from ..metrics.alloc import retain_freed_memory
-from ..metrics.transform_exec import TransformRunner
+from ..core.executors import Executor, make_executor, worker_environment
+from ..errors import EmptyPoolError, PipelineError
 from ..selection.constraints import assign_groups, resolve_floors, source_group
-from ..selection.dedup import window_digest
 from ..selection.strategy import Strategy
 from ..sources.base import InputAdapter
-from .checkpoint import PartitionCommit, StageCheckpoint
+from .checkpoint import StageCheckpoint
 from .disk_index import (
     apply_filter,
     bin_pool,
@@ -81,10 +77,9 @@ from .disk_index import (
     rank_pool_sql,
     top_rows,
 )
+from .disk_score import score_stage
 from .disk_tags import select_with_floors, tag_pool, tag_report
 from .plan import PlanStage, StageTelemetry
-from .segment_batch import SegmentBatch
-from .strategy import resolve_uses, strategy_engine
 
 __all__ = [
     "DISK_RUNTIME",
@@ -127,7 +122,7 @@ def disk_meets_budget(
     """The index memory (bytes) with which the disk pool meets ``budget``, or None.
 
     ``parts`` are a :class:`~kuration.pipeline.memory.MemoryEstimate`'s: the disk pool
-    holds the baseline, one source in memory at a time (it scores with one worker) and
+    holds the baseline, one source in memory at a time (per worker) and
     its index (up to :data:`INDEX_MEMORY`, at least ``index_min``, default
     :data:`INDEX_MEMORY_MIN`), never the pool.
     """
@@ -161,8 +156,8 @@ def budget_pool(p: Any, sources: Sequence[str]) -> int | None:
 
 #: the stages the disk runtime runs, and what each does there
 _DISK_STAGES = {
-    "read": "one source at a time",
-    "segment": "windows of one source at a time",
+    "read": "one source per task, one at a time per worker (the lead reuses checkpoints)",
+    "segment": "windows of one source at a time, in its task",
     "features": "SegmentBatch partitions, one checkpointed Arrow IPC file per source",
     "transforms": "per source, inside scoring",
     "bin": "exact quantile edges from order statistics in DuckDB (spills to disk)",
@@ -243,6 +238,9 @@ class DiskSelection:
     tags : dict or None
         With tags: per tag and label ``pool``, ``eligible``, ``selected`` and, under a
         coverage floor, ``floor``, ``met`` and ``why`` (as ``CurationResult.tags``).
+    execution : dict
+        How the score stage ran (:attr:`~kuration.pipeline.disk_score.ScoredStage.execution`):
+        ``executor``, ``workers``, ``batch_size``, ``max_in_flight``, ``queue_depth``, ``tasks``.
     """
 
     strategy: Strategy
@@ -258,6 +256,7 @@ class DiskSelection:
     telemetry: tuple[StageTelemetry, ...] = ()
     groups: dict[str, Any] | None = None
     tags: dict[str, Any] | None = None
+    execution: dict[str, Any] = field(default_factory=dict)
 
     @property
     def n_selected(self) -> int:
@@ -282,143 +281,13 @@ class DiskSelection:
             "errors": dict(self.errors),
             "checkpoint": dict(self.checkpoint),
             "telemetry": [t.to_dict() for t in self.telemetry],
+            "execution": dict(self.execution),
             "groups": self.groups,
             "tags": self.tags,
         }
         if segments:
             d["selected"] = [s.to_dict() for s in self.selected]
         return d
-
-
-# ---- stage 1: score into checkpointed partitions ------------------------------------------
-
-
-def _wants_digests(st: Strategy) -> bool:
-    return any(f.get("filter") == "dedup" for f in st.filters)
-
-
-def _score_source(
-    adapter: InputAdapter,
-    uri: str,
-    segmenter: Segmenter,
-    st: Strategy,
-    schema: SchemaSpec,
-    runner: TransformRunner,
-    describe: Callable[[Any, list[Segment]], Mapping[str, Any]] | None = None,
-) -> tuple[list[Segment], list[bytes] | None, dict[str, Any]]:
-    """One source read, windowed and scored; the digests of its windows when dedup needs them
-    (``describe`` adds what it returns about the source to the partition's meta)."""
-    engine = strategy_engine(st, schema)
-    retain_freed_memory()  # whole sources: their temporaries stay mapped (metrics.alloc)
-    table = adapter.read_table(uri)
-    segs = segmenter.segments(table.source_id, table.present)
-    if segs:
-        engine.score_segments(table, segs)
-        if runner.uses:
-            try:
-                runner.run(table, segs)
-            except BaseException:
-                runner.reset()
-                raise
-    digests = None
-    if _wants_digests(st):
-        digests = [window_digest(build_window(table, s.start_idx, s.end_idx)) for s in segs]
-    meta = {"source_id": table.source_id, "uri": uri, "n_steps": table.n_steps, "n": len(segs)}
-    if describe is not None:
-        meta.update(describe(table, segs))
-    return segs, digests, meta
-
-
-#: ``describe(uri, fingerprint, table, segments)``: what a partition's meta records of its source
-Describe = Callable[[str, str, Any, list[Segment]], Mapping[str, Any]]
-
-
-@dataclass
-class _Scored:
-    commits: dict[str, PartitionCommit] = field(default_factory=dict)
-    errors: dict[str, str] = field(default_factory=dict)
-    batch_rows: int = 0
-    on_error: str = "skip"
-    durable: bool = True
-
-
-def _score_stage(
-    ck: StageCheckpoint,
-    adapter: InputAdapter,
-    uris: Sequence[str],
-    segmenter: Segmenter,
-    st: Strategy,
-    schema: SchemaSpec,
-    *,
-    batch_rows: int,
-    on_error: str,
-    durable: bool,
-    describe: Describe | None = None,
-    progress: ProgressCallback | None = None,
-    keep: Callable[[str, PartitionCommit], PartitionCommit] | None = None,
-) -> _Scored:
-    """Every source into its own partition (reused when its key matches a valid commit);
-    ``describe(uri, fingerprint, table, segments)`` adds to each new partition's meta;
-    ``progress`` gets a ``scoring`` advance event per source; ``keep(uri, commit)`` is
-    what is kept of each partition's commit, called as soon as it is written or reused
-    (so what ``describe`` recorded need not be held for every source at once)."""
-    out = _Scored(batch_rows=batch_rows, on_error=on_error, durable=durable)
-    transforms, _ = resolve_uses(st, schema)
-    runner = TransformRunner(transforms)
-    keys: dict[str, str] = {}
-    todo = sorted(uris)
-    for i, uri in enumerate(todo, 1):
-        fp = adapter.fingerprint(uri)
-        keys[uri] = key = ck.partition_key(uri, {"uri": uri, "fingerprint": fp})
-        hit = ck.lookup(uri, key)
-        if hit is not None:
-            out.commits[uri] = hit
-        else:
-            desc = None if describe is None else functools.partial(describe, uri, fp)
-            _score_partition(ck, adapter, (uri, fp, key), segmenter, st, schema, runner, desc, out)
-        if keep is not None and uri in out.commits:
-            out.commits[uri] = keep(uri, out.commits[uri])
-        if uri not in out.commits:
-            del keys[uri]
-        status = "error" if uri in out.errors else "ok"
-        emit(progress, "scoring", "advance", current=i, total=len(todo), source=uri, status=status)
-    ck.commit_stage(keys)
-    seen: dict[str, str] = {}
-    for uri, c in sorted(out.commits.items()):
-        sid = c.meta["source_id"]
-        if sid in seen:
-            raise KurationError(f"two sources share the id {sid!r} ({seen[sid]}, {uri})")
-        seen[sid] = uri
-    return out
-
-
-def _score_partition(
-    ck: StageCheckpoint,
-    adapter: InputAdapter,
-    source: tuple[str, str, str],
-    segmenter: Segmenter,
-    st: Strategy,
-    schema: SchemaSpec,
-    runner: TransformRunner,
-    describe: Callable[[Any, list[Segment]], Mapping[str, Any]] | None,
-    out: _Scored,
-) -> None:
-    """Score one source (``uri``, ``fingerprint``, partition ``key``) into its partition
-    (``out.commits``), or record its error (``out.errors``, ``on_error="skip"``)."""
-    uri, fp, key = source
-    features = list(st.feature_names)
-    try:
-        segs, dig, meta = _score_source(adapter, uri, segmenter, st, schema, runner, describe)
-    except Exception as exc:
-        if out.on_error == "raise":
-            raise
-        out.errors[uri] = msg = f"{type(exc).__name__}: {exc}"
-        print(f"kuration: skipped source {uri}: {msg}", file=sys.stderr)
-        return
-    meta["fingerprint"] = fp
-    batches = (b.batch for b in SegmentBatch.split(segs, features, out.batch_rows, digests=dig))
-    arrow = SegmentBatch.arrow_schema(features)
-    out.commits[uri] = ck.write(uri, key, arrow, batches, meta, durable=out.durable)
 
 
 # ---- the runtime ---------------------------------------------------------------------------
@@ -439,6 +308,11 @@ def select_on_disk(
     memory_limit: str = "256MB",
     durable: bool = True,
     run_key: Mapping[str, Any] | None = None,
+    executor: Executor | str | None = None,
+    workers: int = 1,
+    ray_address: str | None = None,
+    plugins: Sequence[str] = (),
+    include_entry_points: bool = True,
 ) -> DiskSelection:
     """Select ``n`` segments on the disk runtime (see the module docs).
 
@@ -458,6 +332,15 @@ def select_on_disk(
     run_key : mapping, optional
         Extra run identity (the physical plan); the strategy, schema, adapter,
         segmenter and component fingerprints are always part of it.
+    executor : Executor or {"local", "process", "ray"}, optional
+        Scores the sources (:mod:`~kuration.pipeline.disk_score`); an :class:`Executor`
+        is used as is (its owner closes it), a name (None: the one ``workers`` implies)
+        is made here and closed at the end.  The selection and every partition's bytes
+        are the same for any executor.
+    workers, ray_address
+        The executor's workers and Ray cluster (as for :func:`kuration.curate`).
+    plugins, include_entry_points
+        Modules (and whether entry-point plugins) a worker imports first.
 
     Raises
     ------
@@ -469,6 +352,8 @@ def select_on_disk(
         A partition fails its checksum when the stage commit is published.
     KurationError
         With ``on_error="raise"``, the first source error; two sources sharing an id.
+    ExecutorError
+        A worker process or Ray task died.
     """
     why = disk_ineligible(strategy)
     if why is not None:
@@ -497,36 +382,47 @@ def select_on_disk(
     }
     tmp = None if checkpoint_dir is not None else tempfile.mkdtemp(prefix="kuration-pool-")
     root = Path(checkpoint_dir if checkpoint_dir is not None else tmp)  # type: ignore[arg-type]
+    own = not isinstance(executor, Executor)
+    if isinstance(executor, Executor):
+        ex = executor
+    else:
+        ex = make_executor(executor, workers, address=ray_address)
+    run = _DiskRun(schema, adapter, segmenter, strategy, on_error, batch_rows, durable)
     try:
-        res = _run(
-            schema,
-            adapter,
-            sources,
-            segmenter,
-            strategy,
-            n,
-            seed,
-            on_error,
-            root,
-            key,
-            batch_rows,
-            memory_limit,
-            durable,
-        )
+        env = worker_environment(plugins, include_entry_points)
+        res = _run(run, sources, n, seed, root, key, memory_limit, ex, env)
         if tmp is not None:  # removed below: nothing to point at
             res = dataclasses.replace(res, checkpoint={**res.checkpoint, "root": None})
         return res
     finally:
+        if own:
+            ex.close()
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+@dataclass(frozen=True)
+class _DiskRun:
+    """The validated inputs of one count selection on the disk runtime."""
+
+    schema: SchemaSpec
+    adapter: InputAdapter
+    segmenter: Segmenter
+    st: Strategy
+    on_error: str
+    batch_rows: int
+    durable: bool
+
+
 def plan_identity(plan: Any) -> dict[str, Any]:
     """The plan as part of a checkpoint key: options that change no result (progress
-    display, fsync, where checkpoints live) are left out."""
+    display, fsync, where checkpoints live, which executor and how many workers score:
+    the partitions are byte-identical under each) are left out, and so is each stage's
+    executor, so a run resumed with other workers reuses the partitions."""
     doc = plan.to_dict()
-    skip = ("progress", "durable", "checkpoint_dir")
+    skip = ("progress", "durable", "checkpoint_dir", "executor", "workers", "ray_address")
     doc["options"] = {k: v for k, v in doc["options"].items() if k not in skip}
+    doc["stages"] = [{k: v for k, v in s.items() if k != "executor"} for s in doc["stages"]]
     return doc
 
 
@@ -572,34 +468,33 @@ def _group_report(
 
 
 def _run(
-    schema: SchemaSpec,
-    adapter: InputAdapter,
+    run: _DiskRun,
     sources: Sequence[str],
-    segmenter: Segmenter,
-    st: Strategy,
     n: int,
     seed: int,
-    on_error: str,
     root: Path,
     key: Mapping[str, Any],
-    batch_rows: int,
     memory_limit: str,
-    durable: bool,
+    ex: Executor,
+    env: Mapping[str, Any],
 ) -> DiskSelection:
+    schema, adapter, st, batch_rows = run.schema, run.adapter, run.st, run.batch_rows
     t0 = time.perf_counter()
     ck = StageCheckpoint(root, key, "score")
-    scored = _score_stage(
+    scored = score_stage(
         ck,
         adapter,
         [str(u) for u in sources],
-        segmenter,
+        run.segmenter,
         st,
         schema,
         batch_rows=batch_rows,
-        on_error=on_error,
-        durable=durable,
+        on_error=run.on_error,
+        durable=run.durable,
+        executor=ex,
+        env=env,
     )
-    n_pool = sum(int(c.rows) for c in scored.commits.values())
+    n_pool = scored.n_pool
     t1 = time.perf_counter()
     if n_pool == 0:
         raise EmptyPoolError(
@@ -625,17 +520,7 @@ def _run(
     scored_n = sum(1 for c in scored.commits.values() if c.rows)
     assign_groups(selected, st.group)
     tele = (
-        StageTelemetry(
-            "read+segment+features",
-            t1 - t0,
-            rows_in=len(sources),
-            rows_out=n_pool,
-            partitions=len(scored.commits),
-            bytes=ck.bytes_written + ck.bytes_read,
-            checkpoint_hits=ck.hits,
-            checkpoint_misses=ck.misses,
-            batch_rows=batch_rows,
-        ),
+        scored.telemetry(ck, t1 - t0, len(sources), batch_rows),
         StageTelemetry(
             "index", t2 - t1, rows_in=n_pool, rows_out=n_pool, partitions=len(scored.commits)
         ),
@@ -668,4 +553,5 @@ def _run(
             "bytes_written": ck.bytes_written,
         },
         telemetry=tele,
+        execution=dict(scored.execution),
     )

@@ -237,6 +237,11 @@ def _execute_disk(
             durable=p.opts.durable,
             memory_limit=f"{max(index_bytes, 16 * 2**20) // 2**20}MiB",
             run_key={"plan": plan_identity(plan)},
+            executor=p.opts.resolved_executor,
+            workers=p.opts.workers,
+            ray_address=p.opts.ray_address,
+            plugins=list(p.plugin_modules),
+            include_entry_points=p.include_entry_points,
         )
     if dest is not None:
         dump_json_atomic(os.fspath(dest), result.to_dict(segments=True))

@@ -186,20 +186,15 @@ def compile_plan(p: Pipeline) -> PhysicalPlan:
                     f"(planned as {c.traits.scope}/{c.traits.fusion})"
                 )
     stages = _place(stages, p)
-    if p.opts.resolved_executor != "local" and any(s.runtime == DISK_RUNTIME for s in stages):
-        warnings.append(
-            f"executor {p.opts.resolved_executor!r}: the disk pool scores one source at a time "
-            "in the lead process (each into its own checkpointed partition); "
-            + ("only writing uses the executor" if mode == "hours" else "the executor is unused")
-        )
     return PhysicalPlan(mode, stages, tuple(warnings), p.opts.to_dict())
 
 
 def _place(stages: tuple[PlanStage, ...], p: Pipeline) -> tuple[PlanStage, ...]:
     """Name the executor of each stage: the run's executor for the fused island that starts
-    at ``read`` (when ``features`` is in it) and for ``tracks``/``write`` (when its encoder
-    pickles; otherwise the lead writes, ``local``); ``driver`` (the lead process, whole-pool
-    work) for everything else."""
+    at ``read`` (when ``features`` is in it; on the disk pool each source is a task, inline
+    in the lead for ``local``) and for ``tracks``/``write`` (when its encoder pickles;
+    otherwise the lead writes, ``local``); ``driver`` (the lead process, whole-pool work)
+    for everything else."""
     o = p.opts
     name = o.resolved_executor
     if name == "local":
@@ -215,7 +210,7 @@ def _place(stages: tuple[PlanStage, ...], p: Pipeline) -> tuple[PlanStage, ...]:
 
     def executor_of(s: PlanStage) -> str:
         if s.runtime == DISK_RUNTIME and s.kind in _ISLAND_KINDS:
-            return "local (in the lead, one source at a time)"
+            return "local (in the lead, one source at a time)" if name == "local" else ex
         if s.kind in ("tracks", "write"):
             return ex if writes_in_workers else "local (in the lead)"
         return ex if fused and s.island == read_island and s.kind in _ISLAND_KINDS else s.executor

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kuration.core.executors import (
+    Done,
     LocalExecutor,
     ProcessExecutor,
     RayExecutor,
@@ -104,6 +105,37 @@ def test_local_executor_overlaps_the_producer_with_one_long_lived_thread() -> No
         lambda x: threading.current_thread().name, [1], max_in_flight=1
     )
     assert [out for _, out in inline] == [threading.current_thread().name]
+
+
+def test_done_payloads_pass_through_in_order_without_a_task() -> None:
+    """A Done payload is yielded in its place with its outcome, never submitted (not a task,
+    not in the queue depth), and holds a slot of max_in_flight until it is yielded."""
+    produced: list[object] = []
+
+    def items():
+        for p in [1, Done("a"), Done("b"), 2, Done("c"), 3]:
+            produced.append(p)
+            yield p
+
+    calls: list[int] = []
+
+    def fn(x: int) -> int:
+        calls.append(x)
+        return x * 10
+
+    with LocalExecutor() as ex:
+        got = []
+        for _p, out in ex.iter_batches(fn, items(), max_in_flight=2):
+            assert len(produced) - len(got) <= 2  # a Done takes a slot: the lead holds 2
+            got.append(out)
+        assert ex.tasks == 3 and ex.peak_in_flight <= 2
+    assert got == [10, "a", "b", 20, "c", 30] and calls == [1, 2, 3]
+    inline = LocalExecutor()
+    assert [o for _, o in inline.iter_batches(fn, [Done("x"), 4], max_in_flight=1)] == ["x", 40]
+    assert inline.tasks == 1 and inline.peak_in_flight == 1
+    with ProcessExecutor(1) as ex:
+        outs = [o for _, o in ex.iter_batches(math.sqrt, [Done(-1.0), 4.0, Done(None)])]
+        assert outs == [-1.0, 2.0, None] and ex.tasks == 1
 
 
 def test_process_executor_keeps_order_and_returns_task_errors() -> None:

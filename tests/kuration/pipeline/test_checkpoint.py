@@ -74,6 +74,41 @@ def test_runs_live_in_their_own_namespaces(tmp_path: Path) -> None:
     assert a.lookup("p", a.partition_key("p", {})) == ca  # b never overwrote a's
 
 
+def test_a_copy_in_a_worker_publishes_into_the_lead_namespace(tmp_path: Path) -> None:
+    """A pickled StageCheckpoint is the same namespace with fresh counters: what it writes,
+    the lead looks up and commits; the lead counts the bytes it is told were written."""
+    import pickle
+
+    lead = StageCheckpoint(tmp_path, {"run": 1}, "score")
+    lead.misses = 3
+    copy = pickle.loads(pickle.dumps(lead))
+    assert (copy.dir, copy.run_fingerprint, copy.misses) == (lead.dir, lead.run_fingerprint, 0)
+    b = _batch(8)
+    c = copy.write("p", lead.partition_key("p", {}), b.schema, [b])
+    assert copy.bytes_written == c.bytes and copy.fsync_s > 0 and lead.bytes_written == 0
+    lead.count_written(c)
+    assert lead.bytes_written == c.bytes and lead.lookup("p", c.key) == c
+    lead.commit_stage({"p": c.key})
+
+
+def test_stray_attempt_files_are_swept_once_when_the_stage_commits(tmp_path: Path) -> None:
+    """A killed writer's attempt file (no commit names it) is removed with the stage commit;
+    a rebuilt partition's replaced file goes once the new commit is published; files of a
+    partition the stage does not expect are left alone."""
+    ck = StageCheckpoint(tmp_path, {"run": 1}, "score")
+    b = _batch(5)
+    first = ck.write("p", ck.partition_key("p", {}), b.schema, [b])
+    other = ck.write("q", ck.partition_key("q", {}), b.schema, [b])
+    stem = first.file.split(".")[0]
+    stray = ck.dir / f"{stem}.{'0' * 32}.arrow"
+    stray.write_bytes(b"killed mid-write")
+    again = ck.write("p", ck.partition_key("p", {"v": 2}), b.schema, [_batch(6)])
+    assert not (ck.dir / first.file).exists() and stray.exists()  # replaced: gone at once
+    ck.commit_stage({"p": again.key})
+    assert not stray.exists() and (ck.dir / again.file).is_file()
+    assert (ck.dir / other.file).is_file()  # not this stage's: left
+
+
 @settings(max_examples=30, deadline=None)
 @given(st.integers(0, 40), st.integers(1, 16))
 def test_segment_batch_split_round_trips(n: int, rows: int) -> None:

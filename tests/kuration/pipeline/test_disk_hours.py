@@ -367,7 +367,7 @@ def test_score_stage_hands_each_commit_to_keep_before_the_next_source(
     source is scored, and only what it returns is kept: the records of all sources are
     never held at once."""
     from kuration.pipeline.checkpoint import StageCheckpoint
-    from kuration.pipeline.disk_pool import _score_stage
+    from kuration.pipeline.disk_score import score_stage
 
     r, _ = _run_to({**small_job, "pool": "disk"}, tmp_path / "d", "candidates")
     events: list[tuple[str, str]] = []
@@ -386,25 +386,29 @@ def test_score_stage_hands_each_commit_to_keep_before_the_next_source(
     kw = dict(batch_rows=64, on_error="raise", durable=False, progress=progress, keep=keep)
     describe = lambda uri, fp, table, segs: {"info": {"n": len(segs)}}  # noqa: E731
     args = (ck, r.adapter, uris, r.segmenter, r.strategy, r.schema)
-    scored = _score_stage(*args, describe=describe, **kw)
+    scored = score_stage(*args, describe=describe, **kw)
     assert events == [(k, u) for u in uris for k in ("keep", "advance")]
     assert all(set(c.meta) == {"source_id"} for c in scored.commits.values())
     events.clear()  # a rerun reuses every partition: keep sees the stored commits too
-    scored = _score_stage(*args, describe=describe, **kw)
+    scored = score_stage(*args, describe=describe, **kw)
     assert ck.hits == len(uris) and events == [(k, u) for u in uris for k in ("keep", "advance")]
 
 
-def test_explain_says_the_disk_pool_scores_in_the_lead(small_job) -> None:
-    """With another executor, the plan names the lead as the scorer of every disk stage
-    and says what the executor still does (the writing), instead of claiming it scores."""
+def test_explain_names_the_executor_that_scores_on_the_disk_pool(small_job) -> None:
+    """With another executor, the plan names it as the scorer of every disk stage (each
+    source is a task there) and warns of nothing; ``local`` scores in the lead."""
     p = Pipeline.from_job({**small_job, "pool": "disk"}).options(executor="process", workers=2)
     plan = p.explain()
     scoring = [s for s in plan.stages if s.kind in ("read", "segment", "features")]
-    assert {s.executor for s in scoring} == {"local (in the lead, one source at a time)"}
+    assert {s.executor for s in scoring} == {"process x2"}
+    assert {s.runtime for s in scoring} == {DISK_RUNTIME}
     assert plan.stage("write").executor == "process x2"
-    assert any("only writing uses the executor" in w for w in plan.warnings)
+    assert plan.warnings == ()
+    ray = p.options(executor="ray", workers=2).explain()
+    assert ray.stage("features").executor == "ray x2" and ray.warnings == ()
     local = p.options(executor="local", workers=1).explain()
-    assert not any("disk pool scores" in w for w in local.warnings)
+    assert local.stage("features").executor == "local (in the lead, one source at a time)"
+    assert local.warnings == ()
 
 
 @pytest.mark.parametrize("parts", ["all", "thirds", "each"])
@@ -476,3 +480,63 @@ def test_the_tracks_of_a_source_are_read_from_its_partition(small_job, tmp_path:
         )
         with pytest.raises(PipelineError, match="changed while the run read it"):
             lazy.load()
+
+
+@pytest.mark.slow
+def test_the_quickstart_job_on_disk_is_byte_identical_under_every_executor(
+    tmp_path: Path, ray_cluster
+) -> None:
+    """The golden job on the disk pool scored by local, process x1, process x2 and Ray: the
+    same partition bytes and source records, the golden shards and manifest, and the
+    telemetry and ``r.scoring.execution`` name what scored."""
+    from tests.kuration.pipeline.test_disk_pool import EXECUTORS, partitions
+
+    job = {**quickstart_job("job"), "pool": "disk"}
+    got = {}
+    for name, executor, workers in EXECUTORS:
+        ck = tmp_path / name / "ck"
+        res = run_job({**job, "checkpoint_dir": str(ck)}, tmp_path / name / "out",
+                      executor=executor, workers=workers)  # fmt: skip
+        got[name] = partitions(ck)
+        assert artifact_hash(tmp_path / name / "out") == GOLDEN["job"], name
+        assert isinstance(res.scoring, DiskScoringResult)
+        assert res.scoring.execution["executor"] == executor
+        score = _telemetry(tmp_path / name / "out")["read+segment+features"]
+        assert score["executor"] == executor and score["checkpoint_misses"] == 12
+        assert 1 <= score["queue_depth"] <= res.scoring.execution["max_in_flight"]
+        assert score["batch_size"] == 1 and dict(score["parts_s"])["fsync"] > 0
+    assert len(got["local"]) == 12 and all("info" in m for _, _, m in got["local"].values())
+    for name in got:
+        assert got[name] == got["local"], name
+
+
+@pytest.mark.slow
+def test_a_run_killed_while_workers_score_resumes_from_what_they_published(
+    small_job, tmp_path: Path
+) -> None:
+    """Two worker processes score; the whole process group (lead and workers) is SIGKILLed
+    once the lead has collected two outcomes.  ``resume`` (in the lead, ``local``) reuses
+    every partition the workers had published (at least those two) and the dataset equals
+    the in-memory one."""
+    job = {**small_job, "strategy": _doc("top-k"), "span_seconds": 60, "pool": "disk"}
+    out = tmp_path / "disk"
+    args = tmp_path / "args.json"
+    doc = {"job": job, "out": str(out), "kill_group_after_scored": 2, "workers": 2}
+    args.write_text(json.dumps(doc))
+    env = {**os.environ, "PYTHONPATH": str(HERE)}
+    child = subprocess.run(
+        [sys.executable, str(HERE / "_hours_pool_child.py"), str(args)],
+        env=env,
+        check=False,
+        start_new_session=True,  # its own process group: the kill takes its workers too
+    )
+    assert child.returncode == -9
+    commits = out.glob(".kuration_staging/pool/*/score/*.commit.json")
+    published = len([c for c in commits if not c.name.startswith("_stage")])
+    assert 2 <= published <= 4
+    # resumed by the lead alone: the executor is not part of the partitions' key
+    run_job(job, out, resume=True, executor="local", workers=1)
+    score = _telemetry(out)["read+segment+features"]
+    assert (score["checkpoint_hits"], score["checkpoint_misses"]) == (published, 4 - published)
+    run_job({**job, "pool": "memory"}, tmp_path / "mem")
+    assert artifact_hash(out) == artifact_hash(tmp_path / "mem")

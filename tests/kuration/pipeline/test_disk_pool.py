@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -222,11 +223,11 @@ def test_exact_dedup_on_disk_equals_in_memory(
     byte-for-byte comparison decides."""
     from tests.kuration.selection.test_dedup import replicate
 
-    from kuration.pipeline import disk_pool
+    from kuration.pipeline import disk_score
     from kuration.selection.dedup import window_digest
 
     monkeypatch.setattr(
-        disk_pool,
+        disk_score,
         "window_digest",
         lambda buf: window_digest(buf, digest_bytes).ljust(32, b"\0"),
     )
@@ -318,3 +319,105 @@ def test_a_memory_budget_the_pool_exceeds_chooses_the_disk_pool(parts, monkeypat
     assert [s.key for s in run.result.selected] == [s.key for s in p.run().selected]
     # a budget the in-memory plan meets keeps it in memory
     assert not isinstance(p.options(memory_budget=est.in_memory + 2**20).run(), DiskSelection)
+
+
+#: (name, executor, workers): every executor the disk pool's score stage runs on
+EXECUTORS = (
+    ("local", "local", 1),
+    ("process x1", "process", 1),
+    ("process x2", "process", 2),
+    ("ray x2", "ray", 2),
+)
+
+
+def partitions(root: Path) -> dict[str, tuple[str, int, dict]]:
+    """Every partition published under a checkpoint root, by source: the SHA-256 of its Arrow
+    file's bytes (read from disk and checked against its commit), its rows and its meta."""
+    out = {}
+    for path in sorted(root.glob("*/score/p-*.commit.json")):
+        doc = json.loads(path.read_text())
+        digest = hashlib.sha256((path.parent / doc["file"]).read_bytes()).hexdigest()
+        assert digest == doc["sha256"]
+        out[doc["name"]] = (digest, doc["rows"], doc["meta"])
+    return out
+
+
+@pytest.mark.slow
+def test_partitions_and_selection_are_byte_identical_under_every_executor(
+    parts, tmp_path: Path, ray_cluster
+) -> None:
+    """The count plan (with a dedup filter: the digests are computed where the source is
+    scored) on local, process x1, process x2 and Ray: the same partition bytes, the same
+    selection, one namespace; the telemetry names what ran."""
+    schema, adapter, sources, seg = parts
+    doc = _doc("uniform-bins", filters=[{"filter": "finite"}, {"filter": "dedup"}])
+    st = load_strategy(doc, schema)
+    p = Pipeline().source(adapter, {"uris": sources}).segment(seg).metrics(st).select(40)
+    got, runs = {}, set()
+    for name, executor, workers in EXECUTORS:
+        ck = tmp_path / name
+        opts = {"executor": executor, "workers": workers, "checkpoint_dir": str(ck)}
+        run = p.options(pool="disk", **opts).execute()
+        res = run.result
+        assert isinstance(res, DiskSelection)
+        got[name] = ([(s.key, s.priority, s.bin, s.features) for s in res.selected], partitions(ck))
+        runs.add(res.checkpoint["run"])
+        score = {t.stage: t for t in run.telemetry}["read+segment+features"]
+        assert score.executor == res.execution["executor"] == executor, name
+        assert res.execution["tasks"] == score.checkpoint_misses == len(sources)
+        assert 1 <= score.queue_depth <= res.execution["max_in_flight"]
+        assert score.batch_size == 1 and dict(score.parts_s)["write"] > 0
+        assert res.checkpoint["bytes_written"] > 0
+        assert res.to_dict(segments=False)["execution"] == res.execution
+    assert len(got["local"][1]) == len(sources) and len(got["local"][0]) == 40
+    for name in got:
+        assert got[name] == got["local"], name
+    assert len(runs) == 1  # the executor is not part of the checkpoint key
+    again = p.options(pool="disk", checkpoint_dir=str(tmp_path / "ray x2")).run()
+    assert again.checkpoint["hits"] == len(sources) and again.execution["tasks"] == 0
+    assert again.execution["queue_depth"] == 0
+
+
+def test_workers_skip_or_raise_a_failing_source_as_the_lead_does(parts, tmp_path: Path) -> None:
+    """A source that does not read: skipped with the same message by a worker as by the
+    lead (the message is printed by the lead), or its exception re-raised in the lead."""
+    from kuration.core.executors import ProcessExecutor
+
+    schema, adapter, sources, seg = parts
+    bad = tmp_path / "broken.parquet"
+    bad.write_bytes(b"not parquet")
+    corpus = [*sources[:2], str(bad)]
+    st = load_strategy(_doc("top-k"), schema)
+    local = select_on_disk(schema, adapter, corpus, seg, st, 10)
+    with ProcessExecutor(2) as ex:
+        remote = select_on_disk(schema, adapter, corpus, seg, st, 10, executor=ex)
+        assert list(remote.errors) == [str(bad)] and remote.errors == local.errors
+        assert [s.key for s in remote.selected] == [s.key for s in local.selected]
+        assert remote.sources == local.sources and remote.execution["executor"] == "process"
+        with pytest.raises(type(_read_error(adapter, bad))):
+            select_on_disk(schema, adapter, corpus, seg, st, 10, executor=ex, on_error="raise")
+
+
+def _read_error(adapter, path: Path) -> Exception:
+    try:
+        adapter.read_table(str(path))
+    except Exception as exc:
+        return exc
+    raise AssertionError("the file reads")
+
+
+def test_a_describe_hook_that_cannot_travel_is_refused_before_any_task(parts, tmp_path) -> None:
+    from kuration.core.executors import ProcessExecutor
+    from kuration.pipeline.checkpoint import StageCheckpoint
+    from kuration.pipeline.disk_score import score_stage
+
+    schema, adapter, sources, seg = parts
+    st = load_strategy(_doc("top-k"), schema)
+    ck = StageCheckpoint(tmp_path, {"run": 1}, "score")
+    ex = ProcessExecutor(2)
+    with pytest.raises(PipelineError, match="module-level function"):
+        score_stage(
+            ck, adapter, sources, seg, st, schema, batch_rows=64, on_error="skip",
+            durable=False, describe=lambda uri, fp, table, segs: {}, executor=ex,
+        )  # fmt: skip
+    assert ex._pool is None and ex.tasks == 0  # no worker was started

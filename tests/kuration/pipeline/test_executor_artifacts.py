@@ -89,6 +89,36 @@ def test_the_artifact_is_byte_identical_under_every_executor(
 
 
 @pytest.mark.slow
+def test_the_disk_pool_artifact_is_byte_identical_under_every_executor(
+    plugin_job: dict, tmp_path: Path, digests, ray_cluster
+) -> None:
+    """The same job on the disk pool: its workers score (the plugin metric imported in each
+    spawn and Ray worker) and write; the shards and manifest are the in-memory local run's,
+    and the score stage's telemetry names the executor, not the lead."""
+    run_job(plugin_job, tmp_path / "memory")
+    want = digests(tmp_path / "memory")
+    disk = {**plugin_job, "pool": "disk"}
+    for name, executor, workers in (
+        ("local", "local", 1),
+        ("process1", "process", 1),
+        ("process2", "process", 2),
+        ("ray", "ray", 2),
+    ):
+        res = run_job(disk, tmp_path / name, executor=executor, workers=workers)
+        assert digests(tmp_path / name) == want, name
+        execution = res.config["provenance"]["execution"]
+        tel = {t["stage"]: t for t in execution["telemetry"]}
+        assert "index" in tel  # the plan ran on the disk pool
+        for stage in ("read+segment+features", "stage"):
+            assert tel[stage]["executor"] == executor, (name, stage)
+            assert 1 <= tel[stage]["queue_depth"] <= max(2, execution["max_in_flight"])
+        assert res.scoring.execution["tasks"] == 5
+        plan = execution["plan"]
+        scorer = {s["kind"]: s["executor"] for s in plan["stages"]}["features"]
+        assert scorer.startswith(executor) and not plan["warnings"], name
+
+
+@pytest.mark.slow
 def test_ray_tasks_come_back_in_order_with_their_exceptions(ray_cluster) -> None:
     ex = RayExecutor(2, max_in_flight=3)
     outs = [out for _, out in ex.iter_batches(math.sqrt, [9.0, -1.0, 4.0, 1.0])]
