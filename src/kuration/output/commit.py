@@ -47,7 +47,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..core.jsonio import canonical_json, dump_json_atomic, loads_strict
+from ..core.jsonio import canonical_json, canonical_sha256, dump_json_atomic, loads_strict
 from ..errors import DatasetExistsError, DatasetIntegrityError, DestinationError
 
 __all__ = [
@@ -170,7 +170,7 @@ def _fsync_dir(path: Path) -> None:
 
 def run_fingerprint(run: Mapping[str, Any]) -> str:
     """SHA-256 of the canonical JSON of the resolved run description."""
-    return hashlib.sha256(canonical_json(run)).hexdigest()
+    return canonical_sha256(run)
 
 
 def marker_document(run: Mapping[str, Any]) -> dict[str, Any]:

@@ -308,21 +308,24 @@ def _segments(batch: pa.RecordBatch, st: Strategy, tags: Mapping[str, Sequence[s
 
 def _by_source(con: Any, st: Strategy, tags: Mapping[str, Sequence[str]]) -> Any:
     """``(source_id, segments)`` for each source with segments, in canonical order, read
-    back from the index in Arrow batches (one source's segments held at a time)."""
+    back from the index :data:`_READ_ROWS` canonical rows (``rn``) at a time, so that
+    DuckDB sorts one such range per query rather than the whole pool (one source's
+    segments held at a time)."""
     cols = ["source_id", "start_idx", "end_idx", "prio"]
     cols += [f"f{j}" for j in range(len(st.feature_names))]
     cols += [f"t{k}" for k in range(len(tags))]
-    sql = f"SELECT {', '.join(cols)} FROM pool ORDER BY source_id, start_idx"
-    reader = con.sql(sql).to_arrow_reader(_READ_ROWS)
+    sql = f"SELECT {', '.join(cols)} FROM pool WHERE rn >= ? AND rn < ? ORDER BY rn"
+    n = int(_q(con, "SELECT count(*) FROM pool")[0][0])
     cur: str | None = None
     segs: list[Segment] = []
-    for batch in reader:
-        for sid, seg in _segments(batch, st, tags):
-            if sid != cur:
-                if cur is not None:
-                    yield cur, segs
-                cur, segs = sid, []
-            segs.append(seg)
+    for a in range(0, n, _READ_ROWS):
+        for batch in con.sql(sql, params=[a, a + _READ_ROWS]).to_arrow_table().to_batches():
+            for sid, seg in _segments(batch, st, tags):
+                if sid != cur:
+                    if cur is not None:
+                        yield cur, segs
+                    cur, segs = sid, []
+                segs.append(seg)
     if cur is not None:
         yield cur, segs
 

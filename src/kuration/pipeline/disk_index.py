@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from ..contracts.buffer import build_window
 from ..contracts.segment import Segment
+from ..errors import DatasetIntegrityError
 from ..selection.dedup import window_payload
 from ..selection.methods.base import nan_rows, normalize_columns, rank_nan_lowest
 from ..selection.select import method_seed
@@ -71,8 +72,20 @@ def connect(ns: Path, memory_limit: str, *, fresh: bool = True) -> Any:
 def load_partitions(
     con: Any, ck: StageCheckpoint, commits: Mapping[str, PartitionCommit], n_feat: int
 ) -> int:
-    """Stream every partition's batches (verified) into one DuckDB table, in one statement."""
+    """Stream every partition's batches (verified) into one DuckDB table, in one statement.
+
+    Partitions stream in source id order and each holds its source's segments by
+    ``start_idx``, so the canonical row number ``rn`` (sources by id, then start) is
+    counted here as the rows go by: no window over the whole pool is sorted (its memory
+    grew with the pool, up to the index's ``memory_limit``).
+
+    Raises
+    ------
+    DatasetIntegrityError
+        A partition's file fails its SHA-256, or its rows are not in ``start_idx`` order.
+    """
     names = ["source_id", "start_idx", "end_idx", "digest", *(f"f{j}" for j in range(n_feat))]
+    names += ["rn", "keep"]
     schema = pa.schema(
         [
             pa.field("source_id", pa.string()),
@@ -80,27 +93,48 @@ def load_partitions(
             pa.field("end_idx", pa.int64()),
             pa.field("digest", pa.binary()),
             *(pa.field(f"f{j}", pa.float64()) for j in range(n_feat)),
+            pa.field("rn", pa.int64()),
+            pa.field("keep", pa.bool_()),
         ]
     )
     rows = [0]
+    failed: list[BaseException] = []  # what stopped the stream (DuckDB wraps it)
 
     def batches() -> Any:
-        for _uri, c in sorted(commits.items()):
+        try:
+            yield from numbered()
+        except Exception as exc:
+            failed.append(exc)
+            raise
+
+    def numbered() -> Any:
+        for c in sorted(commits.values(), key=lambda c: c.meta["source_id"]):
+            last = -(2**63)
             for b in ck.read(c):
+                start = b.column("start_idx").to_numpy()
+                if start.size and (start[0] < last or np.any(start[1:] < start[:-1])):
+                    raise DatasetIntegrityError(
+                        f"checkpoint {ck.stage}/{c.name}: rows out of start_idx order"
+                    )
+                last = int(start[-1]) if start.size else last
                 cols = [b.column("source_id"), b.column("start_idx"), b.column("end_idx")]
                 cols += [b.column("digest").cast(pa.binary())]
                 cols += [b.column(5 + j) for j in range(n_feat)]  # the f:<name> columns
+                cols += [pa.array(np.arange(rows[0], rows[0] + b.num_rows, dtype=np.int64))]
+                cols += [pa.array(np.ones(b.num_rows, bool))]
                 rows[0] += b.num_rows
                 yield pa.RecordBatch.from_arrays(cols, names=names)
 
     reader = pa.RecordBatchReader.from_batches(schema, batches())
     con.register("_parts", reader)
-    _q(
-        con,
-        "CREATE TABLE pool AS SELECT *, (ROW_NUMBER() OVER (ORDER BY source_id, start_idx) - 1) "
-        "AS rn, true AS keep FROM _parts",
-    )
-    con.unregister("_parts")
+    try:
+        _q(con, "CREATE TABLE pool AS SELECT * FROM _parts")
+    except Exception:
+        if failed:
+            raise failed[0] from None
+        raise
+    finally:
+        con.unregister("_parts")
     return rows[0]
 
 

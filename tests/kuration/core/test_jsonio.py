@@ -66,6 +66,7 @@ def test_a_document_is_written_as_canonical_json_encodes_it(tmp_path_factory, do
         path = tmp_path_factory.mktemp("dump") / "doc.json"
         with mock.patch.object(jsonio, "_WRITE_CHARS", size):
             assert jsonio.dump_json_atomic(path, doc) == hashlib.sha256(want).hexdigest()
+            assert jsonio.canonical_sha256(doc) == hashlib.sha256(want).hexdigest()
         assert path.read_bytes() == want
 
 

@@ -421,3 +421,31 @@ def test_a_describe_hook_that_cannot_travel_is_refused_before_any_task(parts, tm
             durable=False, describe=lambda uri, fp, table, segs: {}, executor=ex,
         )  # fmt: skip
     assert ex._pool is None and ex.tasks == 0  # no worker was started
+
+
+def test_the_index_refuses_a_partition_whose_rows_are_out_of_order(tmp_path: Path) -> None:
+    """The index counts canonical row numbers as partitions stream in, which holds only for
+    rows in ``start_idx`` order: a partition written otherwise is refused, not misnumbered."""
+    import pyarrow as pa
+
+    from kuration.contracts.segment import Segment
+    from kuration.errors import DatasetIntegrityError
+    from kuration.pipeline.checkpoint import StageCheckpoint
+    from kuration.pipeline.disk_index import connect, load_partitions
+    from kuration.pipeline.segment_batch import SegmentBatch
+
+    segs = [Segment("s", a, a + 4, {"f": float(a)}) for a in (0, 2, 4)]
+    batch = SegmentBatch.from_segments(segs, ["f"], digests=[bytes(32)] * 3).batch
+    ck = StageCheckpoint(tmp_path / "ck", {"run": 1}, "score")
+    meta = {"source_id": "s", "uri": "s"}
+    for name, rows in (("sorted", batch), ("reversed", batch.take(pa.array([2, 1, 0])))):
+        c = ck.write(name, "k", batch.schema, [rows], {**meta, "source_id": name}, durable=False)
+        con = connect(tmp_path, "64MiB")
+        if name == "sorted":
+            assert load_partitions(con, ck, {name: c}, 1) == 3
+            got = con.execute("SELECT start_idx, rn FROM pool ORDER BY rn").fetchall()
+            assert got == [(0, 0), (2, 1), (4, 2)]
+        else:
+            with pytest.raises(DatasetIntegrityError, match="out of start_idx order"):
+                load_partitions(con, ck, {name: c}, 1)
+        con.close()
