@@ -86,7 +86,7 @@ def _publish_json(path: Path, doc: Mapping[str, Any]) -> float:
     return waited
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per source, tens of thousands in a large run
 class PartitionCommit:
     """A published partition: ``name``, ``key``, its attempt ``file`` (name within the stage
     directory), ``sha256``, ``bytes``, ``rows`` and caller ``meta``."""

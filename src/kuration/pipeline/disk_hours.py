@@ -205,8 +205,7 @@ def step_disk_score(r: HoursRun) -> list[StageTelemetry]:
         # commit kept for the index drops it: no source's record is held for long
         info = source_info_kept(d.ck, c, shared)
         infos[info.source_id] = info
-        meta = {"source_id": c.meta["source_id"], "uri": c.meta["uri"]}
-        return dataclasses.replace(c, meta=meta)
+        return dataclasses.replace(c, meta={"source_id": info.source_id, "uri": info.uri})
 
     scored = score_stage(
         d.ck,

@@ -90,7 +90,7 @@ class TrackExtent:
         return self.last - self.first + 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per source, tens of thousands in a large run
 class SourceInfo:
     """What scoring learned of one source, enough to plan output without rereading it.
 

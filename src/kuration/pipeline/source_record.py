@@ -266,9 +266,12 @@ def source_info_kept(
     if "info" not in c.meta:
         raise PipelineError(f"the checkpoint of {c.name!r} records no source", step="score")
     info = source_info_from_doc(c.meta["info"])
+    if info.uri != c.name:
+        raise PipelineError(f"the checkpoint of {c.name!r} records {info.uri!r}", step="score")
     lazy = CommittedTracks(ck, c.name, c.sha256, len(info.tracks))
     counts: Mapping[str, int] = info.counts
     if shared is not None:
         key = tuple(info.counts.items())
         counts = shared.setdefault(key, MappingProxyType(dict(info.counts)))
-    return dataclasses.replace(info, tracks=lazy, counts=counts, wall_s=_NO_TIMINGS)
+    # the commit's strings stand in for the record's equal ones (one copy of each kept)
+    return dataclasses.replace(info, uri=c.name, tracks=lazy, counts=counts, wall_s=_NO_TIMINGS)
