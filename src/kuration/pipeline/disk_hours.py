@@ -266,10 +266,13 @@ def step_disk_rank(r: HoursRun) -> list[StageTelemetry]:
     r.edges = bin_pool(d.con, st) if st.bin_axes else {}
     d.label_sets = tag_pool(d.con, st) if st.tags else {}
     rank_pool_sql(d.con, st, r.opt["seed"])
+    parts = len(d.commits)
     d.commits = {}  # loaded: the index holds what the later steps read of the partitions
+    # closed (so checkpointed to its file) and reopened by the next step: DuckDB lets go
+    # of the pages the load and the ranking held, and reads back what it needs
+    d.close()
     t2 = time.perf_counter()
     island = r.plan.stage("bin").island if r.plan is not None else None
-    parts = len(d.commits)
     return [
         StageTelemetry("index", t1 - t0, n_pool, n_pool, parts, island=island),
         StageTelemetry("bin", t2 - t1, n_pool, n_pool, island=island),
@@ -344,7 +347,7 @@ def step_disk_candidates(r: HoursRun) -> dict[str, Any]:
         group_of=r.group_fn,
     )
     store = CandidateStore.temporary(r.strategy.feature_names)
-    stream = _by_source(d.con, r.strategy, d.label_sets)
+    stream = _by_source(d.reopen(), r.strategy, d.label_sets)
     nxt = next(stream, None)
     too_short = 0
     exts: dict[str, Any] = {}

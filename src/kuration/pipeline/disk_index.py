@@ -40,6 +40,8 @@ __all__ = [
     "top_rows",
 ]
 
+#: rows gathered from the partitions into each batch the index load hands DuckDB
+_LOAD_ROWS = 4096
 _OPS = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "=", "!=": "<>"}
 
 
@@ -108,6 +110,8 @@ def load_partitions(
             raise
 
     def numbered() -> Any:
+        parts: list[pa.RecordBatch] = []
+        held = 0
         for c in sorted(commits.values(), key=lambda c: c.meta["source_id"]):
             last = -(2**63)
             for b in ck.read(c):
@@ -117,13 +121,24 @@ def load_partitions(
                         f"checkpoint {ck.stage}/{c.name}: rows out of start_idx order"
                     )
                 last = int(start[-1]) if start.size else last
-                cols = [b.column("source_id"), b.column("start_idx"), b.column("end_idx")]
-                cols += [b.column("digest").cast(pa.binary())]
-                cols += [b.column(5 + j) for j in range(n_feat)]  # the f:<name> columns
-                cols += [pa.array(np.arange(rows[0], rows[0] + b.num_rows, dtype=np.int64))]
-                cols += [pa.array(np.ones(b.num_rows, bool))]
-                rows[0] += b.num_rows
-                yield pa.RecordBatch.from_arrays(cols, names=names)
+                parts.append(b)
+                held += b.num_rows
+                if held >= _LOAD_ROWS:  # a few large batches: DuckDB pays per batch
+                    yield joined(parts)
+                    parts, held = [], 0
+        if parts:
+            yield joined(parts)
+
+    def joined(parts: list[pa.RecordBatch]) -> pa.RecordBatch:
+        t = pa.Table.from_batches(parts).combine_chunks()
+        n = t.num_rows
+        cols = [t.column("source_id"), t.column("start_idx"), t.column("end_idx")]
+        cols += [t.column("digest").cast(pa.binary())]
+        cols += [t.column(5 + j) for j in range(n_feat)]  # the f:<name> columns
+        cols += [pa.array(np.arange(rows[0], rows[0] + n, dtype=np.int64))]
+        cols += [pa.array(np.ones(n, bool))]
+        rows[0] += n
+        return pa.Table.from_arrays(cols, names=names).combine_chunks().to_batches()[0]
 
     reader = pa.RecordBatchReader.from_batches(schema, batches())
     con.register("_parts", reader)

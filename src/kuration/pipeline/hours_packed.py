@@ -138,7 +138,6 @@ class _Tracks:
     def __init__(self, r: HoursRun, cand_of: Mapping[int, Candidate]) -> None:
         self.r = r
         self.cand_of = cand_of
-        self.uri_of = {sid: info.uri for sid, info in r.pool().sources.items()}
         self.sid: str | None = None
         self.table: Any = None
         self.roster: dict[str, int] = {}
@@ -149,7 +148,7 @@ class _Tracks:
     def _read(self, source_id: str) -> Any:
         """The source's grid (the adapter's read; sources come in order, each read once)."""
         with reread_quietly():
-            return self.r.adapter.read_table(self.uri_of[source_id])
+            return self.r.adapter.read_table(self.r.pool().sources[source_id].uri)
 
     def _source(self, c: Candidate) -> None:
         if c.source_id != self.sid:

@@ -196,14 +196,14 @@ def step_remote_stage(r: HoursRun, s: RemoteRun) -> dict[str, Any]:
         s.dest.write_many(batch)
 
     writer = ShardWriter(local, r.spec, r.schema, r.encoder)
-    uri_of = {sid: info.uri for sid, info in r.pool().sources.items()}
     work: dict[str, list[Planned]] = {}
     for item in r.admitted:
         work.setdefault(item[1].source_id, []).append(item)
     r.partitions = len(work)
     emit(r.progress, "writing", "start", total=len(work))
     for i, sid in enumerate(sorted(work), 1):
-        stage_source(r, writer, work[sid], partial(_reuse, r, s), uri_of[sid], upload)
+        uri = r.pool().sources[sid].uri
+        stage_source(r, writer, work[sid], partial(_reuse, r, s), uri, upload)
         emit(r.progress, "writing", "advance", current=i, total=len(work), source=sid)
     return {
         "rows_in": len(r.admitted),

@@ -55,7 +55,7 @@ def stage_here(
     assert r.journal is not None
     read_s = 0.0
     writer = ShardWriter(stage, r.spec, r.schema, r.encoder, on_shard=r.journal.record)
-    uri_of = {sid: info.uri for sid, info in r.pool().sources.items()}
+    uri_of = {sid: r.pool().sources[sid].uri for sid in work}  # the admitted sources only
 
     def to_move(written: list[dict[str, Any]]) -> None:
         r.to_move.extend(e["path"] for e in written)

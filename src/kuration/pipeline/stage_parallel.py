@@ -86,7 +86,7 @@ def stage_in_workers(
     """
     ex = r.executor
     assert ex is not None and r.journal is not None
-    uri_of = {sid: info.uri for sid, info in r.pool().sources.items()}
+    uri_of = {sid: r.pool().sources[sid].uri for sid in work}  # the admitted sources only
     base = {
         "schema": r.schema.to_dict(),
         "adapter": r.adapter.to_dict(),
