@@ -92,11 +92,11 @@ class _Pool:
     @classmethod
     def of(cls, con: Any, split: str, hz: float) -> _Pool:
         q = "FROM c WHERE split = ?"
-        n_fin, s_fin, n_non, s_non = con.execute(
+        ((n_fin, s_fin, n_non, s_non),) = con.execute(
             "SELECT count(*) FILTER (WHERE fin), coalesce(sum(steps) FILTER (WHERE fin), 0), "
             "count(*) FILTER (WHERE NOT fin), coalesce(sum(steps) FILTER (WHERE NOT fin), 0) " + q,
             [split],
-        ).fetchone()
+        ).fetchall()
         shortest = con.execute(f"SELECT g, min(steps) {q} AND fin GROUP BY g", [split]).fetchall()
         sources = con.execute(f"SELECT DISTINCT source_id {q}", [split]).fetchall()
         tags = con.execute(f"SELECT tagset, sum(steps) {q} AND fin GROUP BY 1", [split]).fetchall()
@@ -112,7 +112,9 @@ class _Pool:
             {int(t): int(n) for t, n in tags},
         )
 
-    def tag_universe(self, tag_sets: Sequence[frozenset[str]], names: Collection[str] | None):
+    def tag_universe(
+        self, tag_sets: Sequence[frozenset[str]], names: Collection[str] | None
+    ) -> list[str]:
         """The pool's tags (only those named ``names``), sorted."""
         sets = [tag_sets[c] for c in sorted(self.tag_steps)]
         return sorted({t for s in sets for t in s if names is None or t.partition("=")[0] in names})

@@ -171,7 +171,8 @@ _DISK_STAGES = {
 #: what the disk runtime does at the stages of an hours plan that the count plan lacks
 _DISK_HOURS_STAGES = {
     **_DISK_STAGES,
-    "fill": "spans built source by source from the index into one columnar candidate table",
+    "fill": "spans built a chunk of sources at a time into a Parquet candidate file, "
+    "admitted from it in priority order a page at a time (DuckDB)",
     "tracks": "admitted sources reread one at a time",
     "write": "shards staged per source, committed at the end",
 }
