@@ -426,7 +426,7 @@ def fill_on_disk(
     tag_coverage: bool = False,
     tag_names: Collection[str] | None = None,
     min_tag_frac: float = 0.1,
-    memory_limit: str = "64MiB",
+    memory_limit: str = "32MiB",
 ) -> FillResult:
     """:func:`~kuration.selection.fill.fill_budgets` over the candidates of ``store``.
 

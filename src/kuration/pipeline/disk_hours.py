@@ -380,7 +380,8 @@ def step_disk_fill(r: HoursRun) -> dict[str, Any]:
     """The in-memory fill step over the candidate store (:func:`fill_on_disk`)."""
     from .hours_steps import step_fill  # the steps module imports this one's callers
 
-    return step_fill(r, fill=fill_on_disk)
+    limit = _state(r).memory_limit  # the index's: one DuckDB at a time holds it
+    return step_fill(r, fill=functools.partial(fill_on_disk, memory_limit=limit))
 
 
 # ---- step 4: the config.json parts that read the pool ----------------------------------------
