@@ -32,6 +32,7 @@ must be importable at module level in the worker.
 from __future__ import annotations
 
 import multiprocessing as mp
+import signal
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -354,7 +355,9 @@ class ProcessExecutor(Executor):
     ) -> tuple[Callable[[Any], Any], Callable[[Any, Any], Any]]:
         if self._pool is None:
             ctx = mp.get_context("spawn")
-            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=ctx, initializer=_leave_ctrl_c_to_the_lead
+            )
         pool = self._pool
 
         def collect(p: Any, fut: Future[Any]) -> Any:
@@ -373,9 +376,24 @@ class ProcessExecutor(Executor):
         return (lambda p: pool.submit(fn, p)), collect
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        """Stop the workers once their running tasks end; a second Ctrl-C while they do
+        ends them at once (a shutdown cut short left them waiting, and the exit with them)."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        try:
+            pool.shutdown(wait=True, cancel_futures=True)
+        except BaseException:
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                proc.terminate()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+
+
+def _leave_ctrl_c_to_the_lead() -> None:
+    """A process worker ignores SIGINT: Ctrl-C reaches the whole process group, and the
+    lead, which owns the run, stops it (workers finish their task and are shut down)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _ray_call(fn: Callable[[Any], Any], payload: Any) -> Any:

@@ -105,7 +105,7 @@ def load_partitions(
     def batches() -> Any:
         try:
             yield from numbered()
-        except Exception as exc:
+        except BaseException as exc:  # a Ctrl-C too: DuckDB would only quote it
             failed.append(exc)
             raise
 
@@ -144,9 +144,9 @@ def load_partitions(
     con.register("_parts", reader)
     try:
         _q(con, "CREATE TABLE pool AS SELECT * FROM _parts")
-    except Exception:
+    except Exception as exc:
         if failed:
-            raise failed[0] from None
+            raise failed[0] from exc
         raise
     finally:
         con.unregister("_parts")

@@ -28,7 +28,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..core.interrupts import import_pandas_first
+from ..core.interrupts import import_pandas_first, is_interrupt
 from ..core.jsonio import dump_json_atomic
 from ..core.plugins import without_entry_point_plugins
 from ..core.progress import ProgressCallback, emit
@@ -164,7 +164,26 @@ def execute(
         From ``preflight`` (before any source is resolved).
     KurationError
         From scoring, selection and writing.
+    KeyboardInterrupt
+        Ctrl-C, also when DuckDB reported it as an error of its own.
     """
+    try:
+        return _execute(p, dest, force=force, resume=resume, resolved_sources=resolved_sources)
+    except Exception as exc:
+        if is_interrupt(exc):
+            raise KeyboardInterrupt(f"interrupted ({exc})") from exc
+        raise
+
+
+def _execute(
+    p: Pipeline,
+    dest: str | os.PathLike[str] | None,
+    *,
+    force: bool,
+    resume: bool,
+    resolved_sources: list[str] | None,
+) -> PipelineRun:
+    """:func:`execute`, interrupts as the components raise them."""
     plan = compile_plan(p)
     if p.opts.streaming:
         check_streaming(p)  # before any source is resolved or read

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..contracts.schema import SchemaSpec
 from ..core.executors import make_executor
+from ..core.interrupts import is_interrupt
 from ..core.registry import UnknownNameError
 from ..core.remote import is_url, local_path
 from ..errors import (
@@ -286,7 +287,7 @@ def run_hours(
     except BaseException as exc:
         if r.journal is not None:
             r.journal.close()
-        interrupted = isinstance(exc, KeyboardInterrupt)
+        interrupted = is_interrupt(exc)  # DuckDB reports a Ctrl-C as its own error
         if not r.published and lease.created and not interrupted:
             remove_tree(root, keep={LOCK_NAME})  # a destination this run created holds nothing else
         if interrupted and not r.published:

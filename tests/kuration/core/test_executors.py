@@ -150,3 +150,39 @@ def test_a_dead_worker_process_is_an_executor_error() -> None:
     with ProcessExecutor(1) as ex, pytest.raises(ExecutorError, match="task-seven") as info:
         list(ex.iter_batches(os._exit, [7], label=lambda p: "task-seven"))
     assert info.value.executor == "process" and info.value.task == "task-seven"
+
+
+def test_process_workers_leave_ctrl_c_to_the_lead() -> None:
+    """Ctrl-C reaches the whole process group; the workers ignore it, so the lead alone
+    decides how the run stops (the workers finish their task and are shut down)."""
+    import signal
+
+    with ProcessExecutor(1) as ex:
+        ((_, got),) = list(ex.iter_batches(signal.getsignal, [signal.SIGINT]))
+    assert got == signal.SIG_IGN
+
+
+def test_a_shutdown_cut_short_by_a_second_ctrl_c_ends_the_workers(monkeypatch) -> None:
+    """A KeyboardInterrupt while the pool shuts down (a second Ctrl-C) ends the worker
+    processes at once instead of leaving them, and the interpreter's exit, waiting."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    ex = ProcessExecutor(2)
+    assert [o for _, o in ex.iter_batches(math.sqrt, [4.0, 9.0])] == [2.0, 3.0]
+    procs = list(ex._pool._processes.values())
+    real = ProcessPoolExecutor.shutdown
+    calls = []
+
+    def cut_short(self, wait=True, *, cancel_futures=False):
+        calls.append(wait)
+        if wait:
+            raise KeyboardInterrupt
+        return real(self, wait=wait, cancel_futures=cancel_futures)
+
+    monkeypatch.setattr(ProcessPoolExecutor, "shutdown", cut_short)
+    with pytest.raises(KeyboardInterrupt):
+        ex.close()
+    for p in procs:
+        p.join(timeout=10)
+    assert calls == [True, False] and not any(p.is_alive() for p in procs)
+    monkeypatch.setattr(ProcessPoolExecutor, "shutdown", real)

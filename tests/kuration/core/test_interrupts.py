@@ -97,3 +97,116 @@ def test_a_resumed_dataset_diffs_identical_to_an_uninterrupted_one(
     res = compare_datasets(tmp_path / "a", tmp_path / "b")
     assert res["identical"] and not res["changes"]
     assert any(c["path"].startswith("results.resume") for c in res["provenance"])
+
+
+# a SIGINT during a DuckDB query, in a child process (pytest would stop on a stray one)
+_DUCK_CHILD = """
+import os, signal, threading, duckdb
+from kuration.core.interrupts import is_interrupt
+con = duckdb.connect()
+threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+try:
+    con.execute("SELECT count(*) FROM range(10000000000) t(x) WHERE x % 7 = 3").fetchall()
+    print("finished")
+except Exception as exc:
+    print(type(exc).__name__, is_interrupt(exc))
+"""
+
+
+def test_duckdb_reports_of_a_ctrl_c_are_interrupts() -> None:
+    """DuckDB raises its own errors for a Ctrl-C: RuntimeError('Query interrupted') for a
+    signal during a query, InterruptException through the connection, and an
+    InvalidInputException quoting the KeyboardInterrupt raised in an Arrow stream it reads."""
+    import threading
+
+    import duckdb
+    import pyarrow as pa
+
+    from kuration.core.interrupts import is_interrupt
+
+    done = subprocess.run(
+        [sys.executable, "-c", _DUCK_CHILD], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["RuntimeError", "True"]
+
+    con = duckdb.connect()
+    stop = threading.Event()
+
+    def poke() -> None:
+        while not stop.wait(0.01):
+            con.interrupt()
+
+    t = threading.Thread(target=poke)
+    t.start()
+    try:
+        with pytest.raises(duckdb.InterruptException) as info:
+            con.execute("SELECT count(*) FROM range(10000000000) t(x) WHERE x % 7 = 3").fetchall()
+    finally:
+        stop.set()
+        t.join()
+    assert is_interrupt(info.value)
+
+    def stream():
+        yield pa.record_batch({"a": [1]})
+        raise KeyboardInterrupt
+
+    con.register("s", pa.RecordBatchReader.from_batches(pa.schema([("a", pa.int64())]), stream()))
+    with pytest.raises(duckdb.Error) as info:
+        con.execute("CREATE TABLE t AS SELECT * FROM s").fetchall()
+    assert is_interrupt(info.value)
+    with pytest.raises(duckdb.Error) as info:
+        con.execute("SELECT * FROM no_such_table").fetchall()
+    assert not is_interrupt(info.value) and not is_interrupt(RuntimeError("Query failed"))
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as ki:
+            raise OSError("while stopping") from ki
+    except OSError as exc:
+        assert is_interrupt(exc)  # a Ctrl-C in its chain
+
+
+def test_a_ctrl_c_inside_duckdb_keeps_a_disk_run_for_resume(
+    small_job: dict, tmp_path: Path, monkeypatch
+) -> None:
+    """A Ctrl-C that DuckDB turns into an error of its own (here while it ranks the pool)
+    is an interrupt: the partitions stay in the staging area, KeyboardInterrupt reaches the
+    caller, and --resume finishes the run as an uninterrupted one."""
+    import threading
+
+    from kuration.pipeline import disk_hours
+
+    real = disk_hours.rank_pool_sql
+
+    def interrupted_rank(con, st, seed) -> None:
+        stop = threading.Event()
+
+        def poke() -> None:
+            while not stop.wait(0.01):
+                con.interrupt()
+
+        t = threading.Thread(target=poke)
+        t.start()
+        try:
+            con.execute("SELECT count(*) FROM range(10000000000) t(x) WHERE x % 7 = 3").fetchall()
+        finally:
+            stop.set()
+            t.join()
+        real(con, st, seed)
+
+    job = {**small_job, "span_seconds": 60, "pool": "disk"}
+    monkeypatch.setattr(disk_hours, "rank_pool_sql", interrupted_rank)
+    with pytest.raises(KeyboardInterrupt):
+        run_job(job, tmp_path / "out")
+    assert any((tmp_path / "out").glob(".kuration_staging/pool/**/*.commit.json"))
+    monkeypatch.setattr(disk_hours, "rank_pool_sql", real)
+    run_job(job, tmp_path / "out", resume=True)
+    run_job({**job, "pool": "memory"}, tmp_path / "ref")
+    assert artifact_hash(tmp_path / "out") == artifact_hash(tmp_path / "ref")
+    tele = json.loads((tmp_path / "out" / "config.json").read_text())
+    score = next(
+        t
+        for t in tele["provenance"]["execution"]["telemetry"]
+        if t["stage"] == "read+segment+features"
+    )
+    assert score["checkpoint_hits"] == len(small_job["sources"])  # nothing scored again
