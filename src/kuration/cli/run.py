@@ -26,6 +26,19 @@ def _hours(s: float) -> str:
     return f"{s / 3600:.2f} h"
 
 
+def _disk_pool_line(res: DatasetWriteResult) -> str | None:
+    """How the disk pool scored the sources (None when the run held its pool in memory)."""
+    stages = {t.stage: t for t in res.telemetry}
+    score = stages.get("read+segment+features")
+    if "index" not in stages or score is None:
+        return None
+    return (
+        f"disk pool: {score.partitions or 0} source partitions ({score.checkpoint_misses or 0} "
+        f"scored, {score.checkpoint_hits or 0} reused from checkpoints; {score.executor}), "
+        "ranked and filled through a DuckDB index"
+    )
+
+
 def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) -> None:
     """Render the results of a run: scoring counts, the hours budget per split, shards."""
     sc = res.scoring.summary()
@@ -36,6 +49,9 @@ def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) ->
         f"(failed {sc['sources_failed']}, shorter than a window {sc['sources_short']}); "
         f"segments: {sc['segments']}"
     )
+    pool = _disk_pool_line(res)
+    if pool:
+        console.print(pool)
     if sc.get("snap_collisions"):
         coll = sc["snap_collisions"]
         console.print(

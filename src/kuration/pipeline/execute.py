@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from ..core.interrupts import import_pandas_first, is_interrupt
 from ..core.jsonio import dump_json_atomic
 from ..core.plugins import without_entry_point_plugins
 from ..core.progress import ProgressCallback, emit
-from ..errors import PipelineError, StrategyError
+from ..errors import KurationWarning, PipelineError, StrategyError
 from ..selection.strategy import Strategy
 from ..tools.analyzers import AnalysisSubject, get_analyzer, overlapping_rows, selected_rows
 from ..tools.review import hours_selection_review
@@ -203,12 +204,27 @@ def _execute(
             auto = p.options(pool="disk")
             return _execute_disk(auto, compile_plan(auto), dest, sources, index_bytes)
         check_plan_memory(p, sources)
+        _warn_unused_checkpoints(p)
         result, steps = _run_count(p, sources, rec)
         if dest is not None:
             dump_json_atomic(os.fspath(dest), result.to_dict(segments=True))
     analyses, enrich_s = _enrich(p, result, steps)
     telemetry = _telemetry(rec, result, len(sources), enrich_s)
     return PipelineRun(plan, result, telemetry, analyses)
+
+
+def _warn_unused_checkpoints(p: Pipeline) -> None:
+    """A ``checkpoint_dir`` given to a plan that holds its pool in memory is said to do
+    nothing (only the disk pool checkpoints its partitions)."""
+    if p.opts.checkpoint_dir is not None:
+        warnings.warn(
+            KurationWarning(
+                f"checkpoint_dir {os.fspath(p.opts.checkpoint_dir)!r} is not used: this run "
+                "holds its pool in memory and keeps no checkpoints (pool='disk', kur run "
+                "--pool disk, puts it on the disk pool, which checkpoints every source)"
+            ),
+            stacklevel=3,
+        )
 
 
 def _make_checkpoint_dir(path: str | os.PathLike[str]) -> None:
@@ -301,6 +317,7 @@ def _execute_hours(
                 plan = compile_plan(p)
             else:
                 check_plan_memory(p, sources)  # from metadata, before any row is read
+                _warn_unused_checkpoints(p)
         n = len(sources)
         prov = StageTelemetry("provenance", time.perf_counter() - t0, None, n, n)
         result = run_hours(

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -304,8 +305,11 @@ def test_kur_run_pool_disk_prints_the_summary(small_job, tmp_path: Path, capsys)
     assert main(["run", str(path), "--out", str(tmp_path / "out"), "--pool", "disk"]) == 0
     out = capsys.readouterr().out
     assert "segments: " in out and "segments: 0" not in out
+    assert "disk pool: 4 source partitions (4 scored, 0 reused" in " ".join(out.split())
     tele = _telemetry(tmp_path / "out")
     assert tele["read+segment+features"]["checkpoint_misses"] == 4
+    assert main(["run", str(path), "--out", str(tmp_path / "mem"), "--pool", "memory"]) == 0
+    assert "disk pool" not in capsys.readouterr().out
 
 
 def test_a_memory_budget_the_pool_exceeds_puts_hours_on_the_disk_pool(
@@ -540,3 +544,19 @@ def test_a_run_killed_while_workers_score_resumes_from_what_they_published(
     assert (score["checkpoint_hits"], score["checkpoint_misses"]) == (published, 4 - published)
     run_job({**job, "pool": "memory"}, tmp_path / "mem")
     assert artifact_hash(out) == artifact_hash(tmp_path / "mem")
+
+
+def test_a_checkpoint_dir_on_an_in_memory_run_is_said_to_do_nothing(
+    small_job, tmp_path: Path
+) -> None:
+    """Only the disk pool checkpoints: the option given to an in-memory run warns (naming
+    it and the way to the disk pool) instead of being dropped without a word."""
+    from kuration.errors import KurationWarning
+
+    job = {**small_job, "span_seconds": 60, "checkpoint_dir": str(tmp_path / "ck")}
+    with pytest.warns(KurationWarning, match="checkpoint_dir .* is not used.*pool='disk'"):
+        run_job(job, tmp_path / "out")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run_job({**job, "pool": "disk"}, tmp_path / "disk")  # used there: no warning
+    assert any((tmp_path / "ck").rglob("*.commit.json"))
