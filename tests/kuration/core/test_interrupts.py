@@ -99,25 +99,36 @@ def test_a_resumed_dataset_diffs_identical_to_an_uninterrupted_one(
     assert any(c["path"].startswith("results.resume") for c in res["provenance"])
 
 
-# SIGINTs during a DuckDB query, in a child process (pytest would stop on a stray one); sent
-# until the query stops, since one that lands before DuckDB looks for signals is not seen
+# SIGINTs during a DuckDB query, in a child process (pytest would stop on a stray one), sent
+# every 0.2 s until the query stops; one that lands before DuckDB looks for signals is only
+# reported when the query ends, hence a query of about 3 s. DuckDB notices a signal in C and
+# reports RuntimeError('Query interrupted') (or the KeyboardInterrupt itself) while Python's
+# handler for the same signal is still pending: it raises a second KeyboardInterrupt whose
+# context is DuckDB's error, which the child takes back before ignoring SIGINT.
 _DUCK_CHILD = """
 import os, signal, threading, duckdb
 from kuration.core.interrupts import is_interrupt
 con = duckdb.connect()
 done = threading.Event()
+caught = []
 def ctrl_c():
     while not done.wait(0.2):
         os.kill(os.getpid(), signal.SIGINT)
+def query():
+    try:
+        con.execute("SELECT count(*) FROM range(1000000000) t(x) WHERE x % 7 = 3").fetchall()
+        caught.append(None)
+    except BaseException as exc:
+        caught.append(exc)
 threading.Thread(target=ctrl_c, daemon=True).start()
 try:
-    con.execute("SELECT count(*) FROM range(10000000000) t(x) WHERE x % 7 = 3").fetchall()
-    out = "finished"
-except Exception as exc:
-    out = f"{type(exc).__name__} {is_interrupt(exc)}"
+    query()
+except KeyboardInterrupt as pending:
+    caught.append(pending.__context__ or pending)
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 done.set()
-print(out)
+exc = caught[0]
+print("finished" if exc is None else f"{type(exc).__name__} {is_interrupt(exc)}")
 """
 
 
@@ -135,7 +146,8 @@ def test_duckdb_reports_of_a_ctrl_c_are_interrupts() -> None:
     done = subprocess.run(
         [sys.executable, "-c", _DUCK_CHILD], capture_output=True, text=True, check=True
     )
-    assert done.stdout.split() == ["RuntimeError", "True"]
+    kind, interrupt = done.stdout.split()
+    assert kind in {"RuntimeError", "KeyboardInterrupt"} and interrupt == "True"
 
     con = duckdb.connect()
     stop = threading.Event()
@@ -148,7 +160,7 @@ def test_duckdb_reports_of_a_ctrl_c_are_interrupts() -> None:
     t.start()
     try:
         with pytest.raises(duckdb.InterruptException) as info:
-            con.execute("SELECT count(*) FROM range(10000000000) t(x) WHERE x % 7 = 3").fetchall()
+            con.execute("SELECT count(*) FROM range(1000000000) t(x) WHERE x % 7 = 3").fetchall()
     finally:
         stop.set()
         t.join()
@@ -196,7 +208,7 @@ def test_a_ctrl_c_inside_duckdb_keeps_a_disk_run_for_resume(
         t = threading.Thread(target=poke)
         t.start()
         try:
-            con.execute("SELECT count(*) FROM range(10000000000) t(x) WHERE x % 7 = 3").fetchall()
+            con.execute("SELECT count(*) FROM range(1000000000) t(x) WHERE x % 7 = 3").fetchall()
         finally:
             stop.set()
             t.join()
