@@ -13,8 +13,9 @@ __all__ = ["compare_datasets", "structured_diff"]
 
 # config sections compared; provenance (timestamps, platform) is reported apart
 _SECTIONS = ("schema", "strategy", "output", "pipeline", "results", "warnings")
-#: parts of those sections that describe the run, not the dataset (listed with provenance)
-_RUN_ONLY = ("results.resume",)
+#: parts of those sections that describe the run, not the dataset (listed with provenance):
+#: shards reused by a resume, and the worker count (the artifact is the same for any)
+_RUN_ONLY = ("results.resume", "pipeline.workers")
 
 
 def structured_diff(left: Any, right: Any, path: str = "") -> list[dict[str, Any]]:
@@ -78,8 +79,9 @@ def compare_datasets(
         split/source/entity/span/shard index, ``changed`` meaning other bytes),
         ``splits`` and ``modalities`` differences, ``changes`` (a structured
         diff of schema, strategy, output, pipeline, results and warnings),
-        ``provenance`` differences (with ``results.resume``: how many shards a
-        run reused says how it ran, not what it wrote), and with ``verify=True`` each side's
+        ``provenance`` differences (with ``results.resume`` and
+        ``pipeline.workers``: how many shards a run reused and how many workers it had
+        say how it ran, not what it wrote), and with ``verify=True`` each side's
         verification result (``identical`` is then false when a side's files
         do not match its manifest, even if the manifests agree).
 

@@ -20,6 +20,7 @@ from kuration.cli.main import main as kur_main
 from kuration.core.executors import RayExecutor
 from kuration.core.plugins import load_plugins
 from kuration.pipeline.job import load_job
+from kuration.tools.diff import compare_datasets
 
 ROOT = Path(__file__).resolve().parents[3]
 JOB = ROOT / "examples" / "adsb_quickstart" / "job.json"
@@ -86,6 +87,10 @@ def test_the_artifact_is_byte_identical_under_every_executor(
             assert 1 <= tel[stage]["queue_depth"] <= max(2, execution["max_in_flight"])
             assert tel[stage]["batch_size"] >= 1
         assert tel["bin"].get("executor") is None  # a barrier runs in the lead process
+    # kur diff: the worker count and executor are how the run went, not what it made
+    res = compare_datasets(tmp_path / "local", tmp_path / "process2")
+    assert res["identical"] and not res["changes"], res["changes"]
+    assert "pipeline.workers" in {c["path"] for c in res["provenance"]}
 
 
 @pytest.mark.slow
