@@ -37,7 +37,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..contracts.buffer import build_window
 from ..contracts.schema import SchemaSpec
@@ -303,6 +303,13 @@ def _task_fn(
     return score_task, {"key": key_digest(base), "base": base, "stage": stage}
 
 
+class _Unread(NamedTuple):
+    """A source whose fingerprint failed (``on_error="skip"``): skipped before any task."""
+
+    uri: str
+    error: str
+
+
 class _Fold:
     """The lead's side: lookups in canonical order, then each outcome folded in that order."""
 
@@ -316,8 +323,9 @@ class _Fold:
         progress: ProgressCallback | None,
         total: int,
         remote: bool,
+        on_error: str,
     ) -> None:
-        self.ck, self.adapter, self.extra = ck, adapter, extra
+        self.ck, self.adapter, self.extra, self.on_error = ck, adapter, extra, on_error
         self.keep, self.progress, self.total, self.remote = keep, progress, total, remote
         self.out = ScoredStage()
         self.keys: dict[str, str] = {}  # partition keys of the sources kept (stage commit)
@@ -326,7 +334,13 @@ class _Fold:
     def payloads(self, todo: Sequence[str]) -> Iterator[Any]:
         """A :class:`Done` hit or a task for each source, drawn lazily by the scheduler."""
         for uri in todo:
-            fp = self.adapter.fingerprint(uri)
+            try:
+                fp = self.adapter.fingerprint(uri)
+            except Exception as exc:
+                if self.on_error == "raise":
+                    raise
+                yield Done(_Unread(uri, f"{type(exc).__name__}: {exc}"))  # skipped, not read
+                continue
             key = self.ck.partition_key(uri, {"uri": uri, "fingerprint": fp})
             hit = self.ck.lookup(uri, key)
             yield Done(hit) if hit is not None else {**self.extra, "source": (uri, fp, key)}
@@ -340,7 +354,8 @@ class _Fold:
             A task's exception (``on_error="raise"``, or a partition that cannot be written).
         """
         if isinstance(payload, Done):
-            uri, commit = outcome.name, outcome
+            unread = isinstance(outcome, _Unread)
+            uri, commit = (outcome.uri, outcome.error) if unread else (outcome.name, outcome)
         else:
             uri = payload["source"][0]
             if isinstance(outcome, BaseException):
@@ -432,7 +447,14 @@ def score_stage(
     fn, extra = _task_fn(ex, stage, (adapter, segmenter, st, schema), env)
     todo = sorted(set(uris))  # a source listed twice is one partition
     fold = _Fold(
-        ck, adapter, extra, keep=keep, progress=progress, total=len(todo), remote=ex.parallel
+        ck,
+        adapter,
+        extra,
+        keep=keep,
+        progress=progress,
+        total=len(todo),
+        remote=ex.parallel,
+        on_error=on_error,
     )
     ex.peak_in_flight, tasks0 = 0, ex.tasks  # this stage's own queue depth and tasks
     bound = None if ex.parallel else 1  # local: one source at a time, inline

@@ -11,10 +11,11 @@ from typing import Any, ClassVar
 
 from ..contracts.schema import SchemaSpec
 from ..contracts.tick import Tick, TickTable, table_from_ticks
+from ..core.jsonio import sha256_file
 from ..core.registry import Registry
 from ..core.remote import is_url, remote_identity
 from ..core.traits import ExecutionTraits, register_with_traits
-from ..errors import JobError
+from ..errors import JobError, SourceError
 
 __all__ = [
     "SOURCE_READER_TRAITS",
@@ -74,14 +75,22 @@ class InputAdapter(ABC):
     def fingerprint(self, uri: str) -> str:
         """Content identity of the source: SHA-256 of the file bytes for local files; the
         object version or ETag (``version:...``/``etag:...``) for a remote URL, ``""`` when
-        the backend reports neither (a name alone never authorizes reuse)."""
+        the backend reports neither (a name alone never authorizes reuse).
+
+        A local directory (a partitioned dataset) is identified by its files: see
+        :func:`tree_sha256`.
+
+        Raises
+        ------
+        SourceError
+            A local source that cannot be read, or a directory holding a symbolic link.
+        """
         if is_url(uri):
             return remote_identity(str(uri))
-        h = hashlib.sha256()
-        with open(uri, "rb") as fh:
-            while block := fh.read(1 << 20):
-                h.update(block)
-        return h.hexdigest()
+        try:
+            return tree_sha256(str(uri)) if os.path.isdir(uri) else sha256_file(uri)
+        except OSError as exc:
+            raise SourceError(f"cannot read: {exc.strerror or exc}", source=str(uri)) from exc
 
     def options(self) -> dict[str, Any]:
         """Constructor options other than the schema, JSON-ready."""
@@ -89,6 +98,32 @@ class InputAdapter(ABC):
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.name, **self.options()}
+
+
+def tree_sha256(root: str) -> str:
+    """Hex SHA-256 identifying a directory source by its files: each file's path relative to
+    ``root`` and the SHA-256 of its bytes, in sorted path order (renaming, adding or editing
+    a file changes it).
+
+    Raises
+    ------
+    SourceError
+        A symbolic link inside ``root`` (links are not read, as at the top level).
+    OSError
+        A file cannot be read.
+    """
+    paths: list[str] = []
+    for here, dirs, files in os.walk(root):
+        for name in (*dirs, *files):
+            full = os.path.join(here, name)
+            if os.path.islink(full):
+                raise SourceError(f"refusing to read the symbolic link {full}", source=root)
+            if name in files:
+                paths.append(os.path.relpath(full, root))
+    h = hashlib.sha256()
+    for rel in sorted(paths):
+        h.update(f"{rel}\0{sha256_file(os.path.join(root, rel))}\n".encode())
+    return h.hexdigest()
 
 
 #: Execution traits of every built-in adapter: a source-scoped reader that yields one

@@ -218,6 +218,8 @@ class TimeseriesAdapter(InputAdapter):
             fmt = "csv" if low.endswith((".csv", ".csv.gz", ".tsv")) else "parquet"
         if os.path.islink(uri):
             raise SourceError("refusing to read a symbolic link", source=str(uri))
+        if os.path.isdir(uri) and not any(files for _, _, files in os.walk(uri)):
+            raise SourceError("is a directory with no data files", source=str(uri))
         cols = self._needed_columns()
         where: Any = uri
         if is_url(uri):  # an object store: the whole object, checked unchanged by the read

@@ -560,3 +560,31 @@ def test_a_checkpoint_dir_on_an_in_memory_run_is_said_to_do_nothing(
         warnings.simplefilter("error")
         run_job({**job, "pool": "disk"}, tmp_path / "disk")  # used there: no warning
     assert any((tmp_path / "ck").rglob("*.commit.json"))
+
+
+def test_directory_sources_that_cannot_be_read_are_skipped_by_both_pools(
+    small_job, tmp_path: Path, capsys
+) -> None:
+    """A folder with no data files fails its read; a folder holding a symbolic link fails
+    its fingerprint (on the disk pool before any task: that ended the run). Both are
+    skipped with ``on_error="skip"``, recorded alike by both pools, and are a SourceError
+    naming the folder with ``on_error="raise"``."""
+    from kuration.errors import SourceError
+
+    empty, linked = tmp_path / "empty_dir", tmp_path / "linked_dir"
+    empty.mkdir()
+    linked.mkdir()
+    (linked / "part.parquet").symlink_to(small_job["sources"][0])
+    job = {**small_job, "sources": [*small_job["sources"], str(empty), str(linked)]}
+    job.update(on_error="skip", span_seconds=60)
+    mem, _ = _both(job, tmp_path)
+    err = capsys.readouterr().err
+    assert err.count("empty_dir: is a directory with no data files") == 2
+    assert err.count("linked_dir: refusing to read the symbolic link") == 2
+    results = json.dumps(json.loads((mem / "config.json").read_text())["results"])
+    assert str(empty) in results and str(linked) in results
+    for pool in ("memory", "disk"):
+        for folder, why in ((empty, "no data files"), (linked, "symbolic link")):
+            one = {**job, "sources": [*small_job["sources"], str(folder)], "on_error": "raise"}
+            with pytest.raises(SourceError, match=f"{folder.name}: .*{why}"):
+                run_job({**one, "pool": pool}, tmp_path / f"raise-{pool}-{folder.name}")

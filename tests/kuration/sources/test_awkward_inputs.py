@@ -171,6 +171,16 @@ def test_partition_keys_that_look_numeric_stay_text_ids(
     assert parts.present.sum() == flat.present.sum() == adsb_table.num_rows
     for name in flat.values:
         np.testing.assert_array_equal(parts.values[name], flat.values[name])
+    # its identity (resume, checkpoints) is its files: paths and bytes
+    before = adsb_adapter.fingerprint(str(tmp_path / "parts"))
+    assert adsb_adapter.fingerprint(str(tmp_path / "parts")) == before
+    leaf = sorted((tmp_path / "parts").rglob("*.parquet"))[0]
+    leaf.rename(leaf.with_name("renamed.parquet"))
+    renamed_fp = adsb_adapter.fingerprint(str(tmp_path / "parts"))
+    assert renamed_fp != before
+    with open(leaf.with_name("renamed.parquet"), "ab") as fh:
+        fh.write(b"\0")
+    assert adsb_adapter.fingerprint(str(tmp_path / "parts")) not in (before, renamed_fp)
 
 
 # -- epoch times read in the wrong unit ------------------------------------------------------
