@@ -26,7 +26,9 @@ submitted: its outcome is yielded in its place in the order, and it holds a
 slot of ``max_in_flight`` until then, so what the lead holds stays bounded.
 
 Functions and payloads must pickle (``ray`` uses cloudpickle); a function
-must be importable at module level in the worker.
+must be importable at module level in the worker.  A ``process`` or ``ray`` task runs under
+the lead's warning filters and its warnings are re-issued in the lead, in task order, as its
+outcome is collected (:mod:`kuration.core.worker_warnings`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..errors import ExecutorError, MissingExtraError, PipelineError
+from .worker_warnings import relaying, replay
 
 __all__ = [
     "EXECUTORS",
@@ -358,11 +361,11 @@ class ProcessExecutor(Executor):
             self._pool = ProcessPoolExecutor(
                 max_workers=self.workers, mp_context=ctx, initializer=_leave_ctrl_c_to_the_lead
             )
-        pool = self._pool
+        pool, task = self._pool, relaying(fn)
 
         def collect(p: Any, fut: Future[Any]) -> Any:
             try:
-                return fut.result()
+                return replay(fut.result())
             except BrokenProcessPool as exc:
                 raise ExecutorError(
                     f"the process pool broke while running {label(p)} (a worker process "
@@ -373,7 +376,7 @@ class ProcessExecutor(Executor):
             except Exception as exc:
                 return exc
 
-        return (lambda p: pool.submit(fn, p)), collect
+        return (lambda p: pool.submit(task, p)), collect
 
     def close(self) -> None:
         """Stop the workers once their running tasks end; a second Ctrl-C while they do
@@ -470,12 +473,12 @@ class RayExecutor(Executor):
         self, fn: Callable[[Any], Any], label: Callable[[Any], str]
     ) -> tuple[Callable[[Any], Any], Callable[[Any, Any], Any]]:
         ray = self._ray()
-        remote = self._remote
+        remote, task = self._remote, relaying(fn)
 
         outstanding = self._outstanding
 
         def submit(p: Any) -> Any:
-            ref = remote.remote(fn, p)
+            ref = remote.remote(task, p)
             outstanding.add(ref)
             return ref
 
@@ -490,7 +493,7 @@ class RayExecutor(Executor):
                     executor=self.name,
                     task=label(p),
                 ) from exc
-            return out
+            return replay(out)
 
         return submit, collect
 
