@@ -499,9 +499,7 @@ def reusable_entries(
     except DatasetIntegrityError as exc:
         commit = None
         notes.append(str(exc))
-    if commit is None:
-        notes.append("no committed dataset to take shards from (staged ones still count)")
-    else:
+    if commit is not None:
         last = commit if commit.get("state") == "committed" else commit.get("previous")
         if isinstance(last, dict):
             entries, why = _committed_entries(root, last, fingerprint, run)
@@ -516,6 +514,13 @@ def reusable_entries(
         for e in _journal_lines(path)[1:]:
             if isinstance(e, dict) and isinstance(e.get("path"), str):
                 staged[e["path"]] = e
+    if commit is None:
+        notes.append(
+            f"no committed dataset to take shards from; {len(staged)} staged by an earlier "
+            "attempt of this run"
+            if staged
+            else "nothing committed or staged there: every shard is written afresh"
+        )
     return committed, staged, notes
 
 

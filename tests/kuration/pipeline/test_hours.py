@@ -245,6 +245,14 @@ def test_resume_rebuilds_truncated_and_zero_byte_shards(tmp_path, job_b, base_b,
     assert res.resume["reused_shards"] == len(entries) - n_damaged
 
 
+def test_resume_into_an_empty_destination_says_nothing_was_there(tmp_path, job_b) -> None:
+    res = run_job(job_b, tmp_path / "fresh", resume=True)
+    assert res.resume["reused_shards"] == 0
+    assert res.resume["notes"] == [
+        "nothing committed or staged there: every shard is written afresh"
+    ]
+
+
 def test_resume_needs_the_commit_pinned_marker(tmp_path, job_b, base_b, digests) -> None:
     dest = tmp_path / "dest"
     shutil.copytree(base_b.path, dest)
