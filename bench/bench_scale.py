@@ -12,21 +12,23 @@ next one's caches.  Their output is passed through unchanged; every ratio a
 part prints is measured within that part's run (both sides in the same
 subprocess, taking turns), never against a figure from another day.
 
-=========  ===================================================  ==========================
-part       what it measures                                      target (issue 13)
-=========  ===================================================  ==========================
-stream     peak RSS of a streamed run over one source 10x        <= 1.2x
-           longer than the 1x source (``bench_stream.py``)
-pool       peak RSS of the disk-backed pool at 15,360 vs 1,536   <= 1.2x
-           sources (``bench_pool.py``)
-exec       local x1 / process x2 and ray x2 / process x2 on      >= 1.7x; <= 1.3x
-           1,536 sources, artifacts compared byte for byte
-           (``bench_exec.py``)
-remote     a write to a loopback S3 server killed and resumed,   byte-identical
-           read back against the local run (``bench_remote.py``)
-packed     packed output vs ``pq.write_table`` of the same       >= 0.8x
-           rows; files vs shards (``bench_packed.py``)
-=========  ===================================================  ==========================
+==========  ===================================================  ==========================
+part        what it measures                                      target (issue 13)
+==========  ===================================================  ==========================
+stream      peak RSS of a streamed run over one source 10x        <= 1.2x
+            longer than the 1x source (``bench_stream.py``)
+pool        peak RSS of the disk-backed pool at 15,360 vs 1,536   <= 1.2x
+            sources, a count plan (``bench_pool.py``)
+pool-hours  the same for the quickstart's hours dataset           <= 1.2x
+            (``bench_pool.py --hours``)
+exec        local x1 / process x2 and ray x2 / process x2 on      >= 1.7x; <= 1.3x
+            1,536 sources, artifacts compared byte for byte
+            (``bench_exec.py``)
+remote      a write to a loopback S3 server killed and resumed,   byte-identical
+            read back against the local run (``bench_remote.py``)
+packed      packed output vs ``pq.write_table`` of the same       >= 0.8x
+            rows; files vs shards (``bench_packed.py``)
+==========  ===================================================  ==========================
 
 The inputs are real recordings made larger honestly (the 12 quickstart
 sources replicated with distinct entity ids, or the 3 h recording
@@ -49,6 +51,7 @@ HERE = Path(__file__).resolve().parent
 PARTS: dict[str, tuple[str, list[str], list[str]]] = {
     "stream": ("bench_stream.py", [], ["--copies", "3"]),
     "pool": ("bench_pool.py", [], ["--small", "96", "--large", "960"]),
+    "pool-hours": ("bench_pool.py", ["--hours"], ["--hours", "--small", "96", "--large", "960"]),
     "exec": (
         "bench_exec.py",
         ["--sources", "1536", "--repeat", "2"],
