@@ -29,7 +29,7 @@ def warn_on_odd(x: int) -> int:
 def ray_cluster() -> Iterator[None]:
     """A local cluster (or the pipeline tests' session one); this module's task travels by
     value, as Ray's workers cannot import a test module by the name pytest gave it."""
-    ray = pytest.importorskip("ray")
+    import ray
     from ray import cloudpickle
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
