@@ -32,10 +32,11 @@ def _disk_pool_line(res: DatasetWriteResult) -> str | None:
     score = stages.get("read+segment+features")
     if "index" not in stages or score is None:
         return None
+    # a source whose read failed was a checkpoint miss too, but left no partition
+    parts, hits = score.partitions or 0, score.checkpoint_hits or 0
     return (
-        f"disk pool: {score.partitions or 0} source partitions ({score.checkpoint_misses or 0} "
-        f"scored, {score.checkpoint_hits or 0} reused from checkpoints; {score.executor}), "
-        "ranked and filled through a DuckDB index"
+        f"disk pool: {parts} source partitions ({parts - hits} scored, {hits} reused from "
+        f"checkpoints; {score.executor}), ranked and filled through a DuckDB index"
     )
 
 

@@ -301,13 +301,17 @@ def test_kur_run_pool_disk_prints_the_summary(small_job, tmp_path: Path, capsys)
     from kuration.cli.main import main
 
     path = tmp_path / "job.json"
-    path.write_text(json.dumps({**small_job, "strategy": _doc("top-k"), "span_seconds": 60}))
+    (tmp_path / "empty").mkdir()  # a source whose read fails: a miss that leaves no partition
+    sources = [*small_job["sources"], str(tmp_path / "empty")]
+    job = {**small_job, "sources": sources, "strategy": _doc("top-k"), "span_seconds": 60}
+    path.write_text(json.dumps(job))
     assert main(["run", str(path), "--out", str(tmp_path / "out"), "--pool", "disk"]) == 0
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())
     assert "segments: " in out and "segments: 0" not in out
-    assert "disk pool: 4 source partitions (4 scored, 0 reused" in " ".join(out.split())
+    assert "sources scored: 4/5 (failed 1" in out
+    assert "disk pool: 4 source partitions (4 scored, 0 reused" in out
     tele = _telemetry(tmp_path / "out")
-    assert tele["read+segment+features"]["checkpoint_misses"] == 4
+    assert tele["read+segment+features"]["checkpoint_misses"] == 5
     assert main(["run", str(path), "--out", str(tmp_path / "mem"), "--pool", "memory"]) == 0
     assert "disk pool" not in capsys.readouterr().out
 
