@@ -331,7 +331,9 @@ def _dispatch(prog: str, args: argparse.Namespace) -> int:
                 default(message, category, filename, lineno, file, line)
 
         warnings.showwarning = show
-        return run_guarded(prog, lambda: args.fn(args), (KurationError, TimeNetError))
+        # a KurationWarning raised is one the user's filters made an error (PYTHONWARNINGS)
+        user = (KurationError, TimeNetError, KurationWarning)
+        return run_guarded(prog, lambda: args.fn(args), user)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -125,3 +125,24 @@ def test_our_warnings_print_as_one_line(capsys: pytest.CaptureFixture[str]) -> N
         assert _dispatch("kur", argparse.Namespace(fn=command)) == 0
     err = capsys.readouterr().err
     assert err == "kur: warning: a.csv: 3 rows out of time order were sorted\n"
+
+
+def test_a_warning_made_an_error_by_the_users_filters_is_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``PYTHONWARNINGS=error`` (or ``-W error``) turns our warnings into exceptions: the run
+    stops with one ``kur: error:`` line and status 1, not a traceback."""
+    import argparse
+    import warnings
+
+    from kuration.cli.main import _dispatch
+    from kuration.errors import BudgetGranularityWarning
+
+    def command(_: argparse.Namespace) -> int:
+        warnings.warn(BudgetGranularityWarning("split 'test': 0.3 h for 0.25 h"), stacklevel=1)
+        return 0
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _dispatch("kur", argparse.Namespace(fn=command)) == 1
+    assert capsys.readouterr().err == "kur: error: split 'test': 0.3 h for 0.25 h\n"
