@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,6 +17,8 @@ _SECTIONS = ("schema", "strategy", "output", "pipeline", "results", "warnings")
 #: parts of those sections that describe the run, not the dataset (listed with provenance):
 #: shards reused by a resume, and the worker count (the artifact is the same for any)
 _RUN_ONLY = ("results.resume", "pipeline.workers")
+#: provenance that differs between any two runs (clock times, seconds spent): not listed
+_TIMING = re.compile(r"(started_at|finished_at|\.wall_s|\.parts_s(\..*)?)$")
 
 
 def structured_diff(left: Any, right: Any, path: str = "") -> list[dict[str, Any]]:
@@ -81,7 +84,7 @@ def compare_datasets(
         diff of schema, strategy, output, pipeline, results and warnings),
         ``provenance`` differences (with ``results.resume`` and
         ``pipeline.workers``: how many shards a run reused and how many workers it had
-        say how it ran, not what it wrote), and with ``verify=True`` each side's
+        say how it ran, not what it wrote; clock times and seconds spent are left out), and with ``verify=True`` each side's
         verification result (``identical`` is then false when a side's files
         do not match its manifest, even if the manifests agree).
 
@@ -116,13 +119,12 @@ def compare_datasets(
     how = [c for c in changes if c["path"].startswith(_RUN_ONLY)]
     changes = [c for c in changes if not c["path"].startswith(_RUN_ONLY)]
     job_changes = structured_diff(a.config.get("job"), b.config.get("job"), "job")
-    skip = ("started_at", "finished_at")
     prov = [
         c
         for c in structured_diff(
             a.config.get("provenance"), b.config.get("provenance"), "provenance"
         )
-        if not c["path"].endswith(skip)
+        if not _TIMING.search(c["path"])
     ] + how
     out: dict[str, Any] = {
         "left": str(a.root),
