@@ -132,11 +132,30 @@ print("finished" if exc is None else f"{type(exc).__name__} {is_interrupt(exc)}"
 """
 
 
+def _interrupted_query(con) -> None:
+    """A long query on ``con`` while another thread calls ``con.interrupt()`` every 10 ms
+    until it stops (DuckDB raises its InterruptException)."""
+    import threading
+
+    stop = threading.Event()
+
+    def poke() -> None:
+        while not stop.wait(0.01):
+            con.interrupt()
+
+    t = threading.Thread(target=poke)
+    t.start()
+    try:
+        con.execute("SELECT count(*) FROM range(1000000000) t(x) WHERE x % 7 = 3").fetchall()
+    finally:
+        stop.set()
+        t.join()
+
+
 def test_duckdb_reports_of_a_ctrl_c_are_interrupts() -> None:
     """DuckDB raises its own errors for a Ctrl-C: RuntimeError('Query interrupted') for a
     signal during a query, InterruptException through the connection, and an
     InvalidInputException quoting the KeyboardInterrupt raised in an Arrow stream it reads."""
-    import threading
 
     import duckdb
     import pyarrow as pa
@@ -150,20 +169,8 @@ def test_duckdb_reports_of_a_ctrl_c_are_interrupts() -> None:
     assert kind in {"RuntimeError", "KeyboardInterrupt"} and interrupt == "True"
 
     con = duckdb.connect()
-    stop = threading.Event()
-
-    def poke() -> None:
-        while not stop.wait(0.01):
-            con.interrupt()
-
-    t = threading.Thread(target=poke)
-    t.start()
-    try:
-        with pytest.raises(duckdb.InterruptException) as info:
-            con.execute("SELECT count(*) FROM range(1000000000) t(x) WHERE x % 7 = 3").fetchall()
-    finally:
-        stop.set()
-        t.join()
+    with pytest.raises(duckdb.InterruptException) as info:
+        _interrupted_query(con)
     assert is_interrupt(info.value)
 
     def stream():
@@ -192,26 +199,13 @@ def test_a_ctrl_c_inside_duckdb_keeps_a_disk_run_for_resume(
     """A Ctrl-C that DuckDB turns into an error of its own (here while it ranks the pool)
     is an interrupt: the partitions stay in the staging area, KeyboardInterrupt reaches the
     caller, and --resume finishes the run as an uninterrupted one."""
-    import threading
 
     from kuration.pipeline import disk_hours
 
     real = disk_hours.rank_pool_sql
 
     def interrupted_rank(con, st, seed) -> None:
-        stop = threading.Event()
-
-        def poke() -> None:
-            while not stop.wait(0.01):
-                con.interrupt()
-
-        t = threading.Thread(target=poke)
-        t.start()
-        try:
-            con.execute("SELECT count(*) FROM range(1000000000) t(x) WHERE x % 7 = 3").fetchall()
-        finally:
-            stop.set()
-            t.join()
+        _interrupted_query(con)
         real(con, st, seed)
 
     job = {**small_job, "span_seconds": 60, "pool": "disk"}
