@@ -317,16 +317,20 @@ class TimeseriesAdapterModel(_Model):
     """Schema global to its column(s)."""
     events: dict[str, str] | None = None
     """Event name to the boolean column marking it."""
-    format: Literal["auto", "csv", "parquet"] = "auto"
-    """File format; `auto` goes by the extension."""
+    format: Literal["auto", "csv", "parquet", "gpx", "jsonl", "wfdb", "arrows"] = "auto"
+    """File format; `auto` goes by the extension (`.gpx`, `.jsonl`/`.ndjson`, a WFDB `.hea`,
+    an Arrow IPC stream `.arrows`)."""
     snap_tolerance: SnapTolerance = 0.5
     """Largest distance, in ticks, from a row to the tick it snaps to."""
     disorder: Literal["sort", "raise"] = "sort"
     """Rows out of time order are sorted, or an error."""
-    duplicates: Literal["raise", "first", "last"] = "raise"
-    """Two rows of one entity at one time: an error, or keep the first/last."""
+    duplicates: Literal["raise", "first", "last", "retime"] = "raise"
+    """Two rows of one entity at one time: an error, keep the first/last, or re-time a run of
+    equal stamps by row order up to the next stamp (a clock coarser than the sampling)."""
     collisions: Literal["nearest", "mean", "raise"] = "nearest"
     """Several rows snapping to one tick: keep the nearest, average, or an error."""
+    missing_time: Literal["raise", "drop"] = "raise"
+    """A row without a time: an error, or dropped and counted (`timeless_dropped`)."""
     entity_dtype: Literal["auto", "string", "int64"] = "auto"
     """Entity ids read as strings, int64, or as they come."""
 

@@ -138,6 +138,9 @@ def _resolve(p: Pipeline, progress: ProgressCallback | None) -> list[str]:
         sources = list(p.sources["uris"])
     else:
         sources = resolve_sources(p.sources, p.base, adapter=p.adapter)
+    check = getattr(p.adapter, "check_sources", None)
+    if check is not None:  # headers and schemas only: a misnamed column fails once, first
+        check(sources)
     for i, uri in enumerate(sources, 1):
         emit(progress, "provenance", "advance", current=i, total=len(sources), source=uri)
     emit(progress, "provenance", "complete", total=len(sources))

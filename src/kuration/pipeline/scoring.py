@@ -138,7 +138,14 @@ class ScoringResult:
     execution: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
+        rows = {
+            sid: {k: int(v) for k, v in sorted(info.counts.items()) if k != "snap_collisions" and v}
+            for sid, info in sorted(self.sources.items())
+        }
+        rows = {sid: c for sid, c in rows.items() if c}
+        extra = {"row_policies": rows} if rows else {}  # re-timed, dropped duplicates/timeless
         return {
+            **extra,
             "sources_total": len(self.sources) + len(self.errors),
             "sources_scored": sum(1 for s in self.sources.values() if s.n_segments),
             "sources_failed": len(self.errors),

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from ..errors import SourceError
 
-__all__ = ["check_epoch_unit", "text_time_error", "unit_hint"]
+__all__ = ["check_epoch_unit", "shown_time", "text_time_error", "unit_hint"]
 
 _SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 #: 1990-01-01 .. 2100-01-01 UTC, in seconds since the epoch: "a date of this era".
@@ -160,3 +160,14 @@ def text_time_error(col: pa.Array, name: str, src: str) -> SourceError:
 def _matches(text: pa.Array, pattern: str) -> np.ndarray:
     hit = pc.fill_null(pc.match_substring_regex(text, pattern), False)
     return np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def shown_time(col: pa.ChunkedArray, r: int, seconds: float) -> str:
+    """Row ``r``'s time as a time: ISO 8601 for a timestamp or an epoch number of this era,
+    else seconds."""
+    v = col[r].as_py()
+    if isinstance(v, dt.datetime):
+        return v.isoformat()
+    if _ERA[0] <= seconds <= _ERA[1]:
+        return _iso(seconds)
+    return f"{seconds!r} s"

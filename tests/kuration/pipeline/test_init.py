@@ -68,8 +68,10 @@ def test_ais_raw_csv_runs_unchanged(ais_csv: Path, tmp_path: Path, capsys) -> No
     assert kur_main(["init", str(ais_csv), "--out", str(job_dir)]) == 0
     printed = capsys.readouterr().out
     assert "time column: BaseDateTime" in printed and "entity column: MMSI" in printed
-    # no unit metadata in a CSV: the latitude/longitude pair stays two unitless scalars
-    assert "units unknown (no metadata) for: LAT, LON" in printed
+    # no unit metadata in a CSV, but a latitude/longitude pair within +-90/+-180 reads as
+    # a geodetic position in degrees, and says why
+    assert "'LAT', 'LON' are a latitude/longitude pair" in printed
+    assert "read as degrees" in printed and "LAT, LON" not in printed.split("units unknown")[-1]
     assert kur_main(["run", str(job_dir / "job.json"), "--out", str(tmp_path / "out")]) == 0
     rep = inspect_dataset(tmp_path / "out", verify=True)
     assert rep.verification["valid"] and rep.verification["checked"] > 0
