@@ -35,10 +35,11 @@ from ..contracts.schema import SchemaSpec
 from ..core.jsonio import loads_strict
 from ..errors import InitError, KurationError
 from ..output.spec import OutputSpec
-from .guess import guess_fields, nice_rate
+from .guess import guess_fields
 from .init_check import dry_read
 from .init_files import compose_files
 from .init_parts import _adapter, _strategy
+from .init_rate import exact_rate
 from .inventory import Inventory, inventory_files, inventory_timenet
 from .job import job_components, load_job
 from .strategy import load_strategy
@@ -151,7 +152,7 @@ def _compose(
     if inv.kind == "files":
         return compose_files(inv, out, name=name, fraction=fraction, opts=opts or {})
     stats = inv.steps
-    hz = nice_rate(1.0 / stats["median"])
+    hz = exact_rate(1.0 / stats["median"])
     lines = list(inv.lines)
     lines.append(
         f"sample rate: {hz:g} Hz (median step {stats['median']:.3g} s between consecutive times "
@@ -203,7 +204,9 @@ def _compose(
         "clip_aggregate": "mean",
         "min_track_seconds": window_s,
     }
-    lines.append(f"windows: {window_s:g} s, stride {window_s / 2:g} s (about {WINDOW_STEPS} steps)")
+    lines.append(
+        f"windows: {window_s:g} s, stride {window_s / 2:g} s ({round(window_s * hz)} steps)"
+    )
     if span is not None:
         job["span_seconds"] = span
         lines.append(

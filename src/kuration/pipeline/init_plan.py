@@ -46,6 +46,8 @@ class Presence:
     window_steps : int
     track_steps : ndarray, shape (E,), int64
         Every entity's span, first to last row, in steps.
+    entity_present : ndarray, shape (E,), int64
+        Ticks holding a row, per entity.
     """
 
     hz: float
@@ -55,6 +57,7 @@ class Presence:
     run_present: np.ndarray
     window_steps: int
     track_steps: np.ndarray
+    entity_present: np.ndarray
 
     @property
     def window_s(self) -> float:
@@ -68,11 +71,15 @@ class Presence:
     def lines(self) -> list[str]:
         ok = int((self.run_steps >= self.window_steps).sum())
         med = int(np.median(self.run_steps)) if self.run_steps.size else 0
+        share = self.entity_present / np.maximum(self.track_steps, 1)
+        lo, mid, hi = (float(x) for x in np.percentile(share, [0, 50, 100]))
         return [
             f"presence: {self.present_s:.6g} s of rows on the grid in {self.span_s:.6g} s of "
             f"tracks ({self.present_s / max(self.span_s, 1e-12):.1%}); {self.run_steps.size} "
             f"runs (split at gaps over {GAP_STEPS} median steps), median {med} steps, "
             f"{ok} at least one window long",
+            f"  per entity ({share.size}): {lo:.1%} min, {mid:.1%} median, {hi:.1%} max of its "
+            "span holds rows",
         ]
 
 
@@ -97,4 +104,5 @@ def presence(t: np.ndarray, ent: np.ndarray, hz: float, step_s: float) -> Presen
     span_s = float(track_steps.sum()) / hz
     med = float(np.median(run_steps)) if run_steps.size else 0.0
     window = int(min(WINDOW_STEPS, max(MIN_WINDOW_STEPS, med // 2)))
-    return Presence(hz, k.size / hz, span_s, run_steps, run_present, window, track_steps)
+    present = e_ends - e_starts + 1
+    return Presence(hz, k.size / hz, span_s, run_steps, run_present, window, track_steps, present)

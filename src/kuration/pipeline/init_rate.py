@@ -26,7 +26,7 @@ import numpy as np
 from ..sources._retime import retime_runs
 from .guess import nice_rate
 
-__all__ = ["RateChoice", "choose_rate", "collisions_at", "time_unit"]
+__all__ = ["RateChoice", "choose_rate", "collisions_at", "exact_rate", "time_unit"]
 
 _NAME_UNITS = (
     ("ns", re.compile(r"(^|[_\W]|[a-z])(ns|nanos|nanoseconds?)$", re.I)),
@@ -102,6 +102,14 @@ def collisions_at(t: np.ndarray, ent: np.ndarray, hz: float) -> int:
 
 def _digits(hz: float, d: int) -> float:
     return float(f"{hz:.{d}g}")
+
+
+def exact_rate(hz: float) -> float:
+    """``hz`` with the fewest significant digits (a 1-2-5 rate first) within ``RATE_TOL``."""
+    for c in (nice_rate(hz), *(_digits(hz, d) for d in (2, 3, 4, 5, 6, 8))):
+        if abs(c / hz - 1) <= RATE_TOL:
+            return c
+    return hz
 
 
 @dataclass(frozen=True)
