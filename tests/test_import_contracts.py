@@ -53,9 +53,9 @@ def test_import_contracts_hold() -> None:
         ),
         (
             "kuration/output/spec.py",
-            "from ..pipeline.job import load_job",
+            "from ..pipeline.spec.job import load_job",
             "kuration stages: imports point down the pipeline",
-            "kuration.output.spec -> kuration.pipeline.job",
+            "kuration.output.spec -> kuration.pipeline.spec.job",
         ),
         (
             "timenet/models.py",

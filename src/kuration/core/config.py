@@ -17,7 +17,7 @@ one line per problem, each naming its key path (``budget.train_hours``,
 ``output.modalities.position.dtype``).  The models check JSON types and
 plain ranges only; the meaning of the values (units, features, metric
 expressions, registered names) is checked where the runtime objects are
-built (:class:`~kuration.contracts.schema.SchemaSpec`, :func:`~kuration.pipeline.strategy.load_strategy`,
+built (:class:`~kuration.contracts.schema.SchemaSpec`, :func:`~kuration.pipeline.run.strategy.load_strategy`,
 :class:`~kuration.output.spec.OutputSpec`, the adapters).
 
 ``kur schema job|strategy|output|schema|policy`` prints :func:`json_schema` of each
@@ -492,7 +492,7 @@ OutputOrFile = Annotated[
 
 
 class JobModel(_Model):
-    """A job file (see :mod:`kuration.pipeline.job`); ``schema``, ``strategy`` and ``output`` may be
+    """A job file (see :mod:`kuration.pipeline.spec.job`); ``schema``, ``strategy`` and ``output`` may be
     paths to their own files, relative to the job file."""
 
     name: str | None = None

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import PipelineError
 
 if TYPE_CHECKING:  # tools sit below the pipeline: the result is only read, by attribute
-    from ..pipeline.hours import DatasetWriteResult
+    from ..pipeline.dispatch.hours import DatasetWriteResult
 
 __all__ = ["hours_selection_review"]
 

@@ -17,7 +17,7 @@ import sys
 
 from kuration import Segmenter, load_strategy
 from kuration.contracts.schema import SchemaSpec
-from kuration.pipeline.disk_pool import select_on_disk
+from kuration.pipeline.disk.pool import select_on_disk
 from kuration.sources import adapter_from_dict
 
 _real_replace = os.replace

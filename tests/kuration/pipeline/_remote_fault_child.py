@@ -17,7 +17,7 @@ import sys
 
 from kuration.cli.main import main
 from kuration.output.destination import RemoteDestination
-from kuration.pipeline import remote_run
+from kuration.pipeline.destination import remote as remote_run
 
 
 def _arm(point: str) -> None:

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from kuration import DatasetIntegrityError, Segmenter, load_strategy
 from kuration.contracts.segment import Segment
-from kuration.pipeline.checkpoint import StageCheckpoint
-from kuration.pipeline.disk_pool import select_on_disk
-from kuration.pipeline.segment_batch import SegmentBatch
+from kuration.pipeline.disk.checkpoint import StageCheckpoint
+from kuration.pipeline.disk.pool import select_on_disk
+from kuration.pipeline.disk.segment_batch import SegmentBatch
 
 HERE = Path(__file__).resolve().parent
 STRATEGIES = HERE.parents[2] / "examples" / "adsb_quickstart" / "strategies"

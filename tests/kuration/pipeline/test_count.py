@@ -228,7 +228,7 @@ def test_compare_scores_one_pool_and_matches_compare_strategies(parts) -> None:
 def test_curate_job_is_from_job_select(small_job, monkeypatch) -> None:
     """``curate_job`` is ``Pipeline.from_job(job).select(n)`` (+ ``.metrics`` for a strategy)."""
     from kuration import Pipeline
-    from kuration.pipeline import count as count_mod
+    from kuration.pipeline.api import count as count_mod
 
     built: list[Pipeline] = []
     real_run = Pipeline.run

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kuration.pipeline import disk_fill
-from kuration.pipeline.disk_candidates import CandidateStore
-from kuration.pipeline.disk_fill import fill_on_disk
+from kuration.pipeline.disk import fill as disk_fill
+from kuration.pipeline.disk.candidates import CandidateStore
+from kuration.pipeline.disk.fill import fill_on_disk
 from kuration.selection.candidates import CandidateTable
 from kuration.selection.fill import fill_budgets
 

@@ -22,15 +22,15 @@ from tests.kuration.pipeline.test_golden import GOLDEN, artifact_hash, quickstar
 
 from kuration import Pipeline, run_job
 from kuration.errors import PipelineError
-from kuration.pipeline.disk_candidates import CandidateStore
-from kuration.pipeline.disk_hours import DiskScoringResult, disk_session, disk_steps
-from kuration.pipeline.disk_pool import DISK_RUNTIME
-from kuration.pipeline.hours import _prepare
-from kuration.pipeline.hours_steps import STEPS, run_steps
-from kuration.pipeline.plan import REFERENCE_RUNTIME
-from kuration.pipeline.scoring import SourceInfo, TrackExtent
-from kuration.pipeline.source_record import source_info_doc, source_info_from_doc
-from kuration.pipeline.track_columns import TrackColumns
+from kuration.pipeline.disk.candidates import CandidateStore
+from kuration.pipeline.disk.hours import DiskScoringResult, disk_session, disk_steps
+from kuration.pipeline.disk.pool import DISK_RUNTIME
+from kuration.pipeline.disk.source_record import source_info_doc, source_info_from_doc
+from kuration.pipeline.disk.track_columns import TrackColumns
+from kuration.pipeline.dispatch.hours import _prepare
+from kuration.pipeline.run.scoring import SourceInfo, TrackExtent
+from kuration.pipeline.run.steps import STEPS, run_steps
+from kuration.pipeline.spec.plan import REFERENCE_RUNTIME
 from kuration.selection.candidates import build_candidate_table
 
 HERE = Path(__file__).resolve().parent
@@ -227,7 +227,7 @@ def test_source_info_round_trips_over_its_fields() -> None:
     class Wider(TrackExtent):  # a field added later (e.g. per-span presence) travels too
         present: tuple[int, ...] = ()
 
-    from kuration.pipeline import source_record
+    from kuration.pipeline.disk import source_record
 
     info = SourceInfo(
         "s",
@@ -321,8 +321,8 @@ def test_a_memory_budget_the_pool_exceeds_puts_hours_on_the_disk_pool(
 ) -> None:
     """A budget below the in-memory hours plan's estimated peak, which the disk pool meets,
     runs the plan there (the same dataset); one the in-memory plan meets keeps it there."""
-    from kuration.pipeline import disk_pool
-    from kuration.pipeline.memory import estimate_peak
+    from kuration.pipeline.disk import pool as disk_pool
+    from kuration.pipeline.spec.budget import estimate_peak
 
     job = {**small_job, "strategy": _doc("top-k"), "span_seconds": 60}
     p = Pipeline.from_job(job)
@@ -374,8 +374,8 @@ def test_score_stage_hands_each_commit_to_keep_before_the_next_source(
     """``keep`` sees each partition's commit (with its source record) as soon as the
     source is scored, and only what it returns is kept: the records of all sources are
     never held at once."""
-    from kuration.pipeline.checkpoint import StageCheckpoint
-    from kuration.pipeline.disk_score import score_stage
+    from kuration.pipeline.disk.checkpoint import StageCheckpoint
+    from kuration.pipeline.disk.score import score_stage
 
     r, _ = _run_to({**small_job, "pool": "disk"}, tmp_path / "d", "candidates")
     events: list[tuple[str, str]] = []
@@ -424,7 +424,7 @@ def test_candidates_built_in_chunks_of_sources_join_to_the_whole_table(
     small_job, tmp_path: Path, monkeypatch, parts: str
 ) -> None:
     """One table per source, per few sources or for all at once: the same candidates."""
-    from kuration.pipeline import disk_hours
+    from kuration.pipeline.disk import hours as disk_hours
 
     job = {**small_job, "strategy": STRATS["tags, tag coverage, group cap"], "span_seconds": 60}
     mem, steps = _run_to({**job, "pool": "memory"}, tmp_path / "m", "candidates")
@@ -468,7 +468,7 @@ def test_the_selection_review_of_a_disk_run_is_the_memory_one(small_job, tmp_pat
 def test_the_tracks_of_a_source_are_read_from_its_partition(small_job, tmp_path: Path) -> None:
     """A disk run keeps each source's tracks in its partition commit: loaded equal to the
     in-memory run's, and refused (naming the source) once that commit is replaced."""
-    from kuration.pipeline.source_record import CommittedTracks, loaded_tracks
+    from kuration.pipeline.disk.source_record import CommittedTracks, loaded_tracks
 
     mem, steps = _run_to({**small_job, "pool": "memory"}, tmp_path / "m", "read+segment+features")
     run_steps(mem, steps)

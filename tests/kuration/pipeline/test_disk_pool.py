@@ -17,8 +17,8 @@ from kuration import (
     curate,
     load_strategy,
 )
-from kuration.pipeline.disk_pool import DISK_RUNTIME, select_on_disk
-from kuration.pipeline.plan import REFERENCE_RUNTIME
+from kuration.pipeline.disk.pool import DISK_RUNTIME, select_on_disk
+from kuration.pipeline.spec.plan import REFERENCE_RUNTIME
 
 STRATEGIES = Path(__file__).resolve().parents[3] / "examples" / "adsb_quickstart" / "strategies"
 
@@ -223,7 +223,7 @@ def test_exact_dedup_on_disk_equals_in_memory(
     byte-for-byte comparison decides."""
     from tests.kuration.selection.test_dedup import replicate
 
-    from kuration.pipeline import disk_score
+    from kuration.pipeline.disk import score as disk_score
     from kuration.selection.dedup import window_digest
 
     monkeypatch.setattr(
@@ -298,9 +298,9 @@ def test_job_key_checkpoint_dir_is_reused_by_a_rerun(small_job, tmp_path: Path, 
 def test_a_memory_budget_the_pool_exceeds_chooses_the_disk_pool(parts, monkeypatch) -> None:
     """Estimated on the real sources: a budget below the in-memory peak but above what the
     disk pool holds (baseline, one source, its index) runs the plan on the disk pool."""
-    from kuration.pipeline import disk_pool
-    from kuration.pipeline.disk_pool import disk_meets_budget
-    from kuration.pipeline.memory import estimate_peak
+    from kuration.pipeline.disk import pool as disk_pool
+    from kuration.pipeline.disk.pool import disk_meets_budget
+    from kuration.pipeline.spec.budget import estimate_peak
 
     schema, adapter, sources, seg = parts
     st = load_strategy(CASES["uniform-bins"], schema)
@@ -408,8 +408,8 @@ def _read_error(adapter, path: Path) -> Exception:
 
 def test_a_describe_hook_that_cannot_travel_is_refused_before_any_task(parts, tmp_path) -> None:
     from kuration.core.executors import ProcessExecutor
-    from kuration.pipeline.checkpoint import StageCheckpoint
-    from kuration.pipeline.disk_score import score_stage
+    from kuration.pipeline.disk.checkpoint import StageCheckpoint
+    from kuration.pipeline.disk.score import score_stage
 
     schema, adapter, sources, seg = parts
     st = load_strategy(_doc("top-k"), schema)
@@ -430,9 +430,9 @@ def test_the_index_refuses_a_partition_whose_rows_are_out_of_order(tmp_path: Pat
 
     from kuration.contracts.segment import Segment
     from kuration.errors import DatasetIntegrityError
-    from kuration.pipeline.checkpoint import StageCheckpoint
-    from kuration.pipeline.disk_index import connect, load_partitions
-    from kuration.pipeline.segment_batch import SegmentBatch
+    from kuration.pipeline.disk.checkpoint import StageCheckpoint
+    from kuration.pipeline.disk.index import connect, load_partitions
+    from kuration.pipeline.disk.segment_batch import SegmentBatch
 
     segs = [Segment("s", a, a + 4, {"f": float(a)}) for a in (0, 2, 4)]
     batch = SegmentBatch.from_segments(segs, ["f"], digests=[bytes(32)] * 3).batch

@@ -13,8 +13,8 @@ import pytest
 import kuration.metrics.features as features_mod
 from kuration import Pipeline, register_metric
 from kuration.metrics.features import _METRICS
-from kuration.pipeline import hours_steps
-from kuration.pipeline.strategy import _ENGINES
+from kuration.pipeline.run import steps as hours_steps
+from kuration.pipeline.run.strategy import _ENGINES
 
 # small budgets over whole tracks overshoot on purpose here
 pytestmark = pytest.mark.filterwarnings("ignore::kuration.errors.BudgetGranularityWarning")

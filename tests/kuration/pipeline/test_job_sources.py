@@ -9,8 +9,8 @@ import pytest
 
 import timenet as tn
 from kuration.errors import SourceError
-from kuration.pipeline.entry import run_job
-from kuration.pipeline.job import job_components, resolve_sources
+from kuration.pipeline.api.entry import run_job
+from kuration.pipeline.spec.job import job_components, resolve_sources
 
 SCHEMA = {
     "name": "pitch",

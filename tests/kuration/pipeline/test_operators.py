@@ -19,7 +19,7 @@ from kuration import (
     registered_operators,
 )
 from kuration.cli.main import main
-from kuration.pipeline.operators import _OPERATORS
+from kuration.pipeline.api.operators import _OPERATORS
 from kuration.selection.filters import get_filter
 from kuration.selection.methods import get_method
 

@@ -92,7 +92,7 @@ def test_every_progress_phase_starts_and_completes_in_order(quickstart) -> None:
 def test_telemetry_matches_the_written_dataset(quickstart) -> None:
     run, job = quickstart["run"], quickstart["job"]
     tel = {t.stage: t for t in run.telemetry}
-    # the hours steps report their own telemetry (kuration.pipeline.hours_steps.STEPS)
+    # the hours steps report their own telemetry (kuration.pipeline.run.steps.STEPS)
     assert set(tel) >= {"provenance", "read+segment+features", "bin", "fill", "stage", "enrich"}
     write = tel["stage"]
     shards = job.manifest["shards"]
@@ -216,7 +216,7 @@ def test_review_and_write_on_both_paths(small_job: dict, tmp_path: Path) -> None
 
 def test_logical_parts_round_trip() -> None:
     from kuration import CountSelection, HoursSelection, PipelineOptions
-    from kuration.pipeline.logical import SeamUse
+    from kuration.pipeline.spec.logical import SeamUse
 
     hours = HoursSelection(2.0, 0.5, clip_aggregate="mean", span_seconds=300.0, group_of={"a": "g"})
     opts = PipelineOptions(workers=3, seed=7, on_error="raise", durable=False)

@@ -13,7 +13,7 @@ import pytest
 
 from kuration import Pipeline, run_job
 from kuration.errors import ScorerError, StrategyError, TransformError
-from kuration.pipeline.job import load_job
+from kuration.pipeline.spec.job import load_job
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "video" / "job.json"
 MOTION = {"inputs": {"frames": "media:frame"}, "lookbehind": 1, "params": {"size": [36, 64]}}

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kuration import EmptyPoolError, KurationError, Segmenter, load_strategy, score_sources
-from kuration.pipeline.count import select_segments
+from kuration.pipeline.api.count import select_segments
 
 
 @pytest.fixture(scope="module")

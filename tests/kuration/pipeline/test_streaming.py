@@ -24,7 +24,7 @@ from kuration import (
 )
 from kuration.cli.main import main
 from kuration.metrics.scorers import register_scorer
-from kuration.pipeline.memory import check_memory_budget, check_plan_memory
+from kuration.pipeline.spec.budget import check_memory_budget, check_plan_memory
 
 
 @pytest.fixture(scope="module")

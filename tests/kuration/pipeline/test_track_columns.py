@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as hs
 
 from kuration.errors import PipelineError
-from kuration.pipeline.scoring import TrackExtent
-from kuration.pipeline.track_columns import TrackColumns
+from kuration.pipeline.disk.track_columns import TrackColumns
+from kuration.pipeline.run.scoring import TrackExtent
 
 _ids = hs.one_of(hs.text(max_size=6), hs.integers(-5, 5))
 _gaps = hs.lists(hs.integers(0, 10**6), max_size=6).map(lambda g: tuple(g[: len(g) // 2 * 2]))
