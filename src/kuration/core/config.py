@@ -608,6 +608,38 @@ def check_workers(workers: Any) -> int:
     return workers
 
 
+def check_memory_budget(value: Any) -> int:
+    """``memory_budget`` in bytes.
+
+    Parameters
+    ----------
+    value : int or str
+        Bytes, or a size with a unit as pydantic's ``ByteSize`` reads it: decimal
+        ``kB``/``MB``/``GB``/``TB`` and binary ``KiB``/``MiB``/``GiB``/``TiB``
+        (``"2GB"`` is 2e9 bytes, ``"2GiB"`` 2**31).
+
+    Raises
+    ------
+    JobError
+        Unless ``value`` is a positive size.
+    """
+    from pydantic import ByteSize, TypeAdapter, ValidationError
+
+    bad = JobError(
+        f"memory_budget must be bytes or a size such as '2GB', got {value!r}",
+        path="memory_budget",
+    )
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise bad
+    try:
+        n = int(TypeAdapter(ByteSize).validate_python(value))
+    except ValidationError:
+        raise bad from None
+    if n < 1:
+        raise bad
+    return n
+
+
 # -- validation -------------------------------------------------------------------------
 M = TypeVar("M", bound=BaseModel)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, Self
 
 from ...core.registry import Registry
 from ...errors import RegistrationError
@@ -29,9 +29,6 @@ from ...output.presets import get_preset, registered_presets
 from ...selection.filters import get_filter, registered_filters
 from ...selection.methods import get_method, registered_methods
 from ...tools.analyzers import get_analyzer, registered_analyzers
-
-if TYPE_CHECKING:
-    from .pipeline import Pipeline
 
 __all__ = [
     "Operator",
@@ -42,7 +39,16 @@ __all__ = [
     "registered_operators",
 ]
 
-OperatorFn = Callable[..., "Pipeline"]
+
+class PipelineBuilder(Protocol):
+    """What an operator receives and returns: a :class:`~kuration.Pipeline` (its ``apply``
+    checks the class at run time); the built-in wrappers call these two builders."""
+
+    def method(self, name: str, **params: Any) -> Self: ...
+    def filter(self, name: str, **params: Any) -> Self: ...
+
+
+OperatorFn = Callable[..., PipelineBuilder]
 
 
 @dataclass(frozen=True)
@@ -77,7 +83,7 @@ class _Exposed:
     kind: str
     names: Callable[[], Iterable[str]]
     get: Callable[[str], Any]
-    apply: Callable[..., Pipeline]
+    apply: Callable[..., PipelineBuilder]
 
 
 _OPERATORS: Registry[Operator] = Registry("operator")
@@ -116,7 +122,7 @@ def expose_registry(
     kind: str,
     names: Callable[[], Iterable[str]],
     get: Callable[[str], Any],
-    apply: Callable[..., Pipeline],
+    apply: Callable[..., PipelineBuilder],
 ) -> None:
     """Expose every component of a registry as a named operator.
 
@@ -131,7 +137,7 @@ def expose_registry(
 def _wrapper(exp: _Exposed, name: str) -> Operator:
     obj = exp.get(name)
 
-    def fn(pipeline: Pipeline, **params: Any) -> Pipeline:
+    def fn(pipeline: PipelineBuilder, **params: Any) -> PipelineBuilder:
         return exp.apply(pipeline, name, **params)
 
     builtin = type(obj).__module__.startswith("kuration.")
@@ -226,11 +232,11 @@ def operators_markdown(*, builtin_only: bool = True) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _apply_method(p: Pipeline, name: str, **params: Any) -> Pipeline:
+def _apply_method(p: PipelineBuilder, name: str, **params: Any) -> PipelineBuilder:
     return p.method(name, **params)
 
 
-def _apply_filter(p: Pipeline, name: str, **params: Any) -> Pipeline:
+def _apply_filter(p: PipelineBuilder, name: str, **params: Any) -> PipelineBuilder:
     return p.filter(name, **params)
 
 

@@ -64,7 +64,7 @@ from .hours import DatasetWriteResult, preflight, run_hours
 from .planner import compile_plan
 
 if TYPE_CHECKING:
-    from ..api.pipeline import Pipeline
+    from ..spec.view import PipelineView as Pipeline  # the fields it reads of one
 
 __all__ = ["PipelineRun", "execute", "review"]
 

@@ -56,7 +56,7 @@ from ..spec.logical import HoursSelection as HoursSelectionT
 from ..spec.plan import PhysicalPlan, StageTelemetry
 
 if TYPE_CHECKING:
-    from ..api.pipeline import Pipeline
+    from ..spec.view import PipelineView as Pipeline  # the fields it reads of one
 
 __all__ = ["DatasetWriteResult", "preflight", "run_hours"]
 

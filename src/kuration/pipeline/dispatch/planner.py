@@ -20,7 +20,8 @@ from ..spec.plan import REFERENCE_RUNTIME, PhysicalPlan, PlanComponent, PlanStag
 from .hours import preflight
 
 if TYPE_CHECKING:
-    from ..api.pipeline import Pipeline, SeamUse
+    from ..spec.logical import SeamUse
+    from ..spec.view import PipelineView as Pipeline  # the fields it reads of one
 
 __all__ = ["compile_plan"]
 

@@ -59,10 +59,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...errors import JobError, MemoryBudgetError
+from ...core.config import check_memory_budget
+from ...errors import MemoryBudgetError
 
 if TYPE_CHECKING:
-    from ..api.pipeline import Pipeline
+    from .view import PipelineView as Pipeline  # the fields it reads of one
 
 __all__ = [
     "MemoryEstimate",
@@ -85,38 +86,6 @@ def peak_rss_bytes() -> int:
     which Linux counts in KiB and macOS in bytes)."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return int(peak) if sys.platform == "darwin" else int(peak) * 1024
-
-
-def check_memory_budget(value: Any) -> int:
-    """``memory_budget`` in bytes.
-
-    Parameters
-    ----------
-    value : int or str
-        Bytes, or a size with a unit as pydantic's ``ByteSize`` reads it: decimal
-        ``kB``/``MB``/``GB``/``TB`` and binary ``KiB``/``MiB``/``GiB``/``TiB``
-        (``"2GB"`` is 2e9 bytes, ``"2GiB"`` 2**31).
-
-    Raises
-    ------
-    JobError
-        Unless ``value`` is a positive size.
-    """
-    from pydantic import ByteSize, TypeAdapter, ValidationError
-
-    bad = JobError(
-        f"memory_budget must be bytes or a size such as '2GB', got {value!r}",
-        path="memory_budget",
-    )
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise bad
-    try:
-        n = int(TypeAdapter(ByteSize).validate_python(value))
-    except ValidationError:
-        raise bad from None
-    if n < 1:
-        raise bad
-    return n
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...core.config import check_memory_budget
 from ...core.executors import resolve_executor
 from ...core.progress import ProgressCallback
 from ...errors import JobError, PipelineError
-from .budget import check_memory_budget
 
 __all__ = ["CountSelection", "HoursSelection", "PipelineOptions", "SeamUse"]
 

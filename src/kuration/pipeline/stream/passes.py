@@ -65,7 +65,7 @@ from ..spec.plan import StageTelemetry
 
 if TYPE_CHECKING:
     from ...sources.base import InputAdapter
-    from ..api.pipeline import Pipeline
+    from ..spec.view import PipelineView as Pipeline  # the fields it reads of one
 
 __all__ = ["STREAMING_STEPS", "check_streaming", "stream_score_sources"]
 
