@@ -26,7 +26,7 @@ from ...errors import KurationWarning, OutputSpecError
 from ...output.writer import ShardWriter
 
 if TYPE_CHECKING:
-    from .steps import HoursRun, Planned
+    from .state import HoursRun, Planned
 
 __all__ = ["stage_here", "stage_source"]
 

@@ -34,7 +34,7 @@ from ...selection.fill import Candidate
 from .stage_local import reread_quietly
 
 if TYPE_CHECKING:
-    from .steps import HoursRun
+    from .state import HoursRun
 
 __all__ = ["plan_digest", "stage_packed"]
 

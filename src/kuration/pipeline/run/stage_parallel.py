@@ -42,7 +42,7 @@ from ...sources.base import InputAdapter, adapter_from_dict
 from .stage_local import reread_quietly
 
 if TYPE_CHECKING:
-    from .steps import HoursRun, Planned
+    from .state import HoursRun, Planned
 
 __all__ = ["encoder_pickles", "parallel_stage_possible", "stage_in_workers"]
 

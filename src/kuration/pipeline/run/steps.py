@@ -22,7 +22,6 @@ import platform
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,12 +29,10 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..._version import __version__
-from ...contracts.schema import SchemaSpec
-from ...contracts.segment import Segment, Segmenter
-from ...core.executors import Executor
+from ...contracts.segment import Segment
 from ...core.jsonio import dump_json_atomic
 from ...core.plugins import code_unidentified, implementation_fingerprints, run_code, used_names
-from ...core.progress import ProgressCallback, emit
+from ...core.progress import emit
 from ...errors import DatasetIntegrityError
 from ...output.commit import (
     CONFIG_NAME,
@@ -57,10 +54,8 @@ from ...output.commit import (
     write_commit,
 )
 from ...output.encoders import encoder_identity
-from ...output.spec import OutputSpec
 from ...output.writer import PLAN_KEYS, ShardWriter, ensure_dir, plan_entries
 from ...selection.fill import (
-    Candidate,
     CandidateTable,
     FillResult,
     build_candidate_table,
@@ -69,107 +64,19 @@ from ...selection.fill import (
     settle_splits,
 )
 from ...selection.select import apply_strategy, assign_splits
-from ...selection.strategy import Strategy
-from ...sources.base import InputAdapter
 from ..spec.plan import PhysicalPlan, StageTelemetry
 from .presence_report import presence_budget
-from .scoring import ScoringResult, score_sources
+from .scoring import score_sources
 from .stage_local import stage_here
 from .stage_packed import stage_packed
 from .stage_parallel import parallel_stage_possible, stage_in_workers
+from .state import HoursRun, Planned
 from .summary import feature_distributions, ranking_examples
 from .windows import window_reader_scope
 
 W = TypeVar("W")  # where an earlier copy of a shard is (a place name, or an object and one)
 
 __all__ = ["STEPS", "HoursRun", "build_config", "run_steps"]
-
-
-Planned = tuple[str, Candidate, list[dict[str, Any]]]
-
-
-@dataclass
-class HoursRun:
-    """Everything one hours run reads (set before the first step) and builds (step by step).
-
-    The first block is the validated input; the rest starts empty and each
-    step fills its part.  ``telemetry`` collects one entry per executed step.
-    """
-
-    root: Path
-    schema: SchemaSpec
-    adapter: InputAdapter
-    sources: list[str]
-    strategy: Strategy
-    segmenter: Segmenter
-    spec: OutputSpec
-    encoder: Any
-    options: Mapping[str, Any]  # the hours options, validated, span resolved
-    group_fn: Callable[[str], str | None] | None
-    plan: PhysicalPlan | None
-    progress: ProgressCallback | None
-    job: Mapping[str, Any] | None
-    plugins: list[str]
-    include_entry_points: bool
-    executor: Executor | None = None  # set for the run's duration (scoring and staging)
-    disk: Any = None  # the disk runtime's state (kuration.pipeline.disk.hours), if it runs the pool
-    started: str = ""
-    scoring: ScoringResult | None = None
-    edges: Any = None
-    candidates: Sequence[Candidate] = field(default_factory=list)  # a CandidateTable
-    too_short: int = 0
-    empty_spans: int = 0  # spans where the entity is never present (no candidates)
-    groups: dict[str, str] = field(default_factory=dict)
-    split_of: dict[str, str] = field(default_factory=dict)
-    fill: FillResult | None = None
-    overshoot: float | None = None
-    tag_names: list[str] | None = None
-    use_tags: bool = False
-    run: dict[str, Any] = field(default_factory=dict)
-    fingerprint: str = ""
-    unidentified: Any = None
-    admitted: list[Planned] = field(default_factory=list)
-    binding: dict[str, Any] = field(default_factory=dict)
-    trusted: dict[str, dict[str, Any]] = field(default_factory=dict)
-    staged: dict[str, dict[str, Any]] = field(default_factory=dict)
-    resume_notes: list[str] = field(default_factory=list)
-    prev: dict[str, Any] | None = None
-    journal: Journal | None = None
-    entries: list[dict[str, Any]] = field(default_factory=list)
-    to_move: list[str] = field(default_factory=list)
-    reused: int = 0
-    rebuilt: int = 0
-    partitions: int = 0
-    published: bool = False
-    packed_files: list[dict[str, Any]] = field(default_factory=list)
-    manifest: dict[str, Any] = field(default_factory=dict)
-    config: dict[str, Any] = field(default_factory=dict)
-    telemetry: list[StageTelemetry] = field(default_factory=list)
-
-    @property
-    def hz(self) -> float:
-        return float(self.schema.sample_hz)
-
-    @property
-    def opt(self) -> Mapping[str, Any]:
-        return self.options
-
-    @property
-    def resume_block(self) -> dict[str, Any]:
-        return {
-            "requested": bool(self.opt["resume"]),
-            "reused_shards": self.reused,
-            "rebuilt_shards": self.rebuilt,
-            "notes": self.resume_notes,
-        }
-
-    def pool(self) -> ScoringResult:
-        assert self.scoring is not None
-        return self.scoring
-
-    def filled(self) -> FillResult:
-        assert self.fill is not None
-        return self.fill
 
 
 def _fused_features(plan: PhysicalPlan | None) -> bool:
