@@ -58,8 +58,10 @@ from ..dispatch.execute import PipelineRun, compare, execute, review
 from ..dispatch.planner import compile_plan
 from ..memory.pool import CurationResult, ExperimentResult
 from ..run.strategy import load_strategy
+from ..spec.job import job_components, job_encoder, job_selection, parse_job
 from ..spec.logical import CountSelection, HoursSelection, PipelineOptions, SeamUse
 from ..spec.plan import PhysicalPlan
+from .operators import get_operator
 
 if TYPE_CHECKING:
     from ..dispatch.hours import DatasetWriteResult
@@ -425,8 +427,6 @@ class Pipeline:
         PipelineError
             An unknown operator (the message lists close matches).
         """
-        from .operators import get_operator
-
         try:
             op = get_operator(operator)
         except KeyError as exc:
@@ -450,8 +450,6 @@ class Pipeline:
         PluginError
             A listed plugin module fails to import.
         """
-        from ..spec.job import parse_job
-
         raw, base, m = parse_job(job)
         p = cls(base=base).plugins(m.plugins, include_entry_points=m.include_plugin_entry_points)
         hide = not m.include_plugin_entry_points
@@ -460,8 +458,6 @@ class Pipeline:
 
     def _from_model(self, raw: dict[str, Any], m: Any) -> Pipeline:
         """The job's parts, built from its validated model ``m`` (a JobModel)."""
-        from ..spec.job import job_components, job_encoder, job_selection
-
         schema, adapter, segmenter = job_components(raw)
         return self._with(
             schema=schema,

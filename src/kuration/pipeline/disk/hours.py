@@ -67,6 +67,7 @@ from ...selection.constraints import source_group
 from ...selection.fill import FillResult
 from ...selection.strategy import Strategy
 from ..run.scoring import ScoringResult, SourceInfo, _checked_sources
+from ..run.steps import step_fill
 from ..spec.plan import StageTelemetry
 from .candidates import CandidateStore
 from .checkpoint import PartitionCommit, StageCheckpoint
@@ -378,8 +379,6 @@ def step_disk_candidates(r: HoursRun) -> dict[str, Any]:
 
 def step_disk_fill(r: HoursRun) -> dict[str, Any]:
     """The in-memory fill step over the candidate store (:func:`fill_on_disk`)."""
-    from ..run.steps import step_fill  # the steps module imports this one's callers
-
     limit = _state(r).memory_limit  # the index's: one DuckDB at a time holds it
     return step_fill(r, fill=functools.partial(fill_on_disk, memory_limit=limit))
 

@@ -66,6 +66,8 @@ from ...errors import EmptyPoolError, PipelineError
 from ...selection.constraints import assign_groups, resolve_floors, source_group
 from ...selection.strategy import Strategy
 from ...sources.base import InputAdapter
+from ..spec.budget import estimate_peak
+from ..spec.logical import CountSelection, HoursSelection
 from ..spec.plan import PlanStage, StageTelemetry
 from .checkpoint import StageCheckpoint
 from .index import (
@@ -140,9 +142,6 @@ def budget_pool(p: Any, sources: Sequence[str]) -> int | None:
     plan of ``p`` exceeds, the index memory with which the disk pool meets it (the plan is
     then run there), else None.  Only for ``pool="memory"``, not streamed, eligible plans
     (for hours also without analyzers)."""
-    from ..spec.budget import estimate_peak
-    from ..spec.logical import CountSelection, HoursSelection
-
     budget = p.opts.memory_budget
     if budget is None or p.opts.pool != "memory" or p.opts.streaming:
         return None

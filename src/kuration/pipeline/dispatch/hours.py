@@ -54,6 +54,7 @@ from ..run.scoring import ScoringResult
 from ..run.steps import STEPS, HoursRun, run_steps
 from ..spec.logical import HoursSelection as HoursSelectionT
 from ..spec.plan import PhysicalPlan, StageTelemetry
+from ..stream.passes import STREAMING_STEPS
 
 if TYPE_CHECKING:
     from ..spec.view import PipelineView as Pipeline  # the fields it reads of one
@@ -326,8 +327,6 @@ def _result(r: HoursRun, where: Path | str) -> DatasetWriteResult:
 
 def streaming_steps() -> Any:
     """The hours steps with both source passes streamed (:mod:`kuration.pipeline.stream.passes`)."""
-    from ..stream.passes import STREAMING_STEPS
-
     return STREAMING_STEPS
 
 

@@ -61,6 +61,7 @@ from ..run.scoring import ScoringResult, SourceInfo, TrackExtent, _merge, _Tally
 from ..run.steps import STEPS, HoursRun, _reuse
 from ..run.strategy import resolve_uses, strategy_engine
 from ..spec.budget import peak_rss_bytes
+from ..spec.logical import HoursSelection
 from ..spec.plan import StageTelemetry
 
 if TYPE_CHECKING:
@@ -83,8 +84,6 @@ def check_streaming(p: Pipeline) -> None:
     StreamingError
         Naming the part at fault and what to do instead (see the module docstring).
     """
-    from ..spec.logical import HoursSelection
-
     if not isinstance(p.selection, HoursSelection):
         raise StreamingError(
             "streaming=True writes an hours dataset (sample(hours=...)); a count selection "
