@@ -20,7 +20,7 @@ from kuration import (
 from kuration.pipeline.disk.pool import DISK_RUNTIME, select_on_disk
 from kuration.pipeline.spec.plan import REFERENCE_RUNTIME
 
-STRATEGIES = Path(__file__).resolve().parents[3] / "examples" / "adsb_quickstart" / "strategies"
+STRATEGIES = Path(__file__).resolve().parents[4] / "examples" / "adsb_quickstart" / "strategies"
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from kuration.pipeline.disk.pool import select_on_disk
 from kuration.pipeline.disk.segment_batch import SegmentBatch
 
 HERE = Path(__file__).resolve().parent
-STRATEGIES = HERE.parents[2] / "examples" / "adsb_quickstart" / "strategies"
+STRATEGIES = HERE.parents[3] / "examples" / "adsb_quickstart" / "strategies"
 
 
 def _batch(n: int, seed: int = 0) -> pa.RecordBatch:

@@ -19,7 +19,7 @@ from kuration import (
 from kuration.cli.main import main
 from kuration.metrics.features import _METRICS
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "adsb_quickstart"
+EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "adsb_quickstart"
 
 
 class _NeverRead(TimeseriesAdapter):

@@ -23,7 +23,7 @@ from kuration.pipeline.api.operators import _OPERATORS
 from kuration.selection.filters import get_filter
 from kuration.selection.methods import get_method
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 EXAMPLE = ROOT / "examples" / "adsb_quickstart"
 
 

@@ -15,7 +15,7 @@ from kuration import Pipeline, run_job
 from kuration.errors import ScorerError, StrategyError, TransformError
 from kuration.pipeline.spec.job import load_job
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "video" / "job.json"
+EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "video" / "job.json"
 MOTION = {"inputs": {"frames": "media:frame"}, "lookbehind": 1, "params": {"size": [36, 64]}}
 
 

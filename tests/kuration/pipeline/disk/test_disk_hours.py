@@ -34,7 +34,7 @@ from kuration.pipeline.spec.plan import REFERENCE_RUNTIME
 from kuration.selection.candidates import build_candidate_table
 
 HERE = Path(__file__).resolve().parent
-STRATEGIES = HERE.parents[2] / "examples" / "adsb_quickstart" / "strategies"
+STRATEGIES = HERE.parents[3] / "examples" / "adsb_quickstart" / "strategies"
 #: what may differ between the runtimes: how the run executed, and when
 EXECUTION = ("execution", "started_at", "finished_at")
 
@@ -343,7 +343,7 @@ def test_a_remote_write_on_the_disk_pool_reads_back_like_local(
     the in-memory local run's shards and manifest, byte for byte."""
     import warnings
 
-    from tests.kuration.pipeline.test_remote_run import _local_bytes, _remote_bytes
+    from tests.kuration.pipeline.destination.test_remote_run import _local_bytes, _remote_bytes
 
     from kuration import BudgetGranularityWarning
 
@@ -497,7 +497,7 @@ def test_the_quickstart_job_on_disk_is_byte_identical_under_every_executor(
     """The golden job on the disk pool scored by local, process x1, process x2 and Ray: the
     same partition bytes and source records, the golden shards and manifest, and the
     telemetry and ``r.scoring.execution`` name what scored."""
-    from tests.kuration.pipeline.test_disk_pool import EXECUTORS, partitions
+    from tests.kuration.pipeline.disk.test_disk_pool import EXECUTORS, partitions
 
     job = {**quickstart_job("job"), "pool": "disk"}
     got = {}

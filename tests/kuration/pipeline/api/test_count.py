@@ -20,7 +20,7 @@ from kuration import (
 from kuration.cli.main import main
 from kuration.tools.audit import coverage_metrics, distribution_shift, ks_statistic
 
-STRATEGIES = Path(__file__).resolve().parents[3] / "examples" / "adsb_quickstart" / "strategies"
+STRATEGIES = Path(__file__).resolve().parents[4] / "examples" / "adsb_quickstart" / "strategies"
 
 
 @pytest.fixture(scope="module")

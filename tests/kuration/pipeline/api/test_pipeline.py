@@ -19,7 +19,7 @@ from kuration import (
     run_job,
 )
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "adsb_quickstart"
+EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "adsb_quickstart"
 SKIP = {"config.json", "dataset.commit.json", ".kuration-writer.lock"}
 
 
