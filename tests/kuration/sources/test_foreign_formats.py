@@ -169,3 +169,38 @@ def test_memory_sources_of_every_kind_write_the_same_shards(air, tmp_path) -> No
     again = p.source(p.adapter, {"pvlib_air": frames["arrow"]})
     assert again.sources == p.source(p.adapter, {"pvlib_air": table}).sources  # same bytes, path
     assert np.isfinite(len(want))
+
+
+def test_a_gpx_track_name_is_the_entity_and_wfdb_files_are_one_identity(tmp_path, capsys) -> None:
+    from kuration.contracts.schema import SchemaSpec
+    from kuration.sources.timeseries import TimeseriesAdapter
+
+    gpx = build_recording("gps", tmp_path)
+    assert kur_main(["init", str(gpx), "--out", str(tmp_path / "j")]) == 0
+    assert "entity column: track (7 distinct values" in capsys.readouterr().out
+    assert _job(tmp_path / "j")["adapter"]["entity_column"] == "track"
+    ecg = build_recording("ecg", tmp_path)
+    schema = SchemaSpec.from_dict({"name": "e", "sample_hz": 1000, "fields": [{"name": "ecg"}]})
+    ad = TimeseriesAdapter(schema, time_column="time", fields={"ecg": "ecg"})
+    before = ad.fingerprint(str(ecg))
+    dat = ecg.with_suffix(".dat")
+    data = bytearray(dat.read_bytes())
+    data[-1] ^= 1  # one bit of the signal file, not of the header
+    dat.write_bytes(bytes(data))
+    assert ad.fingerprint(str(ecg)) != before
+
+
+def test_a_memory_source_resumes(air, tmp_path) -> None:
+    import pyarrow.csv as pacsv
+
+    from kuration import Pipeline
+
+    assert kur_main(["init", str(air), "--out", str(tmp_path / "j")]) == 0
+    p = Pipeline.from_job(tmp_path / "j" / "job.json")
+    run = p.source(p.adapter, {"pvlib_air": pacsv.read_csv(air)})
+    run.write(tmp_path / "o")
+    first = _shard_bytes(tmp_path / "o")
+    res = run.write(tmp_path / "o", resume=True)
+    assert _shard_bytes(tmp_path / "o") == first
+    resume = res.config["results"]["resume"]
+    assert resume["reused_shards"] == len(first) and resume["rebuilt_shards"] == 0, resume
