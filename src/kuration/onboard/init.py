@@ -40,7 +40,7 @@ from ..pipeline.spec.job import job_components, load_job
 from .guess import guess_fields
 from .init_check import dry_read
 from .init_files import compose_files
-from .init_parts import _adapter, _strategy
+from .init_parts import adapter_options, starter_strategy
 from .init_rate import exact_rate
 from .inventory import Inventory, inventory_files, inventory_timenet
 
@@ -174,7 +174,7 @@ def _compose(
     if skipped:
         lines.append(f"not fields: {', '.join(skipped)}")
     window_s = _nice_seconds(min(WINDOW_STEPS / hz, max(10 / hz, inv.median_track_s / 2)))
-    strategy, axes = _strategy(fields, bool(inv.entity_column) or inv.kind == "timenet")
+    strategy, axes = starter_strategy(fields, bool(inv.entity_column) or inv.kind == "timenet")
     lines.append(f"strategy: metrics {', '.join(strategy['define'])}; uniform-bins on {axes}")
     budget, blines = _budget(inv, window_s, fraction)
     lines.extend(blines)
@@ -194,7 +194,7 @@ def _compose(
         "name": name,
         "description": f"Written by kur init from {', '.join(inv.job_sources(out))}.",
         "schema": schema,
-        "adapter": _adapter(inv, fields),
+        "adapter": adapter_options(inv, fields),
         "sources": inv.job_sources(out),
         "segmenter": {"window": window_s, "stride": window_s / 2, "unit": "seconds"},
         "strategy": strategy,

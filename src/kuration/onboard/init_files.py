@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import InitError
 from .guess import guess_fields
-from .init_parts import _adapter, _strategy
+from .init_parts import adapter_options, starter_strategy
 from .init_plan import presence
 from .init_rate import choose_rate
 from .inventory import Inventory
@@ -109,7 +109,7 @@ def compose_files(
         )
     if skipped:
         lines.append(f"not fields: {', '.join(skipped)}")
-    strategy, axes = _strategy(fields, bool(inv.entity_column))
+    strategy, axes = starter_strategy(fields, bool(inv.entity_column))
     lines.append(f"strategy: metrics {', '.join(strategy['define'])}; uniform-bins on {axes}")
     window_s = pres.window_steps / hz
     usable = pres.usable_s()
@@ -135,7 +135,7 @@ def compose_files(
             "  no test split: there is one source and a source goes whole to one split; "
             "give two or more files (or records) for a test split"
         )
-    adapter = _adapter(inv, fields)
+    adapter = adapter_options(inv, fields)
     adapter.pop("duplicates", None)
     if dup:
         adapter["duplicates"] = dup

@@ -9,10 +9,12 @@ from ..errors import InitError
 from .guess import FieldGuess
 from .inventory import Inventory
 
-__all__ = ["_adapter", "_strategy"]
+__all__ = ["adapter_options", "starter_strategy"]
 
 
-def _strategy(fields: Sequence[FieldGuess], entity: bool) -> tuple[dict[str, Any], list[str]]:
+def starter_strategy(
+    fields: Sequence[FieldGuess], entity: bool
+) -> tuple[dict[str, Any], list[str]]:
     define: dict[str, str] = {}
     pos = next((f for f in fields if f.spec.get("semantics") == "position"), None)
     ang = next((f for f in fields if f.spec.get("semantics") == "angular"), None)
@@ -47,7 +49,8 @@ def _strategy(fields: Sequence[FieldGuess], entity: bool) -> tuple[dict[str, Any
     return strategy, axes
 
 
-def _adapter(inv: Inventory, fields: Sequence[FieldGuess]) -> dict[str, Any]:
+def adapter_options(inv: Inventory, fields: Sequence[FieldGuess]) -> dict[str, Any]:
+    """The job's ``adapter``: timenet or timeseries, with the inventory's columns and policies."""
     mapping = {f.name: (list(f.columns) if len(f.columns) > 1 else f.columns[0]) for f in fields}
     if inv.kind == "timenet":
         ad: dict[str, Any] = {
