@@ -76,6 +76,7 @@ from .disk_tags import tag_pool
 from .plan import StageTelemetry
 from .scoring import ScoringResult, SourceInfo, _checked_sources
 from .source_record import describe_source, loaded_tracks, source_info_kept
+from .summary import bin_edges
 
 if TYPE_CHECKING:
     from .hours_steps import HoursRun, Step
@@ -416,7 +417,7 @@ def _mark_admitted(con: Any, fill: FillResult) -> None:
 
 def distributions_sql(con: Any, st: Strategy, fill: FillResult, bins: int = 24) -> dict[str, Any]:
     """:func:`~kuration.pipeline.summary.feature_distributions` over the index: equal-width
-    edges from the finite minimum and maximum (``numpy.histogram_bin_edges``), and each
+    edges from the finite minimum and maximum (:func:`~kuration.pipeline.summary.bin_edges`), and each
     value counted in the bin whose edges hold it (the last one closed), in SQL."""
     _mark_admitted(con, fill)
     out: dict[str, Any] = {}
@@ -425,7 +426,7 @@ def distributions_sql(con: Any, st: Strategy, fill: FillResult, bins: int = 24) 
         lo, hi, n = _q(con, f"SELECT min({c}), max({c}), count(*) FROM pool WHERE isfinite({c})")[0]
         if not n:
             continue
-        edges = np.histogram_bin_edges(np.array([lo, hi], dtype=np.float64), bins=bins)
+        edges = bin_edges(lo, hi, bins)
         idx = " + ".join(f"({c} >= {_lit(e)})::BIGINT" for e in edges[1:-1]) or "0"
         pool, sel = np.zeros(bins, np.int64), np.zeros(bins, np.int64)
         for b, k, s in _q(
