@@ -243,7 +243,7 @@ class StrategyModel(_Model):
     """Caps one group's share of the selection."""
     nan_policy: Literal["exclude", "lowest"] = "exclude"
     """Windows whose features are NaN are dropped (`exclude`) or ranked last (`lowest`)."""
-    seed: int = 0
+    seed: NonNegativeInt = 0
     """Seeds ties and random methods."""
 
 
