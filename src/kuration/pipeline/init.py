@@ -174,7 +174,7 @@ def _span(inv: Inventory, budget: Mapping[str, float], window_s: float) -> float
     return max(_nice_seconds(SPAN_FRACTION * smallest), window_s)
 
 
-def _adapter(inv: Inventory, fields: Sequence[FieldGuess]) -> dict[str, Any]:
+def _adapter(inv: Inventory, fields: Sequence[FieldGuess], out: Path) -> dict[str, Any]:
     mapping = {f.name: (list(f.columns) if len(f.columns) > 1 else f.columns[0]) for f in fields}
     if inv.kind == "timenet":
         ad: dict[str, Any] = {
@@ -184,7 +184,7 @@ def _adapter(inv: Inventory, fields: Sequence[FieldGuess]) -> dict[str, Any]:
             },
         }
         if inv.registries:
-            ad["registries"] = list(inv.registries)
+            ad["registries"] = inv.job_registries(out)
     else:
         ad = {"type": "timeseries", "time_column": str(inv.time_column)}
         if inv.time_unit:
@@ -248,7 +248,7 @@ def _compose(
         "name": name,
         "description": f"Written by kur init from {', '.join(inv.job_sources(out))}.",
         "schema": schema,
-        "adapter": _adapter(inv, fields),
+        "adapter": _adapter(inv, fields, out),
         "sources": inv.job_sources(out),
         "segmenter": {"window": window_s, "stride": window_s / 2, "unit": "seconds"},
         "strategy": strategy,
@@ -271,7 +271,7 @@ def _compose(
 
 def _validate(job: Mapping[str, Any], out: Path) -> None:
     """The checks ``kur run`` makes before reading data (a failure here is a kur init bug)."""
-    raw, _base = load_job(dict(job))
+    raw, _base = load_job(dict(job), base=out.resolve())
     schema, _adapter, _seg = job_components(raw)
     load_strategy(raw["strategy"], schema, what="strategy.json")
     OutputSpec.from_dict(raw["output"], what="output.json")

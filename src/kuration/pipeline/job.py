@@ -68,7 +68,9 @@ def _load_part(value: Any, base: Path, what: str) -> Any:
     return value
 
 
-def load_job(job: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[dict[str, Any], Path]:
+def load_job(
+    job: str | os.PathLike[str] | Mapping[str, Any], *, base: Path | None = None
+) -> tuple[dict[str, Any], Path]:
     """Parse a job (path or dict) strictly; returns it with every part inlined, and its base directory.
 
     The job, with its schema, strategy and output parts inlined, is checked by
@@ -83,16 +85,19 @@ def load_job(job: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[dict[str,
     SchemaError, StrategyError, OutputSpecError
         The same problems inside the job's ``schema``, ``strategy`` or ``output``.
     """
-    raw, base, _ = parse_job(job)
+    raw, base, _ = parse_job(job, base=base)
     return raw, base
 
 
 def parse_job(
-    job: str | os.PathLike[str] | Mapping[str, Any],
+    job: str | os.PathLike[str] | Mapping[str, Any], *, base: Path | None = None
 ) -> tuple[dict[str, Any], Path, JobModel]:
-    """:func:`load_job` plus the validated :class:`JobModel` (the one job loader)."""
+    """:func:`load_job` plus the validated :class:`JobModel` (the one job loader).
+
+    ``base`` is the folder a job given as a mapping is relative to (default the current
+    one); a job file is relative to its own folder."""
     if isinstance(job, Mapping):
-        raw, base, what = dict(job), Path.cwd(), "job"
+        raw, base, what = dict(job), (base or Path.cwd()), "job"
     else:
         p = Path(job)
         what = str(p)
@@ -110,7 +115,21 @@ def parse_job(
     for key in ("schema", "strategy", "output"):
         if key in raw:
             raw[key] = _load_part(raw[key], base, key)
+    _resolve_registries(raw, base)
     return raw, base, validate_config(JobModel, raw, kind="job", what=what)
+
+
+def _resolve_registries(raw: dict[str, Any], base: Path) -> None:
+    """A TimeNet adapter's local ``registries`` are relative to the job's folder, like its
+    sources (URLs and absolute paths stay as written)."""
+    ad = raw.get("adapter")
+    if not isinstance(ad, Mapping) or not isinstance(ad.get("registries"), list):
+        return
+    regs = [
+        str(base / r) if isinstance(r, str) and "://" not in r and not os.path.isabs(r) else r
+        for r in ad["registries"]
+    ]
+    raw["adapter"] = {**ad, "registries": regs}
 
 
 def resolve_sources(spec: Any, base: Path, *, adapter: InputAdapter | None = None) -> list[str]:
