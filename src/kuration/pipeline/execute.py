@@ -140,6 +140,8 @@ def _resolve(p: Pipeline, progress: ProgressCallback | None) -> list[str]:
         sources = list(p.sources["uris"])
     else:
         sources = resolve_sources(p.sources, p.base, adapter=p.adapter)
+    if p.adapter is not None:
+        p.adapter.assign_source_ids(sources)  # unique ids, before any source is read
     for i, uri in enumerate(sources, 1):
         emit(progress, "provenance", "advance", current=i, total=len(sources), source=uri)
     emit(progress, "provenance", "complete", total=len(sources))

@@ -160,6 +160,8 @@ def resolve_sources(spec: Any, base: Path, *, adapter: InputAdapter | None = Non
                 path="sources",
             ) from None
         return [str(p) for p in built]
+    if isinstance(spec, Mapping) and "named" in spec:
+        return _named_sources(spec["named"], base, adapter)
     if isinstance(spec, Mapping) and "glob" in spec:
         pattern = str(spec["glob"])
         pattern = pattern if os.path.isabs(pattern) else str(base / pattern)
@@ -191,6 +193,35 @@ def resolve_sources(spec: Any, base: Path, *, adapter: InputAdapter | None = Non
     raise JobError(
         "sources must be a non-empty list of paths, {'glob': pattern} or {'sample': name}"
     )
+
+
+def _named_sources(named: Any, base: Path, adapter: InputAdapter | None) -> list[str]:
+    """The paths of ``{"named": {id: path}}``; the adapter is told their ids.
+
+    Raises
+    ------
+    JobError
+        Not a non-empty object of id to path, a ``timenet://`` reference (TimeNet names its
+        records), a file that does not exist.
+    """
+    if not (
+        isinstance(named, Mapping)
+        and named
+        and all(isinstance(k, str) and k.strip() and isinstance(v, str) for k, v in named.items())
+    ):
+        raise JobError(
+            "sources.named must map each source id (a non-empty string) to a path",
+            path="sources.named",
+        )
+    if any(v.startswith("timenet://") for v in named.values()):
+        raise JobError(
+            "sources.named: a timenet:// reference names its records itself; list it instead",
+            path="sources.named",
+        )
+    paths = resolve_sources(list(named.values()), base)
+    if adapter is not None:
+        adapter.name_sources(dict(zip(paths, named, strict=True)))
+    return paths
 
 
 def _no_duplicates(listed: list[str], paths: list[str]) -> None:
