@@ -348,7 +348,8 @@ class TimenetAdapterModel(_Model):
     entity: str | None = "entity"
     """The record attribute naming the entity."""
     registries: list[str] | None = None
-    """Registries to search (default `$TIMENET_REGISTRY`, then `~/.cache/timenet/registry`)."""
+    """Registries to search, a local folder relative to the job file (default
+    `$TIMENET_REGISTRY`, then `~/.cache/timenet/registry`)."""
     snap_tolerance: SnapTolerance = 0.5
     """Largest distance, in ticks, from a sample to the tick it snaps to."""
     verify: bool = True
