@@ -301,3 +301,32 @@ def test_the_cli_names_the_file_of_a_full_disk(tmpfs, tmp_path, job_b) -> None:
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     assert str(dest) in lines[0] and "No space left on device" in lines[0]
     assert "--resume" in done.stderr
+
+
+class _FailingAnalyzer:
+    """An analyzer that fails: it runs after the count path's selection."""
+
+    scope = "stream"
+
+    def validate(self, params):  # type: ignore[no-untyped-def]
+        pass
+
+    def analyze(self, subject, params):  # type: ignore[no-untyped-def]
+        raise PipelineError("the analyzer failed")
+
+
+def test_the_count_path_writes_its_result_last(small_job, tmp_path: Path) -> None:
+    from kuration import Pipeline
+    from kuration.tools.analyzers import _ANALYZERS, register_analyzer
+
+    register_analyzer("test-failing-after-select", _FailingAnalyzer())
+    try:
+        p = Pipeline.from_job(small_job).select(20).enrich("test-failing-after-select")
+        dest = tmp_path / "selection.json"
+        with pytest.raises(PipelineError, match="the analyzer failed"):
+            p.execute(dest)
+        assert not dest.exists() and list(tmp_path.iterdir()) == []
+        Pipeline.from_job(small_job).select(20).execute(dest)
+        assert json.loads(dest.read_text())["n_selected"] == 20
+    finally:
+        _ANALYZERS.unregister("test-failing-after-select")
