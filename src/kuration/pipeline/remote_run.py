@@ -27,6 +27,7 @@ by name, size or listing alone.
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -293,10 +294,21 @@ def run_remote(r: HoursRun, url: str, *, resume: bool, force: bool) -> None:
             raise DatasetExistsError(refusal)  # filled by another writer since the check
         with disk_session(r):
             run_steps(r, remote_steps(s, disk_steps(r, STEPS)))
-    except BaseException:
-        if not r.published and was_empty and s.wrote:
-            # a destination this run found empty holds nothing else
-            s.dest.remove([p for p in s.dest.listing() if p != LOCK_NAME])
-        lease.release()
+    except BaseException as exc:
+        try:
+            if not r.published and was_empty and s.wrote:
+                # a destination this run found empty holds nothing else
+                s.dest.remove([p for p in s.dest.listing() if p != LOCK_NAME])
+            if r.published:
+                print(
+                    f"kuration: the run stopped while publishing; {url} is left in state "
+                    "'writing' (readers refuse it): rerun the same job with resume=True "
+                    f"(kur run <job> --out {url} --resume) to complete it",
+                    file=sys.stderr,
+                )
+        except Exception as cleanup:  # the first error is the one raised
+            exc.add_note(f"cleaning up {url} failed too: {cleanup}")
+        finally:
+            lease.release()
         raise
     lease.release()

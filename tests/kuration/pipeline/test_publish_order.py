@@ -142,8 +142,25 @@ def test_a_feature_equal_but_for_rounding_commits(ramp_job: Path, tmp_path: Path
 def test_a_failure_at_any_step_keeps_or_names_the_dataset(
     step, when, tmp_path, monkeypatch, capsys, job_b, gen_a, base_b, digests, all_bytes
 ) -> None:
+    _fault_case(job_b, step, when, tmp_path, monkeypatch, capsys, gen_a, base_b, digests, all_bytes)
+
+
+DISK_FAULTS = [("config", "before"), (hours_steps.PUBLISH_STEP, "after")]
+
+
+@pytest.mark.parametrize(("step", "when"), DISK_FAULTS, ids=[f"{w}-{s}" for s, w in DISK_FAULTS])
+def test_the_disk_pool_keeps_the_same_order(
+    step, when, tmp_path, monkeypatch, capsys, job_b, gen_a, base_b, digests, all_bytes
+) -> None:
+    job = {**job_b, "pool": "disk"}  # its own steps for scoring, ranking, fill and summary
+    _fault_case(job, step, when, tmp_path, monkeypatch, capsys, gen_a, base_b, digests, all_bytes)
+
+
+def _fault_case(job, step, when, tmp_path, monkeypatch, capsys, gen_a, base_b, digests, all_bytes):  # type: ignore[no-untyped-def]
+    """Fail ``when`` step ``step`` of ``kur run --force`` over ``gen_a``; check what is left;
+    then ``kur run --resume`` must give the bytes of ``base_b``."""
     job_path = tmp_path / "job.json"
-    job_path.write_text(json.dumps(job_b))
+    job_path.write_text(json.dumps(job))
     dest = tmp_path / "ds"
     shutil.copytree(gen_a.path, dest)
     before = all_bytes(dest)
