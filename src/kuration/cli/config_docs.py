@@ -114,6 +114,7 @@ reading, writing and queries.  Features that pull heavy dependencies are extras:
 | `cloud` | s3fs, gcsfs, adlfs | all three object stores |
 | `report` | matplotlib | `kur inspect --html` |
 | `connectors` | kloppy | the `kloppy/football-tracking` connector |
+| `formats` | gpxpy, wfdb | GPX track (`.gpx`) and WFDB record (`.hea`) sources; JSON lines and Arrow IPC need only the core |
 | `media` | av (PyAV) | lazy video sources (`docs/media.md`) |
 | `scorers` | scikit-learn | the built-in segment scorers (mutual information, novelty) |
 | `scale` | pyarrow, duckdb | nothing more: both are core dependencies; names the disk-backed pool (`pool: "disk"`, SegmentBatch, StageCheckpoint) |
