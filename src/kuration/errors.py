@@ -58,6 +58,7 @@ __all__ = [
     "BudgetError",
     "BudgetGranularityWarning",
     "DataOrderWarning",
+    "DataRepairWarning",
     "DatasetExistsError",
     "DatasetIntegrityError",
     "DestinationError",
@@ -689,6 +690,23 @@ class SnapCollisionWarning(KurationWarning):
         super().__init__(message)
         self.source = source
         self.count = count
+
+
+class DataRepairWarning(KurationWarning):
+    """An input defect was repaired because the user opted into that repair.
+
+    Attributes
+    ----------
+    source : str
+        The source (dataset, or dataset and episode) repaired.
+    repair : str
+        The repair's name (the adapter option value that allowed it).
+    """
+
+    def __init__(self, message: str, *, source: str = "", repair: str = "") -> None:
+        super().__init__(message)
+        self.source = source
+        self.repair = repair
 
 
 class NonExclusiveLeaseWarning(KurationWarning):

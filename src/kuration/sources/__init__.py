@@ -12,6 +12,7 @@ from .base import (
     register_adapter,
     registered_adapters,
 )
+from .lerobot import LeRobotAdapter
 from .timenet import TimenetAdapter
 from .timeseries import TimeseriesAdapter
 from .video import JoinedMediaAdapter, VideoAdapter
@@ -19,6 +20,7 @@ from .video import JoinedMediaAdapter, VideoAdapter
 __all__ = [
     "InputAdapter",
     "JoinedMediaAdapter",
+    "LeRobotAdapter",
     "TimenetAdapter",
     "TimeseriesAdapter",
     "VideoAdapter",

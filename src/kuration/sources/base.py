@@ -67,6 +67,15 @@ class InputAdapter(ABC):
         """
         return self.read_table(uri)
 
+    def expand(self, uri: str) -> list[str]:
+        """The sources a listed ``uri`` stands for (default: itself).
+
+        An adapter over a container of many sources (a LeRobot dataset folder:
+        one source per episode) lists them here; the job's source list is
+        expanded before anything is read.
+        """
+        return [uri]
+
     def source_id(self, uri: str) -> str:
         """A stable id for the source (default: the file's base name without extension)."""
         base = os.path.basename(str(uri).rstrip("/"))
