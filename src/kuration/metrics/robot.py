@@ -19,7 +19,7 @@ they can be tested on their own.
 from __future__ import annotations
 
 import numpy as np
-from scipy import signal
+from scipy import ndimage, signal
 
 from ..contracts.buffer import WindowBuffer
 from .features import register_metric
@@ -28,9 +28,9 @@ __all__ = [
     "action_state_lag",
     "dead_dims",
     "direction_reversals",
+    "hampel_z",
     "jerk_norms",
     "ldj",
-    "robust_z",
     "static_fraction",
 ]
 
@@ -40,6 +40,10 @@ STATIC_REL = 1e-3
 STATIC_ABS = 1e-6
 #: gripper moves smaller than this share of its spread over the window are not reversals
 CHATTER_DEADBAND = 0.02
+#: running-median width of the spike score, samples (glitches up to 3 samples long stand out)
+HAMPEL_WIDTH = 7
+#: the spike score's scale is at least this share of the component's spread
+SPIKE_FLOOR = 0.01
 #: largest lag searched by ``action_state_lag_s``, seconds
 MAX_LAG_S = 1.0
 
@@ -137,15 +141,17 @@ def dead_dims(x: np.ndarray) -> int:
     return int(np.count_nonzero(x.max(axis=0) - x.min(axis=0) <= 1e-9))
 
 
-def robust_z(d: np.ndarray) -> np.ndarray:
-    """Robust z-scores per column: ``(d - median) / (1.4826 * MAD)`` (Iglewicz and Hoaglin
-    1993; 1.4826 makes the MAD a standard deviation for normal data); a column with zero
-    MAD is scaled by its standard deviation, else left unscaled."""
-    med = np.median(d, axis=0)
-    mad = 1.4826 * np.median(np.abs(d - med), axis=0)
-    sd = d.std(axis=0)
-    scale = np.where(mad > 1e-12, mad, np.where(sd > 1e-12, sd, 1.0))
-    return (d - med) / scale
+def hampel_z(x: np.ndarray, width: int = HAMPEL_WIDTH) -> np.ndarray:
+    """Spike scores per sample and component, shape (N, D): the distance of ``x`` from its
+    running median over ``width`` samples, over a robust scale of those distances
+    (``1.4826 * MAD``, floored at ``SPIKE_FLOOR`` of the component's spread) -- the
+    Hampel identifier (Hampel 1974; Pearson 2002).  A running median follows ramps and
+    steps, so only excursions shorter than ``width / 2`` samples stand out."""
+    med = ndimage.median_filter(x, size=(width, 1), mode="nearest")
+    r = np.abs(x - med)
+    mad = 1.4826 * np.median(r, axis=0)
+    floor = SPIKE_FLOOR * (x.max(axis=0) - x.min(axis=0))
+    return r / np.maximum(np.maximum(mad, floor), 1e-12)
 
 
 def _vec(buf: WindowBuffer, name: str, fn, *args) -> float:
@@ -209,12 +215,12 @@ def dead_dims_state(buf: WindowBuffer) -> float:
 
 @register_metric("spike_z_state")
 def spike_z_state(buf: WindowBuffer) -> float:
-    """Largest :func:`robust_z` of the per-step change of any ``state`` component (a
-    one-step spike or glitch stands far out of the window's own step distribution)."""
+    """Largest :func:`hampel_z` of any ``state`` component over the window (a spike or a
+    glitch of a few frames scores far above smooth motion, ramps and steps)."""
     x = _rows(buf, "state")
-    if x is None or len(x) < 4:
+    if x is None or len(x) < HAMPEL_WIDTH:
         return float("nan")
-    return float(np.abs(robust_z(np.diff(x, axis=0))).max())
+    return float(hampel_z(x).max())
 
 
 @register_metric("gap_fraction")

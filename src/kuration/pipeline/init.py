@@ -35,7 +35,9 @@ from ..contracts.schema import SchemaSpec
 from ..core.jsonio import loads_strict
 from ..errors import InitError, KurationError
 from ..output.spec import OutputSpec
+from ..sources._lerobot_meta import is_dataset
 from .guess import FieldGuess, guess_fields, nice_rate
+from .init_lerobot import compose_lerobot
 from .inventory import Inventory, inventory_files, inventory_timenet
 from .job import job_components, load_job
 from .strategy import load_strategy
@@ -295,7 +297,8 @@ def init_job(
     Parameters
     ----------
     inputs : sequence of path or str
-        Source files (``.csv``, ``.parquet``), or one ``timenet://org/name@version``.
+        Source files (``.csv``, ``.parquet``), one ``timenet://org/name@version``, or one
+        LeRobot v3 dataset folder (see :mod:`kuration.pipeline.init_lerobot`).
     out : path
         The job folder to write (created).
     units : path or mapping, optional
@@ -333,6 +336,12 @@ def init_job(
         )
     hints = _read_hints(units)
     strs = [str(i) for i in inputs]
+    job_name = name or folder.resolve().name
+    if len(strs) == 1 and is_dataset(strs[0]):  # a LeRobot v3 dataset folder
+        job, lines, missing = compose_lerobot(
+            Path(strs[0]).resolve(), name=job_name, fraction=fraction
+        )
+        return _write(job, folder, lines, missing)
     if any(s.startswith("timenet://") for s in strs):
         if len(strs) != 1:
             raise InitError("give one timenet:// reference alone, not mixed with files")
@@ -344,8 +353,12 @@ def init_job(
             time_column=time_column,
             entity_column=entity_column,
         )
-    job_name = name or folder.resolve().name
     job, lines, missing = _compose(inv, folder.resolve(), name=job_name, fraction=fraction)
+    return _write(job, folder, lines, missing)
+
+
+def _write(job: dict[str, Any], folder: Path, lines: list[str], missing: list[str]) -> InitResult:
+    """Validate the proposed job as ``kur run`` would, then write its four files."""
     try:
         _validate(job, folder)
     except KurationError as exc:
