@@ -383,12 +383,9 @@ def refuse_or_repair(
         raise SourceError(
             f"{problem} (adapter option repair: [{repair!r}] accepts it)", source=source
         )
-    warnings.warn(
-        DataRepairWarning(
-            f"{source}: {problem}; repaired ({repair})", source=source, repair=repair
-        ),
-        stacklevel=3,
-    )
+    w = DataRepairWarning(f"{source}: {problem}; repaired ({repair})")
+    w.source, w.repair = source, repair
+    warnings.warn(w, stacklevel=3)
     key = f"repaired_{repair}"
     counts[key] = counts.get(key, 0) + 1
 
