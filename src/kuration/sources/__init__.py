@@ -13,6 +13,7 @@ from .base import (
     registered_adapters,
 )
 from .lerobot import LeRobotAdapter
+from .mcap import McapAdapter
 from .timenet import TimenetAdapter
 from .timeseries import TimeseriesAdapter
 from .video import JoinedMediaAdapter, VideoAdapter
@@ -21,6 +22,7 @@ __all__ = [
     "InputAdapter",
     "JoinedMediaAdapter",
     "LeRobotAdapter",
+    "McapAdapter",
     "TimenetAdapter",
     "TimeseriesAdapter",
     "VideoAdapter",
