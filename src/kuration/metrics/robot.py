@@ -144,14 +144,24 @@ def dead_dims(x: np.ndarray) -> int:
 def hampel_z(x: np.ndarray, width: int = HAMPEL_WIDTH) -> np.ndarray:
     """Spike scores per sample and component, shape (N, D): the distance of ``x`` from its
     running median over ``width`` samples, over a robust scale of those distances
-    (``1.4826 * MAD``, floored at ``SPIKE_FLOOR`` of the component's spread) -- the
-    Hampel identifier (Hampel 1974; Pearson 2002).  A running median follows ramps and
+    (``1.4826 * MAD``, floored at ``SPIKE_FLOOR`` of the component's spread and at its
+    resolution, the smallest non-zero step: a one-quantum flip of quantised data is not a
+    spike) -- the Hampel identifier (Hampel 1974; Pearson 2002).  A running median follows ramps and
     steps, so only excursions shorter than ``width / 2`` samples stand out."""
     med = ndimage.median_filter(x, size=(width, 1), mode="nearest")
     r = np.abs(x - med)
     mad = 1.4826 * np.median(r, axis=0)
-    floor = SPIKE_FLOOR * (x.max(axis=0) - x.min(axis=0))
+    floor = np.maximum(SPIKE_FLOOR * (x.max(axis=0) - x.min(axis=0)), _resolution(x))
     return r / np.maximum(np.maximum(mad, floor), 1e-12)
+
+
+def _resolution(x: np.ndarray) -> np.ndarray:
+    """Per component, the smallest non-zero step between consecutive samples (the
+    quantum of quantised data; tiny for continuous data), 0 where none moves."""
+    d = np.abs(np.diff(x, axis=0))
+    d = np.where(d > 0, d, np.inf)
+    out = d.min(axis=0) if len(d) else np.zeros(x.shape[1])
+    return np.where(np.isfinite(out), out, 0.0)
 
 
 def _vec(buf: WindowBuffer, name: str, fn, *args) -> float:

@@ -56,6 +56,8 @@ ROBOT_FILTERS = (
     {"feature": "gripper_chatter_hz", "op": "<=", "value": 3},
     {"filter": "dedup"},
 )
+#: the fewest steps a window holds (the spike score needs 7, the lag search more)
+MIN_WINDOW_STEPS = 30
 _ANGLE = re.compile(r"[._](deg|rad)$")
 _TASK = r"_task(\d+)$"
 
@@ -87,21 +89,25 @@ def _field_name(name: str) -> str:
 
 
 def _fields(meta: LeRobotMeta, lines: list[str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    if "observation.state" not in meta.features or "action" not in meta.features:
-        raise InitError("kur init needs observation.state and action features", source=meta.root)
-    dims = {k: int(meta.features[k].get("shape", [1])[0]) for k in ("observation.state", "action")}
+    if "observation.state" not in meta.features:
+        raise InitError("kur init needs an observation.state feature", source=meta.root)
+    keys = [k for k in ("observation.state", "action") if k in meta.features]
+    dims = {k: int(meta.features[k].get("shape", [1])[0]) for k in keys}
     fields: list[dict[str, Any]] = [
-        {"name": "state", "kind": "vector", "dims": dims["observation.state"]},
-        {"name": "action", "kind": "vector", "dims": dims["action"]},
+        {"name": "state", "kind": "vector", "dims": dims["observation.state"]}
     ]
-    mapping: dict[str, Any] = {"state": "observation.state", "action": "action"}
+    mapping: dict[str, Any] = {"state": "observation.state"}
+    if "action" in dims:
+        fields.append({"name": "action", "kind": "vector", "dims": dims["action"]})
+        mapping["action"] = "action"
     names = _names(meta, "observation.state")
     grip = next((n for n in names if "gripper" in n.lower()), None)
     if grip is not None:
         fields.append({"name": "gripper", "kind": "scalar"})
         mapping["gripper"] = f"observation.state[{grip}]"
     lines.append(
-        f"fields: state ({dims['observation.state']} components), action ({dims['action']})"
+        f"fields: state ({dims['observation.state']} components)"
+        + (f", action ({dims['action']})" if "action" in dims else ", no action feature")
         + (f", gripper (observation.state[{grip}])" if grip else ", no gripper component")
     )
     for n in names:
@@ -144,7 +150,16 @@ def _repairs(adapter: LeRobotAdapter, root: str, lines: list[str]) -> list[str]:
     return needed
 
 
-def _strategy(joints: list[dict[str, Any]]) -> dict[str, Any]:
+#: the fields each flag reads (a flag whose field the dataset lacks is left out)
+_NEEDS = {
+    "static_fraction_action": "action",
+    "action_state_lag_s": "action",
+    "gripper_chatter_hz": "gripper",
+}
+
+
+def _strategy(joints: list[dict[str, Any]], have: set[str]) -> dict[str, Any]:
+    flags = [dict(e) for e in ROBOT_FILTERS if _NEEDS.get(e.get("feature", ""), "state") in have]
     define = {}
     for f in joints:
         if f.get("semantics") == "angular":
@@ -155,7 +170,7 @@ def _strategy(joints: list[dict[str, Any]]) -> dict[str, Any]:
         "name": "robot",
         "define": define,
         "registered": list(ROBOT_METRICS),
-        "filters": [{"filter": "whole_source", "where": [dict(e) for e in ROBOT_FILTERS]}],
+        "filters": [{"filter": "whole_source", "where": flags}],
         "method": "k-center",
         "params": {"features": list(define)},
         "tags": {"task": {"source": {"regex": _TASK}}},
@@ -211,7 +226,10 @@ def compose_lerobot(
         adapter["repair"] = needed
     shortest = min(e.length for e in meta.episodes.values()) / meta.fps
     total_s = sum(e.length for e in meta.episodes.values()) / meta.fps
-    window = min(2.0, float(f"{shortest:.1g}") if shortest < 1 else float(int(shortest * 10) / 10))
+    # two seconds, and at least MIN_WINDOW_STEPS steps (the metrics need them), within the
+    # shortest episode so that every episode is scored
+    want = max(2.0, MIN_WINDOW_STEPS / meta.fps)
+    window = min(want, float(int(shortest * meta.fps)) / meta.fps)
     test_share = 0.2 if len(meta.episodes) >= 2 else 0.0
     want_h = fraction * total_s / 3600
     budget = {
@@ -219,7 +237,7 @@ def compose_lerobot(
         "test_hours": float(f"{want_h * test_share:.2g}") if test_share else 0.0,
     }
     joints = [f for f in fields if f["name"].startswith("state_")]
-    strategy = _strategy(joints)
+    strategy = _strategy(joints, set(mapping))
     lines += [
         f"windows: {window:g} s, stride {window / 2:g} s (the shortest episode is {shortest:.3g} s)",
         "strategy: the robot strategy: an episode with any flagged window is kept out "
@@ -228,14 +246,17 @@ def compose_lerobot(
         f"budget: train {budget['train_hours']:g} h, test {budget['test_hours']:g} h = "
         f"{fraction:.0%} of {total_s / 3600:.3g} h in {len(meta.episodes)} episodes",
     ]
+    vectors = {f["name"]: f["dims"] for f in fields if f["kind"] == "vector"}
     output = {
         "shard_length": max(1, round(window * meta.fps)),
         "short_policy": "keep",
         "container": "npz",
         "presence_mask": True,
         "modalities": {
-            "state": {"dtype": "float32", "shape": [fields[0]["dims"]], "source": "field:state"},
-            "action": {"dtype": "float32", "shape": [fields[1]["dims"]], "source": "field:action"},
+            **{
+                k: {"dtype": "float32", "shape": [d], "source": f"field:{k}"}
+                for k, d in vectors.items()
+            },
             **{
                 c: {"dtype": "uint8", "shape": s, "source": f"media:{c}"}
                 for c, (_, s) in cams.items()
