@@ -104,7 +104,7 @@ def test_each_injected_defect_is_flagged_by_its_metric(faulty: Path) -> None:
 def test_the_robot_strategy_keeps_every_flagged_episode_out(faulty: Path, tmp_path: Path) -> None:
     """The shipped strategy (examples/lerobot, as kur init writes it) admits exactly the
     clean episodes; rdq's own rule flags land on episodes it kept out."""
-    from kuration.pipeline.init import init_job
+    from kuration.onboard.init import init_job
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
