@@ -4,7 +4,7 @@ lerobot 0.6.1 needs Python >= 3.12, torch < 2.12 and datasets < 5, so it cannot 
 the project's environment (Python 3.11, torch 2.13, datasets 5).  The environment is
 built once per machine (from the package registry: about 7.5 minutes and 5.4 GB) into
 ``$KURATION_CACHE/envs/lerobot-0.6.1`` and reused; a build that fails raises, so the
-test fails instead of skipping.  ``python tests/kuration/output/lerobot_env.py`` builds it.
+test fails instead of skipping.  ``python tests/lerobot_env.py`` builds it.
 """
 
 from __future__ import annotations
