@@ -132,12 +132,16 @@ def _cameras(meta: LeRobotMeta) -> dict[str, tuple[str, list[int]]]:
     return out
 
 
-def _repairs(adapter: LeRobotAdapter, root: str, lines: list[str]) -> list[str]:
-    """Read the dataset once with every repair allowed; the repairs it needed."""
+def _repairs(adapter: LeRobotAdapter, root: str, lines: list[str]) -> tuple[list[str], list[str]]:
+    """Read the dataset once with every repair allowed: the repairs it needed, and the
+    source ids of the episodes a repair left without some camera frames."""
+    lost: list[str] = []
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always", DataRepairWarning)
         for uri in adapter.expand(root):
-            adapter.read_table(uri)
+            counts = adapter.read_table(uri).counts
+            if any(v for k, v in counts.items() if k.startswith("missing_frames:")):
+                lost.append(adapter.source_id(uri))
     found = [w.message for w in rec if isinstance(w.message, DataRepairWarning)]
     for w in found:
         lines.append(f"  defect: {w}")
@@ -147,7 +151,12 @@ def _repairs(adapter: LeRobotAdapter, root: str, lines: list[str]) -> list[str]:
             f"repairs proposed ({', '.join(needed)}): without them kur run refuses the dataset; "
             "each repaired episode is counted in config.json"
         )
-    return needed
+    if lost:
+        lines.append(
+            f"kept out (a source filter): {', '.join(lost)}, whose camera windows lack frames "
+            "(vision and state out of step)"
+        )
+    return needed, lost
 
 
 #: the fields each flag reads (a flag whose field the dataset lacks is left out)
@@ -219,7 +228,7 @@ def compose_lerobot(
     try:
         spec = SchemaSpec.from_dict(schema, what="schema.json")
         probe = LeRobotAdapter(spec, fields=mapping, media=adapter.get("media"), repair=REPAIRS)
-        needed = _repairs(probe, str(root), lines)
+        needed, lost = _repairs(probe, str(root), lines)
     except KurationError as exc:
         raise InitError(f"the dataset cannot be read: {exc}", source=str(root)) from exc
     if needed:
@@ -238,6 +247,9 @@ def compose_lerobot(
     }
     joints = [f for f in fields if f["name"].startswith("state_")]
     strategy = _strategy(joints, set(mapping))
+    if lost:
+        keep_out = "^(" + "|".join(re.escape(s) for s in lost) + ")$"
+        strategy["filters"].insert(0, {"filter": "source", "regex": keep_out, "exclude": True})
     lines += [
         f"windows: {window:g} s, stride {window / 2:g} s (the shortest episode is {shortest:.3g} s)",
         "strategy: the robot strategy: an episode with any flagged window is kept out "

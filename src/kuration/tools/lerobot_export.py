@@ -1,11 +1,11 @@
-"""Export a curated dataset as a LeRobot v3 dataset (numeric features; no video yet).
+"""Export a curated dataset as a LeRobot v3 dataset: numeric features and cameras.
 
 Each admitted track (one source and entity, or one span of it) becomes one
 LeRobot episode, train episodes first, then test; ``info.json["splits"]``
 records them as LeRobot reads splits (``{"train": "0:N", "test": "N:M"}``,
 episode index ranges).  Every numeric modality of the curated dataset becomes a
-feature (``state`` -> ``observation.state`` by default); media modalities are
-not exported yet.  Written:
+feature (``state`` -> ``observation.state`` by default); each RGB media modality
+becomes a camera ``observation.images.<name>`` (:mod:`.lerobot_video`).  Written:
 
 * ``data/chunk-000/file-NNN.parquet``: the frames with ``timestamp``
   (``frame_index / fps``), ``frame_index``, ``episode_index``, ``index`` and
@@ -40,6 +40,7 @@ import pyarrow.parquet as pq
 from ..errors import DestinationError, OutputSpecError
 from ..read.loaders import iter_shards, open_dataset
 from ..sources._lerobot_meta import load_meta
+from .lerobot_video import VIDEO_PATH, write_videos
 
 __all__ = ["QUANTILES", "export_lerobot"]
 
@@ -82,6 +83,13 @@ def _episodes(ds: Any, modalities: Sequence[str]) -> list[dict[str, Any]]:
                 raise OutputSpecError(
                     f"track {key[1]} {key[2]} has {int((~present).sum())} absent steps: a "
                     "LeRobot episode holds every frame, so it cannot be exported"
+                )
+        for m in modalities:
+            mask = [p[f"_present_{m}"] for p in parts if f"_present_{m}" in p]
+            if mask and not np.concatenate(mask).all():
+                raise OutputSpecError(
+                    f"track {key[1]} {key[2]} lacks frames of {m!r}: a LeRobot episode has a "
+                    "frame at every step, so it cannot be exported"
                 )
         out.append({"split": t["split"], "source_id": t["source_id"], "frames": frames})
     return out
@@ -153,13 +161,27 @@ def export_lerobot(
     if not mods:
         raise OutputSpecError("the dataset has no numeric modality to export")
     keys = {m: {**KEYS, **(names or {})}.get(m, m) for m in mods}
+    cams = {
+        k: f"observation.images.{k}"
+        for k, m in man["modalities"].items()
+        if str(m["source"]).startswith("media:") and m["dtype"] == "uint8" and len(m["shape"]) == 3
+    }
     config = json.loads((Path(dataset) / "config.json").read_text(encoding="utf-8"))
-    episodes = _episodes(ds, mods)
+    episodes = _episodes(ds, [*mods, *cams])
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         info = _write(
-            tmp, episodes, man, keys, config, task, robot_type, int(fps), data_files_size_in_mb
+            tmp,
+            episodes,
+            man,
+            keys,
+            cams,
+            config,
+            task,
+            robot_type,
+            int(fps),
+            data_files_size_in_mb,
         )
         (tmp / "meta" / "kuration_config.json").write_text(json.dumps(config, indent=2))
         os.replace(tmp, out)
@@ -180,6 +202,7 @@ def _write(
     episodes: list[dict[str, Any]],
     man: Mapping[str, Any],
     keys: Mapping[str, str],
+    cams: Mapping[str, str],
     config: Mapping[str, Any],
     task: str,
     robot_type: str | None,
@@ -223,6 +246,7 @@ def _write(
         )
         start += n
     files = _write_data(root, rows, ep_rows, size_mb)
+    videos = write_videos(root, episodes, cams, fps, ep_rows) if cams else {}
     pq.write_table(
         pa.Table.from_pylist(ep_rows), _mk(root / "meta/episodes/chunk-000/file-000.parquet")
     )
@@ -263,8 +287,8 @@ def _write(
         "fps": fps,
         "splits": splits,
         "data_path": DATA_PATH,
-        "video_path": None,
-        "features": feats,
+        "video_path": VIDEO_PATH if videos else None,
+        "features": {**feats, **videos},
     }
     (root / "meta" / "info.json").write_text(json.dumps(info, indent=2))
     return {**info, "data_files": files}

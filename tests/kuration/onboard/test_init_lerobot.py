@@ -44,6 +44,7 @@ def test_init_then_run_on_a_robovet_dataset(clean: bool, tmp_path: Path, capsys)
         assert job["adapter"]["repair"] == ["stats", "video_windows"]
         assert printed.count("  defect: ") == 4
         assert "quantiles q01..q99" in printed and "holds 115 frames for 119" in printed
+        assert "kept out (a source filter): ep000003_task000" in printed  # 4 frames missing
     with warnings.catch_warnings():  # whole episodes overshoot a tiny budget: a warning
         warnings.simplefilter("ignore")
         assert (
@@ -58,6 +59,11 @@ def test_init_then_run_on_a_robovet_dataset(clean: bool, tmp_path: Path, capsys)
         assert counts["ep000001_task000"]["repaired_stats"] == 1
         assert counts["ep000001_task000"]["repaired_video_windows"] == 1
         assert counts["ep000003_task000"]["missing_frames:cam_top"] == 4
+        admitted = {
+            e["source_id"]
+            for e in json.loads((tmp_path / "o" / "dataset_manifest.json").read_text())["shards"]
+        }
+        assert admitted and "ep000003_task000" not in admitted
 
 
 def test_angles_only_where_the_dataset_says_so(tmp_path: Path, capsys) -> None:

@@ -115,7 +115,8 @@ def test_lerobot_loads_the_export_and_its_frames_equal_ours(
     script = Path(__file__).with_name("lerobot_load.py")
     out = tmp_path / "frames.npz"
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    cmd = [lerobot_python(), str(script), str(lr), str(out), "observation.state", "action"]
+    cams = ["observation.images.cam_top", "observation.images.cam_wrist"]
+    cmd = [lerobot_python(), str(script), str(lr), str(out), "observation.state", "action", *cams]
     subprocess.run(cmd, check=True, capture_output=True, env=env, timeout=600)
     got = np.load(out)
     data = _data(lr)
@@ -123,6 +124,18 @@ def test_lerobot_loads_the_export_and_its_frames_equal_ours(
     np.testing.assert_array_equal(got["observation.state"], np.stack(data["observation.state"]))
     np.testing.assert_array_equal(got["action"], np.stack(data["action"]))
     np.testing.assert_array_equal(got["episode_index"], data["episode_index"])
+    # the cameras: re-encoded (H.264, yuv420p), so equal up to the codec's loss, frame for frame
+    cur = exported[0]
+    shards = sorted(iter_shards(cur, with_meta=True), key=lambda p: p[1]["shard_index"])
+    order = sorted({(e["split"] != "train", e["source_id"]) for _, e in shards})
+    for cam in ("cam_top", "cam_wrist"):
+        ours = np.concatenate(
+            [a[cam] for _, sid in order for a, e in shards if e["source_id"] == sid]
+        ).astype(np.float64)
+        theirs = np.round(np.transpose(got[f"observation.images.{cam}"], (0, 2, 3, 1)) * 255)
+        per_frame = np.abs(theirs - ours).mean(axis=(1, 2, 3))
+        assert per_frame.max() < 3.0  # 8-bit levels
+        assert np.abs(theirs[1:] - ours[:-1]).mean() > per_frame.mean()  # not a frame off
 
 
 def test_an_existing_folder_is_never_overwritten(exported: tuple[Path, Path]) -> None:
