@@ -128,7 +128,9 @@ def _resolve_registries(raw: dict[str, Any], base: Path) -> None:
     if not isinstance(ad, Mapping) or not isinstance(ad.get("registries"), list):
         return
     regs = [
-        os.path.normpath(base / r) if isinstance(r, str) and "://" not in r and not os.path.isabs(r) else r
+        os.path.normpath(base / r)
+        if isinstance(r, str) and "://" not in r and not os.path.isabs(r)
+        else r
         for r in ad["registries"]
     ]
     raw["adapter"] = {**ad, "registries": regs}
