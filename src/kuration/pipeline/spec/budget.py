@@ -162,10 +162,9 @@ def _file_meta(uri: str) -> SourceMeta:
 def _count_entities(p: Pipeline, uri: str) -> int:
     """Distinct entity ids of a source, from its entity column alone, batch by batch."""
     from ...sources.stream import TickStream
-    from ...sources.timeseries import TimeseriesAdapter
 
     adapter = p.adapter
-    if not isinstance(adapter, TimeseriesAdapter) or not os.path.isfile(uri):
+    if adapter is None or not adapter.streams or not os.path.isfile(uri):
         return 1
     try:
         return len(TickStream(adapter, uri).roster)

@@ -51,6 +51,7 @@ from ...core.progress import ProgressCallback, emit
 from ...errors import StreamingError
 from ...metrics.features import FeatureEngine
 from ...output.commit import Journal, fsync_paths, remove_tree, staging_dir
+from ...output.containers import container_can
 from ...output.stream import StreamTrack, write_stream
 from ...output.writer import ShardWriter
 from ...selection.presence import absent_runs, gap_tuples
@@ -96,10 +97,10 @@ def check_streaming(p: Pipeline) -> None:
             f"(executor 'local', not {p.opts.resolved_executor!r})",
             step="options",
         )
-    if p.adapter is not None and not isinstance(p.adapter, TimeseriesAdapter):
+    if p.adapter is not None and not p.adapter.streams:
         raise StreamingError(
-            f"adapter {p.adapter.name!r} reads whole sources; only 'timeseries' (CSV, "
-            "Parquet) reads them lazily",
+            f"adapter {p.adapter.name!r} reads whole sources; only an adapter that declares "
+            "streams=True ('timeseries': CSV, Parquet) reads them lazily",
             step="adapter",
         )
     spec = p.output_spec
@@ -124,10 +125,10 @@ def check_streaming(p: Pipeline) -> None:
 
 def _check_output(spec: Any, encoder: Any) -> None:
     """Refuse outputs that cannot be written shard by shard from the stream."""
-    if spec.container == "npz":
+    if not container_can(spec.container, "streams"):
         raise StreamingError(
-            "the npz container cannot honour bounded memory (each archive is assembled "
-            "whole in memory); use container parquet, json or hdf5",
+            f"the {spec.container} container cannot honour bounded memory (each shard is "
+            "assembled whole in memory); use container parquet, json or hdf5",
             step="output",
         )
     if _packed(spec):
