@@ -521,10 +521,12 @@ class JobModel(_Model):
     """Tracks shorter than this never enter the pool."""
     workers: PositiveInt = 1
     """Workers for the feature pass and the shard writing (results do not depend on it)."""
-    executor: Literal["local", "process", "process-pool", "ray"] | None = None
-    """Where the workers run: `local` (this process), `process` (a spawn-based pool; `process-pool` is the older name) or `ray` (the `[ray]` extra); default `local` for one worker, `process` for more."""
+    executor: str | None = None
+    """Where the workers run: `local` (this process), `process` (a spawn-based pool; `process-pool` is the older name), `ray` (the `[ray]` extra) or a registered executor; default `local` for one worker, `process` for more."""
+    executor_options: dict[str, Any] | None = None
+    """The executor's own settings, e.g. `{"address": "ray://host:10001"}` for `ray` (default: a local cluster of `workers` CPUs)."""
     ray_address: str | None = None
-    """The Ray cluster of `executor: "ray"` (default: start a local one of `workers` CPUs)."""
+    """The older spelling of `executor_options: {"address": ...}` for `executor: "ray"`."""
     streaming: bool = False
     """Read each source lazily in two passes (time-ordered CSV/Parquet; the artifact is the same)."""
     memory_budget: Annotated[ByteSize, Field(gt=0)] | None = None

@@ -166,6 +166,7 @@ def run_job(
     executor: str | None = None,
     ray_address: str | None = None,
     streaming: bool | None = None,
+    executor_options: Mapping[str, Any] | None = None,
     memory_budget: int | str | None = None,
     pool: str | None = None,
     checkpoint_dir: str | None = None,
@@ -174,8 +175,9 @@ def run_job(
 
     ``force`` replaces an existing dataset at ``out``; ``resume`` continues (or
     repeats) the same run there, reusing shards whose checksums still match.
-    ``workers`` (>= 1), ``executor`` (``local``, ``process``, ``ray``) and
-    ``ray_address`` replace the job's (the artifact does not depend on them), and so do
+    ``workers`` (>= 1), ``executor`` (``local``, ``process``, ``ray`` or a registered
+    one) and ``executor_options`` (``ray_address`` is Ray's ``address`` option) replace the
+    job's (the artifact does not depend on them), and so do
     ``streaming``, ``memory_budget`` (bytes or ``"2GB"``), ``pool`` (``memory`` or
     ``disk``) and ``checkpoint_dir`` when given.
 
@@ -197,10 +199,10 @@ def run_job(
         opts["workers"] = workers
     if executor is not None:
         opts["executor"] = executor
-        if ray_address is None and executor != "ray":
-            opts["ray_address"] = None  # the job's address was for its own Ray executor
+    if executor_options is not None:
+        opts["executor_options"] = executor_options
     if ray_address is not None:
-        opts["ray_address"] = ray_address
+        opts["ray_address"] = ray_address  # folded into executor_options["address"]
     if streaming is not None:
         opts["streaming"] = bool(streaming)
     if memory_budget is not None:

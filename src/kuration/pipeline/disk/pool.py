@@ -313,7 +313,7 @@ def select_on_disk(
     run_key: Mapping[str, Any] | None = None,
     executor: Executor | str | None = None,
     workers: int = 1,
-    ray_address: str | None = None,
+    executor_options: Mapping[str, Any] | None = None,
     plugins: Sequence[str] = (),
     include_entry_points: bool = True,
 ) -> DiskSelection:
@@ -340,8 +340,8 @@ def select_on_disk(
         is used as is (its owner closes it), a name (None: the one ``workers`` implies)
         is made here and closed at the end.  The selection and every partition's bytes
         are the same for any executor.
-    workers, ray_address
-        The executor's workers and Ray cluster (as for :func:`kuration.curate`).
+    workers, executor_options
+        The executor's workers and its own settings (as for :func:`kuration.curate`).
     plugins, include_entry_points
         Modules (and whether entry-point plugins) a worker imports first.
 
@@ -389,7 +389,7 @@ def select_on_disk(
     if isinstance(executor, Executor):
         ex = executor
     else:
-        ex = make_executor(executor, workers, address=ray_address)
+        ex = make_executor(executor, workers, options=executor_options)
     run = _DiskRun(schema, adapter, segmenter, strategy, on_error, batch_rows, durable)
     try:
         env = worker_environment(plugins, include_entry_points)
@@ -423,7 +423,7 @@ def plan_identity(plan: Any) -> dict[str, Any]:
     the partitions are byte-identical under each) are left out, and so is each stage's
     executor, so a run resumed with other workers reuses the partitions."""
     doc = plan.to_dict()
-    skip = ("progress", "durable", "checkpoint_dir", "executor", "workers", "ray_address")
+    skip = ("progress", "durable", "checkpoint_dir", "executor", "workers", "executor_options")
     doc["options"] = {k: v for k, v in doc["options"].items() if k not in skip}
     doc["stages"] = [{k: v for k, v in s.items() if k != "executor"} for s in doc["stages"]]
     return doc

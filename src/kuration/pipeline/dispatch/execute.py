@@ -274,7 +274,7 @@ def _execute_disk(
             run_key={"plan": plan_identity(plan)},
             executor=p.opts.resolved_executor,
             workers=p.opts.workers,
-            ray_address=p.opts.ray_address,
+            executor_options=p.opts.executor_options,
             plugins=list(p.plugin_modules),
             include_entry_points=p.include_entry_points,
         )
@@ -349,7 +349,7 @@ def _score(p: Pipeline, sources: list[str], rec: _Recorder) -> tuple[ScoringResu
         p.strategy_,
         workers=p.opts.workers,
         executor=p.opts.resolved_executor,
-        ray_address=p.opts.ray_address,
+        executor_options=p.opts.executor_options,
         on_error=p.opts.on_error,
         progress=rec,
         plugins=list(p.plugin_modules),

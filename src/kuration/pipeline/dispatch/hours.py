@@ -280,7 +280,7 @@ def run_hours(
         # one executor for the whole run: scoring and staging share its workers
         with (
             make_executor(
-                p.opts.resolved_executor, p.opts.workers, address=p.opts.ray_address
+                p.opts.resolved_executor, p.opts.workers, options=p.opts.executor_options
             ) as r.executor,
             disk_session(r),
         ):
@@ -363,7 +363,7 @@ def _prepare(
         "seed": o.seed,
         "workers": o.workers,
         "executor": o.resolved_executor,
-        "ray_address": o.ray_address,
+        "executor_options": dict(o.executor_options or {}),
         "on_error": o.on_error,
         "durable": o.durable,
         "streaming": o.streaming,

@@ -201,7 +201,7 @@ def _place(stages: tuple[PlanStage, ...], p: Pipeline) -> tuple[PlanStage, ...]:
     if name == "local":
         ex = "local (lead reads ahead, 1 scoring thread)"
     else:
-        ex = f"{name} x{o.workers}" + (f" at {o.ray_address}" if o.ray_address else "")
+        ex = f"{name} x{o.workers}" + _options_text(o.executor_options or {})
     read_island = next(s.island for s in stages if s.kind == "read")
     fused = read_island is not None and any(
         s.kind == "features" and s.island == read_island for s in stages
@@ -220,3 +220,11 @@ def _place(stages: tuple[PlanStage, ...], p: Pipeline) -> tuple[PlanStage, ...]:
 
 
 _ISLAND_KINDS = ("read", "segment", "features", "transforms")
+
+
+def _options_text(options: Mapping[str, Any]) -> str:
+    """How a plan names the executor's options: Ray's ``address`` as `` at ADDR``, any other
+    as `` (key=value, ...)``."""
+    rest = {k: v for k, v in options.items() if k != "address"}
+    text = f" at {options['address']}" if "address" in options else ""
+    return text + (f" ({', '.join(f'{k}={v}' for k, v in rest.items())})" if rest else "")

@@ -108,7 +108,7 @@ def step_score(r: HoursRun) -> list[StageTelemetry]:
         include_entry_points=r.include_entry_points,
         fused=fused,
         executor=r.executor if r.executor is not None else r.opt.get("executor"),
-        ray_address=r.opt.get("ray_address"),
+        executor_options=r.opt.get("executor_options"),
     )
     n_src, n_seg = len(r.sources), len(r.scoring.segments)
     ex = r.scoring.execution
