@@ -51,6 +51,12 @@ def write_dataset(
     min_tag_frac: float = 0.1,
     allow_empty_split: bool = False,
     workers: int = 1,
+    executor: str | None = None,
+    executor_options: Mapping[str, Any] | None = None,
+    streaming: bool = False,
+    pool: str = "memory",
+    checkpoint_dir: str | os.PathLike[str] | None = None,
+    memory_budget: int | str | None = None,
     on_error: str = "skip",
     resume: bool = False,
     force: bool = False,
@@ -80,7 +86,19 @@ def write_dataset(
     seed : int
         Seeds the split assignment and the method's tie-breaks.
     workers : int
-        Processes for the feature pass (results do not depend on it).
+        Workers for the feature pass and the shard writing (results do not depend on it).
+    executor, executor_options : optional
+        Where the workers run (``local``, ``process``, ``ray`` or a registered executor;
+        None: the one ``workers`` implies) and its own settings (Ray's ``address``).
+    streaming : bool
+        Read each source lazily in two passes (bounded memory; the same artifact).
+    pool : {"memory", "disk"}
+        Where the scored pool lives: in memory, or in checkpointed partitions and a DuckDB
+        index (the ``[scale]`` extra; the same artifact).
+    checkpoint_dir : path, optional
+        Where the disk pool keeps its checkpoints.
+    memory_budget : int or str, optional
+        Fail before reading when the plan's estimated peak exceeds it (bytes or ``"2GB"``).
     on_error : {"skip", "raise"}
     resume : bool
         Continue a run into ``out``, reusing a shard only when its size and SHA-256 match
@@ -132,7 +150,17 @@ def write_dataset(
     )
     try:  # write_dataset reports bad options as OutputSpecError
         opts = PipelineOptions(
-            progress=progress, workers=workers, seed=seed, on_error=on_error, durable=durable
+            progress=progress,
+            workers=workers,
+            seed=seed,
+            on_error=on_error,
+            durable=durable,
+            executor=executor,
+            executor_options=executor_options,
+            streaming=streaming,
+            pool=pool,
+            checkpoint_dir=None if checkpoint_dir is None else os.fspath(checkpoint_dir),
+            memory_budget=memory_budget,
         )
     except KurationError as exc:
         raise OutputSpecError(str(exc)) from None
