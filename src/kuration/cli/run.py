@@ -55,6 +55,9 @@ def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) ->
     pool = _disk_pool_line(res)
     if pool:
         console.print(pool)
+    plan = res.config.get("provenance", {}).get("execution", {}).get("plan") or {}
+    for note in plan.get("notes", ()):  # how the planner chose the runtime
+        console.print(note)
     if sc.get("snap_collisions"):
         coll = sc["snap_collisions"]
         console.print(

@@ -533,7 +533,11 @@ class JobModel(_Model):
     """Fail before reading when the plan's estimated peak exceeds this (`"2GB"`, `"512MiB"` or bytes)."""
     on_error: Literal["skip", "raise"] = "skip"
     """A source that fails to read is skipped (and logged) or stops the run."""
-    pool: Literal["memory", "disk"] = Field("memory", description="`disk`: the scored pool on disk")
+    pool: Literal["memory", "disk"] | None = Field(
+        None,
+        description="`disk`: the scored pool on disk; unset: chosen by the memory budget "
+        "(the default budget is half the machine's memory)",
+    )
     checkpoint_dir: str | None = None
     """Where `pool: "disk"` keeps its checkpointed partitions and DuckDB index (relative to the job file; default: a temporary directory removed after the run, for an hours run the destination's staging area, kept for `resume` until the commit); a rerun over unchanged inputs reuses them."""
     span_steps: PositiveInt | None = None

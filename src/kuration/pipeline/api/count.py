@@ -51,7 +51,7 @@ def curate(
     workers: int = 1,
     executor: str | None = None,
     executor_options: Mapping[str, Any] | None = None,
-    pool: str = "memory",
+    pool: str | None = None,
     checkpoint_dir: str | os.PathLike[str] | None = None,
     memory_budget: int | str | None = None,
     on_error: str = "skip",

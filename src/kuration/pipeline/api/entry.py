@@ -54,7 +54,7 @@ def write_dataset(
     executor: str | None = None,
     executor_options: Mapping[str, Any] | None = None,
     streaming: bool = False,
-    pool: str = "memory",
+    pool: str | None = None,
     checkpoint_dir: str | os.PathLike[str] | None = None,
     memory_budget: int | str | None = None,
     on_error: str = "skip",
@@ -92,9 +92,10 @@ def write_dataset(
         None: the one ``workers`` implies) and its own settings (Ray's ``address``).
     streaming : bool
         Read each source lazily in two passes (bounded memory; the same artifact).
-    pool : {"memory", "disk"}
+    pool : {"memory", "disk"}, optional
         Where the scored pool lives: in memory, or in checkpointed partitions and a DuckDB
-        index (the ``[scale]`` extra; the same artifact).
+        index (the ``[scale]`` extra; the same artifact); None lets the memory budget
+        choose.
     checkpoint_dir : path, optional
         Where the disk pool keeps its checkpoints.
     memory_budget : int or str, optional

@@ -199,10 +199,13 @@ def _execute(
     scope = nullcontext() if p.include_entry_points else without_entry_point_plugins()
     with scope:
         sources = _resolve(p, rec)
-        index_bytes = budget_pool(p, sources)
-        if index_bytes is not None:  # the pool does not fit the budget; the disk pool does
+        choice = budget_pool(p, sources)
+        if choice is not None and choice.disk:  # the pool does not fit: the disk pool runs it
             auto = p.options(pool="disk")
-            return _execute_disk(auto, compile_plan(auto), dest, sources, index_bytes)
+            plan = dataclasses.replace(compile_plan(auto), notes=(choice.note(),))
+            return _execute_disk(auto, plan, dest, sources, choice.index_bytes)
+        if choice is not None:
+            plan = dataclasses.replace(plan, notes=(choice.note(),))
         check_plan_memory(p, sources)
         _warn_unused_checkpoints(p)
         result, steps = _run_count(p, sources, rec)
@@ -311,11 +314,14 @@ def _execute_hours(
         sources = _resolve(p, progress) if resolved is None else resolved
         index_bytes = None
         if plan.stage("features").runtime != DISK_RUNTIME:
-            index_bytes = budget_pool(p, sources)
-            if index_bytes is not None:  # the pool does not fit the budget; the disk pool does
+            choice = budget_pool(p, sources)
+            if choice is not None and choice.disk:  # the pool does not fit: the disk pool runs it
                 p = p.options(pool="disk")
-                plan = compile_plan(p)
+                plan = dataclasses.replace(compile_plan(p), notes=(choice.note(),))
+                index_bytes = choice.index_bytes
             else:
+                if choice is not None:
+                    plan = dataclasses.replace(plan, notes=(choice.note(),))
                 check_plan_memory(p, sources)  # from metadata, before any row is read
                 _warn_unused_checkpoints(p)
         n = len(sources)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ...core.traits import ExecutionTraits, traits_of
 from ...errors import PipelineError
 from ...selection.strategy import Strategy
-from ..disk.pool import DISK_RUNTIME, plan_pool
+from ..disk.pool import DISK_RUNTIME, auto_pool_note, plan_pool
 from ..run.stage_parallel import encoder_pickles
 from ..spec.logical import CountSelection, HoursSelection
 from ..spec.plan import REFERENCE_RUNTIME, PhysicalPlan, PlanComponent, PlanStage, fuse_stages
@@ -187,7 +187,9 @@ def compile_plan(p: Pipeline) -> PhysicalPlan:
                     f"(planned as {c.traits.scope}/{c.traits.fusion})"
                 )
     stages = _place(stages, p)
-    return PhysicalPlan(mode, stages, tuple(warnings), p.opts.to_dict())
+    note = auto_pool_note(p)
+    notes = (note,) if note is not None else ()
+    return PhysicalPlan(mode, stages, tuple(warnings), p.opts.to_dict(), notes)
 
 
 def _place(stages: tuple[PlanStage, ...], p: Pipeline) -> tuple[PlanStage, ...]:

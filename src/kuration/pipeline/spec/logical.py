@@ -129,7 +129,9 @@ class PipelineOptions:
     exceeds it fails before reading, :mod:`kuration.pipeline.spec.budget`),
     ``stream_batch_rows`` (rows decoded per batch when streaming), ``pool``
     (``memory``, or ``disk`` for the disk-backed pool runtime of
-    :mod:`kuration.pipeline.disk.pool`) and ``checkpoint_dir`` (where that runtime
+    :mod:`kuration.pipeline.disk.pool`; None, the default, lets the planner choose: the disk
+    runtime for an eligible plan whose estimated peak exceeds ``memory_budget`` or, without
+    one, the default budget of :func:`kuration.pipeline.spec.budget.default_memory_budget`) and ``checkpoint_dir`` (where that runtime
     keeps its checkpoints; None: a temporary directory, or for an hours run the
     destination's staging area, kept for ``resume`` until the commit).
 
@@ -154,7 +156,7 @@ class PipelineOptions:
     memory_budget: int | str | None = None
     stream_batch_rows: int = 16_384
     ray_address: str | None = None
-    pool: str = "memory"
+    pool: str | None = None
     checkpoint_dir: str | None = None
     executor_options: Mapping[str, Any] | None = None
 
@@ -203,9 +205,11 @@ class PipelineOptions:
         b = self.stream_batch_rows
         if isinstance(b, bool) or not isinstance(b, int) or b < 1:
             raise PipelineError(f"stream_batch_rows must be an integer >= 1, got {b!r}")
-        if self.pool not in ("memory", "disk"):
+        if self.pool not in (None, "memory", "disk"):
             raise PipelineError(
-                f"pool must be 'memory' or 'disk', got {self.pool!r}", step="options"
+                f"pool must be 'memory' or 'disk' (or None: chosen by the budget), "
+                f"got {self.pool!r}",
+                step="options",
             )
 
     @property
@@ -227,7 +231,7 @@ class PipelineOptions:
             # the default pool leaves the recorded options as they were before it existed
             **(
                 {"pool": self.pool, "checkpoint_dir": self.checkpoint_dir}
-                if self.pool != "memory"
+                if self.pool not in (None, "memory")
                 else {}
             ),
         }

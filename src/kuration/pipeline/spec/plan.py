@@ -225,12 +225,15 @@ class PhysicalPlan:
         seam or component the planner could not place.
     options : dict
         Execution options (workers, executor, seed, on_error).
+    notes : tuple of str
+        Decisions the planner took and why (the runtime it chose for the pool).
     """
 
     mode: str
     stages: tuple[PlanStage, ...]
     warnings: tuple[str, ...] = ()
     options: Mapping[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     @property
     def islands(self) -> tuple[tuple[str, ...], ...]:
@@ -262,6 +265,7 @@ class PhysicalPlan:
             "barriers": list(self.barriers),
             "warnings": list(self.warnings),
             "options": dict(self.options),
+            **({"notes": list(self.notes)} if self.notes else {}),
         }
 
     @classmethod
@@ -271,6 +275,7 @@ class PhysicalPlan:
             stages=tuple(PlanStage.from_dict(s) for s in d["stages"]),
             warnings=tuple(d.get("warnings", ())),
             options=dict(d.get("options", {})),
+            notes=tuple(d.get("notes", ())),
         )
 
     def tree(self) -> Any:
@@ -307,6 +312,10 @@ class PhysicalPlan:
                     f"{mark}"
                 )
                 node.add(escape(text))
+        if self.notes:
+            n = root.add("[bold]notes[/]")
+            for msg in self.notes:
+                n.add(escape(msg))
         if self.warnings:
             w = root.add("[bold yellow]warnings[/]")
             for msg in self.warnings:
