@@ -605,6 +605,7 @@ def _run(
         ),
         StageTelemetry("bin+select", t3 - t2, rows_in=n_pool, rows_out=len(selected)),
     )
+    tele = tuple(dataclasses.replace(t, runtime=DISK_RUNTIME) for t in tele)
     return DiskSelection(
         strategy=st,
         n_requested=n,

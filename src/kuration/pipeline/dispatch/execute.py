@@ -58,7 +58,7 @@ from ..run.windows import window_reader_scope
 from ..spec.budget import check_plan_memory
 from ..spec.job import resolve_sources
 from ..spec.logical import HoursSelection
-from ..spec.plan import PhysicalPlan, StageTelemetry
+from ..spec.plan import REFERENCE_RUNTIME, PhysicalPlan, StageTelemetry
 from ..stream.passes import check_streaming
 from .hours import DatasetWriteResult, preflight, run_hours
 from .planner import compile_plan
@@ -116,6 +116,7 @@ class _Recorder:
         self.started: dict[str, float] = {}
         self.wall: dict[str, float] = {}
         self.totals: dict[str, Any] = {}
+        self.executor: str | None = None  # what ran the scoring phase
 
     def __call__(self, ev: dict[str, Any]) -> None:
         phase, event, now = ev["phase"], ev["event"], time.perf_counter()
@@ -212,7 +213,7 @@ def _execute(
         if dest is not None:
             dump_json_atomic(os.fspath(dest), result.to_dict(segments=True))
     analyses, enrich_s = _enrich(p, result, steps)
-    telemetry = _telemetry(rec, result, len(sources), enrich_s)
+    telemetry = _telemetry(rec, result, len(sources), enrich_s, plan)
     return PipelineRun(plan, result, telemetry, analyses)
 
 
@@ -371,6 +372,7 @@ def _run_count(
     lengths the audit needs."""
     assert p.strategy_ is not None
     scoring, scoring_s = _score(p, sources, rec)
+    rec.executor = scoring.execution.get("executor")
     steps = {sid: info.n_steps for sid, info in scoring.sources.items()}
     with window_reader_scope(p.adapter, scoring):  # type: ignore[arg-type]
         res = select_segments(
@@ -452,8 +454,10 @@ def _enrich(p: Pipeline, result: Any, steps: dict[str, int]) -> tuple[dict[str, 
 
 
 def _telemetry(
-    rec: _Recorder, result: Any, n_sources: int, enrich_s: float
+    rec: _Recorder, result: Any, n_sources: int, enrich_s: float, plan: PhysicalPlan
 ) -> tuple[StageTelemetry, ...]:
+    """The count run's telemetry, one entry per progress phase that did work (the
+    transforms and scorers phases only when the plan has some), on the in-memory runtime."""
     if isinstance(result, CurationResult):
         n_seg = len(result.pool)
         sel_out: int | None = result.n_selected
@@ -471,14 +475,18 @@ def _telemetry(
         "selection": {"rows_in": n_seg, "rows_out": sel_out},
     }
     sel_name = "bin+select" if isinstance(result, CurationResult) else "bin+fill"
+    if rec.executor is not None:
+        rows["scoring"]["executor"] = rec.executor
     out = []
     for phase, measured in rows.items():
-        if phase not in rec.wall:
+        if phase not in rec.wall or (
+            phase in ("transforms", "scorers") and plan.stage(phase).empty
+        ):
             continue
         name = sel_name if phase == "selection" else _PHASE_STAGES[phase]
-        out.append(StageTelemetry(name, rec.wall[phase], **measured))
+        out.append(StageTelemetry(name, rec.wall[phase], runtime=REFERENCE_RUNTIME, **measured))
     if enrich_s:
-        out.append(StageTelemetry("enrich", enrich_s, rows_in=n_seg))
+        out.append(StageTelemetry("enrich", enrich_s, rows_in=n_seg, runtime=REFERENCE_RUNTIME))
     return tuple(out)
 
 

@@ -446,7 +446,9 @@ def score_sources(
     result = _merge(results, errors, total, timing)
     result.execution = execution
     if scorers:
+        t1 = time.perf_counter()
         run_scorers(result, scorers, schema, adapter, on_error=on_error, progress=progress)
+        result.timing["scorers"] = time.perf_counter() - t1  # a pool barrier, in the lead
     return result
 
 

@@ -63,7 +63,7 @@ from ..run.steps import STEPS, HoursRun, _reuse
 from ..run.strategy import resolve_uses, strategy_engine
 from ..spec.budget import peak_rss_bytes
 from ..spec.logical import HoursSelection
-from ..spec.plan import StageTelemetry
+from ..spec.plan import STREAM_RUNTIME, StageTelemetry
 
 if TYPE_CHECKING:
     from ...sources.base import InputAdapter
@@ -277,7 +277,9 @@ def stream_score_sources(
     emit(progress, "scoring", "complete", total=len(uris))
     result = _merge(tally.results, tally.errors, len(uris), timing)
     if scorers:
+        t1 = time.perf_counter()
         run_scorers(result, scorers, schema, adapter, on_error=on_error, progress=progress)
+        result.timing["scorers"] = time.perf_counter() - t1
     return result
 
 
@@ -301,6 +303,8 @@ def step_stream_score(r: HoursRun) -> list[StageTelemetry]:
         emit(r.progress, seam, "start", total=0)
         emit(r.progress, seam, "complete", total=0)
     wall = r.scoring.timing["read+segment+features"]
+    scorers = r.scoring.timing.get("scorers")
+    tail = [] if scorers is None else [StageTelemetry("scorers", scorers, n_seg, n_seg)]
     return [
         StageTelemetry(
             "read+segment+features",
@@ -311,7 +315,9 @@ def step_stream_score(r: HoursRun) -> list[StageTelemetry]:
             island=island,
             streamed=True,
             peak_rss_bytes=peak_rss_bytes(),
-        )
+            executor="local",  # the lead reads each source itself, one at a time
+        ),
+        *tail,
     ]
 
 
@@ -379,9 +385,13 @@ def step_stream_stage(r: HoursRun) -> list[StageTelemetry]:
             island=island,
             streamed=True,
             peak_rss_bytes=peak_rss_bytes(),
+            executor="local",
         )
     ]
 
+
+#: the runtime the steps of this module run (stamped on their telemetry)
+RUNTIME = STREAM_RUNTIME
 
 _SWAP = {"read+segment+features": step_stream_score, "stage": step_stream_stage}
 if not set(_SWAP) <= {name for name, _ in STEPS}:  # pragma: no cover - a renamed step
