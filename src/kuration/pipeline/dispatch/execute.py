@@ -60,7 +60,7 @@ from ..spec.job import resolve_sources
 from ..spec.logical import HoursSelection
 from ..spec.plan import REFERENCE_RUNTIME, PhysicalPlan, StageTelemetry
 from ..stream.passes import check_streaming
-from .hours import DatasetWriteResult, preflight, run_hours
+from .hours import DatasetWriteResult, check_resume_force, run_hours
 from .planner import compile_plan
 
 if TYPE_CHECKING:
@@ -299,15 +299,7 @@ def _execute_hours(
     :func:`~kuration.pipeline.dispatch.hours.run_hours` (whose steps record their own telemetry)."""
     if dest is None:
         raise PipelineError("an hours budget writes a dataset: give a destination", step="write")
-    preflight(
-        schema=p.schema,  # type: ignore[arg-type]
-        strategy=p.strategy_,  # type: ignore[arg-type]
-        spec=p.output_spec,  # type: ignore[arg-type]
-        encoder=p.encoder,
-        resume=resume,
-        force=force,
-        **p.selection.write_options(),  # type: ignore[union-attr]
-    )
+    check_resume_force(resume, force)  # the rest was checked when the plan was compiled
     progress = p.opts.progress
     scope = nullcontext() if p.include_entry_points else without_entry_point_plugins()
     with scope:

@@ -59,7 +59,7 @@ from ..stream.passes import STREAMING_STEPS
 if TYPE_CHECKING:
     from ..spec.view import PipelineView as Pipeline  # the fields it reads of one
 
-__all__ = ["DatasetWriteResult", "preflight", "run_hours"]
+__all__ = ["DatasetWriteResult", "check_resume_force", "preflight", "run_hours"]
 
 
 @dataclass(frozen=True)
@@ -159,6 +159,18 @@ def _group_fn(
     return group_of
 
 
+def check_resume_force(resume: bool, force: bool) -> None:
+    """The one write option the plan cannot check (it is not part of the pipeline).
+
+    Raises
+    ------
+    OutputSpecError
+        ``resume`` and ``force`` together.
+    """
+    if resume and force:
+        raise OutputSpecError("resume=True and force=True are mutually exclusive")
+
+
 def preflight(
     *,
     schema: SchemaSpec,
@@ -191,8 +203,7 @@ def preflight(
         See :func:`write_dataset`.
     """
     hz = float(schema.sample_hz)
-    if resume and force:
-        raise OutputSpecError("resume=True and force=True are mutually exclusive")
+    check_resume_force(resume, force)
     if sample_hz is not None and float(sample_hz) != hz:
         raise OutputSpecError(
             f"sample_hz {sample_hz} differs from the schema's {hz}; resampling is not supported"
@@ -340,19 +351,15 @@ def _prepare(
     resume: bool,
     index_bytes: int | None = None,
 ) -> HoursRun:
-    """The validated :class:`HoursRun` of ``p`` (``preflight``: nothing is read)."""
+    """The :class:`HoursRun` of ``p``: its options were checked once, when ``plan`` was
+    compiled (``preflight``), which also resolved the span length (the fill stage's
+    ``span_steps``); nothing is validated again here."""
     sel = p.selection
     assert isinstance(sel, HoursSelectionT)
     assert p.schema and p.adapter and p.segmenter and p.strategy_ and p.output_spec
-    span, encoder = preflight(
-        schema=p.schema,
-        strategy=p.strategy_,
-        spec=p.output_spec,
-        encoder=p.encoder,
-        resume=resume,
-        force=force,
-        **sel.write_options(),
-    )
+    check_resume_force(resume, force)
+    span = plan.stage("fill").detail.get("span_steps")
+    encoder = p.encoder if p.encoder is not None else PassthroughEncoder()
     o = p.opts
     options = {
         **sel.write_options(),

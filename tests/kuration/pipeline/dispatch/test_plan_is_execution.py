@@ -122,3 +122,27 @@ def test_a_contradiction_is_reported() -> None:
     assert any("bin: planned on executor 'driver'" in m for m in problems)
     assert any("scorers: ran" in m for m in problems)
     assert plan_mismatches(plan, []) == ["bin: planned, but no telemetry says it ran"]
+
+
+def test_an_hours_run_checks_its_write_options_once(
+    small_job: dict, tmp_path: Path, monkeypatch
+) -> None:
+    """``preflight`` ran three times per run (planner, dispatch, the run's preparation); the
+    plan's check is now the only one, and the run takes the span it resolved."""
+    from kuration.pipeline.dispatch import hours, planner
+
+    calls: list[dict] = []
+    real = planner.preflight
+
+    def counted(**kw):  # type: ignore[no-untyped-def]
+        calls.append(kw)
+        return real(**kw)
+
+    monkeypatch.setattr(planner, "preflight", counted)
+    monkeypatch.setattr(hours, "preflight", counted)
+    run = Pipeline.from_job({**small_job, "span_seconds": 300}).execute(tmp_path / "o")
+    assert len(calls) == 1
+    assert run.result.config["pipeline"]["span_steps"] == 300
+    assert run.plan.stage("fill").detail["span_steps"] == 300
+    with pytest.raises(Exception, match="mutually exclusive"):
+        Pipeline.from_job(small_job).write(tmp_path / "o", resume=True, force=True)
