@@ -18,8 +18,11 @@ __all__ = ["ModalitySpec", "OutputSpec"]
 
 _ROUTES = ("field", "segment", "encoder", "media")
 LAYOUTS = ("files", "packed")
-TARGET_FILE_BYTES = 128 * 1024 * 1024
-ROW_GROUP_BYTES = 4 * 1024 * 1024
+
+# one set of defaults: the output spec file's model (core/config.py) is where they live
+_DEFAULTS = {name: f.default for name, f in OutputModel.model_fields.items() if not f.is_required()}
+TARGET_FILE_BYTES: int = _DEFAULTS["target_file_bytes"]
+ROW_GROUP_BYTES: int = _DEFAULTS["row_group_bytes"]
 _POLICIES = ("keep", "pad", "drop")
 OVERFLOW_POLICIES = ("error", "saturate")
 ROUNDING_POLICIES = ("error", "round", "floor", "ceil", "trunc")
@@ -99,7 +102,8 @@ class OutputSpec:
     Parameters
     ----------
     shard_length : int
-        Timesteps per shard.
+        Timesteps per shard (default 64, as in an output spec file: every default here is
+        :class:`~kuration.core.config.OutputModel`'s).
     short_policy : {"keep", "pad", "drop"}
         Tail handling: keep a shorter last shard, pad it with zero rows (the
         real length is stored), or drop it.
@@ -121,13 +125,13 @@ class OutputSpec:
         On any invalid value (checked at construction).
     """
 
-    shard_length: int
-    modalities: Mapping[str, ModalitySpec]
-    short_policy: str = "keep"
-    container: str = "npz"
-    presence_mask: bool = True
+    shard_length: int = _DEFAULTS["shard_length"]
+    modalities: Mapping[str, ModalitySpec] = field(default_factory=dict)  # required: checked
+    short_policy: str = _DEFAULTS["short_policy"]
+    container: str = _DEFAULTS["container"]
+    presence_mask: bool = _DEFAULTS["presence_mask"]
     extra: Mapping[str, Any] = field(default_factory=dict)
-    layout: str = "files"
+    layout: str = _DEFAULTS["layout"]
     target_file_bytes: int = TARGET_FILE_BYTES
     row_group_bytes: int = ROW_GROUP_BYTES
 
