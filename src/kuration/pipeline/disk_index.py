@@ -26,6 +26,7 @@ from ..contracts.buffer import build_window
 from ..contracts.segment import Segment
 from ..errors import DatasetIntegrityError
 from ..selection.dedup import window_payload
+from ..selection.draws import seeded_uniform, segment_key
 from ..selection.methods.base import nan_rows, normalize_columns, rank_nan_lowest
 from ..selection.select import method_seed
 from ..selection.strategy import Strategy
@@ -369,6 +370,22 @@ def _rank_weighted(con: Any, st: Strategy, m: int) -> None:
     con.unregister("_w")
 
 
+def _rank_random(con: Any, st: Strategy, seed: int, m: int) -> None:
+    """random: each kept row's seeded draw, keyed by its stable id as in memory."""
+    got = con.execute(
+        "SELECT source_id, entity, start_idx FROM pool WHERE keep ORDER BY rn"
+    ).fetchall()
+    keys = (segment_key(s, e, a) for s, e, a in got)
+    prio = seeded_uniform(method_seed(st.seed, seed), keys)
+    con.register("_w", pa.table({"k": np.arange(m), "pr": prio}))
+    _q(
+        con,
+        "UPDATE pool SET prio = w.pr FROM (SELECT rn, ROW_NUMBER() OVER (ORDER BY rn) - 1 AS k "
+        "FROM pool WHERE keep) p JOIN _w w USING (k) WHERE pool.rn = p.rn",
+    )
+    con.unregister("_w")
+
+
 def rank_pool_sql(con: Any, st: Strategy, seed: int) -> None:
     """The method's priority of every kept row (``-inf`` for the rest), as in memory."""
     _q(con, "ALTER TABLE pool ADD COLUMN prio DOUBLE")
@@ -378,6 +395,9 @@ def rank_pool_sql(con: Any, st: Strategy, seed: int) -> None:
         return
     if st.method == "weighted":
         _rank_weighted(con, st, m)  # nan_policy applied as in memory
+        return
+    if st.method == "random":
+        _rank_random(con, st, seed, m)
         return
     if st.method == "top-k":
         c = _col(st, st.params["by"])

@@ -59,6 +59,7 @@ from ..output.commit import (
 from ..output.encoders import encoder_identity
 from ..output.spec import OutputSpec
 from ..output.writer import PLAN_KEYS, ShardWriter, ensure_dir, plan_entries
+from ..selection.draws import draw_candidates
 from ..selection.fill import (
     Candidate,
     CandidateTable,
@@ -68,7 +69,7 @@ from ..selection.fill import (
     fill_budgets,
     settle_splits,
 )
-from ..selection.select import apply_strategy, assign_splits
+from ..selection.select import apply_strategy, assign_splits, method_seed
 from ..selection.strategy import Strategy
 from ..sources.base import InputAdapter
 from .disk_candidates import CandidateStore
@@ -259,8 +260,16 @@ def step_candidates(r: HoursRun) -> dict[str, Any]:
         span_steps=r.opt["span_steps"],
         group_of=r.group_fn,
     )
+    span_draws(r, table)
     r.candidates, r.empty_spans = table, table.empty_excluded
     return {"rows_in": len(pool.segments), "rows_out": len(r.candidates)}
+
+
+def span_draws(r: HoursRun, table: CandidateTable) -> None:
+    """The ``random`` method ranks spans, not windows: each candidate its own seeded draw
+    (:func:`~kuration.selection.draws.draw_candidates`); other methods keep the aggregate."""
+    if r.strategy.method == "random":
+        draw_candidates(table, method_seed(r.strategy.seed, r.opt["seed"]))
 
 
 def step_split(r: HoursRun) -> dict[str, Any]:
