@@ -540,6 +540,12 @@ class JobModel(_Model):
     """Cut each track into independently budgeted spans of this many steps. A span where the entity is present at no step is no candidate (config.json `results.budget.empty_spans_excluded` counts them); a partly present one counts all its steps, and `present_s` says how many of the admitted seconds hold data."""
     span_seconds: PositiveNumber | None = None
     """The same in seconds (use where tracks are long compared with the budget)."""
+    min_span_seconds: NonNegativeNumber = 0.0
+    """Spans (or whole tracks) shorter than this are no candidates (a track's short end piece included); config.json `results.budget.short_spans_excluded` counts them. Set it to the window or model length so that no admitted span is too short to train on and no end fragment ranks on a single window."""
+    budget_time: Literal["span", "present"] = "span"
+    """What the hours budgets count: `span`, a candidate's whole extent (absent ticks included); `present`, only the ticks where its entity holds data (every `_s` figure of a split's budget block then counts present seconds)."""
+    tie_break: Literal["name", "seed"] = "name"
+    """How candidates of equal priority are ordered: `name` (source, entity, span) or `seed` (a draw from the job's seed keyed by source, entity and span, so no name order favours some sources)."""
     group_of: dict[str, str] | None = None
     """Source id to group: stratifies the split and feeds the group cap."""
     max_group_overshoot: PositiveNumber | None = None

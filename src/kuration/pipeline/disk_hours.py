@@ -339,7 +339,7 @@ def step_disk_candidates(r: HoursRun) -> dict[str, Any]:
     """Cut tracks (or spans) into candidates from the index, a chunk of sources (about
     :data:`_CHUNK_SEGMENTS` segments) at a time, each chunk's table appended to a
     :class:`~kuration.pipeline.disk_candidates.CandidateStore` (a Parquet file)."""
-    from .hours_steps import span_draws  # the steps module imports this one's callers
+    from .span_rules import apply_span_rules
 
     d, pool = _state(r), r.pool()
     min_steps = max(1, int(np.ceil(r.opt["min_track_seconds"] * r.hz)))
@@ -368,7 +368,7 @@ def step_disk_candidates(r: HoursRun) -> dict[str, Any]:
         if held >= _CHUNK_SEGMENTS or i == len(sids):
             # a chunk of sources at a time: its table goes to the file, not to memory
             table, short = build(exts, segs_of)
-            span_draws(r, table)
+            table = apply_span_rules(r, table)
             store.append(table)
             too_short += short
             exts, segs_of, held = {}, {}, 0

@@ -59,7 +59,6 @@ from ..output.commit import (
 from ..output.encoders import encoder_identity
 from ..output.spec import OutputSpec
 from ..output.writer import PLAN_KEYS, ShardWriter, ensure_dir, plan_entries
-from ..selection.draws import draw_candidates
 from ..selection.fill import (
     Candidate,
     CandidateTable,
@@ -69,14 +68,16 @@ from ..selection.fill import (
     fill_budgets,
     settle_splits,
 )
-from ..selection.select import apply_strategy, assign_splits, method_seed
+from ..selection.select import apply_strategy, assign_splits
 from ..selection.strategy import Strategy
 from ..sources.base import InputAdapter
 from .disk_candidates import CandidateStore
 from .hours_packed import stage_packed
+from .logical import UNIT_DEFAULTS
 from .plan import PhysicalPlan, StageTelemetry
 from .presence_report import presence_budget
 from .scoring import ScoringResult, score_sources
+from .span_rules import apply_span_rules, present_planned
 from .stage_local import stage_here
 from .stage_parallel import parallel_stage_possible, stage_in_workers
 from .summary import feature_distributions, ranking_examples
@@ -120,6 +121,7 @@ class HoursRun:
     edges: Any = None
     candidates: Sequence[Candidate] = field(default_factory=list)  # a CandidateTable
     too_short: int = 0
+    short_spans: int = 0  # candidates shorter than min_span_seconds (dropped)
     empty_spans: int = 0  # spans where the entity is never present (no candidates)
     groups: dict[str, str] = field(default_factory=dict)
     split_of: dict[str, str] = field(default_factory=dict)
@@ -260,16 +262,9 @@ def step_candidates(r: HoursRun) -> dict[str, Any]:
         span_steps=r.opt["span_steps"],
         group_of=r.group_fn,
     )
-    span_draws(r, table)
+    table = apply_span_rules(r, table)
     r.candidates, r.empty_spans = table, table.empty_excluded
     return {"rows_in": len(pool.segments), "rows_out": len(r.candidates)}
-
-
-def span_draws(r: HoursRun, table: CandidateTable) -> None:
-    """The ``random`` method ranks spans, not windows: each candidate its own seeded draw
-    (:func:`~kuration.selection.draws.draw_candidates`); other methods keep the aggregate."""
-    if r.strategy.method == "random":
-        draw_candidates(table, method_seed(r.strategy.seed, r.opt["seed"]))
 
 
 def step_split(r: HoursRun) -> dict[str, Any]:
@@ -309,6 +304,7 @@ def step_fill(r: HoursRun, fill: Callable[..., FillResult] = fill_budgets) -> di
         tag_coverage=r.use_tags,
         tag_names=r.tag_names,
         min_tag_frac=o["min_tag_frac"],
+        count=o.get("budget_time", "span"),
     )
     spec = r.spec
     check_group_cap(
@@ -352,6 +348,7 @@ def step_fingerprint(r: HoursRun) -> dict[str, Any]:
         "clip_aggregate": o["clip_aggregate"],
         "min_track_seconds": float(o["min_track_seconds"]),
         "span_steps": o["span_steps"],
+        **_units(r),
         "groups": dict(sorted(r.groups.items())),
         "max_group_overshoot": r.overshoot,
         "tag_coverage": r.use_tags,
@@ -387,7 +384,8 @@ def step_shard_plan(r: HoursRun) -> dict[str, Any]:
                 spec=r.spec,
             )
             r.admitted.append((split, c, planned))
-    r.binding = settle_splits(fill, r.admitted, r.hz, r.too_short, r.opt["allow_empty_split"])
+    planned = present_planned(r) if r.opt.get("budget_time") == "present" else r.admitted
+    r.binding = settle_splits(fill, planned, r.hz, r.too_short, r.opt["allow_empty_split"])
     n_shards = sum(len(p) for _, _, p in r.admitted)
     return {"rows_in": len(r.admitted), "rows_out": n_shards}
 
@@ -556,6 +554,7 @@ def step_manifest(r: HoursRun) -> dict[str, Any]:
         "min_track_seconds": float(o["min_track_seconds"]),
         "span_steps": o["span_steps"],
         "clip_aggregate": o["clip_aggregate"],
+        **_units(r, with_counts=True),
     }
     splits: dict[str, Any] = {}
     for split in SPLITS:
@@ -628,6 +627,7 @@ def _pipeline_block(r: HoursRun) -> dict[str, Any]:
         "clip_aggregate": o["clip_aggregate"],
         "min_track_seconds": o["min_track_seconds"],
         "span_steps": o["span_steps"],
+        **_units(r),
         "max_group_overshoot": r.overshoot,
         "tag_coverage": r.use_tags,
         "min_tag_frac": float(o["min_tag_frac"]),
@@ -770,3 +770,13 @@ def run_steps(r: HoursRun, steps: tuple[tuple[str, Step], ...] = STEPS) -> None:
         island = r.plan.stage(kind).island if r.plan is not None and kind else None
         wall = time.perf_counter() - t0
         r.telemetry.append(StageTelemetry(name, wall, island=island, **measured))
+
+
+def _units(r: HoursRun, with_counts: bool = False) -> dict[str, Any]:
+    """The budget-unit options that differ from their defaults (run record, config and
+    manifest; a run at the defaults records the bytes it always did), with the count of
+    short spans dropped for the manifest's budget block."""
+    out = {k: r.opt[k] for k, v in UNIT_DEFAULTS.items() if r.opt.get(k, v) != v}
+    if with_counts and "min_span_seconds" in out:
+        out["short_spans_excluded"] = r.short_spans
+    return out

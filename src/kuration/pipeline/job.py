@@ -261,4 +261,7 @@ def job_selection(m: JobModel) -> HoursSelection:
         tag_coverage=m.tag_coverage,
         min_tag_frac=float(m.min_tag_frac),
         allow_empty_split=m.allow_empty_split,
+        min_span_seconds=float(m.min_span_seconds),
+        budget_time=m.budget_time,
+        tie_break=m.tie_break,
     )

@@ -142,6 +142,7 @@ def _selection_stages(p: Pipeline, st: Strategy, sel: Any) -> list[PlanStage]:
         "clip_aggregate": sel.clip_aggregate,
         "span_steps": span,
         "max_group_overshoot": sel.max_group_overshoot,
+        **sel.unit_options(),
         **constraints,
     }
     spec = p.output_spec
