@@ -428,6 +428,18 @@ class SegmenterModel(_Model):
     """What a window covers: `scene`, every entity of the source (a track is ranked by its source's windows); `track`, one entity (each track and span ranked by its own windows, metrics reduce over that entity)."""
 
 
+class SplitModel(_Model):
+    """Which sources go to test: pinned by id or glob, or whole sources by time with a gap
+    (see :mod:`kuration.pipeline.split_rules`); a source is always in one split."""
+
+    test_sources: list[str] | GlobSourcesModel | None = None
+    """Source ids (or `{"glob": pattern}` over source ids) pinned to test; every other source goes to train."""
+    test_from: float | str | None = None
+    """A time (epoch seconds or ISO 8601 with a zone): sources starting at or after it go to test, those ending before `test_from - gap_seconds` to train, the rest to neither."""
+    gap_seconds: NonNegativeNumber | None = None
+    """The gap kept free between the last train tick and `test_from` (with `test_from` only; default 0)."""
+
+
 class BudgetModel(_Model):
     """Hours of output per split; their sum must be positive."""
 
@@ -544,6 +556,8 @@ class JobModel(_Model):
     """Spans (or whole tracks) shorter than this are no candidates (a track's short end piece included); config.json `results.budget.short_spans_excluded` counts them. Set it to the window or model length so that no admitted span is too short to train on and no end fragment ranks on a single window."""
     budget_time: Literal["span", "present"] = "span"
     """What the hours budgets count: `span`, a candidate's whole extent (absent ticks included); `present`, only the ticks where its entity holds data (every `_s` figure of a split's budget block then counts present seconds)."""
+    split: SplitModel | None = None
+    """How sources are split: absent, a seeded draw stratified by group (test share = test_hours over all hours); or pinned/time rules (see Job `split`)."""
     tie_break: Literal["name", "seed"] = "name"
     """How candidates of equal priority are ordered: `name` (source, entity, span) or `seed` (a draw from the job's seed keyed by source, entity and span, so no name order favours some sources)."""
     group_of: dict[str, str] | None = None

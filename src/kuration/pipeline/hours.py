@@ -364,6 +364,7 @@ def _prepare(
         "min_span_seconds": sel.min_span_seconds,
         "budget_time": sel.budget_time,
         "tie_break": sel.tie_break,
+        "split": sel.split,
         "seed": o.seed,
         "workers": o.workers,
         "executor": o.resolved_executor,

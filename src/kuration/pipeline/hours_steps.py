@@ -78,6 +78,7 @@ from .plan import PhysicalPlan, StageTelemetry
 from .presence_report import presence_budget
 from .scoring import ScoringResult, score_sources
 from .span_rules import apply_span_rules, present_planned
+from .split_rules import rule_splits, split_report
 from .stage_local import stage_here
 from .stage_parallel import parallel_stage_possible, stage_in_workers
 from .summary import feature_distributions, ranking_examples
@@ -122,6 +123,7 @@ class HoursRun:
     candidates: Sequence[Candidate] = field(default_factory=list)  # a CandidateTable
     too_short: int = 0
     short_spans: int = 0  # candidates shorter than min_span_seconds (dropped)
+    split_report: dict[str, Any] | None = None  # with a split rule (split_rules.split_report)
     empty_spans: int = 0  # spans where the entity is never present (no candidates)
     groups: dict[str, str] = field(default_factory=dict)
     split_of: dict[str, str] = field(default_factory=dict)
@@ -276,9 +278,14 @@ def step_split(r: HoursRun) -> dict[str, Any]:
     total_h = r.opt["train_hours"] + r.opt["test_hours"]
     for sid, group in table.source_groups().items():  # each source's first label
         r.groups.setdefault(sid, group)
-    r.split_of = assign_splits(
-        cand_sources, r.opt["test_hours"] / total_h, r.opt["seed"], r.groups or None
-    )
+    rule, infos = r.opt.get("split"), r.pool().sources
+    if rule is not None:  # pinned or by time (kuration.pipeline.split_rules)
+        r.split_of = rule_splits(rule, cand_sources, infos, r.hz)
+        r.split_report = split_report(r.split_of, cand_sources, infos, r.hz)
+    else:
+        r.split_of = assign_splits(
+            cand_sources, r.opt["test_hours"] / total_h, r.opt["seed"], r.groups or None
+        )
     return {"rows_in": len(cand_sources), "rows_out": len(r.split_of)}
 
 
@@ -699,6 +706,7 @@ def build_config(r: HoursRun) -> dict[str, Any]:
             ),
             "splits": r.manifest["splits"],
             "split_of": dict(sorted(r.split_of.items())),
+            **({} if r.split_report is None else {"split_report": r.split_report}),
             "resume": r.resume_block,
             **_pool_parts(r),
         },

@@ -34,7 +34,7 @@ from ..contracts.segment import Segmenter
 from ..core.config import JobModel, validate_config
 from ..core.jsonio import loads_strict
 from ..core.remote import is_url, remote_exists
-from ..errors import AdapterError, JobError, KurationError
+from ..errors import AdapterError, JobError, KurationError, PipelineError
 from ..output.encoders import get_encoder
 from ..sources.base import InputAdapter, adapter_from_dict
 from ..sources.samples import (
@@ -44,6 +44,7 @@ from ..sources.samples import (
     cache_dir,
 )
 from .logical import HoursSelection
+from .split_rules import check_split_rule
 
 __all__ = ["job_encoder", "job_selection", "load_job", "parse_job", "resolve_sources"]
 
@@ -264,4 +265,22 @@ def job_selection(m: JobModel) -> HoursSelection:
         min_span_seconds=float(m.min_span_seconds),
         budget_time=m.budget_time,
         tie_break=m.tie_break,
+        split=None if m.split is None else _split_rule(m.split),
     )
+
+
+def _split_rule(m: Any) -> dict[str, Any]:
+    """The job's ``split`` as a checked rule (:func:`~kuration.pipeline.split_rules.check_split_rule`).
+
+    Raises
+    ------
+    JobError
+        A rule that does not hold (naming ``split``).
+    """
+    raw = m.model_dump(exclude_none=True)
+    try:
+        rule = check_split_rule(raw)
+    except PipelineError as exc:
+        raise JobError(str(exc), path="split") from None
+    assert rule is not None
+    return rule

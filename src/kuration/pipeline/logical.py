@@ -53,6 +53,7 @@ UNIT_DEFAULTS: dict[str, Any] = {
     "min_span_seconds": 0.0,
     "budget_time": "span",
     "tie_break": "name",
+    "split": None,
 }
 
 
@@ -95,6 +96,8 @@ class HoursSelection:
         Budgets count a candidate's whole span, or only its entity's present ticks.
     tie_break : {"name", "seed"}
         Equal priorities are ordered by source, entity and span, or by a seeded draw.
+    split : mapping, optional
+        A pinned or time-based split rule (:mod:`kuration.pipeline.split_rules`), checked.
     """
 
     train_hours: float
@@ -112,10 +115,12 @@ class HoursSelection:
     min_span_seconds: float = 0.0
     budget_time: str = "span"
     tie_break: str = "name"
+    split: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         d["group_of"] = dict(self.group_of) if isinstance(self.group_of, Mapping) else None
+        d["split"] = dict(self.split) if isinstance(self.split, Mapping) else None
         for k, v in UNIT_DEFAULTS.items():  # left out at their defaults: recorded bytes kept
             if d[k] == v:
                 del d[k]

@@ -59,6 +59,7 @@ from .logical import CountSelection, HoursSelection, PipelineOptions, SeamUse
 from .plan import PhysicalPlan
 from .planner import compile_plan
 from .pool import CurationResult, ExperimentResult
+from .split_rules import check_split_rule
 from .strategy import load_strategy
 
 if TYPE_CHECKING:
@@ -341,6 +342,8 @@ class Pipeline:
         ):
             raise PipelineError("group_of maps source ids to group names", step="sample")
         _check_units(options)
+        if options.get("split") is not None:
+            options = {**options, "split": check_split_rule(options["split"])}
         sel = HoursSelection(float(hours), float(test_hours), **options)
         return self._with(selection=sel)
 
