@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as hst
 
 from kuration import JobError, Pipeline, PipelineError, run_job
-from kuration.pipeline.job import load_job
-from kuration.pipeline.span_rules import drop_short, min_span_steps
+from kuration.pipeline.run.span_rules import drop_short, min_span_steps
+from kuration.pipeline.spec.job import load_job
 from kuration.selection.candidates import CandidateTable
 from kuration.selection.fill import fill_budgets
 

@@ -15,8 +15,8 @@ from scipy.stats import kstest
 
 from kuration import StrategyError, load_strategy, run_job
 from kuration.contracts.segment import Segment
-from kuration.pipeline.job import load_job
-from kuration.pipeline.pool import compare_strategies
+from kuration.pipeline.memory.pool import compare_strategies
+from kuration.pipeline.spec.job import load_job
 from kuration.selection.draws import candidate_key, seeded_uniform, segment_key
 from kuration.selection.methods import get_method
 from kuration.selection.select import method_seed
