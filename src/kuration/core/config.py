@@ -558,6 +558,8 @@ class JobModel(_Model):
     """What the hours budgets count: `span`, a candidate's whole extent (absent ticks included); `present`, only the ticks where its entity holds data (every `_s` figure of a split's budget block then counts present seconds)."""
     split: SplitModel | None = None
     """How sources are split: absent, a seeded draw stratified by group (test share = test_hours over all hours); or pinned/time rules (see Job `split`)."""
+    merge_adjacent_spans: bool = False
+    """Write the admitted spans of one track that touch (span k ends the tick before span k + 1 starts) as one track: it keeps the first span's `span_index`, first tick and features, and ends at the last one's end."""
     tie_break: Literal["name", "seed"] = "name"
     """How candidates of equal priority are ordered: `name` (source, entity, span) or `seed` (a draw from the job's seed keyed by source, entity and span, so no name order favours some sources)."""
     group_of: dict[str, str] | None = None

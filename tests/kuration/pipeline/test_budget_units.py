@@ -168,3 +168,53 @@ def test_the_review_audits_span_length(adsb_sources, tmp_path: Path) -> None:
     assert got["admitted"]["n"] == len(res.fill.admitted["train"])
     assert got["admitted"]["mean_s"] >= 120 and got["pool"]["n"] == len(res.fill.pools["train"])
     assert set(got["features"]) == set(res.fill.admitted["train"][0].features)
+
+
+def test_merge_adjacent_spans_writes_one_track_and_resumes(adsb_sources, tmp_path: Path) -> None:
+    """Touching admitted spans of one track become one written track, named by its first
+    span; the shards hold the same steps; a resume of the run reuses every shard, and a
+    resume without the option is a different run (its fingerprint names the option)."""
+    from kuration.pipeline.run.span_rules import merge_adjacent
+
+    strategy = json.loads((ROOT / "examples/adsb_quickstart/strategies/random.json").read_text())
+    keys = {"strategy": strategy, "budget": {"train_hours": 3.0, "test_hours": 1.0}}
+    plain = _run(_job(adsb_sources, **keys), tmp_path / "plain")
+    merged = _run(_job(adsb_sources, merge_adjacent_spans=True, **keys), tmp_path / "m")
+    tracks = {s: merged.manifest["splits"][s]["tracks"] for s in ("train", "test")}
+    before = {s: plain.manifest["splits"][s]["tracks"] for s in ("train", "test")}
+    assert sum(tracks.values()) < sum(before.values())
+    for s in ("train", "test"):
+        joined = merge_adjacent(merged.fill.admitted[s])
+        assert len(joined) == tracks[s]
+        assert sum(c.n_steps for c in joined) == sum(c.n_steps for c in merged.fill.admitted[s])
+        first_spans = {(c.source_id, c.entity_index): c.span_index for c in joined}
+        for c in merged.fill.admitted[s]:  # every joined track starts at an admitted span
+            assert (c.source_id, c.entity_index) in first_spans
+    for s in ("train", "test"):
+        assert merged.manifest["budget"][s]["emitted_s"] == plain.manifest["budget"][s]["emitted_s"]
+    assert merged.manifest["budget"]["merge_adjacent_spans"] is True
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        again = run_job(
+            _job(adsb_sources, merge_adjacent_spans=True, **keys), tmp_path / "m", resume=True
+        )
+    assert again.resume["rebuilt_shards"] == 0 and again.resume["reused_shards"] > 0
+    assert again.manifest == merged.manifest
+    assert merged.manifest["run_fingerprint"] != plain.manifest["run_fingerprint"]
+
+
+def test_merge_adjacent_joins_only_touching_spans() -> None:
+    from kuration.pipeline.run.span_rules import merge_adjacent
+    from kuration.selection.candidates import Candidate
+
+    def c(ent: int, k: int, first: int, last: int) -> Candidate:
+        return Candidate("s", f"e{ent}", ent, first, last, 1.0, {}, k)
+
+    got = merge_adjacent(
+        [c(0, 2, 20, 29), c(1, 0, 0, 9), c(0, 0, 0, 9), c(0, 1, 10, 19), c(1, 2, 20, 29)]
+    )
+    assert [(x.entity_index, x.span_index, x.first, x.last) for x in got] == [
+        (0, 0, 0, 29),  # spans 0-2 of e0 joined, placed where its first admitted span was
+        (1, 0, 0, 9),
+        (1, 2, 20, 29),  # e1's spans 0 and 2 do not touch
+    ]

@@ -731,6 +731,8 @@ def _check_units(options: Mapping[str, Any]) -> None:
     m = options.get("min_span_seconds", 0.0)
     if isinstance(m, bool) or not isinstance(m, int | float) or not math.isfinite(m) or m < 0:
         raise PipelineError(f"min_span_seconds must be a number >= 0, got {m!r}", step="sample")
+    if not isinstance(options.get("merge_adjacent_spans", False), bool):
+        raise PipelineError("merge_adjacent_spans must be true or false", step="sample")
     for key, allowed in (("budget_time", ("span", "present")), ("tie_break", ("name", "seed"))):
         v = options.get(key, allowed[0])
         if v not in allowed:

@@ -363,6 +363,7 @@ def _prepare(
         "min_span_seconds": sel.min_span_seconds,
         "budget_time": sel.budget_time,
         "tie_break": sel.tie_break,
+        "merge_adjacent_spans": sel.merge_adjacent_spans,
         "split": sel.split,
         "seed": o.seed,
         "workers": o.workers,

@@ -17,19 +17,21 @@ so a chunk gives the same rows as the whole table.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...selection.candidates import CandidateTable
+from ...selection.candidates import Candidate, CandidateTable
 from ...selection.draws import candidate_keys, draw_candidates, seeded_ranks
 from ...selection.select import method_seed
 
 if TYPE_CHECKING:
     from .state import HoursRun
 
-__all__ = ["apply_span_rules", "drop_short", "min_span_steps"]
+__all__ = ["apply_span_rules", "drop_short", "merge_adjacent", "min_span_steps"]
 
 
 def min_span_steps(min_span_seconds: float, hz: float) -> int:
@@ -96,3 +98,30 @@ def present_planned(r: HoursRun) -> list[Any]:
             (split, c, [{**e, "n_steps": int(k)} for e, k in zip(entries, n.tolist(), strict=True)])
         )
     return out
+
+
+def merge_adjacent(admitted: Sequence[Candidate]) -> list[Candidate]:
+    """Admitted spans of one track that touch, written as one (``merge_adjacent_spans``).
+
+    Spans of one ``(source_id, entity_index)`` are sorted by ``first``; a span that starts
+    the tick after the previous one's ``last`` joins it.  The merged candidate is the first
+    span's (its ``span_index``, ``first``, priority and features: its id in the manifest is
+    that span's) with the last span's ``last``.  Merged tracks come in the order of their
+    first span's admission; a span that touches no other is returned as it is.
+    """
+    by_track: dict[tuple[str, int], list[tuple[int, Candidate]]] = {}
+    for i, c in enumerate(admitted):
+        by_track.setdefault((c.source_id, c.entity_index), []).append((i, c))
+    out: list[tuple[int, Candidate]] = []
+    for spans in by_track.values():
+        spans.sort(key=lambda x: x[1].first)
+        head_i, head = spans[0]
+        for i, c in spans[1:]:
+            if c.first == head.last + 1:
+                head, head_i = dataclasses.replace(head, last=c.last), min(head_i, i)
+                continue
+            out.append((head_i, head))
+            head_i, head = i, c
+        out.append((head_i, head))
+    out.sort(key=lambda x: x[0])
+    return [c for _, c in out]

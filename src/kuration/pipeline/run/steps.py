@@ -69,7 +69,7 @@ from ..spec.plan import PhysicalPlan, StageTelemetry
 from ..spec.split_rules import rule_splits, split_report
 from .presence_report import presence_budget
 from .scoring import score_sources
-from .span_rules import apply_span_rules, present_planned
+from .span_rules import apply_span_rules, merge_adjacent, present_planned
 from .stage_local import stage_here
 from .stage_packed import stage_packed
 from .stage_parallel import parallel_stage_possible, stage_in_workers
@@ -282,7 +282,10 @@ def step_shard_plan(r: HoursRun) -> dict[str, Any]:
     """Every shard's manifest entry, minus size and checksum; settles each split's binding."""
     pool, fill = r.pool(), r.filled()
     for split in SPLITS:
-        for c in fill.admitted[split]:
+        admitted = fill.admitted[split]
+        if r.opt.get("merge_adjacent_spans"):
+            admitted = merge_adjacent(admitted)
+        for c in admitted:
             planned = plan_entries(
                 source_id=c.source_id,
                 entity_id=c.entity_id,

@@ -265,6 +265,7 @@ def job_selection(m: JobModel) -> HoursSelection:
         min_span_seconds=float(m.min_span_seconds),
         budget_time=m.budget_time,
         tie_break=m.tie_break,
+        merge_adjacent_spans=m.merge_adjacent_spans,
         split=None if m.split is None else _split_rule(m.split),
     )
 

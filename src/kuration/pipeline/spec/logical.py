@@ -54,6 +54,7 @@ UNIT_DEFAULTS: dict[str, Any] = {
     "budget_time": "span",
     "tie_break": "name",
     "split": None,
+    "merge_adjacent_spans": False,
 }
 
 
@@ -96,6 +97,8 @@ class HoursSelection:
         Budgets count a candidate's whole span, or only its entity's present ticks.
     tie_break : {"name", "seed"}
         Equal priorities are ordered by source, entity and span, or by a seeded draw.
+    merge_adjacent_spans : bool
+        Write touching admitted spans of one track as one track (the first span's id).
     split : mapping, optional
         A pinned or time-based split rule (:mod:`kuration.pipeline.spec.split_rules`), checked.
     """
@@ -116,6 +119,7 @@ class HoursSelection:
     budget_time: str = "span"
     tie_break: str = "name"
     split: Mapping[str, Any] | None = None
+    merge_adjacent_spans: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
