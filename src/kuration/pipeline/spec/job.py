@@ -225,6 +225,15 @@ def job_components(raw: Mapping[str, Any]) -> tuple[SchemaSpec, InputAdapter, Se
         segmenter = Segmenter(**seg_opts)
     except KurationError as exc:
         raise JobError(f"segmenter: {exc}", path="segmenter") from None
+    if segmenter.present_where is not None:
+        name = segmenter.present_where[0]
+        ok = [f.name for f in schema.fields if f.kind != "vector" or f.dims == 1]
+        if name not in ok:
+            raise JobError(
+                f"segmenter.present_where.field {name!r} is no scalar field of the schema "
+                f"({', '.join(ok)})",
+                path="segmenter.present_where.field",
+            )
     return schema, adapter, segmenter
 
 
