@@ -75,6 +75,15 @@ class InputAdapter(ABC):
     #: ids the job named itself (``sources: {"named": {id: path}}``)
     _named_ids: Mapping[str, str] | None = None
 
+    def expand(self, uri: str) -> list[str]:
+        """The sources a listed ``uri`` stands for (default: itself).
+
+        An adapter over a container of many sources (a LeRobot dataset folder:
+        one source per episode) lists them here; the job's source list is
+        expanded before anything is read.
+        """
+        return [uri]
+
     def source_id(self, uri: str) -> str:
         """A stable id for the source: the one :meth:`assign_source_ids` gave it, else
         :func:`file_source_id` (the file's name without its format suffix)."""

@@ -138,6 +138,15 @@ def _resolve_registries(raw: dict[str, Any], base: Path) -> None:
 
 
 def resolve_sources(spec: Any, base: Path, *, adapter: InputAdapter | None = None) -> list[str]:
+    """The job's sources, each expanded by the adapter (:meth:`InputAdapter.expand`: a
+    LeRobot dataset folder becomes one source per episode); see :func:`_listed_sources`."""
+    listed = _listed_sources(spec, base, adapter=adapter)
+    if adapter is None:
+        return listed
+    return [s for uri in listed for s in adapter.expand(uri)]
+
+
+def _listed_sources(spec: Any, base: Path, *, adapter: InputAdapter | None = None) -> list[str]:
     """Expand the job's ``sources`` into a sorted list of paths.
 
     ``timenet://org/name@version`` entries become one URI per TimeNet record
@@ -187,7 +196,7 @@ def resolve_sources(spec: Any, base: Path, *, adapter: InputAdapter | None = Non
                 if s.startswith("timenet://"):
                     out.extend(expand_source(s, registries=regs))
                 else:
-                    out.extend(resolve_sources([s], base))
+                    out.extend(_listed_sources([s], base))
             return out
         # remote objects (s3://...) stay URLs: never joined onto the job folder
         paths = [s if os.path.isabs(s) or is_url(s) else str(base / s) for s in spec]
