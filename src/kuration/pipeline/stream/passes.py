@@ -171,8 +171,9 @@ def _stream_one(
     ts = TickStream(adapter, uri, batch_rows=batch_rows)
     ext = _Extents()
     segs: list[Segment] = []
-    for seg, window in segmenter.stream(ts.source_id, ext.watch(ts.blocks())):
-        one = Segment(seg.source_id, 0, seg.n_steps)
+    blocks = (segmenter.presence(b) for b in ts.blocks())  # present_where, when set
+    for seg, window in segmenter.stream(ts.source_id, ext.watch(blocks)):
+        one = Segment(seg.source_id, 0, seg.n_steps, entity=seg.entity)
         engine.score_segments(window, [one])
         seg.features = one.features
         segs.append(seg)
