@@ -692,7 +692,9 @@ class SnapCollisionWarning(KurationWarning):
 
 
 class NonExclusiveLeaseWarning(KurationWarning):
-    """A remote backend cannot create ``.kuration-writer.lock`` exclusively."""
+    """A remote backend cannot create ``.kuration-writer.lock`` exclusively and the user
+    accepted that (``KURATION_NON_EXCLUSIVE_LEASE=accept-racing-writers``); without that
+    choice such a backend is a :class:`DestinationError`."""
 
 
 class PluginWarning(KurationWarning):

@@ -524,7 +524,7 @@ class JobModel(_Model):
     executor: Literal["local", "process", "process-pool", "ray"] | None = None
     """Where the workers run: `local` (this process), `process` (a spawn-based pool; `process-pool` is the older name) or `ray` (the `[ray]` extra); default `local` for one worker, `process` for more."""
     ray_address: str | None = None
-    """The Ray cluster of `executor: "ray"` (default: start a local one of `workers` CPUs)."""
+    """The Ray cluster to join for `executor: "ray"`; without it a private one of `workers` CPUs is started (no `RAY_ADDRESS` or cluster file is read)."""
     streaming: bool = False
     """Read each source lazily in two passes (time-ordered CSV/Parquet; the artifact is the same)."""
     memory_budget: Annotated[ByteSize, Field(gt=0)] | None = None
