@@ -692,9 +692,7 @@ class SnapCollisionWarning(KurationWarning):
 
 
 class NonExclusiveLeaseWarning(KurationWarning):
-    """A remote backend cannot create ``.kuration-writer.lock`` exclusively and the user
-    accepted that (``KURATION_NON_EXCLUSIVE_LEASE=accept-racing-writers``); without that
-    choice such a backend is a :class:`DestinationError`."""
+    """A lease taken by check-then-create, as KURATION_NON_EXCLUSIVE_LEASE accepted."""
 
 
 class PluginWarning(KurationWarning):
