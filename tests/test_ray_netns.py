@@ -4,8 +4,10 @@ in the middle of the Ray tests still leaves pytest a result per test and its sum
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -54,15 +56,21 @@ def test_a_dead_cluster_mid_suite_still_ends_with_a_summary(tmp_path: Path) -> N
     (tmp_path / "test_dies.py").write_text(_TESTS)
     env = {k: v for k, v in os.environ.items() if k != "KURATION_NETNS_REPORTS"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfEs"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    # the cluster that dies is never stopped: its temp dir goes where it is removed below
+    # (a short path: Ray's sockets live there)
+    env["TMPDIR"] = temp = tempfile.mkdtemp(prefix="kur-netns-", dir="/tmp")
+    try:
+        run = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfEs"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
     out = run.stdout
     assert run.returncode == 1, out + run.stderr
     assert "3 failed, 1 passed" in out.splitlines()[-1], out
