@@ -28,7 +28,9 @@ from ..errors import SourceError
 
 __all__ = ["ipc_bytes", "is_memory_source", "spill_sources", "to_arrow"]
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+# dots are allowed so a frame can carry a file's stem (``run.2024.01``); no '/', no
+# leading dot and no ".." keep the name one plain file name under its cache folder
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
 def _is_rows(obj: Any) -> bool:
@@ -69,8 +71,10 @@ def to_arrow(obj: Any) -> pa.Table:
         if type(obj).__module__.split(".")[0] == "pandas":
             return pa.Table.from_pandas(obj, preserve_index=False)
     except (pa.ArrowException, TypeError, ValueError) as exc:
-        raise SourceError(f"cannot turn the in-memory source into an Arrow table: {exc}") from exc
-    raise SourceError(f"not an in-memory source: {type(obj).__name__}")
+        raise SourceError(
+            f"cannot turn the in-memory source into an Arrow table: {exc}", source="<memory>"
+        ) from exc
+    raise SourceError(f"not an in-memory source: {type(obj).__name__}", source="<memory>")
 
 
 def ipc_bytes(table: pa.Table) -> bytes:
@@ -85,10 +89,11 @@ def _spill(obj: Any, name: str | None, root: Path) -> str:
     data = ipc_bytes(to_arrow(obj))
     digest = hashlib.sha256(data).hexdigest()
     name = name or f"memory-{digest[:12]}"
-    if not _NAME.match(name):
+    if not _NAME.match(name) or ".." in name:
         raise SourceError(
-            f"in-memory source name {name!r}: use letters, digits, '_' and '-' (it is the "
-            "source id)"
+            f"in-memory source name {name!r}: use letters, digits, '_', '-' and '.', starting "
+            "with a letter or digit, no '..' (it is the source id)",
+            source=name,
         )
     path = root / digest / f"{name}.arrows"
     if not path.exists():
@@ -133,5 +138,7 @@ def spill_sources(sources: Any, root: str | os.PathLike[str] | None = None) -> l
         if all(mem):
             return [_spill(s, None, base) for s in sources]
         if any(mem):
-            raise SourceError("sources mix in-memory objects and paths: give one kind")
+            raise SourceError(
+                "sources mix in-memory objects and paths: give one kind", source="<memory>"
+            )
     return None
