@@ -52,7 +52,7 @@ from ...output.encoders import get_encoder
 from ...output.presets import resolve_output
 from ...output.spec import OutputSpec
 from ...selection.strategy import Strategy
-from ...sources.base import InputAdapter, adapter_from_dict
+from ...sources.base import InputAdapter, adapter_from_dict, file_source_id
 from ...sources.memory import spill_sources
 from ...tools.analyzers import get_analyzer
 from ..disk.pool import DiskSelection
@@ -174,7 +174,9 @@ class Pipeline:
             raise PipelineError("schema= differs from the adapter's schema", step="source")
         spilled = spill_sources(sources)
         if spilled is not None:  # DataFrames, Arrow tables, rows: Arrow IPC files in the cache
-            sources = {"uris": spilled}
+            # named, so each frame's id is its given name (its file's stem), not its
+            # path relative to the cache folders the frames share
+            sources = {"named": {file_source_id(p): p for p in dict.fromkeys(spilled)}}
         _check_sources(sources)
         if isinstance(sources, list | tuple):
             sources = [os.fspath(s) for s in sources]
