@@ -83,6 +83,40 @@ def test_an_interrupted_write_keeps_its_staged_work_for_resume(
     assert artifact_hash(out) == artifact_hash(tmp_path / "fresh")
 
 
+def _ctrl_c_at_first_event(event: dict) -> None:
+    """A Ctrl-C once the run holds its destination, before anything is staged."""
+    if event["phase"] == "scoring":
+        raise KeyboardInterrupt
+
+
+def test_an_early_ctrl_c_says_nothing_was_written(
+    small_job: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        run_job(small_job, out, progress=_ctrl_c_at_first_event)
+    err = capsys.readouterr().err
+    assert not out.exists()
+    assert "nothing was written" in err and "staged work only" not in err, err
+
+
+def test_a_ctrl_c_during_force_says_the_old_dataset_is_intact(
+    small_job: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = {**small_job, "span_seconds": 60}
+    out = tmp_path / "out"
+    run_job(job, out)
+    before = artifact_hash(out)
+    capsys.readouterr()
+    with pytest.raises(KeyboardInterrupt):
+        run_job(job, out, force=True, progress=_ctrl_c_at_first_event)
+    err = capsys.readouterr().err
+    assert "still holds its committed dataset, unchanged" in err, err
+    assert "staged work only" not in err
+    assert artifact_hash(out) == before
+    next(iter_shards(out, split="train"))  # readers still accept it
+
+
 def test_a_resumed_dataset_diffs_identical_to_an_uninterrupted_one(
     small_job: dict, tmp_path: Path
 ) -> None:

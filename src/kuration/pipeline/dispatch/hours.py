@@ -45,7 +45,14 @@ from ...errors import (
     OutputSpecError,
     StreamingError,
 )
-from ...output.commit import LOCK_NAME, WriterLease, destination_path, remove_tree
+from ...output.commit import (
+    LOCK_NAME,
+    STAGING_NAME,
+    WriterLease,
+    destination_path,
+    read_commit,
+    remove_tree,
+)
 from ...output.containers import require_container
 from ...output.encoders import PassthroughEncoder
 from ...output.spec import OutputSpec
@@ -326,14 +333,6 @@ def _after_failure(r: HoursRun, root: Path, lease: WriterLease, exc: BaseExcepti
         interrupted = is_interrupt(exc)  # DuckDB reports a Ctrl-C as its own error
         if not r.published and lease.created and not interrupted:
             remove_tree(root, keep={LOCK_NAME})  # a destination this run created holds nothing else
-        if interrupted and not r.published:
-            # the staged shards (and disk partitions) stay for resume; without a commit
-            # record no reader accepts the destination
-            print(
-                f"kuration: interrupted; {root} holds the staged work only: rerun with "
-                "resume (kur run --resume) to continue, or force to start over",
-                file=sys.stderr,
-            )
         if r.published:
             print(
                 f"kuration: the run stopped while publishing; {root} is left in state "
@@ -345,6 +344,36 @@ def _after_failure(r: HoursRun, root: Path, lease: WriterLease, exc: BaseExcepti
         exc.add_note(f"cleaning up {root} failed too: {cleanup}")
     finally:
         lease.release(cleanup=not r.published)
+    if is_interrupt(exc) and not r.published:
+        print(f"kuration: interrupted; {_left_behind(root)}", file=sys.stderr)
+
+
+def _left_behind(root: Path) -> str:
+    """What an interrupted, unpublished run left at ``root`` (read after the lease's
+    cleanup, so the sentence describes the folder as the user finds it)."""
+    if not root.exists():
+        return f"nothing was written ({root} does not exist): rerun the same command"
+    try:
+        rec, _ = read_commit(root)
+    except (OSError, KurationError):
+        rec = None
+    staged = (root / STAGING_NAME).is_dir() and any((root / STAGING_NAME).iterdir())
+    if rec is not None and rec.get("state") == "committed":
+        keep = f"{root} still holds its committed dataset, unchanged"
+        if staged:
+            return (
+                f"{keep}; this run's staged work is kept beside it: rerun with resume "
+                "(kur run --resume) to continue replacing it, or force to start over"
+            )
+        return f"{keep}; nothing of this run was staged: rerun the same command to replace it"
+    if staged:
+        # the staged shards (and disk partitions) stay for resume; without a commit
+        # record no reader accepts the destination
+        return (
+            f"{root} holds the staged work only: rerun with resume (kur run --resume) to "
+            "continue, or force to start over"
+        )
+    return f"nothing of this run was staged in {root}: rerun the same command"
 
 
 def _result(r: HoursRun, where: Path | str) -> DatasetWriteResult:
