@@ -97,3 +97,11 @@ def test_duplicates_raise_names_the_option() -> None:
     assert list(order) == [0, 1, 3] and t_new is None and counts == {"duplicates_dropped": 1}
     order, t_new, counts = resolve_duplicates("retime", np.arange(4), t, ent, error)
     assert t_new is not None and counts == {"retimed": 1} and len(set(t_new)) == 4
+
+
+def test_one_repeated_time_in_regular_data_is_not_irregular() -> None:
+    # a duplicate's zero step is the duplicates policy's business, not a step of the grid
+    t = np.concatenate([np.arange(0.0, 50.0), [49.0], np.arange(50.0, 100.0)])
+    rc = choose_rate(t, np.zeros(t.size, dtype=np.int64), coarse=False)
+    assert rc.hz == 1.0 and rc.regular and rc.collisions == 0
+    assert not any("irregular" in line for line in rc.lines), rc.lines
