@@ -223,7 +223,8 @@ def _add_init(p: argparse.ArgumentParser) -> None:
         "inputs",
         nargs="+",
         metavar="PATH",
-        help="CSV, Parquet, GPX, JSON-lines or WFDB (.hea) files, or one timenet:// reference",
+        help="CSV, Parquet, GPX, JSON-lines or WFDB (.hea) files, folders of them, or one "
+        "timenet:// reference",
     )
     p.add_argument("--out", required=True, help="job folder to write")
     p.add_argument("--units", metavar="FILE", help="hint file: JSON object of column to pint unit")

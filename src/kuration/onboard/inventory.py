@@ -98,6 +98,39 @@ class Inventory:
         return [os.path.relpath(Path(p).resolve(), out) for p in self.inputs]
 
 
+def _data_files(paths: Sequence[Path]) -> list[Path]:
+    """``paths`` with each folder replaced by its data files (known suffixes, hidden
+    files and folders left out), sorted so the job lists them in one order everywhere.
+
+    Raises
+    ------
+    InitError
+        A folder with no data file.
+    """
+    from ..sources._formats import FORMATS
+
+    ends = tuple(e for group in FORMATS.values() for e in group)
+    out: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            out.append(path)
+            continue
+        found = sorted(
+            p
+            for p in path.rglob("*")
+            if p.is_file()
+            and p.name.lower().endswith(ends)
+            and not any(part.startswith(".") for part in p.relative_to(path).parts)
+        )
+        if not found:
+            raise InitError(
+                f"{path}: a folder with no CSV, Parquet, GPX, JSON-lines or WFDB (.hea) file",
+                source=str(path),
+            )
+        out.extend(found)
+    return out
+
+
 def _read(path: Path) -> pa.Table:
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
@@ -288,6 +321,7 @@ def inventory_files(
     InitError
         An unreadable file, no time column, a bad unit, a file without the first's columns.
     """
+    paths = _data_files(paths)
     first = _read(paths[0])
     where = str(paths[0])
     forced = time_unit or _time_hint(hints, time_column)
