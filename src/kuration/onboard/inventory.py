@@ -170,6 +170,16 @@ def _kind(t: pa.DataType) -> str:
     return "other"
 
 
+def _headerless(names: Sequence[str]) -> bool:
+    """Whether every column name reads as a number: a first row of data taken for a header."""
+    for n in names:
+        try:
+            float(n)
+        except ValueError:
+            return False
+    return bool(names)
+
+
 def _time_column(
     table: pa.Table, forced: str | None, where: str, forced_unit: str | None = None
 ) -> tuple[str, str | None, str]:
@@ -186,6 +196,13 @@ def _time_column(
             for n in names
             if _TIME.search(n) and _kind(table.schema.field(n).type) in ("int", "float")
         ]
+    if not cands and _headerless(names):
+        raise InitError(
+            f"{where}: the file looks headerless (its first row, {names[:4]}, is all numbers, "
+            "so it was read as column names); add a first line naming the columns (e.g. "
+            "time,value) and rerun kur init",
+            source=where,
+        )
     if not cands:
         raise InitError(
             f"{where}: no time column (no timestamp column and no numeric column named like a "

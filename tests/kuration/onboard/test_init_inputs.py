@@ -33,3 +33,11 @@ def test_a_folder_without_data_files_says_so(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(InitError, match="a folder with no CSV"):
         init_job([tmp_path / "empty"], tmp_path / "job")
+
+
+def test_a_headerless_csv_says_it_looks_headerless(tmp_path: Path) -> None:
+    path = _csv(tmp_path / "raw.csv", header=False)
+    with pytest.raises(InitError, match="looks headerless") as info:
+        init_job([path], tmp_path / "job")
+    assert "no time column" not in str(info.value)
+    assert "add a first line naming the columns" in str(info.value)
