@@ -82,10 +82,49 @@ def time_unit(name: str, values: np.ndarray, forced: str | None = None) -> tuple
                 f"only in {unit})"
             )
     span = hi - lo
+    step = _median_step(v)
+    if _a_millisecond_timer(name, step):
+        return "ms", (
+            f"{seen}: relative milliseconds (a span of {span:.6g}, too small for an epoch; "
+            f"the median step {step:.6g} is {_timer_evidence(name, step)}: "
+            f"{1e3 / step:.4g} Hz over {span / 3.6e6:.3g} h in ms, against "
+            f"{1 / step:.4g} Hz over {span / 3600:.3g} h in s; pass --time-unit s for seconds)"
+        )
     return "s", (
         f"{seen}: relative seconds (a span of {span:.6g}, too small for an epoch; if these "
         "are milliseconds pass --time-unit ms)"
     )
+
+
+#: names of a device's running clock, which counts milliseconds more often than seconds
+_TIMER = re.compile(r"timer|tick|clock|elapsed|millis", re.I)
+
+
+def _median_step(v: np.ndarray) -> float:
+    d = np.diff(np.sort(v))
+    d = d[d > 0]
+    return float(np.median(d)) if d.size else 0.0
+
+
+def _a_millisecond_timer(name: str, step: float) -> bool:
+    """Whether relative times with median step ``step`` read better as milliseconds.
+
+    In seconds a step of 1 .. 100 is a rate of 0.01 .. 1 Hz; in milliseconds, 10 ..
+    1000 Hz, the usual range of sampled sensors.  Loggers that sample that slowly stamp
+    whole seconds, so a fractional step (8.548: a 117 Hz clock counted in ms) or a
+    timer-like column name tips it to milliseconds; a whole step with a plain name stays
+    seconds.
+    """
+    if not 1.0 <= step <= 100.0:
+        return False
+    fractional = abs(step - round(step)) > 1e-3 * step
+    return fractional or bool(_TIMER.search(name))
+
+
+def _timer_evidence(name: str, step: float) -> str:
+    if abs(step - round(step)) > 1e-3 * step:
+        return "not a whole number of seconds, which slow loggers stamping seconds rarely give"
+    return f"whole, and the name {name!r} reads as a device timer"
 
 
 def collisions_at(t: np.ndarray, ent: np.ndarray, hz: float) -> int:

@@ -41,3 +41,22 @@ def test_a_headerless_csv_says_it_looks_headerless(tmp_path: Path) -> None:
         init_job([path], tmp_path / "job")
     assert "no time column" not in str(info.value)
     assert "add a first line naming the columns" in str(info.value)
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_heartpy_data2_timer_is_milliseconds(tmp_path: Path, capsys) -> None:
+    """heartpy 1.2.7's data2.csv (GPL-3.0, https://pypi.org/project/heartpy/1.2.7/): an
+    ECG whose 'timer' column counts milliseconds at about 117 Hz."""
+    from kuration.sources.foreign import FOREIGN
+    from kuration.sources.samples import fetch_wheel, read_member
+
+    path = tmp_path / "data2.csv"
+    path.write_bytes(read_member(fetch_wheel(FOREIGN["ppg"].sample), "heartpy/data/data2.csv"))
+    from kuration.cli.main import main as kur_main
+
+    assert kur_main(["init", str(path), "--out", str(tmp_path / "job")]) == 0
+    out = capsys.readouterr().out
+    schema = json.loads((tmp_path / "job" / "schema.json").read_text())
+    assert abs(schema["sample_hz"] / 117.0 - 1) < 0.01, schema["sample_hz"]
+    assert "relative milliseconds" in out and "--time-unit s" in out

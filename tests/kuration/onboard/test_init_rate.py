@@ -35,8 +35,26 @@ def test_a_given_time_unit_wins_and_says_so() -> None:
 
 
 def test_relative_times_say_how_to_read_them_as_milliseconds() -> None:
-    _unit, why = time_unit("timer", np.array([0.0, 8.5, 17.1]))
-    assert "--time-unit ms" in why
+    _unit, why = time_unit("t", np.array([0.0, 5.0, 10.0]))
+    assert _unit == "s" and "--time-unit ms" in why
+
+
+def test_a_fractional_step_of_a_few_units_is_a_millisecond_timer() -> None:
+    # heartpy's data2.csv: 'timer' 0 .. 128210 in steps of 8.548, a 117 Hz ECG in ms
+    v = np.arange(15000) * 8.5479032
+    unit, why = time_unit("timer", v)
+    assert unit == "ms", why
+    assert "117 Hz" in why and "0.117 Hz" in why and "--time-unit s" in why
+    assert time_unit("x", v)[0] == "ms"  # the fractional step alone tips it
+    assert time_unit("timer", v, "s")[0] == "s"  # --time-unit still overrides
+
+
+@pytest.mark.parametrize(
+    ("name", "step", "unit"),
+    [("t", 5.0, "s"), ("t", 60.0, "s"), ("tick", 4.0, "ms"), ("t", 0.04, "s"), ("t", 250.0, "s")],
+)
+def test_whole_steps_stay_seconds_unless_named_a_timer(name: str, step: float, unit: str) -> None:
+    assert time_unit(name, np.arange(2000) * step)[0] == unit
 
 
 @settings(max_examples=60, deadline=None)
