@@ -313,6 +313,8 @@ class TimeseriesAdapterModel(_Model):
     """The column naming the entity (absent: one entity per source)."""
     time_unit: Literal["s", "ms", "us", "ns"] = "s"
     """Unit of a numeric time column."""
+    time_format: str | None = None
+    """A strptime format for text times that are not ISO 8601 (`%Y/%m/%d %H:%M`); naive times are UTC."""
     globals: dict[str, Columns] | None = None
     """Schema global to its column(s)."""
     events: dict[str, str] | None = None

@@ -68,6 +68,8 @@ def adapter_options(inv: Inventory, fields: Sequence[FieldGuess], out: Path) -> 
         ad = {"type": "timeseries", "time_column": str(inv.time_column)}
         if inv.time_unit:
             ad["time_unit"] = inv.time_unit
+        if inv.time_format:
+            ad["time_format"] = inv.time_format
         if inv.entity_column:
             ad["entity_column"] = inv.entity_column
         ad["fields"] = mapping

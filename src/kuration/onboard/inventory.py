@@ -66,6 +66,7 @@ class Inventory:
     lines: tuple[str, ...]
     time_column: str | None = None
     time_unit: str | None = None
+    time_format: str | None = None
     entity_column: str | None = None
     duplicates: bool = False
     irregular: bool = False
@@ -180,22 +181,89 @@ def _headerless(names: Sequence[str]) -> bool:
     return bool(names)
 
 
+def _is_stamp(t: pa.DataType) -> bool:
+    return pa.types.is_timestamp(t) or pa.types.is_date(t)
+
+
+def _text_format(table: pa.Table, name: str, where: str) -> tuple[str, str]:
+    """(strptime format, evidence) of a text time column: the first of TIME_FORMATS that
+    reads every value.
+
+    Raises
+    ------
+    InitError
+        ISO-looking text with a value that names no instant (naming its row), or text
+        no format reads (naming the option to set).
+    """
+    from ..errors import SourceError
+    from ..sources._timeunit import TIME_FORMAT_HINT, parse_text_times, text_time_error
+
+    col = table.column(name).combine_chunks()
+    for fmt in TIME_FORMATS:
+        try:
+            parse_text_times(col, fmt, name, where)
+        except SourceError:
+            continue
+        return fmt, (
+            f"time column: {name} (text read with time_format {fmt!r}, the first of "
+            f"{len(TIME_FORMATS)} common formats that reads every value; set time_format "
+            "in the adapter if the day and month are the other way round)"
+        )
+    exc = text_time_error(col, name, where)
+    if "not a number or an ISO 8601 time" in str(exc) or exc.row is None:
+        raise InitError(
+            f"{where}: time column {name!r} is text in no common format "
+            f"(row 0: {col[0].as_py()!r}); {TIME_FORMAT_HINT}, or name another with --time",
+            source=where,
+        )
+    raise InitError(str(exc), source=where)
+
+
+#: text time formats kur init tries, in order (day-first before month-first: ISO 8601's order)
+TIME_FORMATS = (
+    "%Y-%m-%d",
+    "%Y-%m-%d %H:%M",
+    "%Y-%m-%d %H:%M:%S",
+    "%Y/%m/%d",
+    "%Y/%m/%d %H:%M",
+    "%Y/%m/%d %H:%M:%S",
+    "%d/%m/%Y",
+    "%d/%m/%Y %H:%M",
+    "%d/%m/%Y %H:%M:%S",
+    "%m/%d/%Y",
+    "%m/%d/%Y %H:%M",
+    "%m/%d/%Y %H:%M:%S",
+    "%d.%m.%Y",
+    "%d.%m.%Y %H:%M",
+    "%b %d %Y",
+    "%d %b %Y",
+    "%Y%m%d",
+)
+
+
 def _time_column(
     table: pa.Table, forced: str | None, where: str, forced_unit: str | None = None
-) -> tuple[str, str | None, str]:
-    """(column, time_unit for numbers or None for timestamps, evidence)."""
+) -> tuple[str, str | None, str, str | None]:
+    """(column, time_unit for numbers or None for timestamps, evidence, strptime format
+    of a text column or None)."""
     names = table.column_names
+    texts: list[str] = []
     if forced is not None:
         if forced not in names:
             raise InitError(f"{where}: no column {forced!r} (columns: {names})", source=where)
         cands = [forced]
     else:
-        stamps = [n for n in names if pa.types.is_timestamp(table.schema.field(n).type)]
+        stamps = [n for n in names if _is_stamp(table.schema.field(n).type)]
         cands = stamps or [
             n
             for n in names
             if _TIME.search(n) and _kind(table.schema.field(n).type) in ("int", "float")
         ]
+        texts = [
+            n for n in names if _TIME.search(n) and _kind(table.schema.field(n).type) == "text"
+        ]
+    if not cands and texts:
+        cands = texts[:1]
     if not cands and _headerless(names):
         raise InitError(
             f"{where}: the file looks headerless (its first row, {names[:4]}, is all numbers, "
@@ -212,14 +280,19 @@ def _time_column(
     name = sorted(cands, key=lambda n: (not _TIME.search(n), names.index(n)))[0]
     typ = table.schema.field(name).type
     if pa.types.is_timestamp(typ):
-        return name, None, f"time column: {name} ({typ}: a timestamp column)"
+        return name, None, f"time column: {name} ({typ}: a timestamp column)", None
+    if pa.types.is_date(typ):
+        return name, None, f"time column: {name} ({typ}: dates, read as midnight UTC)", None
+    if _kind(typ) == "text":
+        fmt, why = _text_format(table, name, where)
+        return name, None, why, fmt
     if _kind(typ) not in ("int", "float"):
         raise InitError(f"{where}: time column {name!r} has type {typ}", source=where)
     values = np.asarray(
         pc.cast(table.column(name), pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64
     )
     unit, why = time_unit(name, values, forced_unit)
-    return name, unit, f"time column: {name} ({typ}, {why})"
+    return name, unit, f"time column: {name} ({typ}, {why})", None
 
 
 def _entity_column(
@@ -248,7 +321,17 @@ def _entity_column(
     return None, "entity column: none found (each file is one entity)"
 
 
-def _seconds(col: pa.ChunkedArray, unit: str | None) -> np.ndarray:
+def _seconds(
+    col: pa.ChunkedArray, unit: str | None, fmt: str | None = None, where: str = ""
+) -> np.ndarray:
+    if fmt is not None:
+        from ..errors import SourceError
+        from ..sources._timeunit import parse_text_times
+
+        try:
+            col = parse_text_times(col.combine_chunks(), fmt, "time", where)
+        except SourceError as exc:
+            raise InitError(str(exc), source=where) from None
     if unit is None:
         ns = pc.cast(pc.cast(col, pa.timestamp("ns")), pa.int64())
         return np.asarray(ns.to_numpy(zero_copy_only=False), dtype=np.float64) / 1e9
@@ -342,10 +425,10 @@ def inventory_files(
     first = _read(paths[0])
     where = str(paths[0])
     forced = time_unit or _time_hint(hints, time_column)
-    time, unit, t_line = _time_column(first, time_column, where, forced)
+    time, unit, t_line, fmt = _time_column(first, time_column, where, forced)
     if unit is not None and forced is None and time in hints:
         forced = _time_hint(hints, time)
-        time, unit, t_line = _time_column(first, time, where, forced)
+        time, unit, t_line, fmt = _time_column(first, time, where, forced)
     entity, e_line = _entity_column(first, time, entity_column, where)
     hints = {k: v for k, v in hints.items() if k != time}
     hints_left = set(hints) - set(first.column_names)
@@ -360,7 +443,7 @@ def inventory_files(
         lacking = [c for c in need if c not in table.column_names]
         if lacking:
             raise InitError(f"{path}: no column {lacking[0]!r}", source=str(path))
-        t = _seconds(table.column(time), unit)
+        t = _seconds(table.column(time), unit, fmt, str(path))
         if entity:
             codes = np.asarray(
                 pc.dictionary_encode(pc.cast(table.column(entity), pa.string()))
@@ -394,6 +477,7 @@ def inventory_files(
         lines=tuple(lines),
         time_column=time,
         time_unit=unit,
+        time_format=fmt,
         entity_column=entity,
         duplicates=bool(dups),
         irregular=stats["regular"] < 0.9,

@@ -144,7 +144,7 @@ def text_time_error(col: pa.Array, name: str, src: str) -> SourceError:
         r = int(np.flatnonzero(~ok)[0])
         return SourceError(
             f"time column {name!r} is text and row {r} holds {value(r)}, not a number "
-            "or an ISO 8601 time",
+            f"or an ISO 8601 time; {TIME_FORMAT_HINT}",
             source=src,
             row=r,
         )
@@ -218,3 +218,48 @@ def shown_time(col: pa.ChunkedArray, r: int, seconds: float) -> str:
     if _ERA[0] <= seconds <= _ERA[1]:
         return _iso(seconds)
     return f"{seconds!r} s"
+
+
+#: what a text-time error suggests: the adapter option and a few formats
+TIME_FORMAT_HINT = (
+    "give its format as the adapter option time_format (a strptime format, e.g. "
+    "'%Y/%m/%d %H:%M' or '%b %d %Y')"
+)
+
+
+def parse_text_times(col: pa.Array, fmt: str, name: str, src: str) -> pa.Array:
+    """Text times read with the strptime format ``fmt``, as a ``timestamp[us]`` array
+    (UTC; naive text is read as UTC).
+
+    Arrow's strptime rolls an impossible date over (``2020/02/30`` becomes March 1st),
+    so a value whose parse does not print back as the text is checked again with
+    Python's strict :func:`datetime.datetime.strptime`.
+
+    Raises
+    ------
+    SourceError
+        The first row that does not match ``fmt`` or names no instant, with its value.
+    """
+    import datetime as dt
+
+    text = pc.utf8_trim_whitespace(col.cast(pa.string()))
+    parsed = pc.strptime(text, format=fmt, unit="us", error_is_null=True)
+    failed = pc.fill_null(pc.and_(parsed.is_null(), text.is_valid()), False)
+    bad = np.flatnonzero(np.asarray(failed.to_numpy(zero_copy_only=False), dtype=bool))
+    back = pc.fill_null(pc.equal(pc.strftime(parsed, format=fmt), text), True)
+    odd = np.flatnonzero(~np.asarray(back.to_numpy(zero_copy_only=False), dtype=bool))
+    for r in sorted(set(odd.tolist()) - set(bad.tolist())):
+        try:
+            dt.datetime.strptime(text[r].as_py(), fmt)
+        except ValueError:
+            bad = np.append(bad, r)
+            break
+    if bad.size:
+        r = int(bad.min())
+        raise SourceError(
+            f"time column {name!r}: row {r} holds {text[r].as_py()!r}, which does not read "
+            f"as time_format {fmt!r} or names no instant",
+            source=src,
+            row=r,
+        )
+    return parsed.cast(pa.timestamp("us", "UTC")) if parsed.type.tz is None else parsed

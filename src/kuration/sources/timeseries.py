@@ -65,7 +65,13 @@ from ._formats import FORMATS, format_of, read_rows, record_sha256
 from ._header import check_columns
 from ._retime import DUPLICATE_POLICIES, drop_timeless, resolve_duplicates
 from ._snap import COLLISION_POLICIES, group_starts, merge_groups, snap_ticks, warn_dropped
-from ._timeunit import check_epoch_unit, shown_time, text_time_error, unit_hint
+from ._timeunit import (
+    check_epoch_unit,
+    parse_text_times,
+    shown_time,
+    text_time_error,
+    unit_hint,
+)
 from ._units import declared_unit, to_field_unit
 from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
 
@@ -97,6 +103,9 @@ class TimeseriesAdapter(InputAdapter):
         floats must be integral).
     time_unit : {"s", "ms", "us", "ns"}
         Unit of a numeric time column.
+    time_format : str, optional
+        A strptime format for a time column held as text that is not ISO 8601
+        (``"%Y/%m/%d %H:%M"``); naive times are UTC.  A date column is its midnight, UTC.
     globals, events : mapping, optional
         Per-tick global fields (``name -> column``, last row of a tick wins)
         and event flags (``name -> boolean column``, any row raises it).
@@ -128,6 +137,7 @@ class TimeseriesAdapter(InputAdapter):
         entity_column: str | None = None,
         entity_dtype: str = "auto",
         time_unit: str = "s",
+        time_format: str | None = None,
         globals: Mapping[str, str | Sequence[str]] | None = None,
         events: Mapping[str, str] | None = None,
         format: str = "auto",
@@ -164,6 +174,7 @@ class TimeseriesAdapter(InputAdapter):
         self.entity_column = entity_column
         self.entity_dtype = entity_dtype
         self.time_unit = time_unit
+        self.time_format = time_format
         self.fields = {k: _as_cols(v) for k, v in fields.items()}
         self.globals = {k: _as_cols(v) for k, v in (globals or {}).items()}
         self.events = dict(events or {})
@@ -210,6 +221,7 @@ class TimeseriesAdapter(InputAdapter):
             "entity_column": self.entity_column,
             "entity_dtype": self.entity_dtype,
             "time_unit": self.time_unit,
+            **({"time_format": self.time_format} if self.time_format else {}),
             "globals": {k: list(v) for k, v in self.globals.items()},
             "events": dict(self.events),
             "format": self.format,
@@ -554,6 +566,12 @@ class TimeseriesAdapter(InputAdapter):
         if col.null_count:
             r = int(np.flatnonzero(np.asarray(col.is_null().to_numpy(zero_copy_only=False)))[0])
             raise SourceError(f"null time in column {name!r}", source=src, row=r)
+        if pa.types.is_date(col.type):  # a date is its midnight, UTC
+            col = col.cast(pa.timestamp("ms"))
+        elif self.time_format and (
+            pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+        ):
+            col = parse_text_times(col, self.time_format, name, src)
         if pa.types.is_timestamp(col.type):
             # Arrow stores UTC instants (naive timestamps are read as UTC): no local zone
             ns_per = _NS_PER[col.type.unit]

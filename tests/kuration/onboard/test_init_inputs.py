@@ -60,3 +60,70 @@ def test_heartpy_data2_timer_is_milliseconds(tmp_path: Path, capsys) -> None:
     schema = json.loads((tmp_path / "job" / "schema.json").read_text())
     assert abs(schema["sample_hz"] / 117.0 - 1) < 0.01, schema["sample_hz"]
     assert "relative milliseconds" in out and "--time-unit s" in out
+
+
+def _dated(path: Path, fmt: str, n: int = 1500, bad: str | None = None) -> Path:
+    import datetime as dt
+
+    step = dt.timedelta(minutes=1) if "%H" in fmt else dt.timedelta(days=1)
+    rows = [
+        f"{(dt.datetime(2012, 1, 1) + i * step).strftime(fmt)},{math.sin(i / 10):.4f}"
+        for i in range(n)
+    ]
+    if bad is not None:
+        rows[59] = f"{bad},0.5"
+    path.write_text("date,value\n" + "\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("fmt", "hz", "said"),
+    [
+        ("%Y-%m-%d", 1 / 86400, "date32[day]: dates, read as midnight UTC"),
+        ("%Y/%m/%d", 1 / 86400, "time_format '%Y/%m/%d'"),
+        ("%Y/%m/%d %H:%M", 1 / 60, "time_format '%Y/%m/%d %H:%M'"),
+        ("%b %d %Y", 1 / 86400, "time_format '%b %d %Y'"),
+    ],
+)
+def test_date_and_non_iso_text_times_are_a_time_column(
+    fmt: str, hz: float, said: str, tmp_path: Path, capsys
+) -> None:
+    from kuration import Pipeline
+    from kuration.cli.main import main as kur_main
+
+    path = _dated(tmp_path / "d.csv", fmt)
+    assert kur_main(["init", str(path), "--out", str(tmp_path / "job")]) == 0
+    assert said in capsys.readouterr().out
+    schema = json.loads((tmp_path / "job" / "schema.json").read_text())
+    assert abs(schema["sample_hz"] / hz - 1) < 1e-3
+    adapter = Pipeline.from_job(tmp_path / "job" / "job.json").adapter
+    table = adapter.read_table(str(path))
+    assert int(table.present.sum()) == 1500 == table.n_steps  # every row on its own tick
+    first = 1325376000  # 2012-01-01 00:00 UTC
+    assert table.k0 == round(first * adapter.schema.sample_hz)
+
+
+def test_an_impossible_date_names_its_row(tmp_path: Path) -> None:
+    path = _dated(tmp_path / "d.csv", "%Y-%m-%d", bad="2020-02-30")
+    with pytest.raises(InitError, match=r"row 59 holds '2020-02-30', which names no instant"):
+        init_job([path], tmp_path / "job")
+
+
+def test_an_impossible_date_under_time_format_names_its_row(tmp_path: Path) -> None:
+    """Arrow's strptime would roll 2020/02/30 over to March 1st; the adapter refuses it."""
+    import pyarrow as pa
+
+    from kuration.errors import SourceError
+    from kuration.sources._timeunit import parse_text_times
+
+    col = pa.array(["2020/02/28", "2020/02/29", "2020/02/30"])
+    with pytest.raises(SourceError, match="row 2 holds '2020/02/30'") as info:
+        parse_text_times(col, "%Y/%m/%d", "date", "x.csv")
+    assert info.value.row == 2
+
+
+def test_text_in_no_common_format_names_the_option(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv"
+    path.write_text("date,value\n" + "\n".join(f"day {i},{i}.5" for i in range(50)) + "\n")
+    with pytest.raises(InitError, match="time_format"):
+        init_job([path], tmp_path / "job")
