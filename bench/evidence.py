@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import evidence_arms as ea
 import evidence_data as ed
+import evidence_faults as ef
 import evidence_report as er
 import evidence_stats as es
 import numpy as np
@@ -90,6 +91,9 @@ class DomainResult:
     deterministic: dict[str, bool] = field(default_factory=dict)
     usable_h: dict[str, dict[float, list[float]]] = field(default_factory=dict)
     tail_share: dict[str, dict[float, list[float]]] = field(default_factory=dict)
+    # fault arm: "faulty random" / "filtered random" -> budget -> seed -> "model/test" -> mae
+    faults: dict[str, dict[float, dict[int, dict[str, float]]]] = field(default_factory=dict)
+    filter_pass: dict[str, float] = field(default_factory=dict)
     pool_usable_h: float = 0.0
     seconds: float = 0.0
 
@@ -171,8 +175,46 @@ def run_domain(domain: ed.Domain, *, quick: bool, log: Any = print) -> DomainRes
                 f"  {domain.name} {arm.name} {b:g} h: {len(cell)} set(s), "
                 f"ridge/tail {np.mean([c['ridge/tail'] for c in cell.values()]):.3f}"
             )
+    _fault_arm(res, pool, test, sets, budgets, n_rand, quick, log)
     res.seconds = time.perf_counter() - t0
     return res
+
+
+def _fault_arm(
+    res: DomainResult,
+    pool: ea.Pool,
+    test: ed.Windows,
+    sets: dict[str, np.ndarray],
+    budgets: list[float],
+    n_rand: int,
+    quick: bool,
+    log: Any,
+) -> None:
+    """Random spans of the faulty pool, with and without the quality filters."""
+    bad = ef.faulty_pool(pool)
+    ok_bad, ok_clean = ef.passing(bad), ef.passing(pool)
+    res.filter_pass = {
+        "faulty pool": float(ok_bad.mean()),
+        "clean pool": float(ok_clean.mean()),
+    }
+    hz = pool.loaded.pipeline.schema.sample_hz
+    for name in ("faulty random", "filtered random"):
+        res.faults[name] = {}
+        for b in budgets:
+            cell: dict[int, dict[str, float]] = {}
+            for s in range(n_rand):
+                if name == "faulty random":
+                    ticks = round(b * 3600 * hz)
+                    spans = ea.truncate(bad, ea.random_order(bad, s), ticks)
+                else:
+                    spans = ef.filtered_random(bad, ok_bad, s, b)
+                train = bad.windows.take(np.flatnonzero(ea.window_mask(bad, spans)))
+                cell[s] = _evaluate(train, test, sets, quick)
+            res.faults[name][b] = cell
+            log(
+                f"  {res.domain} {name} {b:g} h: ridge/all "
+                f"{np.mean([c['ridge/all'] for c in cell.values()]):.3f}"
+            )
 
 
 def _tail_share(domain: ed.Domain, train: ed.Windows, test: ed.Windows) -> float:

@@ -23,6 +23,11 @@ def to_json(results: list[Any]) -> dict[str, Any]:
             "usable_h": {a: {f"{b:g}": v for b, v in per.items()} for a, per in r.usable_h.items()},
             "n_test": r.n_test,
             "pool_usable_h": r.pool_usable_h,
+            "faults": {
+                a: {f"{b:g}": {str(s): v for s, v in cell.items()} for b, cell in per.items()}
+                for a, per in r.faults.items()
+            },
+            "filter_pass": r.filter_pass,
         }
     return {"numbers": numbers, "tests": [tests(r) for r in results]}
 
@@ -124,4 +129,38 @@ def render(results: list[Any], *, quick: bool) -> str:
                     line.append(" / ".join(_cell(got[t]) for t in TESTS))
                 out.append("| " + " | ".join(line) + " |")
             out.append("")
+        out += _faults(r)
     return "\n".join(out) + "\n"
+
+
+def _faults(r: Any) -> list[str]:
+    """Clean random vs faulty random vs filtered random, at equal usable hours."""
+    if not r.faults:
+        return []
+    out = [
+        f"### {r.domain}, fault injection",
+        "",
+        "A third of the pool's tracks given spikes, frozen runs, time going back, dropped "
+        "frames and a lag between channels (test set clean).  Spans passing the quality "
+        f"filters: {100 * r.filter_pass['faulty pool']:.0f}% of the faulty pool, "
+        f"{100 * r.filter_pass['clean pool']:.0f}% of the clean one.  Mean error over the "
+        "random arm's seeds (all / tail / unseen) and the difference from clean data.",
+        "",
+        "| model | hours | clean random | faulty random | filtered random |",
+        "|---|---|---|---|---|",
+    ]
+    for model in es.MODELS:
+        for b in r.budgets:
+            clean = {
+                t: np.mean([v[f"{model}/{t}"] for v in r.errors["random"][b].values()])
+                for t in TESTS
+            }
+            line = [model, f"{b:g}", " / ".join(f"{clean[t]:.2f}" for t in TESTS)]
+            for name in ("faulty random", "filtered random"):
+                got = {
+                    t: np.mean([v[f"{model}/{t}"] for v in r.faults[name][b].values()])
+                    for t in TESTS
+                }
+                line.append(" / ".join(f"{100 * (got[t] / clean[t] - 1):+.1f}%" for t in TESTS))
+            out.append("| " + " | ".join(line) + " |")
+    return [*out, ""]
