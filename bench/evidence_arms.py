@@ -49,7 +49,7 @@ class Arm:
 
     name: str
     strategy: Mapping[str, Any] | None  # None: the random arm
-    scope: str = "scene"  # "scene" or "track"
+    scope: str = "scene"  # "scene", "track" or "track-random" (random among filter passes)
     clip_aggregate: str = "mean"
     min_track_seconds: float = 0.0
     group_cap: bool = True
@@ -256,6 +256,11 @@ def select(pool: Pool, arm: Arm, seed: int, budget_h: float) -> np.ndarray:
     st = load_strategy(dict(arm.strategy), pool.loaded.pipeline.schema)
     if arm.scope == "track":
         return truncate(pool, _track_order(pool, st, seed), ticks)
+    if arm.scope == "track-random":  # uniform among the spans the strategy's filters pass
+        passed = np.zeros(len(pool.table), bool)
+        passed[_track_order(pool, st, 0)] = True
+        order = random_order(pool, seed)
+        return truncate(pool, order[passed[order]], ticks)
     return truncate(pool, _scene_order(pool, arm, st, seed, ticks), ticks)
 
 
