@@ -424,6 +424,8 @@ class SegmenterModel(_Model):
     """Unit of `window` and `stride`."""
     sample_hz: PositiveNumber | None = None
     """Tick rate for `seconds` (default: the schema's)."""
+    scope: Literal["scene", "track"] = "scene"
+    """What a window covers: `scene`, every entity of the source (a track is ranked by its source's windows); `track`, one entity (each track and span ranked by its own windows, metrics reduce over that entity)."""
 
 
 class BudgetModel(_Model):

@@ -63,6 +63,12 @@ def _require(p: Pipeline) -> tuple[Strategy, Any]:
     if missing:
         raise PipelineError(f"the pipeline has no {', '.join(missing)} step yet", step="explain")
     assert p.strategy_ is not None
+    if p.segmenter is not None and p.segmenter.scope == "track" and p.strategy_.transforms:
+        raise PipelineError(
+            "strategy transforms read each window over the whole source: they need the "
+            "segmenter's scope 'scene', not 'track'",
+            step="segment",
+        )
     return p.strategy_, p.selection
 
 

@@ -197,7 +197,7 @@ def _read_segment(adapter: InputAdapter, uri: str, segmenter: Segmenter) -> _Rea
     t0 = time.perf_counter()
     table = adapter.read_table(uri)
     t1 = time.perf_counter()
-    segs = segmenter.segments(table.source_id, table.present)
+    segs = segmenter.segments(table.source_id, table.present, table.entity_ids)
     t2 = time.perf_counter()
     fingerprint = adapter.fingerprint(uri)
     wall = {"read": t1 - t0, "segment": t2 - t1, "fingerprint": time.perf_counter() - t2}

@@ -172,7 +172,7 @@ def _stream_one(
     ext = _Extents()
     segs: list[Segment] = []
     for seg, window in segmenter.stream(ts.source_id, ext.watch(ts.blocks())):
-        one = Segment(seg.source_id, 0, seg.n_steps)
+        one = Segment(seg.source_id, 0, seg.n_steps, entity=seg.entity)
         engine.score_segments(window, [one])
         seg.features = one.features
         segs.append(seg)

@@ -438,18 +438,28 @@ class DecisionMap(Mapping[Ident, str]):
 
 
 def aggregate_segments(
-    segments: Sequence[Segment], first: int, last: int, how: str, features: Sequence[str]
+    segments: Sequence[Segment],
+    first: int,
+    last: int,
+    how: str,
+    features: Sequence[str],
+    entity: str | None = None,
 ) -> tuple[float, dict[str, float]]:
     """Priority and features of the span ``[first, last]`` from the segments overlapping it.
 
-    ``how`` is max, mean or min.  Only finite priorities count; a span with
+    ``how`` is max, mean or min.  With ``entity`` (a tagged id) only the track-scoped
+    segments of that entity count.  Only finite priorities count; a span with
     none gets -inf (never admitted).  Features aggregate their finite values
     (NaN when none).  The arithmetic is :func:`build_candidate_table`'s own (a
     mean is ``np.add.reduceat`` over the values divided by their count), so the
     one span computed here is bit for bit the one computed there; it can differ
     from ``np.mean`` in the last bit, whose summation order numpy does not fix.
     """
-    over = [s for s in segments if s.start_idx <= last and s.end_idx > first]
+    over = [
+        s
+        for s in segments
+        if s.start_idx <= last and s.end_idx > first and (entity is None or s.entity == entity)
+    ]
     idx, off = np.arange(len(over)), np.array([0, len(over)])
     pr = np.array([s.priority for s in over], dtype=np.float64)
     p = _reduce_runs(pr, idx, off, how)[0]
@@ -630,6 +640,8 @@ def build_candidate_table(
     extents : mapping of source id to sequence of TrackExtent
         ``entity_id``, ``first``, ``last`` of each entity, in roster order.
     segments_by_source : mapping of source id to segments sorted by ``start_idx``
+        (track-scoped ones, :attr:`Segment.entity` set, sorted by ``start_idx`` within
+        each entity: a span then aggregates only its own entity's segments)
     how : {"max", "mean", "min"}
     features : sequence of str
         Feature names to aggregate (a segment without one counts as NaN).
@@ -672,8 +684,17 @@ def build_candidate_table(
         empty += present.size - held.size
         if held.size < present.size:
             e_idx, k, a, b, present = (x[held] for x in (e_idx, k, a, b, present))
-        if e_idx.size:
-            segs = list(segments_by_source.get(sid, ()))
+        segs = list(segments_by_source.get(sid, ()))
+        by_ent: dict[str | None, list[Segment]] = {}
+        for sg in segs:  # track-scoped windows: a span sees its own entity's only
+            by_ent.setdefault(sg.entity, []).append(sg)
+        track = e_idx.size > 0 and bool(by_ent) and None not in by_ent
+        bounds = np.flatnonzero(np.r_[True, e_idx[1:] != e_idx[:-1], True]) if track else []
+        for lo, hi in itertools.pairwise(list(bounds)):
+            c = slice(lo, hi)
+            ent = by_ent.get(tag_entity_id(exts[int(e_idx[lo])].entity_id), [])
+            parts.append((s_idx, e_idx[c], k[c], a[c], b[c], ent, present[c]))
+        if e_idx.size and not track:
             parts.append((s_idx, e_idx, k, a, b, segs, present))
     cols = _aggregate_sources(parts, how, names, intern, group_of is None)
     if group_of is not None:
