@@ -18,12 +18,14 @@ the arm's admission order until their usable seconds reach the budget.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import pickle
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import evidence_data as ed
@@ -33,7 +35,7 @@ from kuration.contracts.buffer import WindowBatch
 from kuration.contracts.segment import Segment
 from kuration.metrics.dsl.compile import compile_metric
 from kuration.pipeline.pool import merged_pool_strategy
-from kuration.pipeline.scoring import score_sources
+from kuration.pipeline.scoring import _track_extents, score_sources
 from kuration.pipeline.strategy import load_strategy
 from kuration.selection.candidates import CandidateTable, build_candidate_table
 from kuration.selection.fill import fill_budgets
@@ -49,7 +51,9 @@ class Arm:
 
     name: str
     strategy: Mapping[str, Any] | None  # None: the random arm
-    scope: str = "scene"  # "scene", "track" or "track-random" (random among filter passes)
+    # "scene" / "sdk-track": kuration's hours path with the segmenter's scope; "track": the
+    # harness's own span-as-segment scoring; "track-random": random among filter passes
+    scope: str = "scene"
     clip_aggregate: str = "mean"
     min_track_seconds: float = 0.0
     group_cap: bool = True
@@ -60,28 +64,32 @@ class Pool:
     """A domain's scored pool: segments, per-source info, spans and their usable seconds."""
 
     loaded: ed.Loaded
-    scoring: Any
+    scoring: Any  # scene-scoped
     table: CandidateTable  # the span grid (no priorities) every arm chooses from
     usable: np.ndarray  # (n_spans,) usable ticks of each span
     windows: ed.Windows  # pool windows at the training stride
     masks: dict[str, np.ndarray]
     span_features: dict[str, np.ndarray] | None = None  # track-scoped, per span
+    track_scoring: Any = None  # the SDK's track-scoped scoring (segmenter scope "track")
 
 
 def _digest(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def score_pool(loaded: ed.Loaded, strategies: Sequence[Strategy], *, cache: bool = True) -> Any:
+def score_pool(
+    loaded: ed.Loaded, strategies: Sequence[Strategy], *, scope: str = "scene", cache: bool = True
+) -> Any:
     """Score the pool once with every feature any arm needs (cached on disk by content)."""
     p = loaded.pipeline
     merged = merged_pool_strategy(strategies)
+    seg = dataclasses.replace(p.segmenter, scope=scope)
     fps = [p.adapter.fingerprint(u) for u in loaded.pool_uris]
-    key = _digest([merged.to_dict(), p.segmenter.to_dict(), fps, ed.__name__])
+    key = _digest([merged.to_dict(), seg.to_dict(), scope, fps, ed.__name__])
     path = CACHE / f"{loaded.domain.name}-scoring-{key}.pkl"
     if cache and path.is_file():
         return pickle.loads(path.read_bytes())
-    res = score_sources(p.schema, p.adapter, loaded.pool_uris, p.segmenter, merged)
+    res = score_sources(p.schema, p.adapter, loaded.pool_uris, seg, merged)
     if cache:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
@@ -125,12 +133,36 @@ def usable_ticks(
     return out
 
 
-def build_pool(loaded: ed.Loaded, strategies: Sequence[Strategy], *, cache: bool = True) -> Pool:
-    scoring = score_pool(loaded, strategies, cache=cache)
+def build_pool(
+    loaded: ed.Loaded,
+    strategies: Sequence[Strategy],
+    track_strategies: Sequence[Strategy] = (),
+    *,
+    cache: bool = True,
+) -> Pool:
     d = loaded.domain
-    win, masks = ed.windows(loaded, loaded.pool_uris, d.train_stride)
+    if loaded.sliced:  # tables carved by time: spans from their own extents, no SDK scoring
+        scoring, track = _extents_only(loaded), None
+    else:
+        scoring = score_pool(loaded, strategies, cache=cache)
+        track = None
+        if track_strategies:
+            track = score_pool(loaded, track_strategies, scope="track", cache=cache)
+    win, masks = ed.windows(loaded, loaded.pool_uris, d.train_stride, tail_metrics=True)
     table = span_grid(loaded, scoring)
-    return Pool(loaded, scoring, table, usable_ticks(d, table, masks), win, masks)
+    return Pool(
+        loaded, scoring, table, usable_ticks(d, table, masks), win, masks, track_scoring=track
+    )
+
+
+def _extents_only(loaded: ed.Loaded) -> Any:
+    """A stand-in for a scoring result that holds only each pool table's track extents."""
+    sources = {}
+    for u in loaded.pool_uris:
+        tab = loaded.tables[u]
+        info = SimpleNamespace(tracks=_track_extents(tab.present, tab.entity_ids))
+        sources[tab.source_id] = info
+    return SimpleNamespace(sources=sources, segments=[])
 
 
 # ---- track-scoped span features ---------------------------------------------------------
@@ -146,7 +178,7 @@ def track_features(pool: Pool, define: Mapping[str, str]) -> dict[str, np.ndarra
     schema = pool.loaded.pipeline.schema
     metrics = {k: compile_metric(v, schema, name=k) for k, v in define.items()}
     out = {k: np.full(len(t), np.nan) for k in define}
-    by_sid = {tab.source_id: tab for tab in pool.loaded.tables.values()}
+    by_sid = {pool.loaded.tables[u].source_id: pool.loaded.tables[u] for u in pool.loaded.pool_uris}
     span = round(pool.loaded.domain.span_seconds * schema.sample_hz)
     for s_idx, sid in enumerate(t.source_ids):
         tab = by_sid[sid]
@@ -183,14 +215,15 @@ def _scene_order(
 ) -> np.ndarray:
     """Span rows in the SDK fill's admission order, the request raised until usable time suffices."""
     loaded, hz = pool.loaded, pool.loaded.pipeline.schema.sample_hz
-    segs = [s.copy() for s in pool.scoring.segments]
+    scoring = pool.track_scoring if arm.scope == "sdk-track" else pool.scoring
+    segs = [s.copy() for s in scoring.segments]
     apply_strategy(segs, strategy, seed)
     by_source: dict[str, list[Segment]] = {}
     for s in segs:
         by_source.setdefault(s.source_id, []).append(s)
     group_of = None
     table, _ = build_candidate_table(
-        {sid: info.tracks for sid, info in pool.scoring.sources.items()},
+        {sid: info.tracks for sid, info in scoring.sources.items()},
         by_source,
         how=arm.clip_aggregate,
         features=(),

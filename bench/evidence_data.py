@@ -19,6 +19,7 @@ wheel (OpenSky Network, MIT-licensed package) and SkillCorner's open broadcast t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +80,9 @@ class Domain:
     span_seconds: float
     exclude_entities: tuple[str, ...] = ()
     unit: str = "m"
+    # validation inside one source: the fractions of its ticks that pool and test take
+    pool_slice: tuple[float, float] | None = None
+    test_slice: tuple[float, float] | None = None
 
     @property
     def length(self) -> int:
@@ -190,6 +194,7 @@ class Loaded:
     pool_uris: list[str]
     test_uris: list[str]
     tables: dict[str, Any]
+    sliced: bool = False  # pool and test carved from one source by time (no SDK scoring)
 
 
 def load(domain: Domain) -> Loaded:
@@ -200,7 +205,27 @@ def load(domain: Domain) -> Loaded:
     pool = [u for i, u in enumerate(uris) if domain.pool(i, n)]
     test = [u for i, u in enumerate(uris) if domain.test(i, n)]
     tables = {u: p.adapter.read_table(u) for u in pool + test}
-    return Loaded(domain, p, pool, test, tables)
+    if domain.pool_slice is None:
+        return Loaded(domain, p, pool, test, tables)
+    # one source carved by time: the pool's part, then (after a gap) the test's part
+    sliced = {u: _slice(tables[u], domain.pool_slice) for u in pool}
+    sliced.update({f"{u}#test": _slice(tables[u], domain.test_slice or (0.0, 1.0)) for u in test})
+    return Loaded(domain, p, pool, [f"{u}#test" for u in test], sliced, sliced=True)
+
+
+def _slice(table: Any, frac: tuple[float, float]) -> Any:
+    """The ticks of ``table`` in ``[frac[0], frac[1])`` of its length (same roster)."""
+    n = table.present.shape[0]
+    a, b = int(frac[0] * n), int(frac[1] * n)
+    return dataclasses.replace(
+        table,
+        values={k: v[a:b] for k, v in table.values.items()},
+        present=table.present[a:b],
+        globals={k: v[a:b] for k, v in table.globals.items()},
+        events={k: v[a:b] for k, v in table.events.items()},
+        ints={k: v[a:b] for k, v in table.ints.items()},
+        k0=table.k0 + a,
+    )
 
 
 def metric_positions(domain: Domain, table: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -103,7 +103,7 @@ def faulty_pool(pool: ea.Pool, seed: int = 0) -> ea.Pool:
     for u in loaded.pool_uris:
         tables[u] = inject(loaded.domain, tables[u], rng)
     bad = dataclasses.replace(loaded, tables=tables)
-    win, masks = ed.windows(bad, bad.pool_uris, bad.domain.train_stride)
+    win, masks = ed.windows(bad, bad.pool_uris, bad.domain.train_stride, tail_metrics=True)
     out = ea.Pool(
         bad, pool.scoring, pool.table, ea.usable_ticks(bad.domain, pool.table, masks), win, masks
     )

@@ -32,10 +32,10 @@ def test_quick_mode_runs_and_reruns_identically(tmp_path: Path) -> None:
         assert evidence.main(["--quick", "--json", str(out), "--write", str(md)]) == 0
         docs.append(json.loads(out.read_text(encoding="utf-8")))
         text = md.read_text(encoding="utf-8")
-        assert "## adsb" in text and "## football" in text
+        assert "## adsb, test" in text and "## football, test" in text
     assert docs[0]["numbers"] == docs[1]["numbers"]
     for domain in ("adsb", "football"):
-        nums = docs[0]["numbers"][domain]
+        nums = docs[0]["numbers"][f"{domain}/test"]
         assert set(nums["errors"]) >= {"random"}
         assert len(nums["errors"]["random"]["1" if domain == "adsb" else "0.2"]) == 3
         # every arm trained on as many usable hours as it was asked for (one span's slack)
