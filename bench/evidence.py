@@ -78,6 +78,7 @@ def arms_for(domain: ed.Domain) -> list[ea.Arm]:
         arms += [
             ea.Arm("track:uniform-bins", _strip(shipped, name="track-uniform-bins"), "track"),
         ]
+    arms.append(ea.Arm("track:spread-random", {"name": "spread"}, "spread-random"))
     q = ef.quality_strategy(domain)
     arms.append(ea.Arm("track:quality-random", q, "track-random"))
     qb = _strip(shipped, name="quality-uniform-bins")
@@ -153,7 +154,8 @@ def run_domain(
     ed.mark_tail(test, domain)
     arms = arms_for(domain)
     if domain.pool_slice is not None:  # no SDK scoring of a source carved by time
-        arms = [a for a in arms if a.scope in ("track", "track-random") or a.strategy is None]
+        keep = ("track", "track-random", "spread-random")
+        arms = [a for a in arms if a.scope in keep or a.strategy is None]
     if quick:
         arms = [
             a

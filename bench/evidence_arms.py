@@ -271,6 +271,23 @@ def random_order(pool: Pool, seed: int) -> np.ndarray:
     return np.random.default_rng([20291, seed]).permutation(len(pool.table))
 
 
+def spread_order(pool: Pool, seed: int) -> np.ndarray:
+    """Random spans, round-robin over tracks: one span of every track before a second of any.
+
+    Spans of one track are near-duplicates (the same aircraft, minutes apart); spreading a
+    small budget over more tracks gives a model more distinct examples.
+    """
+    order = random_order(pool, seed)
+    t = pool.table
+    track = t.source.astype(np.int64)[order] * 1_000_000 + t.entity.astype(np.int64)[order]
+    rank = np.zeros(order.size, np.int64)
+    seen: dict[int, int] = {}
+    for i, k in enumerate(track.tolist()):
+        rank[i] = seen.get(k, 0)
+        seen[k] = rank[i] + 1
+    return order[np.argsort(rank, kind="stable")]
+
+
 def truncate(pool: Pool, order: np.ndarray, budget_ticks: int) -> np.ndarray:
     """The admitted prefix of ``order``: spans until their usable ticks reach the budget."""
     if order.size == 0:
@@ -286,6 +303,8 @@ def select(pool: Pool, arm: Arm, seed: int, budget_h: float) -> np.ndarray:
     ticks = round(budget_h * 3600 * hz)
     if arm.strategy is None:
         return truncate(pool, random_order(pool, seed), ticks)
+    if arm.scope == "spread-random":  # every track's first drawn span, then every second...
+        return truncate(pool, spread_order(pool, seed), ticks)
     st = load_strategy(dict(arm.strategy), pool.loaded.pipeline.schema)
     if arm.scope == "track":
         return truncate(pool, _track_order(pool, st, seed), ticks)

@@ -34,20 +34,38 @@ FAULTS = {
 
 
 def quality_strategy(domain: ed.Domain) -> dict[str, Any]:
-    """Quality filters: no clamped speed (a jump), no reversal of heading, no frozen run."""
-    top = 399.0 if domain.name == "adsb" else 39.0
-    return {
-        "name": "quality-filter",
-        "define": {
+    """Quality predicates over a span's own entity, from physics and the clean pool.
+
+    ADS-B: the speed never reaches the schema's clamp (a position jump: no airliner
+    flies 400 m/s) and the track never reverses (heading change under 150 degrees per
+    tick); repeated positions are normal in ADS-B (its position messages come about
+    every second), so frozen runs are not tested.  Football: no player runs faster than
+    12 m/s (a broadcast tracking jump) and the position never repeats for more than two
+    ticks (10 Hz tracking of a moving player); players turn on the spot, so reversals are
+    not tested.
+    """
+    if domain.name == "adsb":
+        define = {
             "speed_max": "field:position | speed | max",
             "reversal": "field:position | heading | angle_delta | abs | max",
-            "frozen": "field:position | speed | where:<0.01 | count",
-        },
-        "filters": [
-            {"feature": "speed_max", "op": "<", "value": top},
+        }
+        filters = [
+            {"feature": "speed_max", "op": "<", "value": 399.0},
             {"feature": "reversal", "op": "<", "value": 150.0},
+        ]
+    else:
+        define = {
+            "speed_max": "field:position | speed | max",
+            "frozen": "field:position | speed | where:<0.01 | count",
+        }
+        filters = [
+            {"feature": "speed_max", "op": "<", "value": 12.0},
             {"feature": "frozen", "op": "<=", "value": 2},
-        ],
+        ]
+    return {
+        "name": "quality-filter",
+        "define": define,
+        "filters": filters,
         "method": "top-k",
         "params": {"by": "speed_max"},
         "nan_policy": "exclude",
