@@ -17,7 +17,7 @@ one line per problem, each naming its key path (``budget.train_hours``,
 ``output.modalities.position.dtype``).  The models check JSON types and
 plain ranges only; the meaning of the values (units, features, metric
 expressions, registered names) is checked where the runtime objects are
-built (:class:`~kuration.contracts.schema.SchemaSpec`, :func:`~kuration.pipeline.strategy.load_strategy`,
+built (:class:`~kuration.contracts.schema.SchemaSpec`, :func:`~kuration.pipeline.run.strategy.load_strategy`,
 :class:`~kuration.output.spec.OutputSpec`, the adapters).
 
 ``kur schema job|strategy|output|schema|policy`` prints :func:`json_schema` of each
@@ -428,6 +428,18 @@ class SegmenterModel(_Model):
     """What a window covers: `scene`, every entity of the source (a track is ranked by its source's windows); `track`, one entity (each track and span ranked by its own windows, metrics reduce over that entity)."""
 
 
+class SplitModel(_Model):
+    """Which sources go to test: pinned by id or glob, or whole sources by time with a gap
+    (see :mod:`kuration.pipeline.spec.split_rules`); a source is always in one split."""
+
+    test_sources: list[str] | GlobSourcesModel | None = None
+    """Source ids (or `{"glob": pattern}` over source ids) pinned to test; every other source goes to train."""
+    test_from: float | str | None = None
+    """A time (epoch seconds or ISO 8601 with a zone): sources starting at or after it go to test, those ending before `test_from - gap_seconds` to train, the rest to neither."""
+    gap_seconds: NonNegativeNumber | None = None
+    """The gap kept free between the last train tick and `test_from` (with `test_from` only; default 0)."""
+
+
 class BudgetModel(_Model):
     """Hours of output per split; their sum must be positive."""
 
@@ -494,7 +506,7 @@ OutputOrFile = Annotated[
 
 
 class JobModel(_Model):
-    """A job file (see :mod:`kuration.pipeline.job`); ``schema``, ``strategy`` and ``output`` may be
+    """A job file (see :mod:`kuration.pipeline.spec.job`); ``schema``, ``strategy`` and ``output`` may be
     paths to their own files, relative to the job file."""
 
     name: str | None = None
@@ -540,6 +552,16 @@ class JobModel(_Model):
     """Cut each track into independently budgeted spans of this many steps. A span where the entity is present at no step is no candidate (config.json `results.budget.empty_spans_excluded` counts them); a partly present one counts all its steps, and `present_s` says how many of the admitted seconds hold data."""
     span_seconds: PositiveNumber | None = None
     """The same in seconds (use where tracks are long compared with the budget)."""
+    min_span_seconds: NonNegativeNumber = 0.0
+    """Spans (or whole tracks) shorter than this are no candidates (a track's short end piece included); config.json `results.budget.short_spans_excluded` counts them. Set it to the window or model length so that no admitted span is too short to train on and no end fragment ranks on a single window."""
+    budget_time: Literal["span", "present"] = "span"
+    """What the hours budgets count: `span`, a candidate's whole extent (absent ticks included); `present`, only the ticks where its entity holds data (every `_s` figure of a split's budget block then counts present seconds)."""
+    split: SplitModel | None = None
+    """How sources are split: absent, a seeded draw stratified by group (test share = test_hours over all hours); or pinned/time rules (see Job `split`)."""
+    merge_adjacent_spans: bool = False
+    """Write the admitted spans of one track that touch (span k ends the tick before span k + 1 starts) as one track: it keeps the first span's `span_index`, first tick and features, and ends at the last one's end."""
+    tie_break: Literal["name", "seed"] = "name"
+    """How candidates of equal priority are ordered: `name` (source, entity, span) or `seed` (a draw from the job's seed keyed by source, entity and span, so no name order favours some sources)."""
     group_of: dict[str, str] | None = None
     """Source id to group: stratifies the split and feeds the group cap."""
     max_group_overshoot: PositiveNumber | None = None
@@ -608,6 +630,38 @@ def check_workers(workers: Any) -> int:
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise JobError(f"workers must be an integer >= 1, got {workers!r}", path="workers")
     return workers
+
+
+def check_memory_budget(value: Any) -> int:
+    """``memory_budget`` in bytes.
+
+    Parameters
+    ----------
+    value : int or str
+        Bytes, or a size with a unit as pydantic's ``ByteSize`` reads it: decimal
+        ``kB``/``MB``/``GB``/``TB`` and binary ``KiB``/``MiB``/``GiB``/``TiB``
+        (``"2GB"`` is 2e9 bytes, ``"2GiB"`` 2**31).
+
+    Raises
+    ------
+    JobError
+        Unless ``value`` is a positive size.
+    """
+    from pydantic import ByteSize, TypeAdapter, ValidationError
+
+    bad = JobError(
+        f"memory_budget must be bytes or a size such as '2GB', got {value!r}",
+        path="memory_budget",
+    )
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise bad
+    try:
+        n = int(TypeAdapter(ByteSize).validate_python(value))
+    except ValidationError:
+        raise bad from None
+    if n < 1:
+        raise bad
+    return n
 
 
 # -- validation -------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from kuration.core.ids import tag_entity_id
 from kuration.errors import KurationError
 from kuration.metrics.features import FeatureEngine
 from kuration.metrics.transforms import BatchTransform, register_transform
-from kuration.pipeline.job import load_job
+from kuration.pipeline.spec.job import load_job
 from kuration.selection.candidates import aggregate_segments
 
 ROOT = Path(__file__).resolve().parents[3]
