@@ -64,7 +64,13 @@ def arms_for(domain: ed.Domain) -> list[ea.Arm]:
         "clip_aggregate": job.get("clip_aggregate", "mean"),
         "min_track_seconds": float(job.get("min_track_seconds", 0)),
     }
-    arms = [ea.Arm("random", None), ea.Arm(f"shipped:{shipped['name']}", shipped, "scene", **opts)]
+    sdk_random = {"name": "sdk-random", "define": shipped["define"], "method": "random"}
+    arms = [
+        ea.Arm("random", None),
+        ea.Arm(f"shipped:{shipped['name']}", shipped, "scene", **opts),
+        # kuration's own random method through the hours path (the job's options)
+        ea.Arm("sdk:random", sdk_random, "scene", **opts),
+    ]
     if domain.name == "adsb":
         kc, tk = _json(QS / "strategies" / "k-center.json"), _json(QS / "strategies" / "top-k.json")
         arms += [
@@ -160,7 +166,8 @@ def run_domain(
         arms = [
             a
             for a in arms
-            if a.name == "random" or a.name.startswith(("shipped", "track:q", "sdk-track:q"))
+            if a.name == "random"
+            or a.name.startswith(("shipped", "sdk:random", "track:q", "sdk-track:q"))
         ]
     strategies = [
         ea.load_strategy(dict(a.strategy), loaded.pipeline.schema)

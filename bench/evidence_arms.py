@@ -31,15 +31,17 @@ from typing import Any
 import evidence_data as ed
 import numpy as np
 
+from kuration import __version__
 from kuration.contracts.buffer import WindowBatch
 from kuration.contracts.segment import Segment
 from kuration.metrics.dsl.compile import compile_metric
-from kuration.pipeline.pool import merged_pool_strategy
-from kuration.pipeline.scoring import _track_extents, score_sources
-from kuration.pipeline.strategy import load_strategy
+from kuration.pipeline.memory.pool import merged_pool_strategy
+from kuration.pipeline.run.scoring import _track_extents, score_sources
+from kuration.pipeline.run.strategy import load_strategy
 from kuration.selection.candidates import CandidateTable, build_candidate_table
+from kuration.selection.draws import draw_candidates
 from kuration.selection.fill import fill_budgets
-from kuration.selection.select import apply_strategy, rank_pool
+from kuration.selection.select import apply_strategy, method_seed, rank_pool
 from kuration.selection.strategy import Strategy
 
 CACHE = Path(__file__).resolve().parent / ".cache" / "evidence"
@@ -85,10 +87,16 @@ def score_pool(
     merged = merged_pool_strategy(strategies)
     seg = dataclasses.replace(p.segmenter, scope=scope)
     fps = [p.adapter.fingerprint(u) for u in loaded.pool_uris]
-    key = _digest([merged.to_dict(), seg.to_dict(), scope, fps, ed.__name__])
+    # the scoring code's module and version too: a pickle names the classes it holds
+    key = _digest(
+        [merged.to_dict(), seg.to_dict(), scope, fps, score_sources.__module__, __version__]
+    )
     path = CACHE / f"{loaded.domain.name}-scoring-{key}.pkl"
     if cache and path.is_file():
-        return pickle.loads(path.read_bytes())
+        try:
+            return pickle.loads(path.read_bytes())
+        except (ImportError, AttributeError, pickle.UnpicklingError, EOFError):
+            pass  # written by other code: score again
     res = score_sources(p.schema, p.adapter, loaded.pool_uris, seg, merged)
     if cache:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -231,6 +239,8 @@ def _scene_order(
         span_steps=round(loaded.domain.span_seconds * hz),
         group_of=group_of,
     )
+    if strategy.method == "random":  # each span its own draw, as the hours path does
+        draw_candidates(table, method_seed(strategy.seed, seed))
     index = {pool.table.ident(i): i for i in range(len(pool.table))}
     split_of = {sid: "train" for sid in table.source_ids}
     cap = None

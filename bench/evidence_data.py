@@ -31,7 +31,7 @@ import pymap3d
 from kuration import Pipeline
 from kuration.contracts.buffer import WindowBatch
 from kuration.metrics.dsl.compile import compile_metric
-from kuration.pipeline.job import resolve_sources
+from kuration.pipeline.spec.job import resolve_sources
 
 ROOT = Path(__file__).resolve().parents[1]
 FT = 0.3048

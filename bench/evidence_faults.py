@@ -24,7 +24,7 @@ import evidence_data as ed
 import numpy as np
 
 from kuration.contracts.segment import Segment
-from kuration.pipeline.strategy import load_strategy
+from kuration.pipeline.run.strategy import load_strategy
 from kuration.selection.select import rank_pool
 
 FAULTS = {
