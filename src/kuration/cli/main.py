@@ -67,6 +67,25 @@ def _cmd_sample(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_export_lerobot(args: argparse.Namespace) -> int:
+    from ..tools.lerobot_export import export_lerobot
+
+    info = export_lerobot(args.dataset, args.out, robot_type=args.robot_type)
+    print(
+        f"wrote LeRobot {info['codebase_version']} dataset {args.out}: "
+        f"{info['total_episodes']} episodes, {info['total_frames']} frames at {info['fps']} fps, "
+        f"splits {info['splits']}"
+    )
+    return 0
+
+
+def _add_export_lerobot(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset", help="a curated dataset folder")
+    p.add_argument("--out", required=True, help="the LeRobot dataset folder to create")
+    p.add_argument("--robot-type", help="info.json robot_type")
+    p.set_defaults(fn=_cmd_export_lerobot)
+
+
 def _cmd_plugin_check(args: argparse.Namespace) -> int:
     from ..core.plugins import load_plugins
 
@@ -179,6 +198,10 @@ def _cmd_init(args: argparse.Namespace) -> int:
         entity_column=args.entity,
         registries=args.registry,
         force=args.force,
+        time_unit=args.time_unit,
+        duplicates=args.duplicates,
+        drop_timeless=args.drop_timeless,
+        rate=args.rate,
     )
     for line in res.lines:
         print(line)
@@ -187,7 +210,10 @@ def _cmd_init(args: argparse.Namespace) -> int:
 
 def _add_init(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "inputs", nargs="+", metavar="PATH", help="CSV/Parquet files or one timenet:// reference"
+        "inputs",
+        nargs="+",
+        metavar="PATH",
+        help="CSV, Parquet, GPX, JSON-lines or WFDB (.hea) files, or one timenet:// reference",
     )
     p.add_argument("--out", required=True, help="job folder to write")
     p.add_argument("--units", metavar="FILE", help="hint file: JSON object of column to pint unit")
@@ -196,6 +222,24 @@ def _add_init(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--name", help="dataset (job) name; default the folder's name")
     p.add_argument("--time", help="time column (default: detected)")
+    p.add_argument(
+        "--time-unit",
+        choices=("s", "ms", "us", "ns"),
+        help="unit of a numeric time column (default: from its name, else its magnitude)",
+    )
+    p.add_argument(
+        "--duplicates",
+        choices=("retime", "first", "last"),
+        help="rows that repeat a time of their entity: re-time them by row order, or keep one",
+    )
+    p.add_argument(
+        "--rate", type=float, metavar="HZ", help="sample rate (default: the median step's)"
+    )
+    p.add_argument(
+        "--drop-timeless",
+        action="store_true",
+        help="drop rows without a time (the run counts them) instead of stopping",
+    )
     p.add_argument("--entity", help="entity column (default: detected)")
     p.add_argument("--registry", action="append", help="TimeNet registry (repeatable)")
     p.add_argument("--force", action="store_true", help="replace job files already there")
@@ -298,6 +342,7 @@ _COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], str]] = {
     "init": (_add_init, "write a starter job folder from CSV/Parquet files or a TimeNet version"),
     "inspect": (_add_inspect, "summarize a curated dataset"),
     "diff": (_add_diff, "compare two curated datasets"),
+    "export-lerobot": (_add_export_lerobot, "write a curated dataset as a LeRobot v3 dataset"),
     "check": (_add_check, "gate a dataset with a quality policy (exit 2 on failure)"),
     "curate": (_add_curate, "select N segments with a strategy"),
     "experiment": (_add_experiment, "compare strategies on one scored pool"),

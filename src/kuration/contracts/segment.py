@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import operator
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -114,11 +116,19 @@ class Segmenter:
         ``"track"``: one entity, so each entity gets its own windows (those
         where it is present at least once) and a metric reduces over that
         entity alone; a track or span is then ranked by its own data.
+    present_where : mapping, optional
+        ``{"field": name, "op": op, "value": number}`` (``op`` one of ``==``, ``!=``,
+        ``<``, ``<=``, ``>``, ``>=``): an entity counts as present only at ticks where
+        its scalar field satisfies the comparison (``{"field": "onground", "op": "==",
+        "value": 0}``: airborne).  Scoring, windows, track extents, spans and present-time
+        budgets see only those ticks (:meth:`presence`); written shards keep every
+        recorded tick of an admitted span.
 
     Raises
     ------
     KurationError
-        On a non-positive window/stride, seconds without a rate or an unknown scope.
+        On a non-positive window/stride, seconds without a rate, an unknown scope or a
+        malformed ``present_where``.
     """
 
     window: float
@@ -126,8 +136,11 @@ class Segmenter:
     unit: Literal["steps", "seconds"] = "steps"
     sample_hz: float | None = None
     scope: Literal["scene", "track"] = "scene"
+    present_where: Any = None
 
     def __post_init__(self) -> None:
+        if self.present_where is not None:
+            object.__setattr__(self, "present_where", _where(self.present_where))
         if self.unit not in ("steps", "seconds"):
             raise KurationError(f"segmenter unit must be 'steps' or 'seconds', got {self.unit!r}")
         if self.scope not in ("scene", "track"):
@@ -266,6 +279,28 @@ class Segmenter:
                     yield from self._emit(source_id, start, _window(first, win, start))
             nxt = at + blk.n_steps
 
+    def presence(self, table: TickTable) -> TickTable:
+        """``table`` with ``present`` false wherever ``present_where`` fails (``table`` itself
+        without one): ``present & isfinite(v) & (v op value)`` for the field's values ``v``.
+
+        Raises
+        ------
+        KurationError
+            The field is not a scalar field of the table's schema.
+        """
+        if self.present_where is None:
+            return table
+        name, op, value = self.present_where
+        v = table.values.get(name)
+        if v is None or v.ndim != 3 or v.shape[2] != 1:
+            raise KurationError(
+                f"segmenter present_where names {name!r}, which is no scalar field of the schema"
+            )
+        x = v[:, :, 0]
+        with np.errstate(invalid="ignore"):
+            hold = np.isfinite(x) & _OPS[op](x, value)
+        return dataclasses.replace(table, present=table.present & hold)
+
     def _emit(
         self, source_id: str, start: int, window: TickTable
     ) -> Iterator[tuple[Segment, TickTable]]:
@@ -285,7 +320,36 @@ class Segmenter:
             d["sample_hz"] = self.sample_hz
         if self.scope != "scene":
             d["scope"] = self.scope
+        if self.present_where is not None:
+            name, op, value = self.present_where
+            d["present_where"] = {"field": name, "op": op, "value": value}
         return d
+
+
+_OPS: dict[str, Any] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
+def _where(spec: Any) -> tuple[str, str, float]:
+    """``present_where`` as ``(field, op, value)``, checked."""
+    if isinstance(spec, tuple) and len(spec) == 3:
+        spec = {"field": spec[0], "op": spec[1], "value": spec[2]}
+    ok = isinstance(spec, dict) and set(spec) == {"field", "op", "value"}
+    if not ok or not isinstance(spec["field"], str) or spec["op"] not in _OPS:
+        raise KurationError(
+            'segmenter present_where is {"field": name, "op": one of '
+            f'{", ".join(_OPS)}, "value": number}}, got {spec!r}'
+        )
+    value = spec["value"]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise KurationError(f"segmenter present_where value must be a finite number, got {value!r}")
+    return (spec["field"], spec["op"], float(value))
 
 
 def _window(

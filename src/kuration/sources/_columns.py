@@ -35,6 +35,8 @@ __all__ = [
     "first_padded",
     "float_column",
     "gather_cells",
+    "narrow_codes",
+    "open_parquet",
     "padded_id_error",
     "pooled_empty",
     "read_partitioned",
@@ -302,3 +304,24 @@ def first_non_number(col: pa.ChunkedArray) -> tuple[int, str] | None:
     ok = pc.or_kleene(pc.match_substring_regex(col, _NUMBER, ignore_case=True), pc.equal(text, ""))
     bad = np.flatnonzero(~_filled(pc.fill_null(ok, True)))
     return None if not bad.size else (int(bad[0]), str(col[int(bad[0])].as_py()))
+
+
+def open_parquet(where: Any, dictionary: list[str]) -> Any:
+    """A ``ParquetFile`` reading ``dictionary`` columns dictionary-encoded; a file without
+    them (or with duplicated names) opens plainly and the caller's checks report it."""
+    import pyarrow.parquet as pq
+
+    if dictionary:
+        try:
+            return pq.ParquetFile(where, read_dictionary=dictionary)
+        except (KeyError, pa.ArrowException):
+            pass
+    return pq.ParquetFile(where)
+
+
+def narrow_codes(codes: np.ndarray, n_codes: int) -> np.ndarray:
+    """Entity codes ``0 .. n_codes - 1`` in the narrowest integer type that holds them
+    (numpy's stable sort of 8- and 16-bit integers is a radix sort)."""
+    if n_codes <= np.iinfo(np.int16).max:
+        return codes.astype(np.int16)
+    return codes

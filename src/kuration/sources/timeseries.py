@@ -56,11 +56,16 @@ from ._columns import (
     first_padded,
     float_column,
     gather_cells,
+    narrow_codes,
+    open_parquet,
     padded_id_error,
     read_partitioned,
 )
+from ._formats import FORMATS, format_of, read_rows, record_sha256
+from ._header import check_columns
+from ._retime import DUPLICATE_POLICIES, drop_timeless, resolve_duplicates
 from ._snap import COLLISION_POLICIES, group_starts, merge_groups, snap_ticks, warn_dropped
-from ._timeunit import check_epoch_unit, text_time_error, unit_hint
+from ._timeunit import check_epoch_unit, shown_time, text_time_error, unit_hint
 from ._units import declared_unit, to_field_unit
 from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
 
@@ -129,6 +134,7 @@ class TimeseriesAdapter(InputAdapter):
         disorder: str = "sort",
         duplicates: str = "raise",
         collisions: str = "nearest",
+        missing_time: str = "raise",
     ) -> None:
         super().__init__(schema)
         if time_unit not in _TIME_UNITS:
@@ -137,11 +143,12 @@ class TimeseriesAdapter(InputAdapter):
                 adapter="timeseries",
             )
         for opt, val, allowed in (
-            ("format", format, ("auto", "csv", "parquet")),
+            ("format", format, ("auto", *FORMATS)),
             ("entity_dtype", entity_dtype, ENTITY_DTYPES),
             ("disorder", disorder, ("sort", "raise")),
-            ("duplicates", duplicates, ("raise", "first", "last")),
+            ("duplicates", duplicates, DUPLICATE_POLICIES),
             ("collisions", collisions, COLLISION_POLICIES),
+            ("missing_time", missing_time, ("raise", "drop")),
         ):
             if val not in allowed:
                 raise AdapterError(
@@ -164,6 +171,7 @@ class TimeseriesAdapter(InputAdapter):
         self.disorder = disorder
         self.duplicates = duplicates
         self.collisions = collisions
+        self.missing_time = missing_time
         declared = set(schema.field_names)
         unknown = set(self.fields) - declared
         if unknown:
@@ -208,14 +216,12 @@ class TimeseriesAdapter(InputAdapter):
             "disorder": self.disorder,
             "duplicates": self.duplicates,
             "collisions": self.collisions,
+            **({"missing_time": self.missing_time} if self.missing_time != "raise" else {}),
         }
 
     # -- reading -----------------------------------------------------------------------
     def _read_arrow(self, uri: str) -> pa.Table:
-        fmt = self.format
-        if fmt == "auto":
-            low = str(uri).lower()
-            fmt = "csv" if low.endswith((".csv", ".csv.gz", ".tsv")) else "parquet"
+        fmt = format_of(str(uri)) if self.format == "auto" else self.format
         if os.path.islink(uri):
             raise SourceError("refusing to read a symbolic link", source=str(uri))
         if os.path.isdir(uri) and not any(files for _, _, files in os.walk(uri)):
@@ -225,7 +231,9 @@ class TimeseriesAdapter(InputAdapter):
         if is_url(uri):  # an object store: the whole object, checked unchanged by the read
             where = pa.BufferReader(read_remote(str(uri))[0])
         try:
-            if fmt == "csv":
+            if fmt not in ("csv", "parquet"):
+                table = read_rows(str(uri), fmt)
+            elif fmt == "csv":
                 import pyarrow.csv as pacsv
 
                 # ids are text: never let CSV type inference turn "0042" into 42
@@ -241,7 +249,7 @@ class TimeseriesAdapter(InputAdapter):
                 if not is_url(uri) and os.path.isdir(uri):  # a partitioned dataset
                     table = read_partitioned(uri, self.entity_column)
                 else:
-                    with _open_parquet(where, self._dictionary_columns()) as pf:
+                    with open_parquet(where, self._dictionary_columns()) as pf:
                         names = pf.schema_arrow.names
                         whole = not set(cols) <= set(names) or len(set(names)) < len(names)
                         # one thread: a source is small, and the pipeline overlaps sources
@@ -259,6 +267,23 @@ class TimeseriesAdapter(InputAdapter):
         if missing:
             raise SourceError(f"missing columns {missing} (file has {names})", source=str(uri))
         return table.select(cols)
+
+    def _drop_timeless(self, table: pa.Table, src: str) -> tuple[pa.Table, int]:
+        """With ``missing_time="drop"``, the rows without a time removed, and their count."""
+        if self.missing_time != "drop":
+            return table, 0
+        return drop_timeless(table, self.time_column)
+
+    def fingerprint(self, uri: str) -> str:
+        """As the base class; a WFDB record (``.hea``) by its header and signal files."""
+        if format_of(str(uri)) == "wfdb" and not is_url(str(uri)):
+            return record_sha256(str(uri))
+        return super().fingerprint(uri)
+
+    def check_sources(self, uris: Sequence[str]) -> None:
+        """Every column the adapter names is in every source, from headers only."""
+        fmts = [format_of(str(u)) if self.format == "auto" else self.format for u in uris]
+        check_columns(list(uris), fmts, self._needed_columns())
 
     def _dictionary_columns(self) -> list[str]:
         """Columns worth reading dictionary-encoded: text entity ids (ranked and checked
@@ -313,9 +338,12 @@ class TimeseriesAdapter(InputAdapter):
         src = str(uri)
         sid = self.source_id(uri)
         table = self._read_arrow(uri)
+        if table.num_rows == 0:
+            raise SourceError("the source has no rows (a header and nothing under it)", source=src)
+        table, timeless = self._drop_timeless(table, src)
         n = table.num_rows
         if n == 0:
-            raise SourceError("the source has no rows", source=src)
+            raise SourceError(f"every row of the source lacks a time ({timeless})", source=src)
         t_sec = self._times(table, src)
         ent_codes, roster = self._entities(table, src)
         hz = float(self.schema.sample_hz)
@@ -334,7 +362,7 @@ class TimeseriesAdapter(InputAdapter):
 
         # backward time within an entity, in file order (a stable sort by entity: rows of
         # one entity stay in file order)
-        by_ent = np.argsort(_narrow_codes(ent_codes, len(roster)), kind="stable")
+        by_ent = np.argsort(narrow_codes(ent_codes, len(roster)), kind="stable")
         e_by = ent_codes[by_ent]
         same = e_by[1:] == e_by[:-1]
         back = same & (np.diff(t_sec[by_ent]) < 0)
@@ -353,23 +381,16 @@ class TimeseriesAdapter(InputAdapter):
         # exact duplicates of (entity, time); rows sorted by (entity, time, row).  Without
         # backward time the rows of each entity already are in time order
         order = by_ent if not back.any() else np.lexsort((rows, t_sec, ent_codes))
-        e_s, t_s = ent_codes[order], t_sec[order]
-        dup = (e_s[1:] == e_s[:-1]) & (t_s[1:] == t_s[:-1])
-        if dup.any():
-            if self.duplicates == "raise":
-                r = int(order[1:][dup].min())
-                raise SourceError(
-                    f"duplicated (time, entity) row: entity {roster[ent_codes[r]]!r} "
-                    f"at {float(t_sec[r])!r} s",
-                    source=src,
-                    row=r,
-                )
-            keep = np.ones(order.size, dtype=bool)
-            if self.duplicates == "first":
-                keep[1:][dup] = False
-            else:
-                keep[:-1][dup] = False
-            order = order[keep]
+        order, t_new, counts = resolve_duplicates(
+            self.duplicates,
+            order,
+            t_sec,
+            ent_codes,
+            lambda r, n: self._dup_error(table, r, n, t_sec, roster[ent_codes[r]], src),
+        )
+        if t_new is not None:  # re-timed: snap the new times
+            t_sec = t_new
+            k, off = snap_ticks(t_sec, hz)
 
         order, starts = self._snap(order, k, off, ent_codes, roster, src)
         keep = None
@@ -377,7 +398,22 @@ class TimeseriesAdapter(InputAdapter):
             keep = np.array(
                 [i for i, e in enumerate(roster) if tag_entity_id(e) in wanted], dtype=np.intp
             )
-        return self._lay_out(table, order, starts, k, ent_codes, roster, src, sid, keep=keep)
+        out = self._lay_out(table, order, starts, k, ent_codes, roster, src, sid, keep=keep)
+        out.counts.update({**counts, **({"timeless_dropped": timeless} if timeless else {})})
+        return out
+
+    def _dup_error(
+        self, table: pa.Table, r: int, n: int, t_sec: np.ndarray, entity: Any, src: str
+    ) -> SourceError:
+        when = shown_time(table.column(self.time_column), r, float(t_sec[r]))
+        return SourceError(
+            f"duplicated (time, entity) row: entity {entity!r} at {when}; {n} row(s) repeat a "
+            "time of their entity.  Set the adapter's duplicates option: 'first' or 'last' "
+            "keeps one row, 'retime' re-times rows by row order (a clock coarser than the "
+            "sampling)",
+            source=src,
+            row=r,
+        )
 
     def _snap(
         self,
@@ -608,27 +644,6 @@ class TimeseriesAdapter(InputAdapter):
                 raise SourceError(f"infinite value in column {c!r}", source=src, row=int(inf[0]))
             out.append(to_field_unit(vals, declared_unit(table.schema, c), f, j, c, src))
         return out
-
-
-def _open_parquet(where: Any, dictionary: list[str]) -> Any:
-    """A ``ParquetFile`` reading ``dictionary`` columns dictionary-encoded; a file without
-    them (or with duplicated names) opens plainly and the caller's checks report it."""
-    import pyarrow.parquet as pq
-
-    if dictionary:
-        try:
-            return pq.ParquetFile(where, read_dictionary=dictionary)
-        except (KeyError, pa.ArrowException):
-            pass
-    return pq.ParquetFile(where)
-
-
-def _narrow_codes(codes: np.ndarray, n_codes: int) -> np.ndarray:
-    """Entity codes ``0 .. n_codes - 1`` in the narrowest integer type that holds them
-    (numpy's stable sort of 8- and 16-bit integers is a radix sort)."""
-    if n_codes <= np.iinfo(np.int16).max:
-        return codes.astype(np.int16)
-    return codes
 
 
 def _check_ns_range(

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hst
 
-from kuration import JobError, Pipeline, PipelineError, run_job
+from kuration import JobError, KurationError, Pipeline, PipelineError, run_job
 from kuration.pipeline.run.span_rules import drop_short, min_span_steps
 from kuration.pipeline.spec.job import load_job
 from kuration.selection.candidates import CandidateTable
@@ -218,3 +218,66 @@ def test_merge_adjacent_joins_only_touching_spans() -> None:
         (1, 0, 0, 9),
         (1, 2, 20, 29),  # e1's spans 0 and 2 do not touch
     ]
+
+
+# ---- present_where: an entity counts as present only where a comparison holds ------------
+
+
+def test_presence_keeps_the_ticks_where_the_comparison_holds(adsb_adapter, adsb_sources) -> None:
+    from kuration.contracts.segment import Segmenter
+
+    table = adsb_adapter.read_table(str(adsb_sources[0]))
+    seg = Segmenter(120, 60, present_where={"field": "onground", "op": "==", "value": 0})
+    air = seg.presence(table)
+    on = table.values["onground"][:, :, 0]
+    assert (air.present == (table.present & (on == 0))).all()
+    assert 0 < air.present.sum() < table.present.sum()  # some aircraft are on the ground
+    assert seg.to_dict()["present_where"] == {"field": "onground", "op": "==", "value": 0.0}
+    assert Segmenter(**seg.to_dict()) == seg
+    for bad in ({"field": "onground", "op": "=", "value": 0}, {"field": "x", "op": "<"}):
+        with pytest.raises(KurationError, match="present_where"):
+            Segmenter(120, 60, present_where=bad)
+    with pytest.raises(KurationError, match="no scalar field"):
+        Segmenter(120, 60, present_where={"field": "position", "op": ">", "value": 0}).presence(
+            table
+        )
+
+
+AIRBORNE = {"field": "onground", "op": "==", "value": 0}
+
+
+def _airborne(sources: list[Path], **keys: object) -> dict:
+    job = _job(sources, budget_time="present", min_span_seconds=120, **keys)
+    job["segmenter"] = {**job["segmenter"], "scope": "track", "present_where": AIRBORNE}
+    job["output"]["container"] = "parquet"
+    return job
+
+
+def test_airborne_hours_on_every_runtime(adsb_time_ordered, tmp_path: Path) -> None:
+    """Only airborne ticks make windows, extents and the present-time budget; the memory and
+    disk pools, streaming and process workers write the same bytes."""
+    mem = _run(_airborne(adsb_time_ordered), tmp_path / "mem")
+    every = _airborne(adsb_time_ordered)
+    del every["segmenter"]["present_where"]
+    base = _run(every, tmp_path / "base")
+    assert len(mem.scoring.segments) < len(base.scoring.segments)
+    man = (Path(mem.path) / "dataset_manifest.json").read_bytes()
+    for i, keys in enumerate(
+        ({"pool": "disk"}, {"streaming": True}, {"workers": 2, "executor": "process"})
+    ):
+        other = _run(_airborne(adsb_time_ordered, **keys), tmp_path / f"o{i}")
+        assert (Path(other.path) / "dataset_manifest.json").read_bytes() == man
+    b = mem.config["results"]["budget"]["train"]
+    assert b["admitted_s"] == b["present_s"] <= b["emitted_s"]
+    assert mem.config["job"]["segmenter"]["present_where"] == AIRBORNE
+
+
+def test_present_where_is_checked_at_load(adsb_sources) -> None:
+    job = _airborne(adsb_sources)
+    job["segmenter"]["present_where"] = {"field": "nope", "op": "==", "value": 0}
+    with pytest.raises(JobError, match="present_where"):
+        Pipeline.from_job(job)
+    job = _airborne(adsb_sources)
+    job["strategy"]["filters"] = [{"filter": "dedup"}]
+    with pytest.raises(PipelineError, match="present_where"):
+        Pipeline.from_job(job).explain()

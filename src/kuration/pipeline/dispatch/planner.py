@@ -70,6 +70,14 @@ def _require(p: Pipeline) -> tuple[Strategy, Any]:
             "segmenter's scope 'scene', not 'track'",
             step="segment",
         )
+    if p.segmenter is not None and p.segmenter.present_where is not None:
+        reread = [f.get("filter") for f in p.strategy_.filters if f.get("filter") == "dedup"]
+        if reread or p.strategy_.scorers:
+            raise PipelineError(
+                "the dedup filter and whole-pool scorers reread the recorded ticks: they "
+                "cannot be combined with the segmenter's present_where",
+                step="segment",
+            )
     return p.strategy_, p.selection
 
 

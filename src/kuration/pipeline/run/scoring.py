@@ -138,7 +138,14 @@ class ScoringResult:
     execution: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
+        rows = {
+            sid: {k: int(v) for k, v in sorted(info.counts.items()) if k != "snap_collisions" and v}
+            for sid, info in sorted(self.sources.items())
+        }
+        rows = {sid: c for sid, c in rows.items() if c}
+        extra = {"row_policies": rows} if rows else {}  # re-timed, dropped duplicates/timeless
         return {
+            **extra,
             "sources_total": len(self.sources) + len(self.errors),
             "sources_scored": sum(1 for s in self.sources.values() if s.n_segments),
             "sources_failed": len(self.errors),
@@ -195,7 +202,7 @@ _Read = tuple[str, Any, list[Segment], str, dict[str, float]]
 def _read_segment(adapter: InputAdapter, uri: str, segmenter: Segmenter) -> _Read:
     """The first half of a source's fused pass: read it and cut its windows."""
     t0 = time.perf_counter()
-    table = adapter.read_table(uri)
+    table = segmenter.presence(adapter.read_table(uri))  # present_where, when set
     t1 = time.perf_counter()
     segs = segmenter.segments(table.source_id, table.present, table.entity_ids)
     t2 = time.perf_counter()
@@ -246,6 +253,7 @@ def source_info(
 
 
 def _features_pass(
+    segmenter: Segmenter,
     adapter: InputAdapter,
     engine: FeatureEngine,
     runner: TransformRunner | None,
@@ -263,7 +271,7 @@ def _features_pass(
         if not segs:
             continue
         try:
-            table = adapter.read_table(uri)
+            table = segmenter.presence(adapter.read_table(uri))
             engine.score_segments(table, segs)
             _run_transforms(runner, table, segs)
         except Exception as exc:
@@ -297,7 +305,7 @@ def _worker_components(
     if key not in _WORKER_CACHE:
         enter_worker_environment(base["env"])
         schema = SchemaSpec.from_dict(base["schema"])
-        adapter = adapter_from_dict(base["adapter"], schema)
+        adapter = adapter_from_dict(base["adapter"], schema, base.get("source_ids"))
         engine = FeatureEngine(base["define"], schema, base["registered"])
         retain_freed_memory()
         seg = Segmenter(**base["segmenter"])
@@ -389,6 +397,7 @@ def score_sources(
         For a bad ``workers`` or ``on_error``, or a source listed twice (a ``ValueError``).
     """
     uris = _checked_sources(sources, workers, on_error)
+    adapter.assign_source_ids(uris)  # unique ids, before any source is read
     # compile here first: a bad metric, transform or scorer fails before any spawn
     engine = strategy_engine(strategy, schema)
     retain_freed_memory()  # whole sources: their temporaries stay mapped (metrics.alloc)
@@ -410,6 +419,7 @@ def score_sources(
             base = {
                 "schema": schema.to_dict(),
                 "adapter": adapter.to_dict(),
+                "source_ids": adapter.source_id_map(),
                 "define": dict(strategy.define),
                 "registered": list(strategy.registered),
                 "transforms": [u.to_dict() for u in transforms],
@@ -433,7 +443,7 @@ def score_sources(
     timing = {"read+segment+features" if fused else "read+segment": time.perf_counter() - t0}
     if not fused:
         t1 = time.perf_counter()
-        _features_pass(adapter, engine, runner, results, errors, on_error)
+        _features_pass(segmenter, adapter, engine, runner, results, errors, on_error)
         timing["features"] = time.perf_counter() - t1
     emit(progress, "scoring", "complete", total=total)
     result = _merge(results, errors, total, timing)

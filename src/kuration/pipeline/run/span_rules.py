@@ -27,11 +27,19 @@ import numpy as np
 from ...selection.candidates import Candidate, CandidateTable
 from ...selection.draws import candidate_keys, draw_candidates, seeded_ranks
 from ...selection.select import method_seed
+from ..spec.logical import UNIT_DEFAULTS
 
 if TYPE_CHECKING:
     from .state import HoursRun
 
-__all__ = ["apply_span_rules", "drop_short", "merge_adjacent", "min_span_steps"]
+__all__ = [
+    "apply_span_rules",
+    "drop_short",
+    "merge_adjacent",
+    "min_span_steps",
+    "present_planned",
+    "unit_record",
+]
 
 
 def min_span_steps(min_span_seconds: float, hz: float) -> int:
@@ -125,3 +133,17 @@ def merge_adjacent(admitted: Sequence[Candidate]) -> list[Candidate]:
         out.append((head_i, head))
     out.sort(key=lambda x: x[0])
     return [c for _, c in out]
+
+
+def unit_record(r: HoursRun, with_counts: bool = False) -> dict[str, Any]:
+    """The budget-unit options that differ from their defaults (run record, config and
+    manifest; a run at the defaults records the bytes it always did), with the count of
+    short spans dropped for the manifest's budget block (``with_counts``).  The manifest's
+    budget block holds no split rule (readers take its mappings for splits): the rule is
+    in the run record and ``config.json`` (``results.split_report.rule``)."""
+    out = {k: r.opt[k] for k, v in UNIT_DEFAULTS.items() if r.opt.get(k, v) != v}
+    if with_counts:
+        out.pop("split", None)
+        if "min_span_seconds" in out:
+            out["short_spans_excluded"] = r.short_spans
+    return out

@@ -170,7 +170,8 @@ def _stream_one(
     ts = TickStream(adapter, uri, batch_rows=batch_rows)
     ext = _Extents()
     segs: list[Segment] = []
-    for seg, window in segmenter.stream(ts.source_id, ext.watch(ts.blocks())):
+    blocks = (segmenter.presence(b) for b in ts.blocks())  # present_where, when set
+    for seg, window in segmenter.stream(ts.source_id, ext.watch(blocks)):
         one = Segment(seg.source_id, 0, seg.n_steps, entity=seg.entity)
         engine.score_segments(window, [one])
         seg.features = one.features
@@ -261,6 +262,7 @@ def stream_score_sources(
         raise StreamingError(f"adapter {adapter.name!r} cannot stream", step="adapter")
     uris = [str(u) for u in sources]
     _check_sources(uris)
+    adapter.assign_source_ids(uris)  # unique ids, before any source is read
     engine = strategy_engine(strategy, schema)
     _, scorers = resolve_uses(strategy, schema)
     emit(progress, "scoring", "start", total=len(uris))
