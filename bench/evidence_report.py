@@ -102,7 +102,10 @@ hours path as a job runs them (scene windows, `clip_aggregate`, group caps).
 `sdk-track:*`: the same path with track-scoped windows (`segmenter.scope: "track"`).
 `track:*`: each span scored by the strategy's metrics over its own entity only, ranked
 by the strategy's method.  `track:quality-*`: spans whose own data pass quality
-predicates (speed never at the schema's clamp, no heading reversal, no frozen run).
+predicates (ADS-B: speed never at the schema's 400 m/s clamp, no heading reversal;
+football: no speed over 12 m/s, no position frozen for more than two ticks), in random
+order or ranked by the shipped bins.  `track:spread-random`: random spans, one of every
+track before a second of any.  `sdk:random`: kuration's `random` method.
 Stochastic strategies run 5 seeds; one whose selection is the same for every seed is one
 value.
 
