@@ -62,6 +62,7 @@ from ..spec.plan import PhysicalPlan, StageTelemetry
 from ..stream.passes import check_streaming
 from .hours import DatasetWriteResult, preflight, run_hours
 from .planner import compile_plan
+from .workers_fit import pool_too_small, with_note
 
 if TYPE_CHECKING:
     from ..spec.view import PipelineView as Pipeline  # the fields it reads of one
@@ -147,6 +148,16 @@ def _resolve(p: Pipeline, progress: ProgressCallback | None) -> list[str]:
     return sources
 
 
+def _fit_workers(p: Pipeline, plan: PhysicalPlan, n_sources: int) -> tuple[Pipeline, PhysicalPlan]:
+    """One worker in the lead when the run's sources are too few for the pool its options
+    derive (:mod:`~kuration.pipeline.dispatch.workers_fit`); the plan says so."""
+    note = pool_too_small(p.opts, n_sources)
+    if note is None:
+        return p, plan
+    p = p.options(workers=1)
+    return p, with_note(compile_plan(p), note)
+
+
 def execute(
     p: Pipeline,
     dest: str | os.PathLike[str] | None,
@@ -202,6 +213,7 @@ def _execute(
     scope = nullcontext() if p.include_entry_points else without_entry_point_plugins()
     with scope:
         sources = _resolve(p, rec)
+        p, plan = _fit_workers(p, plan, len(sources))
         index_bytes = budget_pool(p, sources)
         if index_bytes is not None:  # the pool does not fit the budget; the disk pool does
             auto = p.options(pool="disk")
@@ -262,6 +274,7 @@ def _execute_disk(
     with scope:
         if sources is None:
             sources = _resolve(p, p.opts.progress)
+        p, plan = _fit_workers(p, plan, len(sources))
         result = select_on_disk(
             p.schema,
             p.adapter,
@@ -312,6 +325,7 @@ def _execute_hours(
     with scope:
         t0 = time.perf_counter()
         sources = _resolve(p, progress) if resolved is None else resolved
+        p, plan = _fit_workers(p, plan, len(sources))
         index_bytes = None
         if plan.stage("features").runtime != DISK_RUNTIME:
             index_bytes = budget_pool(p, sources)

@@ -18,6 +18,7 @@ from ..run.stage_parallel import encoder_pickles
 from ..spec.logical import CountSelection, HoursSelection
 from ..spec.plan import REFERENCE_RUNTIME, PhysicalPlan, PlanComponent, PlanStage, fuse_stages
 from .hours import preflight
+from .workers_fit import countable_sources, pool_too_small
 
 if TYPE_CHECKING:
     from ..spec.logical import SeamUse
@@ -186,6 +187,10 @@ def compile_plan(p: Pipeline) -> PhysicalPlan:
                     f"{s.kind}: {c.kind} {c.name!r} declares no execution_traits "
                     f"(planned as {c.traits.scope}/{c.traits.fusion})"
                 )
+    small = pool_too_small(p.opts, countable_sources(p.sources))
+    if small is not None:  # the run keeps to the lead (execute decides it again, counted)
+        p = p.options(workers=1)
+        warnings.append(small)
     stages = _place(stages, p)
     return PhysicalPlan(mode, stages, tuple(warnings), p.opts.to_dict())
 
