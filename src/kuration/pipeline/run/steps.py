@@ -42,7 +42,7 @@ from ...output.commit import (
     SPLITS,
     STAGING_NAME,
     Journal,
-    fsync_paths,
+    make_durable,
     marker_document,
     read_commit,
     remove_stale,
@@ -402,7 +402,7 @@ def step_stage(r: HoursRun) -> dict[str, Any]:
     fsync_s = 0.0
     if r.opt["durable"]:
         t0 = time.perf_counter()
-        fsync_paths([stage / p for p in r.to_move])
+        make_durable([stage / p for p in r.to_move], stage)
         fsync_s = time.perf_counter() - t0
     parts = (("fsync", fsync_s),) + ((("read", read_s),) if read_s is not None else ())
     return {
@@ -441,7 +441,7 @@ def step_publish(r: HoursRun) -> dict[str, Any]:
     )
     remove_stale(r.root, {e["path"] for e in r.entries})
     if r.opt["durable"]:
-        fsync_paths([r.root / s for s in SPLITS if (r.root / s).is_dir()] + [r.root])
+        make_durable([r.root / s for s in SPLITS if (r.root / s).is_dir()] + [r.root], r.root)
     return {"rows_in": len(r.to_move), "rows_out": len(r.entries)}
 
 

@@ -50,7 +50,7 @@ from ...core.ids import tag_entity_id
 from ...core.progress import ProgressCallback, emit
 from ...errors import StreamingError
 from ...metrics.features import FeatureEngine
-from ...output.commit import Journal, fsync_paths, remove_tree, staging_dir
+from ...output.commit import Journal, make_durable, remove_tree, staging_dir
 from ...output.stream import StreamTrack, write_stream
 from ...output.writer import ShardWriter
 from ...selection.presence import absent_runs, gap_tuples
@@ -362,7 +362,7 @@ def step_stream_stage(r: HoursRun) -> list[StageTelemetry]:
         emit(r.progress, "writing", "advance", current=i, total=len(work), source=sid)
     r.journal.close()
     if r.opt["durable"]:
-        fsync_paths([stage / p for p in r.to_move])
+        make_durable([stage / p for p in r.to_move], stage)
     island = r.plan.stage("write").island if r.plan is not None else None
     return [
         StageTelemetry(
