@@ -197,3 +197,40 @@ class ArrayHandle:
     def read(self, start: int, stop: int) -> Values:
         """Steps ``[start, stop)`` of this instance (caller validated the range)."""
         return self.source.read(self.offset + start, self.offset + stop)
+
+
+def mask_invalid(arr: pa.Array, spec: Any) -> pa.Array:
+    """``arr`` with the steps holding a declared sentinel or out-of-range value made null."""
+    import pyarrow.compute as pc
+
+    flat = arr
+    while pa.types.is_fixed_size_list(flat.type):
+        flat = flat.flatten()
+    values = np.asarray(pc.fill_null(flat, 0).to_numpy(zero_copy_only=False))
+    bad = spec.invalid_steps(values.reshape(len(arr), -1))
+    bad &= np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    if not bad.any():
+        return arr
+    out: pa.Array = pc.if_else(pa.array(bad), pa.scalar(None, arr.type), arr)
+    return out
+
+
+def decode_steps(raw: Values, spec: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """NumPy data of ``raw`` (rows read from a source) and which steps hold a value: a
+    stored null or a value ``spec`` (a ``SignalSpec``) declares missing or out of range is
+    invalid, its data 0 (``False`` for bool) for Arrow values; None when every step is valid."""
+    valid = None
+    if isinstance(raw, np.ndarray):
+        if spec.has_validity:
+            arr = mask_invalid(to_arrow(raw, spec.arrow_type), spec)
+            if arr.null_count:
+                valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        return raw, valid
+    arr = mask_invalid(raw, spec) if spec.has_validity else raw
+    if arr.null_count:
+        import pyarrow.compute as pc
+
+        valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        zero = pa.scalar(False) if pa.types.is_boolean(arr.type) else pa.scalar(0, arr.type)
+        arr = pc.fill_null(arr, zero)
+    return arr.to_numpy(zero_copy_only=False), valid

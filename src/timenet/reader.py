@@ -27,9 +27,11 @@ from timenet._arrays import (
     ParquetSource,
     Source,
     ZarrSource,
+    decode_steps,
     to_arrow,
     to_numpy,
 )
+from timenet._arrays import mask_invalid as _mask_invalid
 from timenet.catalog import Catalog, SignalRow
 from timenet.errors import (
     HasNullsError,
@@ -48,22 +50,6 @@ from timenet.units import convert
 from timenet.versions import Ref
 
 __all__ = ["LoadedDataset", "Signal", "TimeFReader"]
-
-
-def _mask_invalid(arr: pa.Array, spec: SignalSpec) -> pa.Array:
-    """``arr`` with the steps holding a declared sentinel or out-of-range value made null."""
-    import pyarrow.compute as pc
-
-    flat = arr
-    while pa.types.is_fixed_size_list(flat.type):
-        flat = flat.flatten()
-    values = np.asarray(pc.fill_null(flat, 0).to_numpy(zero_copy_only=False))
-    bad = spec.invalid_steps(values.reshape(len(arr), -1))
-    bad &= np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    if not bad.any():
-        return arr
-    out: pa.Array = pc.if_else(pa.array(bad), pa.scalar(None, arr.type), arr)
-    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -233,23 +219,7 @@ class Signal:
             If the conversion to ``unit`` is impossible.
         """
         start, stop = self._check_range(start, stop)
-        raw = self._values.read(start, stop)
-        valid = None
-        if isinstance(raw, np.ndarray):
-            data = raw
-            if self.spec.has_validity:
-                arr = _mask_invalid(to_arrow(raw, self.spec.arrow_type), self.spec)
-                if arr.null_count:
-                    valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-        else:
-            arr = _mask_invalid(raw, self.spec) if self.spec.has_validity else raw
-            if arr.null_count:
-                import pyarrow.compute as pc
-
-                valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-                zero = pa.scalar(False) if pa.types.is_boolean(arr.type) else pa.scalar(0, arr.type)
-                arr = pc.fill_null(arr, zero)
-            data = arr.to_numpy(zero_copy_only=False)
+        data, valid = decode_steps(self._values.read(start, stop), self.spec)
         if unit is not None:
             data = convert(data, self.spec.unit, unit, signal=self.name)
         return data, valid
