@@ -194,7 +194,7 @@ def _compose(
         "name": name,
         "description": f"Written by kur init from {', '.join(inv.job_sources(out))}.",
         "schema": schema,
-        "adapter": adapter_options(inv, fields),
+        "adapter": adapter_options(inv, fields, out),
         "sources": inv.job_sources(out),
         "segmenter": {"window": window_s, "stride": window_s / 2, "unit": "seconds"},
         "strategy": strategy,
@@ -219,7 +219,7 @@ def _compose(
 
 def _validate(job: Mapping[str, Any], out: Path) -> None:
     """The checks ``kur run`` makes before reading data (a failure here is a kur init bug)."""
-    raw, _base = load_job(dict(job))
+    raw, _base = load_job(dict(job), base=out.resolve())
     schema, _adapter, _seg = job_components(raw)
     load_strategy(raw["strategy"], schema, what="strategy.json")
     OutputSpec.from_dict(raw["output"], what="output.json")

@@ -135,7 +135,7 @@ def compose_files(
             "  no test split: there is one source and a source goes whole to one split; "
             "give two or more files (or records) for a test split"
         )
-    adapter = adapter_options(inv, fields)
+    adapter = adapter_options(inv, fields, out)
     adapter.pop("duplicates", None)
     if dup:
         adapter["duplicates"] = dup

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..errors import InitError
@@ -49,8 +50,10 @@ def starter_strategy(
     return strategy, axes
 
 
-def adapter_options(inv: Inventory, fields: Sequence[FieldGuess]) -> dict[str, Any]:
-    """The job's ``adapter``: timenet or timeseries, with the inventory's columns and policies."""
+def adapter_options(inv: Inventory, fields: Sequence[FieldGuess], out: Path) -> dict[str, Any]:
+    """The job's ``adapter``: timenet or timeseries, with the inventory's columns and policies.
+
+    ``out`` is the job file's folder: local registries are written relative to it."""
     mapping = {f.name: (list(f.columns) if len(f.columns) > 1 else f.columns[0]) for f in fields}
     if inv.kind == "timenet":
         ad: dict[str, Any] = {
@@ -60,7 +63,7 @@ def adapter_options(inv: Inventory, fields: Sequence[FieldGuess]) -> dict[str, A
             },
         }
         if inv.registries:
-            ad["registries"] = list(inv.registries)
+            ad["registries"] = inv.job_registries(out)
     else:
         ad = {"type": "timeseries", "time_column": str(inv.time_column)}
         if inv.time_unit:

@@ -84,6 +84,13 @@ class Inventory:
         """The median track length, seconds."""
         return float(np.median(self.track_seconds)) if self.track_seconds else 0.0
 
+    def job_registries(self, out: Path) -> list[str]:
+        """The TimeNet registries as the job names them: a local folder relative to the job
+        folder (as every path in a job is), a URL as given."""
+        return [
+            r if "://" in r else os.path.relpath(Path(r).resolve(), out) for r in self.registries
+        ]
+
     def job_sources(self, out: Path) -> list[str]:
         """The job's ``sources``: file paths relative to the job folder, or the TimeNet URI."""
         if self.kind == "timenet":

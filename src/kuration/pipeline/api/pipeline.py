@@ -685,15 +685,16 @@ def _check_sources(sources: Any) -> None:
     uris = sources.get("uris") if isinstance(sources, Mapping) else None
     if isinstance(uris, list) and all(isinstance(u, str) for u in uris):
         return  # resolved already: used as given (what curate() passes)
-    ok = (isinstance(sources, Mapping) and ("sample" in sources or "glob" in sources)) or (
+    keys = ("sample", "glob", "named")
+    ok = (isinstance(sources, Mapping) and any(k in sources for k in keys)) or (
         isinstance(sources, list | tuple)
         and bool(sources)
         and all(isinstance(s, str | os.PathLike) for s in sources)
     )
     if not ok:
         raise PipelineError(
-            "sources is a non-empty list of paths, {'glob': pattern}, {'sample': name} "
-            "or {'uris': [resolved URIs]}",
+            "sources is a non-empty list of paths, {'glob': pattern}, {'sample': name}, "
+            "{'named': {id: path}} or {'uris': [resolved URIs]}",
             step="source",
         )
 
