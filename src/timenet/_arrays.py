@@ -33,6 +33,16 @@ class Source(ABC):
         """Rows ``[lo, hi)`` as a ``pa.Array`` (scalar) or ``ndarray`` (multidimensional)."""
 
 
+_FORKS = [0]  # bumped in a forked child: readers opened before the fork are reopened
+
+
+def _forked() -> None:
+    _FORKS[0] += 1
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 class ParquetSource(Source):
     """A Parquet file with one ``values`` (or ``time_ns``) column.
 
@@ -55,7 +65,8 @@ class ParquetSource(Source):
         self.__init__(state["locate"])  # type: ignore[misc]
 
     def _open(self) -> Any:
-        if self._pid != os.getpid():
+        # a fork counter instead of os.getpid(): a system call on every single-record read
+        if self._pid != _FORKS[0]:
             # pre_buffer=False: a single-record read fetches one small row
             # group; Arrow's coalescing read-ahead only adds latency there.
             pf = pq.ParquetFile(self.locate(), memory_map=True, pre_buffer=False)
@@ -66,7 +77,7 @@ class ParquetSource(Source):
             # ParquetFile.reader reads row groups by column index without
             # re-resolving names: the fast path for single-record reads.
             self._reader = pf.reader
-            self._pid = os.getpid()
+            self._pid = _FORKS[0]
         return self._reader
 
     def read(self, lo: int, hi: int) -> pa.Array:
