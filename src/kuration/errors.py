@@ -44,6 +44,7 @@
 
 Warnings: ``KurationWarning`` (root), ``DataOrderWarning`` (input rows were reordered),
 ``SnapCollisionWarning`` (rows of one entity snapped to one grid point; all but one dropped),
+``DataRepairWarning`` (an input defect repaired because the user opted into that repair),
 ``BudgetGranularityWarning`` (a split's admitted hours miss its request by more than 10% because
 its smallest admissible unit, a whole track or span, is too long) and ``PluginWarning`` (an
 installed entry-point plugin failed and was rolled back); ``NonExclusiveLeaseWarning``: no atomic lease.
@@ -58,6 +59,7 @@ __all__ = [
     "BudgetError",
     "BudgetGranularityWarning",
     "DataOrderWarning",
+    "DataRepairWarning",
     "DatasetExistsError",
     "DatasetIntegrityError",
     "DestinationError",
@@ -691,6 +693,10 @@ class SnapCollisionWarning(KurationWarning):
         self.count = count
 
 
+class DataRepairWarning(KurationWarning):
+    """An input defect was repaired because the user opted in (``source``, ``repair`` set)."""
+
+
 class NonExclusiveLeaseWarning(KurationWarning):
     """A remote backend cannot create ``.kuration-writer.lock`` exclusively."""
 
@@ -736,10 +742,8 @@ class TransformError(KurationError, ValueError):
         token: str | None = None,
     ) -> None:
         super().__init__(f"{_where('transform', transform, source, segment, token)}: {message}")
-        self.transform = transform
-        self.source = source
-        self.segment = segment
-        self.token = token
+        self.transform, self.source = transform, source
+        self.segment, self.token = segment, token
 
 
 class ScorerError(KurationError, RuntimeError):
@@ -763,9 +767,7 @@ class ScorerError(KurationError, RuntimeError):
         segment: str | None = None,
     ) -> None:
         super().__init__(f"{_where('scorer', scorer, source, segment, None)}: {message}")
-        self.scorer = scorer
-        self.source = source
-        self.segment = segment
+        self.scorer, self.source, self.segment = scorer, source, segment
 
 
 class BudgetGranularityWarning(KurationWarning):
@@ -794,7 +796,5 @@ class BudgetGranularityWarning(KurationWarning):
         unit_s: float = 0.0,
     ) -> None:
         super().__init__(message)
-        self.split = split
-        self.requested_s = requested_s
-        self.admitted_s = admitted_s
-        self.unit_s = unit_s
+        self.split, self.requested_s = split, requested_s
+        self.admitted_s, self.unit_s = admitted_s, unit_s

@@ -8,7 +8,7 @@ the imports alone, while a quickstart source (15 minutes of ADS-B at 1 Hz, ~24,0
 reads, scores and writes in about 13 ms of CPU.  Below
 :data:`SOURCES_PER_WORKER` sources a worker the pool cannot pay for itself on such
 sources, so a run whose executor was *derived* from ``workers`` (none named) runs in the
-lead with one worker, and says so in its plan.  A named executor (``process``, ``ray``)
+lead with one worker, and says so in its plan's notes.  A named executor (``process``, ``ray``)
 is always kept: the caller asked for it.  The artifact is the same either way.
 """
 
@@ -67,7 +67,7 @@ def countable_sources(sources: Any) -> int | None:
 
 
 def with_note(plan: PhysicalPlan, note: str) -> PhysicalPlan:
-    """``plan`` with ``note`` added to its warnings (once)."""
-    if note in plan.warnings:
+    """``plan`` with ``note`` added to its notes (the planner's decisions), once."""
+    if note in plan.notes:
         return plan
-    return dataclasses.replace(plan, warnings=(*plan.warnings, note))
+    return dataclasses.replace(plan, notes=(*plan.notes, note))
