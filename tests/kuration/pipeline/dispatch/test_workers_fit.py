@@ -31,7 +31,7 @@ def test_the_rule() -> None:
 def test_explain_and_run_keep_a_small_job_in_the_lead(small_job: dict, tmp_path: Path) -> None:
     plan = Pipeline.from_job(small_job).options(workers=2).explain()
     assert plan.stage("features").executor.startswith("local")
-    assert any("4 source(s) run in the lead" in w for w in plan.warnings)
+    assert any("4 source(s) run in the lead" in n for n in plan.notes)
     named = Pipeline.from_job(small_job).options(workers=2, executor="process").explain()
     assert named.stage("features").executor == "process x2"
     job = {**small_job, "span_seconds": 60}
