@@ -16,7 +16,7 @@ from ..errors import OutputSpecError
 __all__ = ["ModalitySpec", "OutputSpec"]
 
 _ROUTES = ("field", "segment", "encoder", "media")
-LAYOUTS = ("files", "packed")
+LAYOUTS = ("files", "packed", "lerobot")
 TARGET_FILE_BYTES = 128 * 1024 * 1024
 ROW_GROUP_BYTES = 4 * 1024 * 1024
 _POLICIES = ("keep", "pad", "drop")
@@ -107,12 +107,15 @@ class OutputSpec:
     presence_mask : bool
         Emit ``_present`` (bool, per timestep): false where the entity is absent.
     modalities : mapping of str to ModalitySpec
-    layout : {"files", "packed"}
-        One file per shard, or shards packed into Parquet files per split
-        (:mod:`kuration.output.packed`; needs ``container="parquet"``).
+    layout : {"files", "packed", "lerobot"}
+        One file per shard, shards packed into Parquet files per split
+        (:mod:`kuration.output.packed`), or a LeRobot v3 folder
+        (:mod:`kuration.output.lerobot`; numeric modalities, presence mask on); the
+        last two need ``container="parquet"``.
     target_file_bytes, row_group_bytes : int
         ``packed``: close a file (a row group) once its rows hold this many
-        fixed-width bytes (uncompressed).
+        fixed-width bytes (uncompressed); ``lerobot``: close a data file once its
+        rows hold ``target_file_bytes`` (Arrow bytes).
 
     Raises
     ------
@@ -201,9 +204,33 @@ class OutputSpec:
             return
         if self.container != "parquet":
             raise OutputSpecError(
-                f"layout 'packed' writes Parquet files: container must be 'parquet', "
+                f"layout {self.layout!r} writes Parquet files: container must be 'parquet', "
                 f"got {self.container!r} (npz and other per-file containers need layout 'files')"
             )
+
+        if self.layout == "lerobot":
+            media = [k for k, m in self.modalities.items() if m.route == "media"]
+            if media:
+                raise OutputSpecError(
+                    f"layout 'lerobot' writes numeric features; media modalities {media} are "
+                    "not written by it yet (kur export-lerobot encodes cameras)"
+                )
+            if not self.presence_mask:
+                raise OutputSpecError(
+                    "layout 'lerobot' needs presence_mask=true: it checks that every frame "
+                    "of an episode holds a value"
+                )
+
+    @property
+    def lerobot(self) -> bool:
+        """Whether the dataset is written as a LeRobot v3 folder (``layout="lerobot"``)."""
+        return self.layout == "lerobot"
+
+    @property
+    def shared_files(self) -> bool:
+        """Whether shards live in files shared by many (``packed`` or ``lerobot``), written
+        in the lead process to a local folder."""
+        return self.layout in ("packed", "lerobot")
 
     @property
     def packed(self) -> bool:
@@ -248,7 +275,7 @@ class OutputSpec:
             )
             for name, mm in m.modalities.items()
         }
-        packed = m.layout == "packed"
+        packed = m.layout in ("packed", "lerobot")
         return cls(
             shard_length=m.shard_length,
             modalities=mods,
@@ -277,7 +304,7 @@ class OutputSpec:
                     "target_file_bytes": self.target_file_bytes,
                     "row_group_bytes": self.row_group_bytes,
                 }
-                if self.packed
+                if self.shared_files
                 else {}
             ),
         }
