@@ -44,7 +44,9 @@ _FILES: tuple[tuple[str, type[BaseModel], str], ...] = (
     ('Job `sources` as `{"sample": ...}`', cfg.SampleSourcesModel, "job"),
     ('Job `sources` as `{"named": ...}`', cfg.NamedSourcesModel, "job"),
     ("Job `segmenter`", cfg.SegmenterModel, "job"),
+    ("Job `segmenter` `present_where`", cfg.PresentWhereModel, "job"),
     ("Job `budget`", cfg.BudgetModel, "job"),
+    ("Job `split`", cfg.SplitModel, "job"),
     ("Quality policy (`kur check --policy`)", cfg.PolicyModel, "policy"),
 )
 
@@ -114,6 +116,7 @@ reading, writing and queries.  Features that pull heavy dependencies are extras:
 | `cloud` | s3fs, gcsfs, adlfs | all three object stores |
 | `report` | matplotlib | `kur inspect --html` |
 | `connectors` | kloppy | the `kloppy/football-tracking` connector |
+| `formats` | gpxpy, wfdb | GPX track (`.gpx`) and WFDB record (`.hea`) sources; JSON lines and Arrow IPC need only the core |
 | `media` | av (PyAV) | lazy video sources (`docs/media.md`) |
 | `lerobot` | av (PyAV) | the cameras of LeRobot v3 datasets (`docs/lerobot.md`); their Parquet frames need no extra |
 | `mcap` | mcap, mcap-ros2-support | MCAP files and ROS 2 bags (`adapter: {"type": "mcap"}`, `docs/lerobot.md`) |

@@ -147,15 +147,25 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--executor",
-        choices=["local", "process", "ray"],
+        metavar="NAME",
         default=None,
-        help="where the workers run (default: the job's; local for one worker, process for more)",
+        help="where the workers run: local, process, ray or a registered executor "
+        "(default: the job's; local for one worker, process for more)",
+    )
+    p.add_argument(
+        "--executor-option",
+        metavar="KEY=VALUE",
+        action="append",
+        default=None,
+        help="one of the executor's own settings (repeatable; VALUE is read as JSON when it "
+        "parses, else as text), e.g. address=ray://host:10001",
     )
     p.add_argument(
         "--ray-address",
         metavar="ADDR",
         default=None,
-        help="a running Ray cluster for --executor ray (default: start a local one)",
+        help="a running Ray cluster for --executor ray (default: start a local one); "
+        "the same as --executor-option address=ADDR",
     )
     p.add_argument(
         "--streaming",

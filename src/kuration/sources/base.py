@@ -29,7 +29,7 @@ __all__ = [
     "registered_adapters",
 ]
 
-_ADAPTERS: Registry[Callable[..., InputAdapter]] = Registry("adapter")
+_ADAPTERS: Registry[Callable[..., InputAdapter]] = Registry("adapter", builtin="adapter")
 
 
 class InputAdapter(ABC):
@@ -39,9 +39,23 @@ class InputAdapter(ABC):
     implementation over ``ticks``; adapters that can lay out columns directly
     override it for speed.  ``to_dict``/``adapter_from_dict`` rebuild an
     adapter by registered name in worker processes.
+
+    Capabilities, declared on the class (the planner and the job loader read them, never
+    an adapter's name):
+
+    * ``streams``: sources are read lazily, batch by batch (``kuration.sources.stream.TickStream``),
+      so ``streaming=True`` and the entity count of the memory estimate can use them;
+    * ``sources_are_files``: each source is a local path or URL that must exist before the
+      run; False for an adapter whose sources are its own identifiers (checked by it).
+
+    An adapter class may also define ``complete_schema(schema, options, sources) -> dict``,
+    a static method a job file's schema passes through before the adapter is built
+    (TimeNet fills units from its catalog).
     """
 
     name: ClassVar[str] = ""
+    streams: ClassVar[bool] = False
+    sources_are_files: ClassVar[bool] = True
 
     def __init__(self, schema: SchemaSpec) -> None:
         self.schema = schema

@@ -117,6 +117,7 @@ class TimeseriesAdapter(InputAdapter):
     """
 
     name: ClassVar[str] = "timeseries"
+    streams: ClassVar[bool] = True
 
     def __init__(
         self,

@@ -20,8 +20,10 @@ dataset still stands.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
@@ -62,9 +64,11 @@ from ...selection.fill import (
     settle_splits,
 )
 from ...selection.select import apply_strategy, assign_splits
-from ..spec.plan import PhysicalPlan, StageTelemetry
+from ..spec.plan import REFERENCE_RUNTIME, PhysicalPlan, StageTelemetry
+from ..spec.split_rules import rule_splits, split_report
 from .hours_config import build_config, step_config
 from .scoring import score_sources
+from .span_rules import apply_span_rules, merge_adjacent, present_planned, unit_record
 from .stage_lerobot import LEROBOT_DIRS, stage_lerobot
 from .stage_local import stage_here
 from .stage_packed import stage_packed
@@ -106,7 +110,7 @@ def step_score(r: HoursRun) -> list[StageTelemetry]:
         include_entry_points=r.include_entry_points,
         fused=fused,
         executor=r.executor if r.executor is not None else r.opt.get("executor"),
-        ray_address=r.opt.get("ray_address"),
+        executor_options=r.opt.get("executor_options"),
     )
     n_src, n_seg = len(r.sources), len(r.scoring.segments)
     ex = r.scoring.execution
@@ -115,10 +119,11 @@ def step_score(r: HoursRun) -> list[StageTelemetry]:
     out = []
     parts = tuple(sorted(r.scoring.wall_s.items())) or None  # read, segment, features, ...
     for stage, wall in r.scoring.timing.items():
-        rows_in = n_seg if stage == "features" else n_src
-        isl = r.plan.stage("features").island if stage == "features" and r.plan else island
-        split = parts if stage != "features" else None
-        run_by = {} if stage == "features" else _run_by(ex)  # a features barrier runs here
+        lead = stage in ("features", "scorers")  # a features barrier and the scorers run here
+        rows_in = n_seg if lead else n_src
+        isl = r.plan.stage(stage).island if lead and r.plan else island
+        split = parts if not lead else None
+        run_by = {} if lead else _run_by(ex)
         out.append(
             StageTelemetry(stage, wall, rows_in, n_seg, scored, island=isl, parts_s=split, **run_by)
         )
@@ -163,6 +168,7 @@ def step_candidates(r: HoursRun) -> dict[str, Any]:
         span_steps=r.opt["span_steps"],
         group_of=r.group_fn,
     )
+    table = apply_span_rules(r, table)
     r.candidates, r.empty_spans = table, table.empty_excluded
     return {"rows_in": len(pool.segments), "rows_out": len(r.candidates)}
 
@@ -176,9 +182,14 @@ def step_split(r: HoursRun) -> dict[str, Any]:
     total_h = r.opt["train_hours"] + r.opt["test_hours"]
     for sid, group in table.source_groups().items():  # each source's first label
         r.groups.setdefault(sid, group)
-    r.split_of = assign_splits(
-        cand_sources, r.opt["test_hours"] / total_h, r.opt["seed"], r.groups or None
-    )
+    rule, infos = r.opt.get("split"), r.pool().sources
+    if rule is not None:  # pinned or by time (kuration.pipeline.spec.split_rules)
+        r.split_of = rule_splits(rule, cand_sources, infos, r.hz)
+        r.split_report = {"rule": dict(rule), **split_report(r.split_of, cand_sources, infos, r.hz)}
+    else:
+        r.split_of = assign_splits(
+            cand_sources, r.opt["test_hours"] / total_h, r.opt["seed"], r.groups or None
+        )
     return {"rows_in": len(cand_sources), "rows_out": len(r.split_of)}
 
 
@@ -204,6 +215,7 @@ def step_fill(r: HoursRun, fill: Callable[..., FillResult] = fill_budgets) -> di
         tag_coverage=r.use_tags,
         tag_names=r.tag_names,
         min_tag_frac=o["min_tag_frac"],
+        count=o.get("budget_time", "span"),
     )
     spec = r.spec
     check_group_cap(
@@ -247,6 +259,7 @@ def step_fingerprint(r: HoursRun) -> dict[str, Any]:
         "clip_aggregate": o["clip_aggregate"],
         "min_track_seconds": float(o["min_track_seconds"]),
         "span_steps": o["span_steps"],
+        **unit_record(r),
         "groups": dict(sorted(r.groups.items())),
         "max_group_overshoot": r.overshoot,
         "tag_coverage": r.use_tags,
@@ -269,7 +282,10 @@ def step_shard_plan(r: HoursRun) -> dict[str, Any]:
     """Every shard's manifest entry, minus size and checksum; settles each split's binding."""
     pool, fill = r.pool(), r.filled()
     for split in SPLITS:
-        for c in fill.admitted[split]:
+        admitted = fill.admitted[split]
+        if r.opt.get("merge_adjacent_spans"):
+            admitted = merge_adjacent(admitted)
+        for c in admitted:
             planned = plan_entries(
                 source_id=c.source_id,
                 entity_id=c.entity_id,
@@ -282,7 +298,8 @@ def step_shard_plan(r: HoursRun) -> dict[str, Any]:
                 spec=r.spec,
             )
             r.admitted.append((split, c, planned))
-    r.binding = settle_splits(fill, r.admitted, r.hz, r.too_short, r.opt["allow_empty_split"])
+    planned = present_planned(r) if r.opt.get("budget_time") == "present" else r.admitted
+    r.binding = settle_splits(fill, planned, r.hz, r.too_short, r.opt["allow_empty_split"])
     n_shards = sum(len(p) for _, _, p in r.admitted)
     return {"rows_in": len(r.admitted), "rows_out": n_shards}
 
@@ -463,6 +480,7 @@ def step_manifest(r: HoursRun) -> dict[str, Any]:
         "min_track_seconds": float(o["min_track_seconds"]),
         "span_steps": o["span_steps"],
         "clip_aggregate": o["clip_aggregate"],
+        **unit_record(r, with_counts=True),
     }
     splits: dict[str, Any] = {}
     for split in SPLITS:
@@ -545,17 +563,36 @@ _PLAN_STAGE = {
 }
 
 
+#: the runtime the steps defined here belong to (a runtime that swaps in its own steps
+#: defines its own ``RUNTIME`` next to them)
+RUNTIME = REFERENCE_RUNTIME
+
+
+def _runtime_of(step: Step) -> str | None:
+    return getattr(sys.modules.get(step.__module__), "RUNTIME", None)
+
+
 def run_steps(r: HoursRun, steps: tuple[tuple[str, Step], ...] = STEPS) -> None:
     """Run ``steps`` (default :data:`STEPS`) in order, recording each one's
     :class:`StageTelemetry` in ``r.telemetry`` (a step that ran several plan stages
-    reports them itself)."""
+    reports them itself), each stamped with the runtime whose code ran it: the ``RUNTIME``
+    of the step's module, and for a step shared by every runtime (defined here) the
+    runtime of the run's first step, the one that scores the sources."""
+    run_runtime = _runtime_of(steps[0][1]) if steps else None
     for name, step in steps:
+        here = _runtime_of(step)
+        runtime = run_runtime if here in (None, RUNTIME) else here
         t0 = time.perf_counter()
+        n0 = len(r.telemetry)
         measured = step(r)
         if isinstance(measured, list):
             r.telemetry.extend(measured)
-            continue
-        kind = _PLAN_STAGE.get(name)
-        island = r.plan.stage(kind).island if r.plan is not None and kind else None
-        wall = time.perf_counter() - t0
-        r.telemetry.append(StageTelemetry(name, wall, island=island, **measured))
+        else:
+            kind = _PLAN_STAGE.get(name)
+            island = r.plan.stage(kind).island if r.plan is not None and kind else None
+            wall = time.perf_counter() - t0
+            r.telemetry.append(StageTelemetry(name, wall, island=island, **measured))
+        r.telemetry[n0:] = [
+            t if t.runtime is not None else dataclasses.replace(t, runtime=runtime)
+            for t in r.telemetry[n0:]
+        ]

@@ -34,9 +34,9 @@ from ...contracts.segment import Segmenter
 from ...core.config import JobModel, validate_config
 from ...core.jsonio import loads_strict
 from ...core.remote import is_url, remote_exists
-from ...errors import AdapterError, JobError, KurationError
+from ...errors import AdapterError, JobError, KurationError, PipelineError
 from ...output.encoders import get_encoder
-from ...sources.base import InputAdapter, adapter_from_dict
+from ...sources.base import InputAdapter, adapter_from_dict, get_adapter
 from ...sources.samples import (
     build_adsb_sources,
     build_audio_rms_sources,
@@ -44,6 +44,7 @@ from ...sources.samples import (
     cache_dir,
 )
 from .logical import HoursSelection
+from .split_rules import check_split_rule
 
 __all__ = ["job_encoder", "job_selection", "load_job", "parse_job", "resolve_sources"]
 
@@ -197,6 +198,8 @@ def _listed_sources(spec: Any, base: Path, *, adapter: InputAdapter | None = Non
                 else:
                     out.extend(_listed_sources([s], base))
             return out
+        if adapter is not None and not adapter.sources_are_files:
+            return list(spec)  # the adapter's own identifiers: it checks them when it reads
         # remote objects (s3://...) stay URLs: never joined onto the job folder
         paths = [s if os.path.isabs(s) or is_url(s) else str(base / s) for s in spec]
         missing = [p for p in paths if not (remote_exists(p) if is_url(p) else os.path.exists(p))]
@@ -252,6 +255,18 @@ def _no_duplicates(listed: list[str], paths: list[str]) -> None:
         seen[key] = i
 
 
+def _schema_hook(adapter: Any) -> Any:
+    """The adapter class's ``complete_schema`` (see :class:`~kuration.sources.InputAdapter`),
+    or None; an unknown adapter is reported when it is built."""
+    if not isinstance(adapter, Mapping) or not isinstance(adapter.get("type"), str):
+        return None
+    try:
+        factory = get_adapter(adapter["type"])
+    except KeyError:
+        return None
+    return getattr(factory, "complete_schema", None)
+
+
 def job_components(raw: Mapping[str, Any]) -> tuple[SchemaSpec, InputAdapter, Segmenter]:
     """Build a loaded job's schema, adapter and segmenter.
 
@@ -261,16 +276,10 @@ def job_components(raw: Mapping[str, Any]) -> tuple[SchemaSpec, InputAdapter, Se
         On malformed parts (before any data is read).
     """
     raw_schema = raw["schema"]
-    if isinstance(raw.get("adapter"), Mapping) and raw["adapter"].get("type") == "timenet":
-        from ...sources.timenet import schema_with_catalog_units
-
-        # fields without a unit are read in the catalog's units: the schema says which
-        raw_schema = schema_with_catalog_units(
-            raw_schema,
-            raw["adapter"].get("fields", {}),
-            raw["sources"] if isinstance(raw.get("sources"), list) else [],
-            registries=raw["adapter"].get("registries"),
-        )
+    complete = _schema_hook(raw.get("adapter"))
+    if complete is not None:  # e.g. TimeNet: fields without a unit take the catalog's
+        sources = raw["sources"] if isinstance(raw.get("sources"), list) else []
+        raw_schema = complete(raw_schema, raw["adapter"], sources)
     schema = SchemaSpec.from_dict(raw_schema, what="job schema")
     try:
         adapter = adapter_from_dict(raw["adapter"], schema)
@@ -287,6 +296,15 @@ def job_components(raw: Mapping[str, Any]) -> tuple[SchemaSpec, InputAdapter, Se
         segmenter = Segmenter(**seg_opts)
     except KurationError as exc:
         raise JobError(f"segmenter: {exc}", path="segmenter") from None
+    if segmenter.present_where is not None:
+        name = segmenter.present_where[0]
+        ok = [f.name for f in schema.fields if f.kind != "vector" or f.dims == 1]
+        if name not in ok:
+            raise JobError(
+                f"segmenter.present_where.field {name!r} is no scalar field of the schema "
+                f"({', '.join(ok)})",
+                path="segmenter.present_where.field",
+            )
     return schema, adapter, segmenter
 
 
@@ -324,4 +342,26 @@ def job_selection(m: JobModel) -> HoursSelection:
         tag_coverage=m.tag_coverage,
         min_tag_frac=float(m.min_tag_frac),
         allow_empty_split=m.allow_empty_split,
+        min_span_seconds=float(m.min_span_seconds),
+        budget_time=m.budget_time,
+        tie_break=m.tie_break,
+        merge_adjacent_spans=m.merge_adjacent_spans,
+        split=None if m.split is None else _split_rule(m.split),
     )
+
+
+def _split_rule(m: Any) -> dict[str, Any]:
+    """The job's ``split`` as a checked rule (:func:`~kuration.pipeline.spec.split_rules.check_split_rule`).
+
+    Raises
+    ------
+    JobError
+        A rule that does not hold (naming ``split``).
+    """
+    raw = m.model_dump(exclude_none=True)
+    try:
+        rule = check_split_rule(raw)
+    except PipelineError as exc:
+        raise JobError(str(exc), path="split") from None
+    assert rule is not None
+    return rule

@@ -51,6 +51,7 @@ from ...core.progress import ProgressCallback, emit
 from ...errors import StreamingError
 from ...metrics.features import FeatureEngine
 from ...output.commit import Journal, fsync_paths, remove_tree, staging_dir
+from ...output.containers import container_can
 from ...output.stream import StreamTrack, write_stream
 from ...output.writer import ShardWriter
 from ...selection.presence import absent_runs, gap_tuples
@@ -62,7 +63,7 @@ from ..run.steps import STEPS, HoursRun, _reuse
 from ..run.strategy import resolve_uses, strategy_engine
 from ..spec.budget import peak_rss_bytes
 from ..spec.logical import HoursSelection
-from ..spec.plan import StageTelemetry
+from ..spec.plan import STREAM_RUNTIME, StageTelemetry
 
 if TYPE_CHECKING:
     from ...sources.base import InputAdapter
@@ -96,10 +97,10 @@ def check_streaming(p: Pipeline) -> None:
             f"(executor 'local', not {p.opts.resolved_executor!r})",
             step="options",
         )
-    if p.adapter is not None and not isinstance(p.adapter, TimeseriesAdapter):
+    if p.adapter is not None and not p.adapter.streams:
         raise StreamingError(
-            f"adapter {p.adapter.name!r} reads whole sources; only 'timeseries' (CSV, "
-            "Parquet) reads them lazily",
+            f"adapter {p.adapter.name!r} reads whole sources; only an adapter that declares "
+            "streams=True ('timeseries': CSV, Parquet) reads them lazily",
             step="adapter",
         )
     spec = p.output_spec
@@ -124,10 +125,10 @@ def check_streaming(p: Pipeline) -> None:
 
 def _check_output(spec: Any, encoder: Any) -> None:
     """Refuse outputs that cannot be written shard by shard from the stream."""
-    if spec.container == "npz":
+    if not container_can(spec.container, "streams"):
         raise StreamingError(
-            "the npz container cannot honour bounded memory (each archive is assembled "
-            "whole in memory); use container parquet, json or hdf5",
+            f"the {spec.container} container cannot honour bounded memory (each shard is "
+            "assembled whole in memory); use container parquet, json or hdf5",
             step="output",
         )
     if _packed(spec):
@@ -170,8 +171,9 @@ def _stream_one(
     ts = TickStream(adapter, uri, batch_rows=batch_rows)
     ext = _Extents()
     segs: list[Segment] = []
-    for seg, window in segmenter.stream(ts.source_id, ext.watch(ts.blocks())):
-        one = Segment(seg.source_id, 0, seg.n_steps)
+    blocks = (segmenter.presence(b) for b in ts.blocks())  # present_where, when set
+    for seg, window in segmenter.stream(ts.source_id, ext.watch(blocks)):
+        one = Segment(seg.source_id, 0, seg.n_steps, entity=seg.entity)
         engine.score_segments(window, [one])
         seg.features = one.features
         segs.append(seg)
@@ -277,7 +279,9 @@ def stream_score_sources(
     emit(progress, "scoring", "complete", total=len(uris))
     result = _merge(tally.results, tally.errors, len(uris), timing)
     if scorers:
+        t1 = time.perf_counter()
         run_scorers(result, scorers, schema, adapter, on_error=on_error, progress=progress)
+        result.timing["scorers"] = time.perf_counter() - t1
     return result
 
 
@@ -301,6 +305,8 @@ def step_stream_score(r: HoursRun) -> list[StageTelemetry]:
         emit(r.progress, seam, "start", total=0)
         emit(r.progress, seam, "complete", total=0)
     wall = r.scoring.timing["read+segment+features"]
+    scorers = r.scoring.timing.get("scorers")
+    tail = [] if scorers is None else [StageTelemetry("scorers", scorers, n_seg, n_seg)]
     return [
         StageTelemetry(
             "read+segment+features",
@@ -311,7 +317,9 @@ def step_stream_score(r: HoursRun) -> list[StageTelemetry]:
             island=island,
             streamed=True,
             peak_rss_bytes=peak_rss_bytes(),
-        )
+            executor="local",  # the lead reads each source itself, one at a time
+        ),
+        *tail,
     ]
 
 
@@ -379,9 +387,13 @@ def step_stream_stage(r: HoursRun) -> list[StageTelemetry]:
             island=island,
             streamed=True,
             peak_rss_bytes=peak_rss_bytes(),
+            executor="local",
         )
     ]
 
+
+#: the runtime the steps of this module run (stamped on their telemetry)
+RUNTIME = STREAM_RUNTIME
 
 _SWAP = {"read+segment+features": step_stream_score, "stage": step_stream_stage}
 if not set(_SWAP) <= {name for name, _ in STEPS}:  # pragma: no cover - a renamed step
