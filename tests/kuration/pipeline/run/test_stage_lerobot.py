@@ -209,3 +209,16 @@ def test_the_checkers_pass_and_lerobot_loads_it(written, tmp_path: Path) -> None
         got["observation.state"], np.concatenate([a["state"] for a, _ in shards])
     )
     np.testing.assert_array_equal(got["action"], np.concatenate([a["action"] for a, _ in shards]))
+
+
+def test_resume_keeps_only_the_files_whose_bytes_still_match(jobs, written, tmp_path) -> None:
+    dest = tmp_path / "ds"
+    subprocess.run(["cp", "-a", str(written["lerobot"]), str(dest)], check=True)
+    good = dest / "data" / "chunk-000" / "file-000.parquet"
+    bad = dest / "meta" / "stats.json"
+    bad.write_text(bad.read_text().replace("0", "1", 1))
+    good_inode = good.stat().st_ino
+    assert _run(jobs["lerobot"], dest, "--resume") == 0
+    assert _digests(dest) == _digests(written["lerobot"])
+    assert good.stat().st_ino == good_inode  # its bytes matched: left in place
+    assert len(list(iter_shards(dest))) == len(list(iter_shards(written["lerobot"])))
