@@ -571,7 +571,7 @@ class JobModel(_Model):
     executor: str | None = None
     """Where the workers run: `local` (this process), `process` (a spawn-based pool; `process-pool` is the older name), `ray` (the `[ray]` extra) or a registered executor; default `local` for one worker, `process` for more."""
     executor_options: dict[str, Any] | None = None
-    """The executor's own settings, e.g. `{"address": "ray://host:10001"}` for `ray` (default: a local cluster of `workers` CPUs)."""
+    """The executor's own settings, e.g. `{"address": "ray://host:10001"}` for `ray` (default: a private cluster of `workers` CPUs; no `RAY_ADDRESS` or cluster file is read)."""
     ray_address: str | None = None
     """The older spelling of `executor_options: {"address": ...}` for `executor: "ray"`."""
     streaming: bool = False
