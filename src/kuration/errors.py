@@ -12,7 +12,8 @@
     ├── SourceError (ValueError)            raw input is malformed (names source and row)
     │   ├── EntityIdError                   an entity id is missing or has no canonical form (names column)
     │   ├── TimeRangeError                  a time is outside the int64-nanosecond range (names column)
-    │   └── StreamOrderError                a streamed source is not time-ordered (names source and row)
+    │   ├── StreamOrderError                a streamed source is not time-ordered (names source and row)
+    │   └── SourceChangedError              a source's bytes differ from the ones its fingerprint names
     ├── EmptyPoolError (RuntimeError)       scoring produced no segments at all
     ├── OutputSpecError (ValueError)        an OutputSpec is invalid or a modality cannot be filled
     │   └── OutputValueError                a value does not fit its modality's dtype (range, integrality)
@@ -88,6 +89,7 @@ __all__ = [
     "SchemaError",
     "ScorerError",
     "SnapCollisionWarning",
+    "SourceChangedError",
     "SourceError",
     "StrategyError",
     "StreamOrderError",
@@ -326,6 +328,38 @@ class TimeRangeError(SourceError):
 class StreamOrderError(SourceError):
     """A streamed source goes back in time: a bounded stream cannot sort a whole source
     (``streaming=True`` needs time-ordered input).  ``source`` and ``row`` name the file row."""
+
+
+class SourceChangedError(SourceError):
+    """A source's bytes are not the ones the run fingerprinted: it was rewritten, truncated or
+    replaced between two reads of one run (or since the run whose record pins it).
+
+    Raised by the read that noticed, before anything is published; it is never skipped by
+    ``on_error="skip"`` (the run's record would otherwise name bytes it did not read).
+
+    Attributes
+    ----------
+    source : str
+        The source URI.
+    source_id : str
+        The source id.
+    expected : str
+        The digest the run recorded (a SHA-256 hex digest, or a remote object's
+        ``version:...``/``etag:...`` identity).
+    actual : str
+        The digest of what the read found (same kind; ``""`` when the object is gone).
+    """
+
+    def __init__(self, *, source: str, source_id: str, expected: str, actual: str) -> None:
+        super().__init__(
+            f"the source changed during the run (source {source_id!r}: the run recorded "
+            f"{expected or '(none)'}, the read found {actual or '(nothing)'}); nothing was "
+            "published -- run again to use its new bytes",
+            source=source,
+        )
+        self.source_id = source_id
+        self.expected = expected
+        self.actual = actual
 
 
 class EmptyPoolError(KurationError, RuntimeError):

@@ -53,6 +53,9 @@ def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) ->
     pool = _disk_pool_line(res)
     if pool:
         console.print(pool)
+    for warning in res.config.get("warnings", ()):
+        if warning.startswith("no strong source identity"):
+            console.print(f"[yellow]checkpoints[/]: {warning}", highlight=False)
     if sc.get("snap_collisions"):
         coll = sc["snap_collisions"]
         console.print(

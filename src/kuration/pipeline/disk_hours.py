@@ -74,6 +74,7 @@ from .disk_pool import DISK_RUNTIME, INDEX_MEMORY, INDEX_MEMORY_MIN, plan_identi
 from .disk_score import score_stage
 from .disk_tags import tag_pool
 from .plan import StageTelemetry
+from .reread import reread
 from .scoring import ScoringResult, SourceInfo, _checked_sources
 from .source_record import describe_source, loaded_tracks, source_info_kept
 
@@ -117,6 +118,7 @@ class _DiskHours:
     label_sets: dict[str, list[str]] = field(default_factory=dict)
     distributions: dict[str, Any] = field(default_factory=dict)
     examples: dict[str, Any] = field(default_factory=dict)
+    unidentified: list[str] = field(default_factory=list)  # sources never reused
 
     def close(self) -> None:
         if self.con is not None:
@@ -237,6 +239,7 @@ def step_disk_score(r: HoursRun) -> list[StageTelemetry]:
             errors={**scored.errors, **skipped},
         )
     d.commits = scored.commits
+    d.unidentified = list(scored.unidentified)
     timing = {"read+segment+features": wall}
     ex = dict(scored.execution)
     r.scoring = DiskScoringResult([], infos, dict(scored.errors), skipped, timing, ex, n_pool)
@@ -260,9 +263,8 @@ def step_disk_rank(r: HoursRun) -> list[StageTelemetry]:
     d.con = connect(d.ck.dir.parent, d.memory_limit)
     load_partitions(d.con, d.ck, d.commits, len(st.feature_names))
     t1 = time.perf_counter()
-    uris = {c.meta["source_id"]: c.meta["uri"] for c in d.commits.values()}
     for entry in st.filters:
-        apply_filter(d.con, st, entry, lambda sid: r.adapter.read_table(uris[sid]))
+        apply_filter(d.con, st, entry, lambda sid: reread(r.adapter, r.pool().sources[sid]))
     r.edges = bin_pool(d.con, st) if st.bin_axes else {}
     d.label_sets = tag_pool(d.con, st) if st.tags else {}
     rank_pool_sql(d.con, st, r.opt["seed"])

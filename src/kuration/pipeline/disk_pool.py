@@ -66,6 +66,7 @@ from ..errors import EmptyPoolError, PipelineError
 from ..selection.constraints import assign_groups, resolve_floors, source_group
 from ..selection.strategy import Strategy
 from ..sources.base import InputAdapter
+from ..sources.identity import SourceDigest
 from .checkpoint import StageCheckpoint
 from .disk_index import (
     apply_filter,
@@ -234,6 +235,7 @@ class DiskSelection:
         Skipped source URIs and why.
     checkpoint : dict
         ``root`` (None for a temporary one, removed), ``run`` (the run fingerprint), ``hits``, ``misses``, ``rejected``,
+        ``unidentified`` (sources without a strong identity: scored afresh, never reused),
         ``bytes_read``, ``bytes_written``.
     telemetry : tuple of StageTelemetry
     groups : dict or None
@@ -511,8 +513,13 @@ def _run(
         load_partitions(con, ck, scored.commits, len(st.feature_names))
         t2 = time.perf_counter()
         uris = {c.meta["source_id"]: c.meta["uri"] for c in scored.commits.values()}
+        fps = {c.meta["source_id"]: c.meta.get("fingerprint", "") for c in scored.commits.values()}
+
+        def reread(sid: str) -> Any:  # the bytes the partition was scored from, or fail
+            return adapter.read_checked(uris[sid], expect=SourceDigest(fps[sid]))[0]
+
         for entry in st.filters:
-            apply_filter(con, st, entry, lambda sid: adapter.read_table(uris[sid]))
+            apply_filter(con, st, entry, reread)
         edges = bin_pool(con, st) if st.bin_axes else {}
         rank_pool_sql(con, st, seed)
         eligible = n_eligible(con)
@@ -553,6 +560,7 @@ def _run(
             "hits": ck.hits,
             "misses": ck.misses,
             "rejected": ck.rejected,
+            "unidentified": list(scored.unidentified),
             "bytes_read": ck.bytes_read,
             "bytes_written": ck.bytes_written,
         },

@@ -36,6 +36,7 @@ __all__ = [
     "float_column",
     "gather_cells",
     "padded_id_error",
+    "parse_bytes",
     "pooled_empty",
     "read_partitioned",
 ]
@@ -302,3 +303,62 @@ def first_non_number(col: pa.ChunkedArray) -> tuple[int, str] | None:
     ok = pc.or_kleene(pc.match_substring_regex(col, _NUMBER, ignore_case=True), pc.equal(text, ""))
     bad = np.flatnonzero(~_filled(pc.fill_null(ok, True)))
     return None if not bad.size else (int(bad[0]), str(col[int(bad[0])].as_py()))
+
+
+def parse_bytes(
+    buf: pa.Buffer,
+    fmt: str,
+    cols: list[str],
+    src: str,
+    entity_column: str | None,
+    dictionary: list[str],
+) -> pa.Table:
+    """One file's bytes (``buf``, read whole and already hashed) parsed as CSV or Parquet.
+
+    A CSV entity column is read as text (never ``0042`` -> 42); Parquet decodes only
+    ``cols`` when the file has them all once, with ``dictionary`` columns
+    dictionary-encoded.  A compressed CSV (``.csv.gz``) is named by ``src``'s suffix.
+
+    Raises
+    ------
+    pyarrow.ArrowInvalid, OSError
+        Bytes that do not parse (the caller names the source).
+    """
+    if fmt == "csv":
+        import pyarrow.csv as pacsv
+
+        types = {entity_column: pa.string()} if entity_column else {}
+        return pacsv.read_csv(
+            pa.input_stream(buf, compression=_compression(src)),
+            parse_options=csv_parse_options(src),
+            convert_options=pacsv.ConvertOptions(column_types=types),
+        )
+    # decode only the mapped columns (a file's other columns, e.g. text, cost more to
+    # decode than the rest of the read); the caller's checks see them all
+    with _open_parquet(pa.BufferReader(buf), dictionary) as pf:
+        names = pf.schema_arrow.names
+        whole = not set(cols) <= set(names) or len(set(names)) < len(names)
+        # one thread: a source is small, and the pipeline overlaps sources
+        # (read-ahead thread, workers); Arrow's pool only adds hand-offs
+        return pf.read(columns=None if whole else cols, use_threads=False)
+
+
+def _compression(path: str) -> str | None:
+    """The compression a file's name declares (``.gz``, ``.bz2``, ...), as Arrow names it."""
+    try:
+        return str(pa.Codec.detect(path).name)
+    except (TypeError, ValueError, pa.ArrowInvalid):  # no compression suffix
+        return None
+
+
+def _open_parquet(where: Any, dictionary: list[str]) -> Any:
+    """A ``ParquetFile`` reading ``dictionary`` columns dictionary-encoded; a file without
+    them (or with duplicated names) opens plainly and the caller's checks report it."""
+    import pyarrow.parquet as pq
+
+    if dictionary:
+        try:
+            return pq.ParquetFile(where, read_dictionary=dictionary)
+        except (KeyError, pa.ArrowException):
+            pass
+    return pq.ParquetFile(where)

@@ -45,11 +45,10 @@ import pyarrow.compute as pc
 from ..contracts.schema import FieldSpec, SchemaSpec
 from ..contracts.tick import Tick, TickTable, field_ints, is_int_field
 from ..core.ids import ENTITY_DTYPES, entity_sort_key, tag_entity_id
-from ..core.remote import is_url, read_remote
+from ..core.remote import is_url
 from ..errors import AdapterError, DataOrderWarning, EntityIdError, SourceError, TimeRangeError
 from ._columns import (
     cell_rows,
-    csv_parse_options,
     dictionary_entity_codes,
     event_flags,
     first_non_number,
@@ -57,12 +56,14 @@ from ._columns import (
     float_column,
     gather_cells,
     padded_id_error,
+    parse_bytes,
     read_partitioned,
 )
 from ._snap import COLLISION_POLICIES, group_starts, merge_groups, snap_ticks, warn_dropped
 from ._timeunit import check_epoch_unit, text_time_error, unit_hint
 from ._units import declared_unit, to_field_unit
-from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
+from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter, tree_sha256
+from .identity import SourceDigest, check_digest, read_source_bytes
 
 __all__ = ["TimeseriesAdapter"]
 
@@ -211,7 +212,11 @@ class TimeseriesAdapter(InputAdapter):
         }
 
     # -- reading -----------------------------------------------------------------------
-    def _read_arrow(self, uri: str) -> pa.Table:
+    def _read_arrow(
+        self, uri: str, expect: SourceDigest | None = None
+    ) -> tuple[pa.Table, SourceDigest]:
+        """The mapped columns of the file, and the digest of the bytes they were parsed
+        from (one read: the buffer hashed is the buffer parsed)."""
         fmt = self.format
         if fmt == "auto":
             low = str(uri).lower()
@@ -221,33 +226,19 @@ class TimeseriesAdapter(InputAdapter):
         if os.path.isdir(uri) and not any(files for _, _, files in os.walk(uri)):
             raise SourceError("is a directory with no data files", source=str(uri))
         cols = self._needed_columns()
-        where: Any = uri
-        if is_url(uri):  # an object store: the whole object, checked unchanged by the read
-            where = pa.BufferReader(read_remote(str(uri))[0])
+        sid = self.source_id(uri)
+        partitioned = not is_url(uri) and os.path.isdir(uri)
         try:
-            if fmt == "csv":
-                import pyarrow.csv as pacsv
-
-                # ids are text: never let CSV type inference turn "0042" into 42
-                types = {self.entity_column: pa.string()} if self.entity_column else {}
-                table = pacsv.read_csv(
-                    where,
-                    parse_options=csv_parse_options(str(uri)),
-                    convert_options=pacsv.ConvertOptions(column_types=types),
-                )
+            if partitioned:  # many files: their tree digest before and after the decode
+                got = SourceDigest(*(2 * [tree_sha256(str(uri))]))
+                check_digest(uri, sid, expect, got)
+                table = read_partitioned(uri, self.entity_column)
+                check_digest(uri, sid, got, SourceDigest(*(2 * [tree_sha256(str(uri))])))
             else:
-                # decode only the mapped columns (a file's other columns, e.g. text, cost
-                # more to decode than the rest of the read); the checks below see them all
-                if not is_url(uri) and os.path.isdir(uri):  # a partitioned dataset
-                    table = read_partitioned(uri, self.entity_column)
-                else:
-                    with _open_parquet(where, self._dictionary_columns()) as pf:
-                        names = pf.schema_arrow.names
-                        whole = not set(cols) <= set(names) or len(set(names)) < len(names)
-                        # one thread: a source is small, and the pipeline overlaps sources
-                        # (read-ahead thread, workers); Arrow's pool only adds hand-offs
-                        table = pf.read(columns=None if whole else cols, use_threads=False)
-        except FileNotFoundError:
+                buf, got = read_source_bytes(str(uri), sid, expect)
+                dictionary = self._dictionary_columns()
+                table = parse_bytes(buf, fmt, cols, str(uri), self.entity_column, dictionary)
+        except (FileNotFoundError, SourceError):
             raise
         except (pa.ArrowInvalid, pa.ArrowException, OSError) as exc:
             raise SourceError(f"cannot read {fmt}: {exc}", source=str(uri)) from exc
@@ -258,7 +249,7 @@ class TimeseriesAdapter(InputAdapter):
         missing = [c for c in cols if c not in names]
         if missing:
             raise SourceError(f"missing columns {missing} (file has {names})", source=str(uri))
-        return table.select(cols)
+        return table.select(cols), got
 
     def _dictionary_columns(self) -> list[str]:
         """Columns worth reading dictionary-encoded: text entity ids (ranked and checked
@@ -291,7 +282,7 @@ class TimeseriesAdapter(InputAdapter):
             unknown categorical labels, infinite values, an event column value other
             than true/false/1/0, an empty file.
         """
-        return self._read(uri, None)
+        return self._read(uri, None)[0]
 
     def read_entities(self, uri: str, entity_ids: Iterable[Any]) -> TickTable:
         """The source's table with only the ``entity_ids`` laid out (see the base class).
@@ -306,13 +297,37 @@ class TimeseriesAdapter(InputAdapter):
         SourceError
             As :meth:`read_table`.
         """
-        return self._read(uri, {tag_entity_id(e) for e in entity_ids})
+        return self._read(uri, {tag_entity_id(e) for e in entity_ids})[0]
 
-    def _read(self, uri: str, wanted: set[str] | None) -> TickTable:
-        """read_table, optionally restricted to the entities whose tagged ids are ``wanted``."""
+    def read_checked(
+        self,
+        uri: str,
+        *,
+        entities: Iterable[Any] | None = None,
+        expect: SourceDigest | None = None,
+    ) -> tuple[TickTable, SourceDigest]:
+        """As :meth:`read_table` (or :meth:`read_entities`), and the digest of the bytes
+        decoded: a file is read once, hashed and parsed from that one buffer (a partitioned
+        directory is fingerprinted before and after its decode).
+
+        Raises
+        ------
+        SourceChangedError
+            The bytes are not the ones ``expect`` names.
+        SourceError
+            As :meth:`read_table`.
+        """
+        wanted = None if entities is None else {tag_entity_id(e) for e in entities}
+        return self._read(uri, wanted, expect)
+
+    def _read(
+        self, uri: str, wanted: set[str] | None, expect: SourceDigest | None = None
+    ) -> tuple[TickTable, SourceDigest]:
+        """read_checked: the table, optionally restricted to the entities whose tagged ids
+        are ``wanted``, and the digest of the bytes it was decoded from."""
         src = str(uri)
         sid = self.source_id(uri)
-        table = self._read_arrow(uri)
+        table, digest = self._read_arrow(uri, expect)
         n = table.num_rows
         if n == 0:
             raise SourceError("the source has no rows", source=src)
@@ -377,7 +392,8 @@ class TimeseriesAdapter(InputAdapter):
             keep = np.array(
                 [i for i, e in enumerate(roster) if tag_entity_id(e) in wanted], dtype=np.intp
             )
-        return self._lay_out(table, order, starts, k, ent_codes, roster, src, sid, keep=keep)
+        laid = self._lay_out(table, order, starts, k, ent_codes, roster, src, sid, keep=keep)
+        return laid, digest
 
     def _snap(
         self,
@@ -608,19 +624,6 @@ class TimeseriesAdapter(InputAdapter):
                 raise SourceError(f"infinite value in column {c!r}", source=src, row=int(inf[0]))
             out.append(to_field_unit(vals, declared_unit(table.schema, c), f, j, c, src))
         return out
-
-
-def _open_parquet(where: Any, dictionary: list[str]) -> Any:
-    """A ``ParquetFile`` reading ``dictionary`` columns dictionary-encoded; a file without
-    them (or with duplicated names) opens plainly and the caller's checks report it."""
-    import pyarrow.parquet as pq
-
-    if dictionary:
-        try:
-            return pq.ParquetFile(where, read_dictionary=dictionary)
-        except (KeyError, pa.ArrowException):
-            pass
-    return pq.ParquetFile(where)
 
 
 def _narrow_codes(codes: np.ndarray, n_codes: int) -> np.ndarray:
