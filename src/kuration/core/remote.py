@@ -231,27 +231,30 @@ def _is_s3(fs: Any) -> bool:
 
 
 def _read_s3(fs: Any, path: str, want: str, changed: Any) -> tuple[bytes, str]:
-    """Read an S3 object at version ``want`` (``version:...``) or with ``If-Match`` on
-    its ETag (s3fs sends the ETag it opened with on every ranged GET)."""
-    kw = {"version_id": want.removeprefix("version:")} if want.startswith("version:") else {}
+    """Read an S3 object at version ``want`` (``version:...``, by its ``VersionId``) or with
+    ``If-Match`` on its ETag (s3fs sends the ETag it opened with on every ranged GET)."""
+    version = want.removeprefix("version:") if want.startswith("version:") else None
     try:
-        with fs.open(path, "rb", **kw) as fh:
+        if version is not None:
+            data: bytes = fs.cat_file(path, version_id=version)
+            return data, want
+        with fs.open(path, "rb") as fh:
             found = object_identity(dict(fh.details))
-            if want and not kw and found != want:
+            if want and found != want:
                 raise changed(found)
-            data: bytes = fh.read()
+            data = fh.read()
+        return data, found
     except (OSError, ValueError) as exc:
-        if isinstance(exc, FileNotFoundError) and not kw:
+        if isinstance(exc, FileNotFoundError) and version is None:
             raise
         fs.invalidate_cache(path)
         try:
             now = object_identity(fs.info(path))
         except FileNotFoundError:
             now = ""
-        if kw or now != want:  # a pinned version gone, or a failed If-Match
+        if version is not None or now != want:  # a pinned version gone, or a failed If-Match
             raise changed(now) from exc
         raise
-    return data, found
 
 
 def remote_exists(url: str) -> bool:

@@ -1,0 +1,179 @@
+"""Remote sources and reuse: only a strong identity authorizes it, and reads are pinned.
+
+An HTTP server on loopback (Python's ``http.server``) serves the sources with or
+without an ``ETag``; the moto S3 server (conftest) holds them as objects.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import json
+import shutil
+import threading
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kuration import BudgetGranularityWarning, SourceChangedError, run_job
+
+
+def _run(job: dict[str, Any], out: Path, **kw: Any) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BudgetGranularityWarning)
+        return run_job(job, out, **kw)
+
+
+def _serve(folder: Path, etag: bool) -> tuple[http.server.ThreadingHTTPServer, str]:
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a: Any, **kw: Any) -> None:
+            super().__init__(*a, directory=str(folder), **kw)
+
+        def end_headers(self) -> None:
+            if etag and self.command in ("GET", "HEAD"):
+                p = folder / self.path.lstrip("/")
+                if p.is_file():
+                    tag = hashlib.sha256(p.read_bytes()).hexdigest()[:32]
+                    self.send_header("ETag", f'"{tag}"')
+            super().end_headers()
+
+        def log_message(self, *a: Any) -> None:  # quiet
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+@pytest.fixture
+def http_sources(
+    adsb_sources: list[Path], adsb_job_dict: dict, tmp_path: Path, request: Any
+) -> Iterator[tuple[dict, list[Path]]]:
+    folder = tmp_path / "served"
+    folder.mkdir()
+    paths = [Path(shutil.copy(p, folder)) for p in adsb_sources[:4]]
+    server, base = _serve(folder, etag=request.param)
+    job = json.loads(json.dumps(adsb_job_dict))
+    job["sources"] = [f"{base}/{p.name}" for p in paths]
+    job["budget"] = {"train_hours": 0.5, "test_hours": 0.1}
+    yield job, paths
+    server.shutdown()
+    server.server_close()
+
+
+def _swap_two(paths: list[Path]) -> None:
+    """Change the served sources in place (same names): two files exchange their bytes."""
+    a, b = paths[0].read_bytes(), paths[1].read_bytes()
+    paths[0].write_bytes(b)
+    paths[1].write_bytes(a)
+
+
+def _shards(root: Path) -> dict[str, str]:
+    man = json.loads((root / "dataset_manifest.json").read_text())
+    return {s["path"]: s["sha256"] for s in man["shards"]}
+
+
+@pytest.mark.parametrize("http_sources", [False], indirect=True, ids=["no-etag"])
+def test_disk_checkpoints_of_a_source_without_identity_are_never_reused(
+    http_sources: tuple[dict, list[Path]], tmp_path: Path
+) -> None:
+    job, paths = http_sources
+    ck = str(tmp_path / "ck")
+    first = _run(job, tmp_path / "one", pool="disk", checkpoint_dir=ck)
+    assert any(w.startswith("no strong source identity") for w in first.config["warnings"])
+    _swap_two(paths)  # changed in place: nothing but the bytes says so
+    again = _run(job, tmp_path / "two", pool="disk", checkpoint_dir=ck)
+    fresh = _run(job, tmp_path / "fresh", pool="disk")
+    assert _shards(again.path) == _shards(fresh.path) != _shards(first.path)
+    score = {t.stage: t for t in again.telemetry}["read+segment+features"]
+    assert score.checkpoint_hits == 0
+    assert any(w.startswith("no strong source identity") for w in again.config["warnings"])
+
+
+@pytest.mark.parametrize("http_sources", [True], indirect=True, ids=["etag"])
+def test_disk_checkpoints_of_a_source_with_an_etag_are_reused(
+    http_sources: tuple[dict, list[Path]], tmp_path: Path
+) -> None:
+    job, _ = http_sources
+    ck = str(tmp_path / "ck")
+    first = _run(job, tmp_path / "one", pool="disk", checkpoint_dir=ck)
+    again = _run(job, tmp_path / "two", pool="disk", checkpoint_dir=ck)
+    score = {t.stage: t for t in again.telemetry}["read+segment+features"]
+    assert score.checkpoint_hits == len(job["sources"])
+    assert _shards(again.path) == _shards(first.path)
+    assert not any(w.startswith("no strong source identity") for w in again.config["warnings"])
+
+
+@pytest.mark.parametrize("http_sources", [False], indirect=True, ids=["no-etag"])
+def test_an_http_source_changed_before_the_stage_fails_without_an_etag_too(
+    http_sources: tuple[dict, list[Path]], tmp_path: Path
+) -> None:
+    job, paths = http_sources
+    old = [hashlib.sha256(p.read_bytes()).hexdigest() for p in paths]
+
+    def cb(event: dict) -> None:
+        if event["phase"] == "writing" and event["event"] == "start":
+            _swap_two(paths)
+
+    with pytest.raises(SourceChangedError) as info:
+        _run(job, tmp_path / "out", progress=cb)
+    assert info.value.expected in old[:2] and info.value.actual in old[:2]
+    assert not (tmp_path / "out" / "dataset_manifest.json").exists()
+
+
+def _upload(fs: Any, bucket: str, paths: list[Path]) -> list[str]:
+    urls = []
+    for p in paths:
+        key = f"{bucket.removeprefix('s3://')}/src/{p.name}"
+        fs.put_file(str(p), key)
+        urls.append(f"s3://{key}")
+    return urls
+
+
+@pytest.mark.parametrize("versioned", [False, True], ids=["etag", "version"])
+def test_an_s3_source_overwritten_before_the_stage(
+    s3_bucket: str,
+    adsb_sources: list[Path],
+    adsb_job_dict: dict,
+    tmp_path: Path,
+    versioned: bool,
+    digests: Callable[..., dict[str, str]],
+) -> None:
+    """An ETag-pinned read fails on the new object; a version-pinned one still reads the
+    version the run fingerprinted, so the run ends as if nothing had changed."""
+    import os
+
+    import s3fs
+
+    opts = json.loads(os.environ["KURATION_STORAGE_OPTIONS"])["s3"]
+    fs = s3fs.S3FileSystem(**opts)
+    if versioned:
+        fs.make_bucket_versioned(s3_bucket.removeprefix("s3://"))
+    urls = _upload(fs, s3_bucket, adsb_sources[:4])
+    job = json.loads(json.dumps(adsb_job_dict))
+    job["sources"] = urls
+    job["budget"] = {"train_hours": 0.5, "test_hours": 0.1}
+    calm = _run(job, tmp_path / "calm")
+    shards = json.loads((calm.path / "dataset_manifest.json").read_text())["shards"]
+    victim = next(
+        u for u in sorted(urls) if any(u.endswith(f"/{s['source_id']}.parquet") for s in shards)
+    )
+
+    def cb(event: dict) -> None:
+        if event["phase"] == "writing" and event["event"] == "start":
+            fs.pipe_file(victim.removeprefix("s3://"), adsb_sources[5].read_bytes())
+
+    if versioned:
+        res = _run(job, tmp_path / "out", progress=cb)
+        assert digests(res.path) == digests(calm.path)
+        return
+    before = calm.config["pipeline"]["sources"]
+    want = next(s["sha256"] for s in before if victim.endswith(f"/{s['source_id']}.parquet"))
+    with pytest.raises(SourceChangedError) as info:
+        _run(job, tmp_path / "out", progress=cb)
+    assert info.value.expected == want and want.startswith("etag:")
+    assert info.value.actual.startswith("etag:") and info.value.actual != want
+    assert not (tmp_path / "out" / "dataset_manifest.json").exists()
