@@ -49,6 +49,7 @@ hours also analyzers (they read the whole pool's segments) and ``streaming=True`
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import shutil
 import tempfile
@@ -62,7 +63,7 @@ from typing import Any
 from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segment, Segmenter
 from ..core.executors import Executor, make_executor, worker_environment
-from ..errors import EmptyPoolError, PipelineError
+from ..errors import EmptyPoolError, MemoryBudgetError, PipelineError
 from ..selection.constraints import assign_groups, resolve_floors, source_group
 from ..selection.strategy import Strategy
 from ..sources.base import InputAdapter
@@ -155,7 +156,32 @@ def budget_pool(p: Any, sources: Sequence[str]) -> int | None:
     est = estimate_peak(p, sources)
     if est.in_memory <= budget:
         return None
-    return disk_meets_budget(est.parts, budget, p.opts.workers)
+    index = disk_meets_budget(est.parts, budget, p.opts.workers)
+    if index is not None:
+        _require_identity(p.adapter, sources)
+    return index
+
+
+def _require_identity(adapter: InputAdapter, sources: Sequence[str]) -> None:
+    """Checkpoints need every source's strong identity (spec 000, Parallelism & scale): a
+    local file has its content hash; anything else must have an adapter fingerprint (a
+    remote object's version or ETag).
+
+    Raises
+    ------
+    MemoryBudgetError
+        Naming the first source without one and what would give it one.
+    """
+    for uri in sources:
+        if os.path.exists(str(uri)):
+            continue  # a local file or folder: its bytes are hashed
+        if not adapter.fingerprint(str(uri)):
+            raise MemoryBudgetError(
+                f"memory_budget needs the disk-backed pool's checkpoints, and {uri} has no "
+                "strong identity to key them by (no object version, ETag or content hash); "
+                "serve it with an ETag or a versioned bucket, copy it to a local file, or give "
+                "the adapter a fingerprint (InputAdapter.fingerprint)"
+            )
 
 
 #: the stages the disk runtime runs, and what each does there

@@ -177,3 +177,21 @@ def test_an_s3_source_overwritten_before_the_stage(
     assert info.value.expected == want and want.startswith("etag:")
     assert info.value.actual.startswith("etag:") and info.value.actual != want
     assert not (tmp_path / "out" / "dataset_manifest.json").exists()
+
+
+@pytest.mark.parametrize("http_sources", [False], indirect=True, ids=["no-etag"])
+def test_a_memory_budget_that_needs_checkpoints_names_the_identity_it_lacks(
+    http_sources: tuple[dict, list[Path]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kuration import MemoryBudgetError, Pipeline
+    from kuration.pipeline import disk_pool
+    from kuration.pipeline.memory import estimate_peak
+
+    job, _ = http_sources
+    p = Pipeline.from_job(job)
+    est = estimate_peak(p, job["sources"])
+    monkeypatch.setattr(disk_pool, "INDEX_MEMORY_MIN", est.parts["pool"] // 2)
+    with pytest.raises(MemoryBudgetError, match="no strong identity") as info:
+        p.options(memory_budget=est.in_memory - 1).write(tmp_path / "out")
+    assert job["sources"][0] in str(info.value)
+    assert not (tmp_path / "out" / "dataset_manifest.json").exists()
