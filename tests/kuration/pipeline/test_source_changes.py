@@ -166,3 +166,74 @@ def test_the_score_pass_records_the_digest_of_the_bytes_it_decoded(
     assert recorded == {p.stem: _sha(p) for p in paths}
     info = res.scoring.sources[paths[0].stem]
     assert info.digest == info.fingerprint == _sha(paths[0])
+
+
+def test_a_report_does_not_show_a_source_changed_since_the_run(
+    sources: tuple[dict, list[Path]], tmp_path: Path
+) -> None:
+    from kuration.contracts.schema import SchemaSpec
+    from kuration.tools.report_data import SourceReader
+
+    job, paths = sources
+    res = _run(job, tmp_path / "out")
+    schema = SchemaSpec.from_dict(res.config["schema"])
+    sid = paths[0].stem
+    assert SourceReader(res.config, schema).table(sid) is not None
+    old = _sha(paths[0])
+    _one_value_changed(paths[0])
+    reader = SourceReader(res.config, schema)
+    assert reader.table(sid) is None
+    assert reader.error is not None and old in reader.error and _sha(paths[0]) in reader.error
+
+
+def _parquet_value_changed(path: Path) -> None:
+    """Rewrite a Parquet source with one altitude value raised by 100 ft."""
+    import pyarrow as pa
+
+    t = pq.read_table(path)
+    alt = t.column("altitude").to_pylist()
+    row = next(i for i, v in enumerate(alt) if v is not None)
+    alt[row] += 100.0
+    col = pa.array(alt, t.schema.field("altitude").type)
+    pq.write_table(t.set_column(t.column_names.index("altitude"), "altitude", col), path)
+
+
+def test_a_streamed_run_checks_the_source_before_and_after_each_stream(
+    adsb_job_dict: dict,
+    adsb_time_ordered: list[Path],
+    tmp_path: Path,
+    all_bytes: Callable[[Path], dict[str, bytes]],
+) -> None:
+    folder = tmp_path / "src"
+    folder.mkdir()
+    paths = [Path(shutil.copy(p, folder)) for p in adsb_time_ordered[:4]]
+    job = json.loads(json.dumps(adsb_job_dict))
+    job["sources"] = [str(p) for p in paths]
+    job["budget"] = {"train_hours": 0.5, "test_hours": 0.1}
+    job["output"]["container"] = "parquet"  # streamed shard by shard (npz is not)
+    out = tmp_path / "out"
+    _run(job, out, streaming=True)
+    before = all_bytes(out)
+    victim = _admitted(out, paths)
+    old = _sha(victim)
+    with pytest.raises(SourceChangedError) as info:
+        change = _at_writing(lambda: _parquet_value_changed(victim))
+        _run(job, out, force=True, streaming=True, progress=change)
+    assert (info.value.expected, info.value.actual) == (old, _sha(victim))
+    assert all_bytes(out) == before
+
+
+def test_a_packed_run_rereads_the_bytes_it_scored(
+    sources: tuple[dict, list[Path]], tmp_path: Path
+) -> None:
+    job, paths = sources
+    job = json.loads(json.dumps(job))
+    job["output"]["layout"] = "packed"
+    job["output"]["container"] = "parquet"
+    out = tmp_path / "out"
+    res = _run(job, tmp_path / "calm")
+    victim = _admitted(res.path, paths)
+    with pytest.raises(SourceChangedError) as info:
+        _run(job, out, progress=_at_writing(lambda: _one_value_changed(victim)))
+    assert info.value.source_id == victim.stem
+    assert not (out / "dataset_manifest.json").exists()
