@@ -195,3 +195,39 @@ def test_a_memory_budget_that_needs_checkpoints_names_the_identity_it_lacks(
         p.options(memory_budget=est.in_memory - 1).write(tmp_path / "out")
     assert job["sources"][0] in str(info.value)
     assert not (tmp_path / "out" / "dataset_manifest.json").exists()
+
+
+def test_a_remote_destination_keeps_its_dataset_when_a_source_changes(
+    s3_bucket: str, adsb_sources: list[Path], adsb_job_dict: dict, tmp_path: Path
+) -> None:
+    import os
+
+    import s3fs
+
+    folder = tmp_path / "src"
+    folder.mkdir()
+    paths = [Path(shutil.copy(p, folder)) for p in adsb_sources[:4]]
+    job = json.loads(json.dumps(adsb_job_dict))
+    job["sources"] = [str(p) for p in paths]
+    job["budget"] = {"train_hours": 0.5, "test_hours": 0.1}
+    url = f"{s3_bucket}/ds"
+    first = _run(job, url)
+    fs = s3fs.S3FileSystem(**json.loads(os.environ["KURATION_STORAGE_OPTIONS"])["s3"])
+    root = url.removeprefix("s3://")
+
+    def published() -> dict[str, str]:
+        fs.invalidate_cache()
+        found = fs.find(root, detail=True)
+        return {k: v["ETag"] for k, v in found.items() if ".kuration_staging" not in k}
+
+    before = published()
+    ids = {s["source_id"] for s in first.manifest["shards"]}
+    victim = next(p for p in sorted(paths) if p.stem in ids)
+
+    def cb(event: dict) -> None:
+        if event["phase"] == "writing" and event["event"] == "start":
+            victim.write_bytes(adsb_sources[5].read_bytes())
+
+    with pytest.raises(SourceChangedError):
+        _run(job, url, force=True, progress=cb)
+    assert published() == before
