@@ -43,7 +43,8 @@
     ├── PluginError (ImportError)           an explicitly listed plugin module could not be imported
     └── MissingExtraError (ImportError)     an optional feature's extra is not installed
 
-Warnings: ``KurationWarning`` (root), ``DataOrderWarning`` (input rows were reordered),
+Warnings (defined in :mod:`kuration.warning_types`, exported here too): ``KurationWarning`` (root),
+``DataOrderWarning`` (input rows were reordered),
 ``SnapCollisionWarning`` (rows of one entity snapped to one grid point; all but one dropped),
 ``BudgetGranularityWarning`` (a split's admitted hours miss its request by more than 10% because
 its smallest admissible unit, a whole track or span, is too long) and ``PluginWarning`` (an
@@ -53,6 +54,15 @@ installed entry-point plugin failed and was rolled back); ``NonExclusiveLeaseWar
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+from .warning_types import (
+    BudgetGranularityWarning,
+    DataOrderWarning,
+    KurationWarning,
+    NonExclusiveLeaseWarning,
+    PluginWarning,
+    SnapCollisionWarning,
+)
 
 __all__ = [
     "AdapterError",
@@ -700,39 +710,6 @@ class PluginError(KurationError, ImportError):
     """An explicitly listed plugin module could not be imported."""
 
 
-class KurationWarning(UserWarning):
-    """Root of kuration's warnings."""
-
-
-class DataOrderWarning(KurationWarning):
-    """Input rows were out of time order within an entity and were sorted."""
-
-
-class SnapCollisionWarning(KurationWarning):
-    """Rows of one entity snapped to one grid point and all but the nearest were dropped.
-
-    Attributes
-    ----------
-    source : str
-        The source URI or id.
-    count : int
-        Rows dropped in that source (also recorded per source in ``config.json``).
-    """
-
-    def __init__(self, message: str, *, source: str = "", count: int = 0) -> None:
-        super().__init__(message)
-        self.source = source
-        self.count = count
-
-
-class NonExclusiveLeaseWarning(KurationWarning):
-    """A remote backend cannot create ``.kuration-writer.lock`` exclusively."""
-
-
-class PluginWarning(KurationWarning):
-    """An installed entry-point plugin failed and was rolled back."""
-
-
 def _where(kind: str, name: str, source: str | None, segment: str | None, token: str | None) -> str:
     parts = [f"{kind} {name!r}"]
     if source is not None:
@@ -800,35 +777,3 @@ class ScorerError(KurationError, RuntimeError):
         self.scorer = scorer
         self.source = source
         self.segment = segment
-
-
-class BudgetGranularityWarning(KurationWarning):
-    """A split's admitted hours exceed its request by more than 10% because whole tracks
-    (or spans) are admitted and the last one admitted is long next to the request.
-
-    The fix is ``span_seconds`` (job key): tracks are cut into spans of that length, so the
-    fill can stop within one span of the request.
-
-    Attributes
-    ----------
-    split : str
-    requested_s, admitted_s : float
-        Seconds requested and admitted.
-    unit_s : float
-        Length of the longest admitted unit (track or span), seconds.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        split: str = "",
-        requested_s: float = 0.0,
-        admitted_s: float = 0.0,
-        unit_s: float = 0.0,
-    ) -> None:
-        super().__init__(message)
-        self.split = split
-        self.requested_s = requested_s
-        self.admitted_s = admitted_s
-        self.unit_s = unit_s

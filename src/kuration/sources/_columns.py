@@ -328,8 +328,10 @@ def parse_bytes(
         import pyarrow.csv as pacsv
 
         types = {entity_column: pa.string()} if entity_column else {}
+        codec = _compression(src)  # a random-access reader parses faster than a stream
+        where = pa.BufferReader(buf) if codec is None else pa.input_stream(buf, compression=codec)
         return pacsv.read_csv(
-            pa.input_stream(buf, compression=_compression(src)),
+            where,
             parse_options=csv_parse_options(src),
             convert_options=pacsv.ConvertOptions(column_types=types),
         )

@@ -119,29 +119,17 @@ def read_source_bytes(
 
 
 def _read_local(path: str) -> pa.Buffer:
-    """A local file's bytes in one allocation (read to the end: a file that grows or
-    shrinks while it is read yields what was there, and the digest says so)."""
+    """A local file's bytes, read to its end in one call (one allocation, no copy into
+    Arrow: a file that grows or shrinks while it is read yields what was there, and the
+    digest says so)."""
     try:
         with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            out = bytearray(size)
-            view = memoryview(out)
-            got = 0
-            while got < size:
-                n = fh.readinto(view[got:])
-                if not n:
-                    break
-                got += n
-            rest = fh.read()  # grown since fstat
+            data = fh.read()
     except FileNotFoundError:
         raise
     except OSError as exc:
         raise SourceError(f"cannot read: {exc.strerror or exc}", source=path) from exc
-    if got < size:
-        del out[got:]
-    elif rest:
-        out += rest
-    return pa.py_buffer(out)
+    return pa.py_buffer(data)
 
 
 class FileDigests:
