@@ -237,3 +237,69 @@ def test_a_packed_run_rereads_the_bytes_it_scored(
         _run(job, out, progress=_at_writing(lambda: _one_value_changed(victim)))
     assert info.value.source_id == victim.stem
     assert not (out / "dataset_manifest.json").exists()
+
+
+def test_the_dedup_window_reader_rereads_the_bytes_it_scored(
+    sources: tuple[dict, list[Path]], tmp_path: Path
+) -> None:
+    """``dedup`` compares window values read again after scoring (in the ranking step,
+    which starts the selection phase)."""
+    job, paths = sources
+    job = json.loads(json.dumps(job))
+    strategies = Path(__file__).resolve().parents[3] / "examples" / "adsb_quickstart"
+    doc = json.loads((strategies / "strategies" / "top-k.json").read_text())
+    doc["filters"] = [{"filter": "dedup"}]
+    job["strategy"] = doc
+    victim = sorted(paths)[0]
+    done: list[int] = []
+
+    def cb(event: dict) -> None:
+        if event["phase"] == "selection" and event["event"] == "start" and not done:
+            done.append(1)
+            _one_value_changed(victim)
+
+    old = _sha(victim)
+    with pytest.raises(SourceChangedError) as info:
+        _run(job, tmp_path / "out", progress=cb)
+    assert (info.value.expected, info.value.actual) == (old, _sha(victim))
+    assert any(str(e.path).endswith("dedup.py") for e in info.traceback)  # not the stage
+
+
+class _PresentCount:
+    """A scorer over window buffers (which the scorer pass reads from the sources again)."""
+
+    def score(self, segments: Any, ctx: Any) -> Any:
+        import numpy as np
+
+        return np.array([float(b.present.sum()) for b in ctx.buffers])
+
+
+def test_the_scorer_buffers_reread_the_bytes_scored_even_when_skipping(
+    sources: tuple[dict, list[Path]], tmp_path: Path
+) -> None:
+    """Scorers with ``needs_buffers`` get windows read again after scoring; a changed
+    source ends the run even under ``on_error="skip"`` (skipping it would hide the change)."""
+    from kuration.metrics.scorers import register_scorer
+
+    register_scorer("test-present-count", _PresentCount, needs_buffers=True, clobber=True)
+    job, paths = sources
+    job = json.loads(json.dumps(job))
+    strategies = Path(__file__).resolve().parents[3] / "examples" / "adsb_quickstart"
+    doc = json.loads((strategies / "strategies" / "top-k.json").read_text())
+    doc["scorers"] = [{"name": "test-present-count", "output": "present_n"}]
+    doc["params"] = {"by": "present_n"}
+    job["strategy"] = doc
+    job["on_error"] = "skip"
+    victim = sorted(paths)[0]
+    done: list[int] = []
+
+    def cb(event: dict) -> None:
+        if event["phase"] == "scorers" and event["event"] == "start" and not done:
+            done.append(1)
+            _truncated(victim)
+
+    old = _sha(victim)
+    with pytest.raises(SourceChangedError) as info:
+        _run(job, tmp_path / "out", progress=cb)
+    assert (info.value.expected, info.value.actual) == (old, _sha(victim))
+    assert any(str(e.path).endswith("scorer_pass.py") for e in info.traceback)
