@@ -42,7 +42,7 @@ if what == "features":
     from bench_metrics import DEFINE, JOB
     from kuration import FeatureEngine, SchemaSpec, Segmenter
     from kuration.metrics.alloc import retain_freed_memory
-    from kuration.pipeline.job import load_job
+    from kuration.pipeline.spec.job import load_job
     from kuration.sources import adapter_from_dict
     from kuration.sources.samples import build_adsb_sources
     job, _ = load_job(JOB)
@@ -67,7 +67,7 @@ else:
     if what == "read":
         from bench_e2e import JOB
         from kuration import SchemaSpec
-        from kuration.pipeline.job import load_job
+        from kuration.pipeline.spec.job import load_job
         from kuration.sources import adapter_from_dict
         job, _ = load_job(JOB)
         schema = SchemaSpec.from_dict(job["schema"])

@@ -52,7 +52,7 @@ JOB = ROOT / "examples" / "adsb_quickstart" / "job.json"
 
 
 def job_for(files: list[Path]) -> dict[str, Any]:
-    from kuration.pipeline.job import load_job
+    from kuration.pipeline.spec.job import load_job
 
     raw, _ = load_job(JOB)
     raw = json.loads(json.dumps(raw))
@@ -73,13 +73,13 @@ STAGES = {
     "features": [("kuration.metrics.features", "FeatureEngine", "score_segments")],
     "rank/fill": [
         (mod, None, fn)
-        for mod in ("kuration.pipeline.hours", "kuration.pipeline.hours_steps")
+        for mod in ("kuration.pipeline.dispatch.hours", "kuration.pipeline.run.steps")
         for fn in ("apply_strategy", "build_candidates", "build_candidate_table", "fill_budgets")
     ],
     "tracks/write": [
-        ("kuration.pipeline.hours", None, "track_from_table"),
-        ("kuration.pipeline.hours_steps", None, "track_from_table"),
-        ("kuration.pipeline.stage_local", None, "track_from_table"),
+        ("kuration.pipeline.dispatch.hours", None, "track_from_table"),
+        ("kuration.pipeline.run.steps", None, "track_from_table"),
+        ("kuration.pipeline.run.stage_local", None, "track_from_table"),
         ("kuration.output.writer", "ShardWriter", "write"),
     ],
 }

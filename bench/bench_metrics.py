@@ -42,7 +42,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from kuration import FeatureEngine, SchemaSpec, Segmenter, build_window
 from kuration.metrics.alloc import retain_freed_memory
-from kuration.pipeline.job import load_job
+from kuration.pipeline.spec.job import load_job
 from kuration.sources import adapter_from_dict
 from kuration.sources.samples import build_adsb_sources
 

@@ -69,7 +69,8 @@ class _ReadTimer:
 
     def __init__(self) -> None:
         from kuration.output import packed
-        from kuration.pipeline import hours_packed, hours_steps
+        from kuration.pipeline.run import stage_packed as hours_packed
+        from kuration.pipeline.run import steps as hours_steps
 
         self.mods = (hours_packed, hours_steps, packed)
         self.origs = (
@@ -122,7 +123,7 @@ def packed_job(files: list[Path], layout: str) -> dict[str, Any]:
     job.pop("span_seconds", None)
     out = json.loads(json.dumps(job["output"])) if isinstance(job["output"], dict) else None
     if out is None:
-        from kuration.pipeline.job import load_job
+        from kuration.pipeline.spec.job import load_job
 
         raw, _ = load_job(Path(__file__).resolve().parents[1] / "examples/adsb_quickstart/job.json")
         out = raw["output"]

@@ -29,7 +29,7 @@ pool size and the selection's keys digest:
 With ``--hours`` each child writes the quickstart job's dataset instead (its 4 h / 1 h
 budget and 300 s spans, so the output stays the same size while the pool grows):
 ``Pipeline.from_job(job).options(pool=...).write(out)``; the per-stage peaks are
-those of :mod:`kuration.pipeline.disk_hours` (score, then index load to the end),
+those of :mod:`kuration.pipeline.disk.hours` (score, then index load to the end),
 and disk and memory must write the same ``dataset_manifest.json`` (its SHA-256 is
 compared).
 
@@ -79,7 +79,8 @@ def _stage_peaks(peaks: dict[str, float], hours: bool = False) -> Callable[[str]
     plan), ``score``, ``connect`` (DuckDB), ``index`` (the load) and ``select`` (filters,
     bins, ranks, the top n).  The high-water mark is read and then reset (``5`` into
     ``/proc/self/clear_refs``) where each part starts."""
-    from kuration.pipeline import disk_hours, disk_pool
+    from kuration.pipeline.disk import hours as disk_hours
+    from kuration.pipeline.disk import pool as disk_pool
 
     module: Any = disk_hours if hours else disk_pool
     part = ["setup"]
@@ -151,7 +152,7 @@ def _child(args: argparse.Namespace) -> None:
 def _job(files: list[Path], out: Path, group_cap: bool) -> Path:
     from bench_e2e import JOB, job_for
 
-    from kuration.pipeline.job import load_job
+    from kuration.pipeline.spec.job import load_job
 
     job = job_for(files)
     if group_cap:  # job_for drops it (bench_e2e writes the budget): put the strategy's back

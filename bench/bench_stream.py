@@ -76,8 +76,8 @@ def child(source: str, out: str, streaming: bool) -> None:
     import warnings
 
     from kuration import Pipeline, estimate_peak
-    from kuration.pipeline.job import load_job
-    from kuration.pipeline.memory import peak_rss_bytes
+    from kuration.pipeline.spec.budget import peak_rss_bytes
+    from kuration.pipeline.spec.job import load_job
 
     job, _ = load_job(JOB)
     job["sources"] = [source]

@@ -166,7 +166,7 @@ def entry_timers() -> Iterator[dict[str, float]]:
 @contextmanager
 def step_timers() -> Iterator[dict[str, tuple[float, float]]]:
     """Process CPU and wall seconds of each step of the hours run (``hours.STEPS``)."""
-    from kuration.pipeline import hours
+    from kuration.pipeline.dispatch import hours
 
     spent: dict[str, tuple[float, float]] = {}
     old = hours.STEPS
@@ -441,7 +441,7 @@ def op_timers(engine: Any) -> Iterator[dict[str, float]]:
 @contextmanager
 def pipeline_op_timers() -> Iterator[dict[str, float]]:
     """:func:`instrument` every engine the scoring step builds while the block runs."""
-    from kuration.pipeline import scoring
+    from kuration.pipeline.run import scoring
 
     spent: dict[str, float] = defaultdict(float)
     old = scoring.strategy_engine
@@ -463,7 +463,7 @@ def metrics(args: argparse.Namespace) -> None:
 
     from kuration import FeatureEngine, SchemaSpec, Segmenter
     from kuration.metrics.alloc import retain_freed_memory
-    from kuration.pipeline.job import load_job
+    from kuration.pipeline.spec.job import load_job
     from kuration.sources import adapter_from_dict
     from kuration.sources.samples import build_adsb_sources
 

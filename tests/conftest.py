@@ -47,7 +47,7 @@ def adsb_job_dict() -> dict:
     sources and check whole-track behaviour (caps, spans of their own), so the key is
     left out here (tests/kuration/pipeline/test_examples_budget.py runs the file as shipped).
     """
-    from kuration.pipeline.job import load_job
+    from kuration.pipeline.spec.job import load_job
 
     job, _ = load_job(EXAMPLE / "job.json")
     job.pop("span_seconds", None)

@@ -156,7 +156,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "ShardWriter",
         "write_track",
     ),
-    ".pipeline.count": (
+    ".pipeline.api.count": (
         "CurationResult",
         "ExperimentResult",
         "compare_strategies",
@@ -164,49 +164,49 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "run_experiment",
         "select_segments",
     ),
-    ".pipeline.entry": (
+    ".pipeline.api.entry": (
         "run_job",
         "write_dataset",
     ),
-    ".pipeline.checkpoint": ("StageCheckpoint",),
-    ".pipeline.disk_pool": ("DiskSelection",),
-    ".pipeline.execute": ("PipelineRun",),
-    ".pipeline.hours": ("DatasetWriteResult",),
-    ".pipeline.memory": (
+    ".pipeline.disk.checkpoint": ("StageCheckpoint",),
+    ".pipeline.disk.pool": ("DiskSelection",),
+    ".pipeline.dispatch.execute": ("PipelineRun",),
+    ".pipeline.dispatch.hours": ("DatasetWriteResult",),
+    ".pipeline.spec.budget": (
         "MemoryEstimate",
         "estimate_peak",
     ),
-    ".pipeline.init": (
+    ".onboard.init": (
         "InitResult",
         "init_job",
     ),
-    ".pipeline.job": ("load_job",),
-    ".pipeline.operators": (
+    ".pipeline.spec.job": ("load_job",),
+    ".pipeline.api.operators": (
         "Operator",
         "get_operator",
         "operators_markdown",
         "register_operator",
         "registered_operators",
     ),
-    ".pipeline.pipeline": (
+    ".pipeline.api.pipeline": (
         "CountSelection",
         "HoursSelection",
         "Pipeline",
         "PipelineOptions",
     ),
-    ".pipeline.plan": (
+    ".pipeline.spec.plan": (
         "PhysicalPlan",
         "PlanComponent",
         "PlanStage",
         "StageTelemetry",
     ),
-    ".pipeline.scorer_pass": ("run_scorers",),
-    ".pipeline.segment_batch": ("SegmentBatch",),
-    ".pipeline.scoring": (
+    ".pipeline.run.scorer_pass": ("run_scorers",),
+    ".pipeline.disk.segment_batch": ("SegmentBatch",),
+    ".pipeline.run.scoring": (
         "ScoringResult",
         "score_sources",
     ),
-    ".pipeline.strategy": ("load_strategy",),
+    ".pipeline.run.strategy": ("load_strategy",),
     ".read.curated": ("CuratedDatasetAdapter",),
     ".read.loaders": (
         "Dataset",
@@ -317,6 +317,7 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers
         register_transform,
         registered_transforms,
     )
+    from .onboard.init import InitResult, init_job
     from .output.containers import get_container, register_container, registered_containers
     from .output.encoders import (
         OutputEncoder,
@@ -328,8 +329,7 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers
     from .output.presets import OutputPreset, get_preset, register_preset, registered_presets
     from .output.spec import ModalitySpec, OutputSpec
     from .output.writer import ShardWriter, write_track
-    from .pipeline.checkpoint import StageCheckpoint
-    from .pipeline.count import (
+    from .pipeline.api.count import (
         CurationResult,
         ExperimentResult,
         compare_strategies,
@@ -337,26 +337,26 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers
         run_experiment,
         select_segments,
     )
-    from .pipeline.disk_pool import DiskSelection
-    from .pipeline.entry import run_job, write_dataset
-    from .pipeline.execute import PipelineRun
-    from .pipeline.hours import DatasetWriteResult
-    from .pipeline.init import InitResult, init_job
-    from .pipeline.job import load_job
-    from .pipeline.memory import MemoryEstimate, estimate_peak
-    from .pipeline.operators import (
+    from .pipeline.api.entry import run_job, write_dataset
+    from .pipeline.api.operators import (
         Operator,
         get_operator,
         operators_markdown,
         register_operator,
         registered_operators,
     )
-    from .pipeline.pipeline import CountSelection, HoursSelection, Pipeline, PipelineOptions
-    from .pipeline.plan import PhysicalPlan, PlanComponent, PlanStage, StageTelemetry
-    from .pipeline.scorer_pass import run_scorers
-    from .pipeline.scoring import ScoringResult, score_sources
-    from .pipeline.segment_batch import SegmentBatch
-    from .pipeline.strategy import load_strategy
+    from .pipeline.api.pipeline import CountSelection, HoursSelection, Pipeline, PipelineOptions
+    from .pipeline.disk.checkpoint import StageCheckpoint
+    from .pipeline.disk.pool import DiskSelection
+    from .pipeline.disk.segment_batch import SegmentBatch
+    from .pipeline.dispatch.execute import PipelineRun
+    from .pipeline.dispatch.hours import DatasetWriteResult
+    from .pipeline.run.scorer_pass import run_scorers
+    from .pipeline.run.scoring import ScoringResult, score_sources
+    from .pipeline.run.strategy import load_strategy
+    from .pipeline.spec.budget import MemoryEstimate, estimate_peak
+    from .pipeline.spec.job import load_job
+    from .pipeline.spec.plan import PhysicalPlan, PlanComponent, PlanStage, StageTelemetry
     from .read.curated import CuratedDatasetAdapter
     from .read.loaders import Dataset, iter_shards, open_dataset, read_shard_arrays, shard_entries
     from .read.table import FeatureInfo

@@ -11,14 +11,26 @@ zone, so a dataset reads the same on every machine.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from timenet.errors import SchemaError
 
-if TYPE_CHECKING:
-    from timenet.specs import SignalSpec
+
+class TimedSpec(Protocol):
+    """The time fields of :class:`timenet.specs.SignalSpec` read here (that module imports
+    this one for the limits, so the class is named by these fields only)."""
+
+    @property
+    def rate_hz(self) -> float | None: ...
+    @property
+    def start_ns(self) -> int: ...
+    @property
+    def time_origin(self) -> str | None: ...
+    @property
+    def origin_ns(self) -> int | None: ...
+
 
 __all__ = [
     "NS_MAX",
@@ -124,7 +136,7 @@ def datetime64_to_ns(values: np.ndarray) -> tuple[np.ndarray, int | None]:
 
 
 def check_signal_times(
-    times: Any, spec: SignalSpec, length: int, name: str, record: str
+    times: Any, spec: TimedSpec, length: int, name: str, record: str
 ) -> np.ndarray | None:
     """Validate a signal's time axis; returns explicit times as int64 ns (None when regular).
 

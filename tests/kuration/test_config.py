@@ -17,9 +17,9 @@ from kuration.contracts.schema import SchemaSpec
 from kuration.core.config import JobModel, json_schema, validate_config
 from kuration.errors import JobError, OutputSpecError, PolicyError, SchemaError, StrategyError
 from kuration.output.spec import OutputSpec
-from kuration.pipeline.entry import run_job
-from kuration.pipeline.job import job_components, load_job, resolve_sources
-from kuration.pipeline.strategy import load_strategy
+from kuration.pipeline.api.entry import run_job
+from kuration.pipeline.run.strategy import load_strategy
+from kuration.pipeline.spec.job import job_components, load_job, resolve_sources
 from kuration.tools.check import load_policy
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -35,4 +35,4 @@ def test_import_is_light() -> None:
     assert out.stdout.strip() == "[]"
     code = "from kuration import SchemaSpec, run_job, KurationError; print(run_job.__module__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "kuration.pipeline.entry"
+    assert out.stdout.strip() == "kuration.pipeline.api.entry"

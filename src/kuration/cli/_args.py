@@ -42,8 +42,8 @@ def positive_float(text: str) -> float:
 
 def byte_size(text: str) -> int:
     """A size in bytes: ``2GB``, ``512MiB`` or a plain number (``--memory-budget``)."""
+    from ..core.config import check_memory_budget
     from ..errors import JobError
-    from ..pipeline.memory import check_memory_budget
 
     try:
         return check_memory_budget(int(text) if text.isdigit() else text)

@@ -22,8 +22,8 @@ from rich.console import Console
 from rich.table import Table
 
 from ..core.progress import RichProgress
-from ..pipeline.count import CurationResult, ExperimentResult, curate_job, experiment_job
-from ..pipeline.disk_pool import DiskSelection
+from ..pipeline.api.count import CurationResult, ExperimentResult, curate_job, experiment_job
+from ..pipeline.disk.pool import DiskSelection
 from ._console import report_console
 
 __all__ = ["cmd_curate", "cmd_experiment", "print_curation", "print_experiment"]

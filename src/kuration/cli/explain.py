@@ -22,8 +22,8 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from ..pipeline.operators import get_operator, operators_markdown, registered_operators
-from ..pipeline.pipeline import Pipeline
+from ..pipeline.api.operators import get_operator, operators_markdown, registered_operators
+from ..pipeline.api.pipeline import Pipeline
 
 __all__ = ["cmd_explain", "cmd_operators"]
 

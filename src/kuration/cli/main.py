@@ -87,7 +87,7 @@ def _cmd_schema(args: argparse.Namespace) -> int:
     from ..core.config import json_schema
 
     if args.markdown:
-        from ..pipeline.config_docs import configuration_markdown
+        from .config_docs import configuration_markdown
 
         print(configuration_markdown(), end="")
         return 0
@@ -167,7 +167,7 @@ def _add_inspect(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_init(args: argparse.Namespace) -> int:
-    from ..pipeline.init import init_job
+    from ..onboard.init import init_job
 
     res = init_job(
         args.inputs,

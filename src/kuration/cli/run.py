@@ -15,8 +15,8 @@ from rich.console import Console
 from rich.table import Table
 
 from ..core.progress import RichProgress
-from ..pipeline.entry import run_job
-from ..pipeline.hours import DatasetWriteResult
+from ..pipeline.api.entry import run_job
+from ..pipeline.dispatch.hours import DatasetWriteResult
 from ._console import report_console
 
 __all__ = ["cmd_run", "print_run_summary"]

@@ -17,7 +17,7 @@ one line per problem, each naming its key path (``budget.train_hours``,
 ``output.modalities.position.dtype``).  The models check JSON types and
 plain ranges only; the meaning of the values (units, features, metric
 expressions, registered names) is checked where the runtime objects are
-built (:class:`~kuration.contracts.schema.SchemaSpec`, :func:`~kuration.pipeline.strategy.load_strategy`,
+built (:class:`~kuration.contracts.schema.SchemaSpec`, :func:`~kuration.pipeline.run.strategy.load_strategy`,
 :class:`~kuration.output.spec.OutputSpec`, the adapters).
 
 ``kur schema job|strategy|output|schema|policy`` prints :func:`json_schema` of each
@@ -492,7 +492,7 @@ OutputOrFile = Annotated[
 
 
 class JobModel(_Model):
-    """A job file (see :mod:`kuration.pipeline.job`); ``schema``, ``strategy`` and ``output`` may be
+    """A job file (see :mod:`kuration.pipeline.spec.job`); ``schema``, ``strategy`` and ``output`` may be
     paths to their own files, relative to the job file."""
 
     name: str | None = None
@@ -606,6 +606,38 @@ def check_workers(workers: Any) -> int:
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise JobError(f"workers must be an integer >= 1, got {workers!r}", path="workers")
     return workers
+
+
+def check_memory_budget(value: Any) -> int:
+    """``memory_budget`` in bytes.
+
+    Parameters
+    ----------
+    value : int or str
+        Bytes, or a size with a unit as pydantic's ``ByteSize`` reads it: decimal
+        ``kB``/``MB``/``GB``/``TB`` and binary ``KiB``/``MiB``/``GiB``/``TiB``
+        (``"2GB"`` is 2e9 bytes, ``"2GiB"`` 2**31).
+
+    Raises
+    ------
+    JobError
+        Unless ``value`` is a positive size.
+    """
+    from pydantic import ByteSize, TypeAdapter, ValidationError
+
+    bad = JobError(
+        f"memory_budget must be bytes or a size such as '2GB', got {value!r}",
+        path="memory_budget",
+    )
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise bad
+    try:
+        n = int(TypeAdapter(ByteSize).validate_python(value))
+    except ValidationError:
+        raise bad from None
+    if n < 1:
+        raise bad
+    return n
 
 
 # -- validation -------------------------------------------------------------------------

@@ -11,7 +11,7 @@ the sub-track of one shard goes through the same encoding
 (:meth:`ShardWriter.iter_shard_arrays`), and every modality it supports is
 elementwise.  Containers and modalities that need a whole track (npz, media,
 ``encoder:`` modalities) are refused before reading
-(:func:`kuration.pipeline.streaming.check_streaming`).
+(:func:`kuration.pipeline.stream.passes.check_streaming`).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -21,8 +21,14 @@ from ..output.containers import Container, get_container
 from .packed import read_packed_shard
 from .remote import is_url, remote_dataset, remote_shard_bytes
 
-if TYPE_CHECKING:
-    from .loaders import Dataset
+
+class OpenedDataset(Protocol):
+    """What reading a shard needs of a :class:`~kuration.Dataset` (its loader imports this
+    module, so the class is named here by these two attributes only)."""
+
+    root: Path | str | None
+    manifest: Any
+
 
 __all__ = ["read_shard_arrays", "shard_arrays"]
 
@@ -217,7 +223,7 @@ def _decode(
 
 
 def shard_arrays(
-    ds: Dataset,
+    ds: OpenedDataset,
     entry: Mapping[str, Any],
     columns: Sequence[str],
     *,

@@ -4,7 +4,7 @@ A track's extent ``[first, last]`` runs from the entity's first present tick to 
 an aircraft that leaves coverage and comes back an hour later has an extent an hour longer
 than the time it was seen.  Its *gaps* are the absent runs inside the extent, each
 ``[start, stop)`` on the source's tick grid (``first < start < stop <= last``).  They are
-the compact form :class:`~kuration.pipeline.scoring.TrackExtent` keeps (``O(gaps)``, never
+the compact form :class:`~kuration.pipeline.run.scoring.TrackExtent` keeps (``O(gaps)``, never
 ``O(ticks)``), from which :func:`present_ticks` counts the present ticks of any interval:
 the candidates use it to drop spans where the entity is never present and to report how
 much of the admitted time holds data.

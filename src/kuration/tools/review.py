@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from ..errors import PipelineError
 
-if TYPE_CHECKING:  # tools sit below the pipeline: the result is only read, by attribute
-    from ..pipeline.hours import DatasetWriteResult
+if TYPE_CHECKING:
+    from ..selection.fill import FillResult
 
 __all__ = ["hours_selection_review"]
 
@@ -24,6 +24,18 @@ _REASONS = {
 }
 
 
+class _WriteResult(Protocol):
+    """The fields of :class:`kuration.DatasetWriteResult` read here (tools sit below the
+    pipeline, so the class is named by what is read of it)."""
+
+    @property
+    def manifest(self) -> dict[str, Any]: ...
+    @property
+    def fill(self) -> FillResult | None: ...
+    @property
+    def excluded_short(self) -> int: ...
+
+
 def _stats(v: list[float]) -> dict[str, float | None]:
     a = np.array([x for x in v if math.isfinite(x)], dtype=np.float64)
     if a.size == 0:
@@ -31,7 +43,7 @@ def _stats(v: list[float]) -> dict[str, float | None]:
     return {"min": float(a.min()), "median": float(np.median(a)), "max": float(a.max())}
 
 
-def hours_selection_review(result: DatasetWriteResult, max_examples: int = 5) -> dict[str, Any]:
+def hours_selection_review(result: _WriteResult, max_examples: int = 5) -> dict[str, Any]:
     """Explain an hours-budget fill without rescoring anything.
 
     Parameters

@@ -200,7 +200,7 @@ def test_a_ctrl_c_inside_duckdb_keeps_a_disk_run_for_resume(
     is an interrupt: the partitions stay in the staging area, KeyboardInterrupt reaches the
     caller, and --resume finishes the run as an uninterrupted one."""
 
-    from kuration.pipeline import disk_hours
+    from kuration.pipeline.disk import hours as disk_hours
 
     real = disk_hours.rank_pool_sql
 

@@ -51,9 +51,9 @@ _PIPELINE = """
 import sys
 from kuration import Segmenter, SchemaSpec, load_strategy
 from kuration.metrics import alloc
-from kuration.pipeline.job import load_job
-from kuration.pipeline.scoring import score_sources
-from kuration.pipeline.strategy import strategy_engine
+from kuration.pipeline.spec.job import load_job
+from kuration.pipeline.run.scoring import score_sources
+from kuration.pipeline.run.strategy import strategy_engine
 from kuration.sources import adapter_from_dict
 job, _ = load_job(sys.argv[1])
 schema = SchemaSpec.from_dict(job["schema"])

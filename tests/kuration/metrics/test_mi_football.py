@@ -18,8 +18,8 @@ import pytest
 
 from kuration import ksg_mutual_information, load_strategy
 from kuration.metrics.mutual_info import MutualInformationScorer
-from kuration.pipeline.count import curate_job
-from kuration.pipeline.job import load_job
+from kuration.pipeline.api.count import curate_job
+from kuration.pipeline.spec.job import load_job
 
 FOOTBALL = Path(__file__).resolve().parents[3] / "examples" / "football" / "job.json"
 MI = {
@@ -40,7 +40,7 @@ def test_mi_scorer_on_football_weighted_inside_coverage_bins(
     job, _ = load_job(FOOTBALL)
     job = json.loads(json.dumps(job))
     job["segmenter"] = {"window": 30, "stride": 900, "unit": "seconds"}  # a few windows
-    from kuration.pipeline.job import job_components
+    from kuration.pipeline.spec.job import job_components
 
     schema, _, _ = job_components(job)  # the position's unit comes from the TimeNet catalog
     strategy = load_strategy(
@@ -67,7 +67,7 @@ def test_mi_scorer_on_football_weighted_inside_coverage_bins(
     # the estimate reflects the pairing: breaking it (actions shuffled across samples) drops
     # the value to about zero, well below every real segment's estimate
     from kuration import Pipeline
-    from kuration.pipeline.job import resolve_sources
+    from kuration.pipeline.spec.job import resolve_sources
 
     p = Pipeline.from_job(job)
     adapter = p.adapter

@@ -19,7 +19,7 @@ from kuration import (
     run_job,
 )
 from kuration.contracts.track import track_from_table
-from kuration.pipeline.job import load_job
+from kuration.pipeline.spec.job import load_job
 
 # one 30-frame span against a 0.9 s request overshoots it on purpose here
 pytestmark = pytest.mark.filterwarnings("ignore::kuration.errors.BudgetGranularityWarning")

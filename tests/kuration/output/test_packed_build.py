@@ -128,7 +128,7 @@ def test_a_staged_file_is_reused_only_when_its_planned_shards_agree(
 ) -> None:
     """The journal records a staged file's plan digest and shard digests: a run stopped at
     the third file reuses the first two; one whose recorded plan differs is rebuilt."""
-    from kuration.pipeline import hours_packed
+    from kuration.pipeline.run import stage_packed as hours_packed
 
     real = hours_packed.write_packed_file
     calls: list[int] = []

@@ -19,7 +19,7 @@ from kuration import ExecutorError, JobError, Pipeline, PipelineError, run_job
 from kuration.cli.main import main as kur_main
 from kuration.core.executors import RayExecutor
 from kuration.core.plugins import load_plugins
-from kuration.pipeline.job import load_job
+from kuration.pipeline.spec.job import load_job
 from kuration.tools.diff import compare_datasets
 
 ROOT = Path(__file__).resolve().parents[3]

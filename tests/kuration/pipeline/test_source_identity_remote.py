@@ -190,8 +190,8 @@ def test_a_memory_budget_that_needs_checkpoints_names_the_identity_it_lacks(
     http_sources: tuple[dict, list[Path]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from kuration import MemoryBudgetError, Pipeline
-    from kuration.pipeline import disk_pool
-    from kuration.pipeline.memory import estimate_peak
+    from kuration.pipeline.disk import pool as disk_pool
+    from kuration.pipeline.spec.budget import estimate_peak
 
     job, _ = http_sources
     p = Pipeline.from_job(job)

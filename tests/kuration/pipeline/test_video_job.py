@@ -71,7 +71,7 @@ def test_video_job_is_byte_identical_across_worker_counts(
 ) -> None:
     """Two real sources (carphone and a copy remuxed with a 5-frame hole), so that workers=2
     really spawns processes, which rebuild VideoAdapter from its registered name."""
-    from kuration.pipeline.job import load_job
+    from kuration.pipeline.spec.job import load_job
 
     src = video_file("carphone_pristine.mp4")
     gap = remux_with_gap(src, tmp_path / "carphone_gap.mp4", after=60 * 1001, gap=5 * 1001)

@@ -196,7 +196,7 @@ def test_resume_reuses_whole_files_only(packed: Path, tmp_path: Path, job_b: dic
 def test_an_interrupted_run_resumes_from_its_staged_files(
     packed: Path, tmp_path: Path, job_b: dict, monkeypatch: pytest.MonkeyPatch, all_bytes: Any
 ) -> None:
-    from kuration.pipeline import hours_packed
+    from kuration.pipeline.run import stage_packed as hours_packed
 
     real = hours_packed.write_packed_file
     calls = []

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from kuration import Segment
 from kuration.errors import PipelineError
-from kuration.pipeline.scoring import TrackExtent
+from kuration.pipeline.run.scoring import TrackExtent
 from kuration.selection.candidates import CandidateRows, DecisionMap
 from kuration.selection.fill import (
     Candidate,

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kuration import Segment
-from kuration.pipeline.scoring import TrackExtent
+from kuration.pipeline.run.scoring import TrackExtent
 from kuration.selection.fill import Candidate, aggregate_segments, build_candidates, fill_budgets
 
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from kuration import Segment
-from kuration.pipeline.scoring import TrackExtent, _track_extents
+from kuration.pipeline.run.scoring import TrackExtent, _track_extents
 from kuration.selection.candidates import build_candidate_table
 from kuration.selection.presence import absent_runs, gap_tuples, present_ticks
 

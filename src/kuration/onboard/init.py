@@ -1,0 +1,370 @@
+"""``kur init``: write a working job folder from CSV/Parquet files or a TimeNet reference.
+
+The inputs are profiled (:mod:`kuration.onboard.inventory`), then every part
+of a job is proposed with its evidence:
+
+* ``schema.json``: one field per numeric column (:func:`~kuration.onboard.guess.guess_fields`):
+  a latitude/longitude pair with angle units is a geodetic position, x/y(/z) with
+  length units a cartesian one, heading-like columns with an angle unit angular,
+  small-integer flag columns a bitmask, other small-integer columns categorical.
+  Units come only from metadata (Parquet field metadata ``unit``, the TimeNet
+  catalog, a hint file); a column without one keeps no unit and is listed.
+* the sample rate: the 1-2-5 rate nearest the median step between consecutive
+  times of one entity;
+* ``strategy.json``: a few metrics that fit the fields found, ``uniform-bins`` on two;
+* ``output.json``: one modality per field plus the first binned metric;
+* ``job.json``: the adapter, the sources, a window of about 120 steps, and an
+  hours budget of ``fraction`` of the tracks' hours (a fifth of it for test when
+  there are at least two sources; sources go whole to one split).  When tracks
+  are long next to the smallest request, ``span_seconds`` cuts them so that each
+  split lands within 10% of its request.
+
+The job is validated exactly as ``kur run`` validates it before any file is written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..contracts.schema import SchemaSpec
+from ..core.jsonio import loads_strict
+from ..errors import InitError, KurationError
+from ..output.spec import OutputSpec
+from ..pipeline.run.strategy import load_strategy
+from ..pipeline.spec.job import job_components, load_job
+from .guess import FieldGuess, guess_fields, nice_rate
+from .inventory import Inventory, inventory_files, inventory_timenet
+
+__all__ = ["InitResult", "init_job"]
+
+PARTS = ("schema.json", "strategy.json", "output.json", "job.json")
+WINDOW_STEPS = 120
+TEST_SHARE = 0.2
+SPAN_FRACTION = 0.05
+
+
+@dataclass(frozen=True)
+class InitResult:
+    """What ``kur init`` wrote and why.
+
+    Attributes
+    ----------
+    out : Path
+        The job folder.
+    files : tuple of Path
+        ``schema.json``, ``strategy.json``, ``output.json``, ``job.json``.
+    job : dict
+        The job with its parts inlined (what ``kur run`` will read).
+    lines : tuple of str
+        The guesses and their evidence, one line each (``kur init`` prints them).
+    missing_units : tuple of str
+        Columns read as fields without a unit.
+    """
+
+    out: Path
+    files: tuple[Path, ...]
+    job: dict[str, Any]
+    lines: tuple[str, ...]
+    missing_units: tuple[str, ...]
+
+
+def _read_hints(hints: str | os.PathLike[str] | Mapping[str, str] | None) -> dict[str, str]:
+    if hints is None:
+        return {}
+    if isinstance(hints, Mapping):
+        raw: Any = dict(hints)
+        what = "units"
+    else:
+        what = str(hints)
+        try:
+            raw = loads_strict(Path(hints).read_bytes(), what=what)
+        except OSError as exc:
+            raise InitError(f"units hint file {what}: {exc.strerror or exc}") from None
+        except ValueError as exc:
+            raise InitError(str(exc)) from None
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
+    ):
+        raise InitError(f"{what}: a units hint file is a JSON object of column name to unit")
+    return raw
+
+
+def _nice_seconds(s: float) -> float:
+    """``s`` rounded to two significant digits."""
+    return float(f"{s:.2g}")
+
+
+def _strategy(fields: Sequence[FieldGuess], entity: bool) -> tuple[dict[str, Any], list[str]]:
+    define: dict[str, str] = {}
+    pos = next((f for f in fields if f.spec.get("semantics") == "position"), None)
+    ang = next((f for f in fields if f.spec.get("semantics") == "angular"), None)
+    if pos is not None:
+        define["speed_p90"] = f"field:{pos.name} | speed | p90"
+    if ang is not None:
+        define["turn_p90"] = f"field:{ang.name} | angle_delta | abs | p90"
+    scalars = [
+        f
+        for f in fields
+        if f.spec["kind"] == "scalar" and "semantics" not in f.spec and f.output["dtype"] != "uint8"
+    ]
+    for f in scalars[: max(0, 3 - len(define))]:
+        define[f"{f.name}_std"] = f"field:{f.name} | std"
+    if pos is not None and len(define) < 2:
+        define["speed_std"] = f"field:{pos.name} | speed | std"
+    if pos is not None and entity:
+        define["entities_mean"] = f"field:{pos.name} | speed | entities:count | mean"
+    if not define:
+        raise InitError(
+            "no numeric field to score: kur init needs a position, an angle or a numeric column"
+        )
+    axes = [k for k in define if k != "entities_mean"][:2]
+    strategy = {
+        "name": "starter",
+        "define": define,
+        "bin": {"axes": axes, "n_bins": 3},
+        "method": "uniform-bins",
+        "nan_policy": "exclude",
+        "seed": 0,
+    }
+    return strategy, axes
+
+
+def _budget(inv: Inventory, window_s: float, fraction: float) -> tuple[dict[str, float], list[str]]:
+    tracks = [s for s in inv.track_seconds if s >= window_s]
+    total_h = sum(tracks) / 3600
+    if not tracks:
+        raise InitError(
+            f"no track is as long as one window ({window_s:g} s): the data is too short to curate",
+            source=inv.inputs[0],
+        )
+    test_share = TEST_SHARE if inv.n_sources >= 2 else 0.0
+    want = fraction * total_h
+
+    def hours(h: float) -> float:
+        return float(f"{h:.2g}") if h > 0 else 0.0
+
+    budget = {"train_hours": hours(want * (1 - test_share)), "test_hours": hours(want * test_share)}
+    lines = [
+        f"budget: train {budget['train_hours']:g} h, test {budget['test_hours']:g} h = "
+        f"{fraction:.0%} of {total_h:.3g} h in {len(tracks)} tracks at least one window long"
+    ]
+    if not test_share:
+        lines.append(
+            "  no test split: there is one source and a source goes whole to one split; "
+            "give two or more files (or records) for a test split"
+        )
+    return budget, lines
+
+
+def _span(inv: Inventory, budget: Mapping[str, float], window_s: float) -> float | None:
+    """``span_seconds`` when the median track is long next to the smallest request."""
+    reqs = [h * 3600 for h in budget.values() if h > 0]
+    tracks = sorted(s for s in inv.track_seconds if s >= window_s)
+    if not reqs or not tracks:
+        return None
+    smallest = min(reqs)
+    median = tracks[len(tracks) // 2]
+    if median <= 0.1 * smallest:
+        return None
+    return max(_nice_seconds(SPAN_FRACTION * smallest), window_s)
+
+
+def _adapter(inv: Inventory, fields: Sequence[FieldGuess]) -> dict[str, Any]:
+    mapping = {f.name: (list(f.columns) if len(f.columns) > 1 else f.columns[0]) for f in fields}
+    if inv.kind == "timenet":
+        ad: dict[str, Any] = {
+            "type": "timenet",
+            "fields": {
+                k: {"signals": v if isinstance(v, list) else [v]} for k, v in mapping.items()
+            },
+        }
+        if inv.registries:
+            ad["registries"] = list(inv.registries)
+    else:
+        ad = {"type": "timeseries", "time_column": str(inv.time_column)}
+        if inv.time_unit:
+            ad["time_unit"] = inv.time_unit
+        if inv.entity_column:
+            ad["entity_column"] = inv.entity_column
+        ad["fields"] = mapping
+        if inv.duplicates:
+            ad["duplicates"] = "first"
+    if inv.irregular:
+        ad["collisions"] = "mean"
+    return ad
+
+
+def _compose(
+    inv: Inventory, out: Path, *, name: str, fraction: float
+) -> tuple[dict[str, Any], list[str], list[str]]:
+    fields, missing, skipped = guess_fields(inv.columns)
+    if not fields:
+        raise InitError("no numeric column to read as a field", source=inv.inputs[0])
+    stats = inv.steps
+    hz = nice_rate(1.0 / stats["median"])
+    lines = list(inv.lines)
+    lines.append(
+        f"sample rate: {hz:g} Hz (median step {stats['median']:.3g} s between consecutive times "
+        f"of one entity, over {int(stats['n'])} steps; p10 {stats['p10']:.3g} s, p90 "
+        f"{stats['p90']:.3g} s)"
+    )
+    if inv.irregular:
+        lines.append(
+            f"  steps are irregular ({stats['regular']:.0%} within 10% of the median): rows that "
+            "land on one tick are averaged (collisions: mean)"
+        )
+    lines.append("fields:")
+    lines.extend(f"  {f.name}: {f.why}" for f in fields)
+    if missing:
+        lines.append(
+            f"units unknown (no metadata) for: {', '.join(missing)}; give them in a hint file "
+            "(--units FILE, a JSON object of column to pint unit)"
+        )
+    if skipped:
+        lines.append(f"not fields: {', '.join(skipped)}")
+    window_s = _nice_seconds(min(WINDOW_STEPS / hz, max(10 / hz, inv.median_track_s / 2)))
+    strategy, axes = _strategy(fields, bool(inv.entity_column) or inv.kind == "timenet")
+    lines.append(f"strategy: metrics {', '.join(strategy['define'])}; uniform-bins on {axes}")
+    budget, blines = _budget(inv, window_s, fraction)
+    lines.extend(blines)
+    span = _span(inv, budget, window_s)
+    schema = {"name": name, "sample_hz": hz, "fields": [f.spec for f in fields]}
+    output = {
+        "shard_length": 128,
+        "short_policy": "pad",
+        "container": "npz",
+        "presence_mask": True,
+        "modalities": {
+            **{f.name: f.output for f in fields},
+            axes[0]: {"dtype": "float32", "shape": [], "source": f"segment:{axes[0]}"},
+        },
+    }
+    job: dict[str, Any] = {
+        "name": name,
+        "description": f"Written by kur init from {', '.join(inv.job_sources(out))}.",
+        "schema": schema,
+        "adapter": _adapter(inv, fields),
+        "sources": inv.job_sources(out),
+        "segmenter": {"window": window_s, "stride": window_s / 2, "unit": "seconds"},
+        "strategy": strategy,
+        "output": output,
+        "budget": budget,
+        "seed": 0,
+        "clip_aggregate": "mean",
+        "min_track_seconds": window_s,
+    }
+    lines.append(f"windows: {window_s:g} s, stride {window_s / 2:g} s (about {WINDOW_STEPS} steps)")
+    if span is not None:
+        job["span_seconds"] = span
+        lines.append(
+            f"spans: tracks are long next to the smallest request (median track "
+            f"{inv.median_track_s:.0f} s), so they are cut into {span:g} s spans "
+            "(span_seconds) and each split lands within 10% of its request"
+        )
+    return job, lines, missing
+
+
+def _validate(job: Mapping[str, Any], out: Path) -> None:
+    """The checks ``kur run`` makes before reading data (a failure here is a kur init bug)."""
+    raw, _base = load_job(dict(job))
+    schema, _adapter, _seg = job_components(raw)
+    load_strategy(raw["strategy"], schema, what="strategy.json")
+    OutputSpec.from_dict(raw["output"], what="output.json")
+    SchemaSpec.from_dict(raw["schema"], what="schema.json")
+
+
+def init_job(
+    inputs: Sequence[str | os.PathLike[str]],
+    out: str | os.PathLike[str],
+    *,
+    units: str | os.PathLike[str] | Mapping[str, str] | None = None,
+    fraction: float = 0.5,
+    name: str | None = None,
+    time_column: str | None = None,
+    entity_column: str | None = None,
+    registries: Sequence[str] | None = None,
+    force: bool = False,
+) -> InitResult:
+    """Profile CSV/Parquet files (or one ``timenet://`` reference) and write a job folder.
+
+    Parameters
+    ----------
+    inputs : sequence of path or str
+        Source files (``.csv``, ``.parquet``), or one ``timenet://org/name@version``.
+    out : path
+        The job folder to write (created).
+    units : path or mapping, optional
+        Hint file (JSON object of column or signal name to pint unit); overrides metadata.
+    fraction : float
+        Share of the tracks' hours the budget asks for, in (0, 1].
+    name : str, optional
+        Job (dataset) name; default the folder's name.
+    time_column, entity_column : str, optional
+        Override the detected columns.
+    registries : sequence of str, optional
+        TimeNet registries for a ``timenet://`` input.
+    force : bool
+        Replace job files already in ``out``.
+
+    Returns
+    -------
+    InitResult
+
+    Raises
+    ------
+    InitError
+        An unreadable input, no time column, a bad hint file, existing job files
+        without ``force``, a fraction outside (0, 1].
+    """
+    if not inputs:
+        raise InitError("kur init needs at least one CSV/Parquet file or a timenet:// reference")
+    if not (isinstance(fraction, int | float) and 0 < fraction <= 1):
+        raise InitError(f"fraction must be within (0, 1], got {fraction!r}")
+    folder = Path(out)
+    existing = [p for p in PARTS if (folder / p).exists()]
+    if existing and not force:
+        raise InitError(
+            f"{folder} already holds {', '.join(existing)}; pass --force to replace them"
+        )
+    hints = _read_hints(units)
+    strs = [str(i) for i in inputs]
+    if any(s.startswith("timenet://") for s in strs):
+        if len(strs) != 1:
+            raise InitError("give one timenet:// reference alone, not mixed with files")
+        inv = inventory_timenet(strs[0], hints=hints, registries=registries)
+    else:
+        inv = inventory_files(
+            [Path(s) for s in strs],
+            hints=hints,
+            time_column=time_column,
+            entity_column=entity_column,
+        )
+    job_name = name or folder.resolve().name
+    job, lines, missing = _compose(inv, folder.resolve(), name=job_name, fraction=fraction)
+    try:
+        _validate(job, folder)
+    except KurationError as exc:
+        raise InitError(f"kur init proposed a job that does not validate: {exc}") from exc
+    folder.mkdir(parents=True, exist_ok=True)
+    parts = {
+        "schema.json": job["schema"],
+        "strategy.json": job["strategy"],
+        "output.json": job["output"],
+    }
+    on_disk = {**job, "schema": "schema.json", "strategy": "strategy.json", "output": "output.json"}
+    files = []
+    for fname, doc in (*parts.items(), ("job.json", on_disk)):
+        path = folder / fname
+        tmp = path.with_name(f".{fname}.tmp-{os.getpid()}")
+        tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+        files.append(path)
+    lines.append(
+        f"wrote {', '.join(PARTS)} in {folder}; run it with: kur run {folder / 'job.json'}"
+    )
+    return InitResult(folder, tuple(files), job, tuple(lines), tuple(missing))

@@ -1,0 +1,431 @@
+"""What ``kur init`` learns from its inputs before it proposes a job.
+
+:func:`inventory_files` profiles CSV/Parquet files (read as the timeseries
+adapter reads them: pyarrow's CSV inference, Parquet as stored);
+:func:`inventory_timenet` profiles a TimeNet version from its catalog.  Both
+return an :class:`Inventory`: the time and entity columns with the evidence
+for each, the candidate field columns with their metadata units, the time
+steps between consecutive times of one entity, and every track's length.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import InitError
+from .guess import Column, check_unit, step_stats
+
+__all__ = ["Inventory", "inventory_files", "inventory_timenet"]
+
+_TIME = re.compile(r"(time|timestamp|datetime|date|epoch|^t$|^ts$)", re.I)
+_ENTITY_NAMES = ("entity", "entity_id", "icao24", "mmsi", "track_id", "id", "uid", "vessel_id")
+_ENTITY = re.compile(r"(^id$|_id$|^id_|id$|icao|mmsi|vessel|aircraft|player|agent|device)", re.I)
+_GROUP_KEYS = ("group", "match", "game", "session", "flight", "episode", "trip", "run", "period")
+# epoch times in these units lie above these magnitudes (any date after 1973)
+_MAGNITUDE = (("ns", 1e17), ("us", 1e14), ("ms", 1e11))
+_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """The profile of a job's inputs.
+
+    Attributes
+    ----------
+    kind : {"files", "timenet"}
+    inputs : tuple of str
+    columns : tuple of Column
+        Candidate field columns (not the time or entity column).
+    steps : dict
+        :func:`~kuration.onboard.guess.step_stats` of the steps between
+        consecutive times of one entity, seconds.
+    track_seconds : tuple of float
+        Length of every track (one entity in one source), seconds.
+    n_sources : int
+        Sources the job will have (files, or TimeNet records or groups).
+    lines : tuple of str
+        Evidence for the time, entity and grouping guesses.
+    """
+
+    kind: str
+    inputs: tuple[str, ...]
+    columns: tuple[Column, ...]
+    steps: dict[str, float]
+    track_seconds: tuple[float, ...]
+    n_sources: int
+    lines: tuple[str, ...]
+    time_column: str | None = None
+    time_unit: str | None = None
+    entity_column: str | None = None
+    duplicates: bool = False
+    irregular: bool = False
+    source_uri: str | None = None
+    registries: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def median_track_s(self) -> float:
+        """The median track length, seconds."""
+        return float(np.median(self.track_seconds)) if self.track_seconds else 0.0
+
+    def job_sources(self, out: Path) -> list[str]:
+        """The job's ``sources``: file paths relative to the job folder, or the TimeNet URI."""
+        if self.kind == "timenet":
+            return [str(self.source_uri)]
+        return [os.path.relpath(Path(p).resolve(), out) for p in self.inputs]
+
+
+def _read(path: Path) -> pa.Table:
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    try:
+        if path.suffix.lower() in (".parquet", ".pq"):
+            return pq.read_table(path)
+        if path.suffix.lower() == ".csv":
+            return pacsv.read_csv(path)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise InitError(f"{path}: cannot read it: {exc}", source=str(path)) from None
+    raise InitError(f"{path}: not a .csv or .parquet file", source=str(path))
+
+
+def _kind(t: pa.DataType) -> str:
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_boolean(t):
+        return "bool"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_dictionary(t):
+        return "text"
+    return "other"
+
+
+def _time_column(table: pa.Table, forced: str | None, where: str) -> tuple[str, str | None, str]:
+    """(column, time_unit for numbers or None for timestamps, evidence)."""
+    names = table.column_names
+    if forced is not None:
+        if forced not in names:
+            raise InitError(f"{where}: no column {forced!r} (columns: {names})", source=where)
+        cands = [forced]
+    else:
+        stamps = [n for n in names if pa.types.is_timestamp(table.schema.field(n).type)]
+        cands = stamps or [
+            n
+            for n in names
+            if _TIME.search(n) and _kind(table.schema.field(n).type) in ("int", "float")
+        ]
+    if not cands:
+        raise InitError(
+            f"{where}: no time column (no timestamp column and no numeric column named like a "
+            f"time among {names}); name it with --time",
+            source=where,
+        )
+    name = sorted(cands, key=lambda n: (not _TIME.search(n), names.index(n)))[0]
+    typ = table.schema.field(name).type
+    if pa.types.is_timestamp(typ):
+        return name, None, f"time column: {name} ({typ}: a timestamp column)"
+    if _kind(typ) not in ("int", "float"):
+        raise InitError(f"{where}: time column {name!r} has type {typ}", source=where)
+    col = table.column(name).drop_null()
+    mag = float(np.median(np.abs(col.to_numpy()))) if len(col) else 0.0
+    unit = next((u for u, lo in _MAGNITUDE if mag >= lo), "s")
+    words = {"s": "seconds", "ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}
+    return (
+        name,
+        unit,
+        (f"time column: {name} ({typ}, values around {mag:.3g}: read as {words[unit]})"),
+    )
+
+
+def _entity_column(
+    table: pa.Table, time: str, forced: str | None, where: str
+) -> tuple[str | None, str]:
+    names = [n for n in table.column_names if n != time]
+    if forced is not None:
+        if forced not in names:
+            raise InitError(f"{where}: no column {forced!r} (columns: {names})", source=where)
+        return forced, f"entity column: {forced} (given)"
+    ok = [n for n in names if _kind(table.schema.field(n).type) in ("text", "int")]
+    exact = [n for n in ok if n.lower() in _ENTITY_NAMES]
+    named = sorted(exact, key=lambda n: _ENTITY_NAMES.index(n.lower())) or [
+        n for n in ok if _ENTITY.search(n)
+    ]
+    for n in named:
+        k = len(pc.unique(table.column(n)))
+        if 1 <= k < table.num_rows:
+            return n, (
+                f"entity column: {n} ({k} distinct values in {where}; the name reads as an "
+                "identifier)"
+            )
+    return None, "entity column: none found (each file is one entity)"
+
+
+def _seconds(col: pa.ChunkedArray, unit: str | None) -> np.ndarray:
+    if unit is None:
+        ns = pc.cast(pc.cast(col, pa.timestamp("ns")), pa.int64())
+        return np.asarray(ns.to_numpy(zero_copy_only=False), dtype=np.float64) / 1e9
+    return np.asarray(pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False)) * _SCALE[unit]
+
+
+def _tracks(t: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, list[float], int]:
+    """(steps between consecutive times of one entity, track lengths, duplicate times)."""
+    keep = ~np.isnan(t)
+    t, codes = t[keep], codes[keep]
+    order = np.lexsort((t, codes))
+    t, codes = t[order], codes[order]
+    same = codes[1:] == codes[:-1]
+    steps = np.diff(t)[same]
+    starts = np.flatnonzero(np.r_[True, ~same])
+    ends = np.r_[starts[1:], len(t)] - 1
+    return steps, (t[ends] - t[starts]).tolist(), int((steps == 0).sum())
+
+
+def _columns(table: pa.Table, skip: set[str], hints: Mapping[str, str], where: str) -> list[Column]:
+    out = []
+    for f in table.schema:
+        if f.name in skip:
+            continue
+        meta = {k.decode(): v.decode() for k, v in (f.metadata or {}).items()}
+        unit, unit_from = meta.get("unit") or meta.get("units"), "Parquet field metadata"
+        if f.name in hints:
+            unit, unit_from = hints[f.name], "hint file"
+        if unit:
+            check_unit(unit, f"{where}: column {f.name!r}")
+        col = table.column(f.name)
+        kind = _kind(f.type)
+        distinct = None
+        if kind == "int":
+            u = pc.unique(col.drop_null())
+            if len(u) <= 16:
+                distinct = tuple(sorted(int(v) for v in u.to_pylist()))
+        n = max(len(col), 1)
+        dtype = f.type.to_pandas_dtype().__name__ if kind in ("int", "float", "bool") else "object"
+        out.append(
+            Column(
+                f.name,
+                kind,
+                dtype,
+                unit or None,
+                unit_from if unit else None,
+                distinct,
+                1 - col.null_count / n,
+            )
+        )
+    return out
+
+
+def inventory_files(
+    paths: Sequence[Path],
+    *,
+    hints: Mapping[str, str],
+    time_column: str | None = None,
+    entity_column: str | None = None,
+) -> Inventory:
+    """Profile CSV/Parquet files (columns from the first; times from all).
+
+    Raises
+    ------
+    InitError
+        An unreadable file, no time column, a bad unit, a file without the first's columns.
+    """
+    first = _read(paths[0])
+    where = str(paths[0])
+    time, unit, t_line = _time_column(first, time_column, where)
+    entity, e_line = _entity_column(first, time, entity_column, where)
+    hints_left = set(hints) - set(first.column_names)
+    if hints_left:
+        raise InitError(f"units hint names columns not in {where}: {sorted(hints_left)}")
+    columns = _columns(first, {time, *([entity] if entity else [])}, hints, where)
+    steps, tracks, dups, rows = [], [], 0, 0
+    for i, path in enumerate(paths):
+        table = first if i == 0 else _read(path)
+        need = [time, *([entity] if entity else [])]
+        lacking = [c for c in need if c not in table.column_names]
+        if lacking:
+            raise InitError(f"{path}: no column {lacking[0]!r}", source=str(path))
+        t = _seconds(table.column(time), unit)
+        if entity:
+            codes = np.asarray(
+                pc.dictionary_encode(pc.cast(table.column(entity), pa.string()))
+                .combine_chunks()
+                .indices.to_numpy(zero_copy_only=False),
+                dtype=np.int64,
+            )
+        else:
+            codes = np.zeros(len(t), dtype=np.int64)
+        s, tr, d = _tracks(t, codes)
+        steps.append(s)
+        tracks.extend(tr)
+        dups += d
+        rows += table.num_rows
+    stats = step_stats(np.concatenate(steps), where)
+    lines = [f"inputs: {len(paths)} file(s), {rows} rows, {len(tracks)} tracks", t_line, e_line]
+    if dups:
+        lines.append(
+            f"  {dups} rows repeat an earlier time of their entity: the first is kept "
+            "(duplicates: first)"
+        )
+    return Inventory(
+        kind="files",
+        inputs=tuple(str(p) for p in paths),
+        columns=tuple(columns),
+        steps=stats,
+        track_seconds=tuple(tracks),
+        n_sources=len(paths),
+        lines=tuple(lines),
+        time_column=time,
+        time_unit=unit,
+        entity_column=entity,
+        duplicates=bool(dups),
+        irregular=stats["regular"] < 0.9,
+    )
+
+
+def _group_key(records: Sequence[Any]) -> str | None:
+    for key in _GROUP_KEYS:
+        vals = [r.metadata.get(key) for r in records]
+        typed = all(isinstance(v, str | int) and not isinstance(v, bool) for v in vals)
+        if typed and 2 <= len(set(vals)) < len(records):
+            return key
+    return None
+
+
+def _one_kind(
+    recs: list[Any], params: dict[str, str], lines: list[str], uri: str
+) -> tuple[list[Any], dict[str, str]]:
+    """Records that share their signals: when some have none in common with the others,
+    the most common signal set is kept through a metadata filter that singles it out."""
+    sets = [frozenset(r.signal_names) for r in recs]
+    if frozenset.intersection(*sets):
+        return recs, params
+    best = Counter(sets).most_common(1)[0][0]
+    keep = [r for r, x in zip(recs, sets, strict=True) if x == best]
+    rest = [r for r, x in zip(recs, sets, strict=True) if x != best]
+    for key in sorted({k for r in keep for k in r.metadata}):
+        vals = {str(r.metadata.get(key)) for r in keep}
+        if len(vals) == 1 and key in keep[0].metadata:
+            (val,) = vals
+            if all(str(r.metadata.get(key)) != val for r in rest):
+                lines.append(
+                    f"  records have no signal in common: kept the {len(keep)} with signals "
+                    f"{sorted(best)} ({key}={val}), left out {len(rest)}"
+                )
+                return keep, {**params, key: val}
+    raise InitError(
+        f"the records share no signal and no metadata key singles out one kind; choose records "
+        f"with ?key=value filters (signal sets: {sorted(sorted(x) for x in set(sets))})",
+        source=uri,
+    )
+
+
+def _signal_columns(
+    reader: Any, recs: Sequence[Any], hints: Mapping[str, str], lines: list[str], uri: str
+) -> list[Column]:
+    """Scalar signals every record has, with their catalog (or hinted) units."""
+    columns = []
+    sig_sets = [set(r.signal_names) for r in recs]
+    common = set.intersection(*sig_sets)
+    for s in reader.schema.signals:
+        if tuple(s.shape) != ():
+            lines.append(f"  signal {s.name}: shape {tuple(s.shape)}, not a scalar: not a field")
+            continue
+        if s.name not in common:
+            have = sum(s.name in x for x in sig_sets)
+            if have:
+                lines.append(
+                    f"  signal {s.name}: in {have} of {len(recs)} records only: not a field"
+                )
+            continue
+        unit, unit_from = (s.unit or None), "TimeNet catalog"
+        if s.name in hints:
+            unit, unit_from = hints[s.name], "hint file"
+        if unit:
+            check_unit(unit, f"{reader.ref}: signal {s.name!r}")
+        kind = _kind(pa.from_numpy_dtype(np.dtype(s.dtype)))
+        columns.append(Column(s.name, kind, s.dtype, unit, unit_from if unit else None))
+    if not columns:
+        raise InitError(f"{reader.ref} has no scalar signal", source=uri)
+    return columns
+
+
+def _record_steps(
+    reader: Any, recs: Sequence[Any], columns: Sequence[Column]
+) -> tuple[list[np.ndarray], list[float], bool]:
+    """(time steps per record, record lengths in seconds, whether any signal is irregular)."""
+    steps, tracks, irregular = [], [], False
+    for rec in recs:
+        sigs = reader.signals(rec.id)
+        sig = next((sigs[c.name] for c in columns if c.name in sigs), None)
+        if sig is None or sig.length < 2:
+            continue
+        if sig.spec.rate_hz:
+            steps.append(np.full(sig.length - 1, 1.0 / sig.spec.rate_hz))
+        else:
+            steps.append(np.diff(sig.times().astype(np.float64) / 1e9))
+            irregular = True
+        tracks.append(float(steps[-1].sum()))
+    return steps, tracks, irregular
+
+
+def inventory_timenet(
+    uri: str, *, hints: Mapping[str, str], registries: Sequence[str] | None = None
+) -> Inventory:
+    """Profile a TimeNet version from its catalog (signals, units, rates, record lengths).
+
+    Raises
+    ------
+    InitError
+        The version cannot be opened, no record matches, a bad unit.
+    """
+    import timenet as tn
+
+    from ..sources.timenet import _format, parse_source
+
+    ref, params, frag = parse_source(uri)
+    try:
+        reader = tn.TimeNet(list(registries) if registries else None).open(ref)
+    except tn.TimeNetError as exc:
+        raise InitError(f"cannot open {ref}: {exc}", source=uri) from None
+    filters = {k: v for k, v in params.items() if k != "group_by"}
+    recs = [
+        r for r in reader.records() if all(str(r.metadata.get(k)) == v for k, v in filters.items())
+    ]
+    if not recs:
+        raise InitError(f"no record of {reader.ref} matches {filters}", source=uri)
+    lines = [f"inputs: {reader.ref}, {len(recs)} records (one entity each)"]
+    recs, params = _one_kind(recs, params, lines, uri)
+    group = params.get("group_by") or _group_key(recs)
+    if group and "group_by" not in params:
+        params = {**params, "group_by": group}
+        lines.append(
+            f"sources: one per value of the record metadata key {group!r} (its records "
+            "are the entities)"
+        )
+    n_sources = len({str(r.metadata.get(group)) for r in recs}) if group else len(recs)
+    columns = _signal_columns(reader, recs, hints, lines, uri)
+    steps, tracks, irregular = _record_steps(reader, recs, columns)
+    stats = step_stats(np.concatenate(steps) if steps else np.zeros(0), uri)
+    names = {c.name for c in columns}
+    rates = {r for s in reader.schema.signals if s.name in names for r in s.rates_hz}
+    return Inventory(
+        kind="timenet",
+        inputs=(uri,),
+        columns=tuple(columns),
+        steps=stats,
+        track_seconds=tuple(tracks),
+        n_sources=n_sources,
+        lines=tuple(lines),
+        irregular=irregular or len(rates) > 1 or stats["regular"] < 0.9,
+        source_uri=_format(str(reader.ref), params, frag),
+        registries=tuple(registries or ()),
+    )

@@ -1,0 +1,1 @@
+"""The user's API: the fluent Pipeline, the function-style entry points and operators."""

@@ -1,0 +1,214 @@
+"""The established entry points over the :class:`~kuration.Pipeline`.
+
+:func:`write_dataset` builds a Pipeline from its arguments and executes it;
+:func:`run_job` is ``Pipeline.from_job(job).options(...).write(out, ...)``.
+Both sit above :mod:`kuration.pipeline.api.pipeline` (imports point down).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ...contracts.schema import SchemaSpec
+from ...contracts.segment import Segmenter
+from ...core.config import check_workers
+from ...core.progress import ProgressCallback
+from ...errors import KurationError, OutputSpecError
+from ...output.spec import OutputSpec
+from ...selection.strategy import Strategy
+from ...sources.base import InputAdapter
+from ..dispatch.execute import execute
+from ..dispatch.hours import DatasetWriteResult
+from ..spec.logical import HoursSelection, PipelineOptions
+from .pipeline import Pipeline
+
+__all__ = ["run_job", "write_dataset"]
+
+
+def write_dataset(
+    out: str | os.PathLike[str],
+    *,
+    schema: SchemaSpec,
+    adapter: InputAdapter,
+    sources: Sequence[str],
+    strategy: Strategy,
+    segmenter: Segmenter,
+    spec: OutputSpec,
+    encoder: Any = None,
+    train_hours: float,
+    test_hours: float,
+    sample_hz: float | None = None,
+    seed: int = 0,
+    group_of: Callable[[str], str | None] | Mapping[str, str] | None = None,
+    clip_aggregate: str = "max",
+    min_track_seconds: float = 0.0,
+    span_steps: int | None = None,
+    span_seconds: float | None = None,
+    max_group_overshoot: float | None = None,
+    tag_coverage: bool = False,
+    min_tag_frac: float = 0.1,
+    allow_empty_split: bool = False,
+    workers: int = 1,
+    on_error: str = "skip",
+    resume: bool = False,
+    force: bool = False,
+    durable: bool = True,
+    progress: ProgressCallback | None = None,
+    job: Mapping[str, Any] | None = None,
+    plugins: Sequence[str] = (),
+    include_entry_points: bool = True,
+) -> DatasetWriteResult:
+    """Score ``sources``, rank tracks by priority, fill the train/test hour budgets and write shards.
+
+    Parameters
+    ----------
+    out : path or str
+        Destination directory, or an object-store URL (``s3://bucket/prefix``,
+        ``gs://...``, ``az://...``: see :mod:`kuration.pipeline.destination.remote`); a non-empty
+        one needs ``resume`` or ``force``.
+    schema, adapter, sources, strategy, segmenter, spec :
+        The input side, the selection and the output spec.
+    encoder : OutputEncoder, optional
+        Fills ``encoder:`` modalities (:class:`PassthroughEncoder` when omitted).
+    train_hours, test_hours : float
+        Budgets in hours of track time per split.
+    sample_hz, clip_aggregate, min_track_seconds, span_steps, span_seconds, group_of, \
+    max_group_overshoot, tag_coverage, min_tag_frac, allow_empty_split :
+        Hours options: see :class:`~kuration.pipeline.spec.logical.HoursSelection`.
+    seed : int
+        Seeds the split assignment and the method's tie-breaks.
+    workers : int
+        Processes for the feature pass (results do not depend on it).
+    on_error : {"skip", "raise"}
+    resume : bool
+        Continue a run into ``out``, reusing a shard only when its size and SHA-256 match
+        the last committed manifest (or an interrupted run's journal) of the same fingerprint.
+    force : bool
+        Replace an existing dataset (the old one stays readable until publication starts).
+    durable : bool
+        ``fsync`` staged shards and the directories before the manifest is published.
+    progress : callable, optional
+    job : mapping, optional
+        The job document, recorded in ``config.json``.
+
+    Returns
+    -------
+    DatasetWriteResult
+
+    Raises
+    ------
+    OutputSpecError
+        Invalid options or an output spec that does not fit the schema and strategy
+        (before any work), a missing container dependency, or a value missing while writing.
+    DatasetExistsError
+        ``out`` holds a dataset without ``resume``/``force``, or another writer holds it.
+    EmptyPoolError
+        No source produced a segment.
+    GroupCapError, EmptySplitError
+        The group cap starves every group of a split, or a requested split would end
+        empty without ``allow_empty_split`` (both at planning, before any shard is written).
+    DestinationError
+        ``out`` cannot be created, locked or written.
+    UnsupportedURLError
+        ``out`` is a URL kuration does not write (FTP, SFTP, HTTP, ...).
+    MissingExtraError
+        ``out``'s object-store backend is not installed (names the extra).
+    """
+    selection = HoursSelection(
+        train_hours,
+        test_hours,
+        clip_aggregate=clip_aggregate,
+        min_track_seconds=min_track_seconds,
+        span_steps=span_steps,
+        span_seconds=span_seconds,
+        group_of=group_of,  # type: ignore[arg-type]  # a callable is accepted here
+        max_group_overshoot=max_group_overshoot,
+        tag_coverage=tag_coverage,
+        min_tag_frac=min_tag_frac,
+        allow_empty_split=allow_empty_split,
+        sample_hz=sample_hz,
+    )
+    try:  # write_dataset reports bad options as OutputSpecError
+        opts = PipelineOptions(
+            progress=progress, workers=workers, seed=seed, on_error=on_error, durable=durable
+        )
+    except KurationError as exc:
+        raise OutputSpecError(str(exc)) from None
+    p = Pipeline(
+        schema=schema,
+        adapter=adapter,
+        sources=list(sources),
+        segmenter=segmenter,
+        strategy_=strategy,
+        selection=selection,
+        output_spec=spec,
+        encoder=encoder,
+        opts=opts,
+        plugin_modules=tuple(plugins),
+        include_entry_points=include_entry_points,
+        job=job,
+    )
+    run = execute(p, out, force=force, resume=resume, resolved_sources=[str(s) for s in sources])
+    assert isinstance(run.result, DatasetWriteResult)
+    return run.result
+
+
+def run_job(
+    job: str | os.PathLike[str] | Mapping[str, Any],
+    out: str | os.PathLike[str],
+    *,
+    force: bool = False,
+    resume: bool = False,
+    workers: int | None = None,
+    progress: ProgressCallback | None = None,
+    executor: str | None = None,
+    ray_address: str | None = None,
+    streaming: bool | None = None,
+    memory_budget: int | str | None = None,
+    pool: str | None = None,
+    checkpoint_dir: str | None = None,
+) -> DatasetWriteResult:
+    """Run a job end to end: ``Pipeline.from_job(job).options(...).write(out, ...)``.
+
+    ``force`` replaces an existing dataset at ``out``; ``resume`` continues (or
+    repeats) the same run there, reusing shards whose checksums still match.
+    ``workers`` (>= 1), ``executor`` (``local``, ``process``, ``ray``) and
+    ``ray_address`` replace the job's (the artifact does not depend on them), and so do
+    ``streaming``, ``memory_budget`` (bytes or ``"2GB"``), ``pool`` (``memory`` or
+    ``disk``) and ``checkpoint_dir`` when given.
+
+    Raises
+    ------
+    JobError, SchemaError, StrategyError, MetricCompileError, OutputSpecError
+        Before any data is read.
+    PipelineError
+        An unknown ``executor``, or ``executor`` and ``workers`` that do not go together.
+    KurationError
+        From scoring and writing (e.g. EmptyPoolError, DatasetExistsError).
+    ExecutorError
+        A worker process or Ray task died.
+    """
+    if workers is not None:
+        check_workers(workers)
+    opts: dict[str, Any] = {"progress": progress}
+    if workers is not None:
+        opts["workers"] = workers
+    if executor is not None:
+        opts["executor"] = executor
+        if ray_address is None and executor != "ray":
+            opts["ray_address"] = None  # the job's address was for its own Ray executor
+    if ray_address is not None:
+        opts["ray_address"] = ray_address
+    if streaming is not None:
+        opts["streaming"] = bool(streaming)
+    if memory_budget is not None:
+        opts["memory_budget"] = memory_budget
+    if pool is not None:
+        opts["pool"] = pool
+    if checkpoint_dir is not None:
+        opts["checkpoint_dir"] = checkpoint_dir
+    res = Pipeline.from_job(job).options(**opts).write(out, force=force, resume=resume)
+    assert isinstance(res, DatasetWriteResult)
+    return res

@@ -1,0 +1,1 @@
+"""Planning a run and handing it to a runtime: compile_plan, preflight, execute and run_hours."""

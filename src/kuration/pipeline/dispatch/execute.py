@@ -1,0 +1,499 @@
+"""Running a :class:`~kuration.Pipeline` on the reference runtime.
+
+:func:`execute` plans first (:func:`~kuration.pipeline.dispatch.planner.compile_plan`:
+every check that needs no data), then resolves sources (the ``provenance``
+progress phase) and runs the selection.
+
+An hours budget runs :func:`~kuration.pipeline.dispatch.hours.run_hours`: the named
+steps of :mod:`kuration.pipeline.run.steps`, following the plan's islands
+(read/segment/features fused per source, or features as a barrier pass when
+the plan says so), each step filling its own :class:`StageTelemetry`; the plan
+and that telemetry are recorded in ``config.json`` under
+``provenance.execution``.
+
+A count selection drives ``score_sources`` and ``select_segments``
+(:func:`kuration.curate` is a wrapper over this); :func:`compare` scores one pool and
+selects from it with several strategies (``run_experiment``).  Count telemetry is still coarse: wall time per progress phase,
+measured by timing the start/complete events, with row counts read from the
+results.  Registered analyzers run on the finished selection.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ...core.interrupts import import_pandas_first, is_interrupt
+from ...core.jsonio import dump_json_atomic
+from ...core.plugins import without_entry_point_plugins
+from ...core.progress import ProgressCallback, emit
+from ...errors import KurationWarning, PipelineError, StrategyError
+from ...selection.strategy import Strategy
+from ...tools.analyzers import AnalysisSubject, get_analyzer, overlapping_rows, selected_rows
+from ...tools.review import hours_selection_review
+from ..disk.pool import (
+    DISK_RUNTIME,
+    INDEX_MEMORY,
+    DiskSelection,
+    budget_pool,
+    plan_identity,
+    select_on_disk,
+)
+from ..memory.pool import (
+    CurationResult,
+    ExperimentResult,
+    compare_strategies,
+    merged_pool_strategy,
+    select_segments,
+    with_scoring,
+)
+from ..run.scoring import ScoringResult, score_sources
+from ..run.windows import window_reader_scope
+from ..spec.budget import check_plan_memory
+from ..spec.job import resolve_sources
+from ..spec.logical import HoursSelection
+from ..spec.plan import PhysicalPlan, StageTelemetry
+from ..stream.passes import check_streaming
+from .hours import DatasetWriteResult, preflight, run_hours
+from .planner import compile_plan
+
+if TYPE_CHECKING:
+    from ..spec.view import PipelineView as Pipeline  # the fields it reads of one
+
+__all__ = ["PipelineRun", "execute", "review"]
+
+# progress phase -> the plan stages one call runs under it
+_PHASE_STAGES = {
+    "provenance": "provenance",
+    "scoring": "read+segment+features",
+    "transforms": "transforms",
+    "scorers": "scorers",
+    "writing": "tracks+write",
+}
+
+
+@dataclass(frozen=True)
+class PipelineRun:
+    """One executed pipeline.
+
+    Attributes
+    ----------
+    plan : PhysicalPlan
+        The plan compiled before anything was read.
+    result : DatasetWriteResult or CurationResult
+    telemetry : tuple of StageTelemetry
+        Coarse, per progress phase (see the module docs).
+    analyses : dict
+        Each ``.enrich`` analyzer's report, by name.
+    """
+
+    plan: PhysicalPlan
+    result: DatasetWriteResult | CurationResult | DiskSelection
+    telemetry: tuple[StageTelemetry, ...] = ()
+    analyses: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plan, telemetry and analyses (the result has its own ``to_dict``/config)."""
+        return {
+            "plan": self.plan.to_dict(),
+            "telemetry": [t.to_dict() for t in self.telemetry],
+            "analyses": self.analyses,
+        }
+
+
+class _Recorder:
+    """A progress callback that times phases, forwards events, and emits the empty
+    transforms/scorers phases right after scoring completes."""
+
+    def __init__(self, user: ProgressCallback | None) -> None:
+        self.user = user
+        self.started: dict[str, float] = {}
+        self.wall: dict[str, float] = {}
+        self.totals: dict[str, Any] = {}
+
+    def __call__(self, ev: dict[str, Any]) -> None:
+        phase, event, now = ev["phase"], ev["event"], time.perf_counter()
+        if event == "start":
+            self.started[phase] = now
+            self.totals[phase] = ev.get("total")
+        elif event == "complete" and phase in self.started:
+            self.wall[phase] = self.wall.get(phase, 0.0) + now - self.started.pop(phase)
+        if self.user is not None:
+            self.user(ev)
+        if phase == "scoring" and event == "complete":
+            for seam in ("transforms", "scorers"):  # transforms/scorers run inside scoring
+                emit(self, seam, "start", total=0)
+                emit(self, seam, "complete", total=0)
+
+
+def _resolve(p: Pipeline, progress: ProgressCallback | None) -> list[str]:
+    emit(progress, "provenance", "start", total=None)
+    if isinstance(p.sources, Mapping) and "uris" in p.sources:  # resolved already (curate())
+        sources = list(p.sources["uris"])
+    else:
+        sources = resolve_sources(p.sources, p.base, adapter=p.adapter)
+    for i, uri in enumerate(sources, 1):
+        emit(progress, "provenance", "advance", current=i, total=len(sources), source=uri)
+    emit(progress, "provenance", "complete", total=len(sources))
+    return sources
+
+
+def execute(
+    p: Pipeline,
+    dest: str | os.PathLike[str] | None,
+    *,
+    force: bool,
+    resume: bool,
+    resolved_sources: list[str] | None = None,
+) -> PipelineRun:
+    """Plan ``p``, run it on the reference runtime and collect telemetry and analyses.
+
+    ``resolved_sources`` skips source resolution (``write_dataset`` passes the
+    sources it was given, already resolved).
+
+    Raises
+    ------
+    PipelineError
+        From planning; also for an hours budget without ``dest``.
+    OutputSpecError
+        From ``preflight`` (before any source is resolved).
+    KurationError
+        From scoring, selection and writing.
+    KeyboardInterrupt
+        Ctrl-C, also when DuckDB reported it as an error of its own.
+    """
+    try:
+        return _execute(p, dest, force=force, resume=resume, resolved_sources=resolved_sources)
+    except Exception as exc:
+        if is_interrupt(exc):
+            raise KeyboardInterrupt(f"interrupted ({exc})") from exc
+        raise
+
+
+def _execute(
+    p: Pipeline,
+    dest: str | os.PathLike[str] | None,
+    *,
+    force: bool,
+    resume: bool,
+    resolved_sources: list[str] | None,
+) -> PipelineRun:
+    """:func:`execute`, interrupts as the components raise them."""
+    plan = compile_plan(p)
+    if p.opts.streaming:
+        check_streaming(p)  # before any source is resolved or read
+    import_pandas_first()  # before any source is read: Ctrl-C stays an interrupt
+    if p.opts.checkpoint_dir is not None and p.opts.pool == "disk":
+        _make_checkpoint_dir(p.opts.checkpoint_dir)
+    if isinstance(p.selection, HoursSelection):
+        return _execute_hours(p, plan, dest, force, resume, resolved_sources)
+    if plan.stage("select").runtime == DISK_RUNTIME:
+        return _execute_disk(p, plan, dest)
+    rec = _Recorder(p.opts.progress)
+    scope = nullcontext() if p.include_entry_points else without_entry_point_plugins()
+    with scope:
+        sources = _resolve(p, rec)
+        index_bytes = budget_pool(p, sources)
+        if index_bytes is not None:  # the pool does not fit the budget; the disk pool does
+            auto = p.options(pool="disk")
+            return _execute_disk(auto, compile_plan(auto), dest, sources, index_bytes)
+        check_plan_memory(p, sources)
+        _warn_unused_checkpoints(p)
+        result, steps = _run_count(p, sources, rec)
+        if dest is not None:
+            dump_json_atomic(os.fspath(dest), result.to_dict(segments=True))
+    analyses, enrich_s = _enrich(p, result, steps)
+    telemetry = _telemetry(rec, result, len(sources), enrich_s)
+    return PipelineRun(plan, result, telemetry, analyses)
+
+
+def _warn_unused_checkpoints(p: Pipeline) -> None:
+    """A ``checkpoint_dir`` given to a plan that holds its pool in memory is said to do
+    nothing (only the disk pool checkpoints its partitions)."""
+    if p.opts.checkpoint_dir is not None:
+        warnings.warn(
+            KurationWarning(
+                f"checkpoint_dir {os.fspath(p.opts.checkpoint_dir)!r} is not used: this run "
+                "holds its pool in memory and keeps no checkpoints (pool='disk', kur run "
+                "--pool disk, puts it on the disk pool, which checkpoints every source)"
+            ),
+            stacklevel=3,
+        )
+
+
+def _make_checkpoint_dir(path: str | os.PathLike[str]) -> None:
+    """Create ``checkpoint_dir`` before any source is read, so that a path that cannot hold
+    checkpoints fails at once and names the option.
+
+    Raises
+    ------
+    PipelineError
+        The path is a file, or cannot be created (read-only, no permission, ...).
+    """
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        if isinstance(exc, (FileExistsError, NotADirectoryError)):
+            why = "a file is in the way"
+        raise PipelineError(f"checkpoint_dir {os.fspath(path)!r} cannot be used: {why}") from exc
+
+
+def _execute_disk(
+    p: Pipeline,
+    plan: PhysicalPlan,
+    dest: str | os.PathLike[str] | None,
+    sources: list[str] | None = None,
+    index_bytes: int = INDEX_MEMORY,
+) -> PipelineRun:
+    """A count plan on the disk-backed pool runtime (``pool="disk"``, or chosen because
+    the in-memory pool would exceed ``memory_budget``)."""
+    assert p.schema and p.adapter and p.segmenter and p.strategy_
+    scope = nullcontext() if p.include_entry_points else without_entry_point_plugins()
+    with scope:
+        if sources is None:
+            sources = _resolve(p, p.opts.progress)
+        result = select_on_disk(
+            p.schema,
+            p.adapter,
+            sources,
+            p.segmenter,
+            p.strategy_,
+            p.selection.n,  # type: ignore[union-attr]
+            seed=p.opts.seed,
+            on_error=p.opts.on_error,
+            checkpoint_dir=p.opts.checkpoint_dir,
+            durable=p.opts.durable,
+            memory_limit=f"{max(index_bytes, 16 * 2**20) // 2**20}MiB",
+            run_key={"plan": plan_identity(plan)},
+            executor=p.opts.resolved_executor,
+            workers=p.opts.workers,
+            ray_address=p.opts.ray_address,
+            plugins=list(p.plugin_modules),
+            include_entry_points=p.include_entry_points,
+        )
+    if dest is not None:
+        dump_json_atomic(os.fspath(dest), result.to_dict(segments=True))
+    return PipelineRun(plan, result, result.telemetry)
+
+
+def _execute_hours(
+    p: Pipeline,
+    plan: PhysicalPlan,
+    dest: str | os.PathLike[str] | None,
+    force: bool,
+    resume: bool,
+    resolved: list[str] | None,
+) -> PipelineRun:
+    """The hours path: every write option checked before sources are fetched, then
+    :func:`~kuration.pipeline.dispatch.hours.run_hours` (whose steps record their own telemetry)."""
+    if dest is None:
+        raise PipelineError("an hours budget writes a dataset: give a destination", step="write")
+    preflight(
+        schema=p.schema,  # type: ignore[arg-type]
+        strategy=p.strategy_,  # type: ignore[arg-type]
+        spec=p.output_spec,  # type: ignore[arg-type]
+        encoder=p.encoder,
+        resume=resume,
+        force=force,
+        **p.selection.write_options(),  # type: ignore[union-attr]
+    )
+    progress = p.opts.progress
+    scope = nullcontext() if p.include_entry_points else without_entry_point_plugins()
+    with scope:
+        t0 = time.perf_counter()
+        sources = _resolve(p, progress) if resolved is None else resolved
+        index_bytes = None
+        if plan.stage("features").runtime != DISK_RUNTIME:
+            index_bytes = budget_pool(p, sources)
+            if index_bytes is not None:  # the pool does not fit the budget; the disk pool does
+                p = p.options(pool="disk")
+                plan = compile_plan(p)
+            else:
+                check_plan_memory(p, sources)  # from metadata, before any row is read
+                _warn_unused_checkpoints(p)
+        n = len(sources)
+        prov = StageTelemetry("provenance", time.perf_counter() - t0, None, n, n)
+        result = run_hours(
+            p,
+            dest,
+            sources,
+            plan,
+            force=force,
+            resume=resume,
+            telemetry=[prov],
+            index_bytes=index_bytes,
+        )
+    analyses, enrich_s = _enrich(p, result, {})
+    telemetry = result.telemetry
+    if enrich_s:
+        n_seg = len(result.scoring.segments)
+        telemetry = (*telemetry, StageTelemetry("enrich", enrich_s, rows_in=n_seg))
+    return PipelineRun(plan, result, telemetry, analyses)
+
+
+def _score(p: Pipeline, sources: list[str], rec: _Recorder) -> tuple[ScoringResult, float]:
+    assert p.schema and p.adapter and p.segmenter and p.strategy_
+    t0 = time.perf_counter()
+    scoring = score_sources(
+        p.schema,
+        p.adapter,
+        sources,
+        p.segmenter,
+        p.strategy_,
+        workers=p.opts.workers,
+        executor=p.opts.resolved_executor,
+        ray_address=p.opts.ray_address,
+        on_error=p.opts.on_error,
+        progress=rec,
+        plugins=list(p.plugin_modules),
+        include_entry_points=p.include_entry_points,
+    )
+    return scoring, time.perf_counter() - t0
+
+
+def _run_count(
+    p: Pipeline, sources: list[str], rec: _Recorder
+) -> tuple[CurationResult, dict[str, int]]:
+    """The count path (what ``curate`` runs): score, then select, keeping the source
+    lengths the audit needs."""
+    assert p.strategy_ is not None
+    scoring, scoring_s = _score(p, sources, rec)
+    steps = {sid: info.n_steps for sid, info in scoring.sources.items()}
+    with window_reader_scope(p.adapter, scoring):  # type: ignore[arg-type]
+        res = select_segments(
+            scoring.segments,
+            p.strategy_,
+            p.selection.n,  # type: ignore[union-attr]
+            seed=p.opts.seed,
+            source_steps=steps,
+            progress=rec,
+        )
+    return with_scoring(res, scoring, scoring_s), steps
+
+
+def compare(
+    p: Pipeline,
+    strategies: Sequence[Strategy],
+    n: int,
+    *,
+    axes: Sequence[str] | None,
+    n_bins: int,
+) -> ExperimentResult:
+    """See :meth:`kuration.Pipeline.compare`: score the pool once with every strategy's
+    features (one merged top-k strategy), then select with each."""
+    if not strategies:
+        raise StrategyError("comparing needs at least one strategy")
+    pool = p.metrics(merged_pool_strategy(strategies)).select(n)
+    compile_plan(pool)  # every check that needs no data
+    rec = _Recorder(p.opts.progress)
+    scope = nullcontext() if p.include_entry_points else without_entry_point_plugins()
+    with scope:
+        sources = _resolve(pool, rec)
+        t0 = time.perf_counter()
+        scoring, scoring_s = _score(pool, sources, rec)
+    with window_reader_scope(pool.adapter, scoring):  # type: ignore[arg-type]
+        res = compare_strategies(
+            scoring.segments,
+            strategies,
+            n,
+            seed=p.opts.seed,
+            source_steps={sid: info.n_steps for sid, info in scoring.sources.items()},
+            axes=axes,
+            n_bins=n_bins,
+            progress=rec,
+        )
+    return dataclasses.replace(
+        res,
+        results={k: with_scoring(v, scoring, scoring_s) for k, v in res.results.items()},
+        scoring=scoring.summary(),
+        timing={"scoring_s": scoring_s, "total_s": time.perf_counter() - t0},
+    )
+
+
+def _subject(p: Pipeline, result: Any, steps: dict[str, int]) -> AnalysisSubject:
+    st = p.strategy_
+    assert st is not None
+    if isinstance(result, CurationResult):
+        pool = tuple(result.pool)
+        rows = selected_rows(pool, result.selected)
+    else:
+        pool = tuple(result.scoring.segments)
+        fill = result.fill
+        spans = [
+            (c.source_id, c.first, c.last)
+            for split in ("train", "test")
+            for c in (fill.admitted.get(split, []) if fill is not None else [])
+        ]
+        rows = overlapping_rows(pool, spans)
+        steps = {sid: info.n_steps for sid, info in result.scoring.sources.items()}
+    return AnalysisSubject(pool, rows, tuple(st.feature_names), tuple(st.bin_axes), steps)
+
+
+def _enrich(p: Pipeline, result: Any, steps: dict[str, int]) -> tuple[dict[str, Any], float]:
+    if not p.analyzers:
+        return {}, 0.0
+    t0 = time.perf_counter()
+    subject = _subject(p, result, steps)
+    out = {a.name: get_analyzer(a.name).analyze(subject, a.params) for a in p.analyzers}
+    return out, time.perf_counter() - t0
+
+
+def _telemetry(
+    rec: _Recorder, result: Any, n_sources: int, enrich_s: float
+) -> tuple[StageTelemetry, ...]:
+    if isinstance(result, CurationResult):
+        n_seg = len(result.pool)
+        sel_out: int | None = result.n_selected
+        scored = (result.scoring or {}).get("sources_scored")
+    else:
+        n_seg = len(result.scoring.segments)
+        fill = result.fill
+        sel_out = sum(len(v) for v in fill.admitted.values()) if fill is not None else None
+        scored = result.scoring.summary().get("sources_scored")
+    rows: dict[str, dict[str, Any]] = {
+        "provenance": {"rows_out": n_sources, "partitions": n_sources},
+        "scoring": {"rows_in": n_sources, "rows_out": n_seg, "partitions": scored},
+        "transforms": {"rows_in": n_seg, "rows_out": n_seg},
+        "scorers": {"rows_in": n_seg, "rows_out": n_seg},
+        "selection": {"rows_in": n_seg, "rows_out": sel_out},
+    }
+    sel_name = "bin+select" if isinstance(result, CurationResult) else "bin+fill"
+    out = []
+    for phase, measured in rows.items():
+        if phase not in rec.wall:
+            continue
+        name = sel_name if phase == "selection" else _PHASE_STAGES[phase]
+        out.append(StageTelemetry(name, rec.wall[phase], **measured))
+    if enrich_s:
+        out.append(StageTelemetry("enrich", enrich_s, rows_in=n_seg))
+    return tuple(out)
+
+
+def review(
+    p: Pipeline,
+    path: str | os.PathLike[str] | None,
+    *,
+    max_examples: int,
+    force: bool,
+    resume: bool,
+) -> dict[str, Any]:
+    """See :meth:`kuration.Pipeline.review`."""
+    if isinstance(p.selection, HoursSelection):
+        if path is None:
+            raise PipelineError("reviewing an hours budget writes it: give path=", step="review")
+        res = execute(p, path, force=force, resume=resume).result
+        assert isinstance(res, DatasetWriteResult)
+        return hours_selection_review(res, max_examples=max_examples)
+    run = execute(p, None, force=False, resume=False)
+    assert isinstance(run.result, CurationResult)
+    doc = run.result.to_dict(segments=True)
+    if path is not None:
+        dump_json_atomic(os.fspath(path), doc)
+    return doc

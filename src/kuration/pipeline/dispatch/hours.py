@@ -1,0 +1,393 @@
+"""write_dataset: score, rank tracks, fill the hour budgets, write and commit a dataset.
+
+:func:`~kuration.write_dataset` (:mod:`kuration.pipeline.api.entry`) is a thin
+wrapper: it builds a :class:`~kuration.Pipeline` from its arguments and runs
+it (:func:`kuration.pipeline.dispatch.execute.execute`), which calls :func:`run_hours` here: validation, the writer lease, then the
+named steps of :mod:`kuration.pipeline.run.steps`.
+
+A run has three phases (see :mod:`kuration.output.commit`):
+
+* planning -- validation, scoring, selection, the fill, the shard plan and
+  the run fingerprint -- reads sources only;
+* staging -- every shard not already in place is encoded into the run's
+  staging namespace; the published dataset is still untouched, so a
+  failure up to here (bad data included) leaves it byte-identical and
+  readable;
+* publication -- ``state="writing"``, staged shards moved into place, stale
+  files removed, marker/manifest/config replaced, ``state="committed"``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...contracts.schema import SchemaSpec
+from ...core.executors import make_executor
+from ...core.interrupts import is_interrupt
+from ...core.registry import UnknownNameError
+from ...core.remote import is_url, local_path
+from ...errors import (
+    DatasetExistsError,
+    DestinationError,
+    KurationError,
+    OutputSpecError,
+    StreamingError,
+)
+from ...output.commit import LOCK_NAME, WriterLease, destination_path, remove_tree
+from ...output.containers import require_container
+from ...output.encoders import PassthroughEncoder
+from ...output.spec import OutputSpec
+from ...selection.fill import FillResult
+from ...selection.strategy import Strategy
+from ..destination.remote import run_remote
+from ..disk.hours import disk_session, disk_steps
+from ..run.scoring import ScoringResult
+from ..run.steps import STEPS, HoursRun, run_steps
+from ..spec.logical import HoursSelection as HoursSelectionT
+from ..spec.plan import PhysicalPlan, StageTelemetry
+from ..stream.passes import STREAMING_STEPS
+
+if TYPE_CHECKING:
+    from ..spec.view import PipelineView as Pipeline  # the fields it reads of one
+
+__all__ = ["DatasetWriteResult", "preflight", "run_hours"]
+
+
+@dataclass(frozen=True)
+class DatasetWriteResult:
+    """What :func:`write_dataset` wrote.
+
+    Attributes
+    ----------
+    path : Path or str
+        The dataset directory, or its URL for a remote destination.
+    manifest, config : dict
+        The documents written; ``result["results"]["budget"]`` reads the config.
+    scoring : ScoringResult
+    fingerprint : str
+        The run fingerprint pinned by ``.kuration_output_spec.json``.
+    resume : dict
+        ``requested``, ``reused_shards``, ``rebuilt_shards`` and ``notes`` (why
+        earlier metadata was not trusted); also in ``config["results"]["resume"]``.
+    fill : FillResult
+    excluded_short : int
+    telemetry : tuple of StageTelemetry
+        One per executed step (see :mod:`kuration.pipeline.run.steps`); also in
+        ``config["provenance"]["execution"]["telemetry"]``.
+    """
+
+    path: Path | str
+    manifest: dict[str, Any]
+    config: dict[str, Any]
+    scoring: ScoringResult
+    fingerprint: str = ""
+    resume: dict[str, Any] = field(default_factory=dict)
+    fill: FillResult | None = None
+    excluded_short: int = 0
+    telemetry: tuple[StageTelemetry, ...] = ()
+
+    def __getitem__(self, key: str) -> Any:
+        return self.config[key]
+
+
+def _check_hours(name: str, h: Any) -> None:
+    if isinstance(h, bool) or not (isinstance(h, int | float) and np.isfinite(h) and h >= 0):
+        raise OutputSpecError(f"{name} must be a finite number >= 0, got {h!r}")
+
+
+def _resolve_span(
+    span_steps: int | None, span_seconds: float | None, hz: float, spec: OutputSpec
+) -> int | None:
+    if span_steps is not None and span_seconds is not None:
+        raise OutputSpecError("give span_steps or span_seconds, not both")
+    steps = span_steps
+    if span_seconds is not None:
+        if not (isinstance(span_seconds, int | float) and math.isfinite(span_seconds)):
+            raise OutputSpecError(f"span_seconds must be a positive number, got {span_seconds!r}")
+        steps = round(float(span_seconds) * hz)
+        if steps < 1:
+            raise OutputSpecError(
+                f"span_seconds={span_seconds} is shorter than one step at {hz} Hz"
+            )
+    if steps is None:
+        return None
+    if isinstance(steps, bool) or not isinstance(steps, int | np.integer) or steps < 1:
+        raise OutputSpecError(f"span_steps must be a positive integer, got {steps!r}")
+    if spec.short_policy == "drop" and steps < spec.shard_length:
+        raise OutputSpecError(
+            f"span of {steps} steps < shard_length {spec.shard_length} with short_policy "
+            "'drop': every span would chunk to zero shards while consuming the budget"
+        )
+    return int(steps)
+
+
+def _check_container(spec: OutputSpec) -> None:
+    try:
+        require_container(spec.container)
+    except UnknownNameError as exc:
+        raise OutputSpecError(str(exc)) from None
+    except ImportError as exc:
+        raise OutputSpecError(str(exc)) from None
+
+
+def _destination_in_use(root: Path) -> bool:
+    try:
+        return any(p.name != LOCK_NAME for p in root.iterdir())
+    except FileNotFoundError:
+        return False
+    except NotADirectoryError:
+        raise DatasetExistsError(f"{root} exists and is not a directory") from None
+
+
+def _group_fn(
+    group_of: Callable[[str], str | None] | Mapping[str, str] | None,
+) -> Callable[[str], str | None] | None:
+    if group_of is None:
+        return None
+    if isinstance(group_of, Mapping):
+        mapping = dict(group_of)
+        return mapping.get
+    return group_of
+
+
+def preflight(
+    *,
+    schema: SchemaSpec,
+    strategy: Strategy,
+    spec: OutputSpec,
+    encoder: Any = None,
+    train_hours: float = 0.0,
+    test_hours: float = 0.0,
+    sample_hz: float | None = None,
+    clip_aggregate: str = "max",
+    span_steps: int | None = None,
+    span_seconds: float | None = None,
+    max_group_overshoot: float | None = None,
+    min_tag_frac: float = 0.1,
+    resume: bool = False,
+    force: bool = False,
+) -> tuple[int | None, Any]:
+    """Validate the write options of :func:`write_dataset` without touching any data.
+
+    Returns
+    -------
+    span_steps : int or None
+        The resolved span length.
+    encoder : OutputEncoder
+        ``encoder``, or a :class:`PassthroughEncoder`.
+
+    Raises
+    ------
+    OutputSpecError
+        See :func:`write_dataset`.
+    """
+    hz = float(schema.sample_hz)
+    if resume and force:
+        raise OutputSpecError("resume=True and force=True are mutually exclusive")
+    if sample_hz is not None and float(sample_hz) != hz:
+        raise OutputSpecError(
+            f"sample_hz {sample_hz} differs from the schema's {hz}; resampling is not supported"
+        )
+    if clip_aggregate not in ("max", "mean", "min"):
+        raise OutputSpecError(f"clip_aggregate must be max, mean or min, got {clip_aggregate!r}")
+    _check_hours("train_hours", train_hours)
+    _check_hours("test_hours", test_hours)
+    if train_hours + test_hours <= 0:
+        raise OutputSpecError("train_hours + test_hours must be positive")
+    if max_group_overshoot is not None and not (
+        isinstance(max_group_overshoot, int | float)
+        and math.isfinite(max_group_overshoot)
+        and max_group_overshoot > 0
+    ):
+        raise OutputSpecError(f"max_group_overshoot must be > 0, got {max_group_overshoot!r}")
+    if not (isinstance(min_tag_frac, int | float) and 0.0 <= min_tag_frac <= 1.0):
+        raise OutputSpecError(f"min_tag_frac must be within [0, 1], got {min_tag_frac!r}")
+    span = _resolve_span(span_steps, span_seconds, hz, spec)
+    _check_container(spec)
+    if encoder is None:
+        encoder = PassthroughEncoder()
+    has_encoder = not isinstance(encoder, PassthroughEncoder)
+    spec.validate_against(schema, strategy.feature_names, has_encoder=has_encoder)
+    return span, encoder
+
+
+def run_hours(
+    p: Pipeline,
+    out: str | os.PathLike[str],
+    sources: list[str],
+    plan: PhysicalPlan,
+    *,
+    force: bool,
+    resume: bool,
+    telemetry: Sequence[StageTelemetry] = (),
+    index_bytes: int | None = None,
+) -> DatasetWriteResult:
+    """Run an hours pipeline over resolved ``sources`` into ``out``, following ``plan``:
+    validate, take the writer lease, run :data:`~kuration.pipeline.run.steps.STEPS`.
+
+    ``telemetry`` (the stages that ran before, e.g. provenance) is recorded
+    ahead of the steps' own; ``index_bytes`` is the disk pool's index memory (default
+    :data:`~kuration.pipeline.disk.pool.INDEX_MEMORY`).  Raises what
+    :func:`write_dataset` documents.
+    """
+    if is_url(out):  # an object store: see kuration.pipeline.destination.remote
+        if p.opts.streaming:
+            raise StreamingError(
+                f"{out}: streaming=True writes a local destination (the remote writer reads "
+                "whole sources); stream into a folder, then upload it",
+                step="write",
+            )
+        if p.output_spec is not None and p.output_spec.packed:
+            raise OutputSpecError(
+                f"{out}: layout='packed' writes a local destination (the remote writer "
+                "uploads one object per shard); write the packed dataset to a folder"
+            )
+        with tempfile.TemporaryDirectory(prefix="kuration-remote-") as scratch:
+            r = _prepare(
+                p,
+                Path(scratch) / "dataset",
+                sources,
+                plan,
+                force=force,
+                resume=resume,
+                index_bytes=index_bytes,
+            )
+            r.telemetry.extend(telemetry)
+            run_remote(r, str(out).rstrip("/"), resume=resume, force=force)
+            return _result(r, str(out).rstrip("/"))
+    root = Path(local_path(out))
+    r = _prepare(p, root, sources, plan, force=force, resume=resume, index_bytes=index_bytes)
+    r.telemetry.extend(telemetry)
+    refusal = (
+        f"{root} is not empty; resume it (resume=True, kur run --resume) to continue "
+        "the same run or replace it (force=True, kur run --force)"
+    )
+    if _destination_in_use(root) and not (resume or force):
+        raise DatasetExistsError(refusal)  # before the lease, so a refused run writes nothing
+    lease = WriterLease(root).acquire()
+    try:
+        if _destination_in_use(root) and not (resume or force):
+            raise DatasetExistsError(refusal)  # filled by another writer since the check above
+        # one executor for the whole run: scoring and staging share its workers
+        with (
+            make_executor(
+                p.opts.resolved_executor, p.opts.workers, address=p.opts.ray_address
+            ) as r.executor,
+            disk_session(r),
+        ):
+            run_steps(r, streaming_steps() if p.opts.streaming else disk_steps(r, STEPS))
+    except BaseException as exc:
+        if r.journal is not None:
+            r.journal.close()
+        interrupted = is_interrupt(exc)  # DuckDB reports a Ctrl-C as its own error
+        if not r.published and lease.created and not interrupted:
+            remove_tree(root, keep={LOCK_NAME})  # a destination this run created holds nothing else
+        if interrupted and not r.published:
+            # the staged shards (and disk partitions) stay for resume; without a commit
+            # record no reader accepts the destination
+            print(
+                f"kuration: interrupted; {root} holds the staged work only: rerun with "
+                "resume (kur run --resume) to continue, or force to start over",
+                file=sys.stderr,
+            )
+        lease.release(cleanup=not r.published)
+        if isinstance(exc, OSError) and not isinstance(exc, KurationError):
+            where = destination_path(exc, root)
+            if where is not None:
+                raise DestinationError(
+                    f"cannot write the dataset: {exc.strerror or exc}", path=where
+                ) from exc
+        raise
+    lease.release()
+    return _result(r, root)
+
+
+def _result(r: HoursRun, where: Path | str) -> DatasetWriteResult:
+    return DatasetWriteResult(
+        where,
+        r.manifest,
+        r.config,
+        r.pool(),
+        r.fingerprint,
+        r.resume_block,
+        r.fill,
+        r.too_short,
+        tuple(r.telemetry),
+    )
+
+
+def streaming_steps() -> Any:
+    """The hours steps with both source passes streamed (:mod:`kuration.pipeline.stream.passes`)."""
+    return STREAMING_STEPS
+
+
+def _prepare(
+    p: Pipeline,
+    root: Path,
+    sources: list[str],
+    plan: PhysicalPlan,
+    *,
+    force: bool,
+    resume: bool,
+    index_bytes: int | None = None,
+) -> HoursRun:
+    """The validated :class:`HoursRun` of ``p`` (``preflight``: nothing is read)."""
+    sel = p.selection
+    assert isinstance(sel, HoursSelectionT)
+    assert p.schema and p.adapter and p.segmenter and p.strategy_ and p.output_spec
+    span, encoder = preflight(
+        schema=p.schema,
+        strategy=p.strategy_,
+        spec=p.output_spec,
+        encoder=p.encoder,
+        resume=resume,
+        force=force,
+        **sel.write_options(),
+    )
+    o = p.opts
+    options = {
+        **sel.write_options(),
+        "span_steps": span,
+        "min_track_seconds": sel.min_track_seconds,
+        "tag_coverage": sel.tag_coverage,
+        "allow_empty_split": sel.allow_empty_split,
+        "seed": o.seed,
+        "workers": o.workers,
+        "executor": o.resolved_executor,
+        "ray_address": o.ray_address,
+        "on_error": o.on_error,
+        "durable": o.durable,
+        "streaming": o.streaming,
+        "batch_rows": o.stream_batch_rows,
+        "resume": resume,
+        "force": force,
+        "pool": o.pool,
+        "checkpoint_dir": o.checkpoint_dir,
+        "index_bytes": index_bytes,
+    }
+    return HoursRun(
+        root=root,
+        schema=p.schema,
+        adapter=p.adapter,
+        sources=list(sources),
+        strategy=p.strategy_,
+        segmenter=p.segmenter,
+        spec=p.output_spec,
+        encoder=encoder,
+        options=options,
+        group_fn=_group_fn(sel.group_of),
+        plan=plan,
+        progress=o.progress,
+        job=p.job,
+        plugins=list(p.plugin_modules),
+        include_entry_points=p.include_entry_points,
+    )

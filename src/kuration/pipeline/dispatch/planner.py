@@ -1,0 +1,222 @@
+"""compile_plan: a :class:`~kuration.Pipeline` -> :class:`~kuration.pipeline.spec.plan.PhysicalPlan`.
+
+Reads only the pipeline's resolved logical state and the execution traits
+declared in the registries: no source is resolved, fetched or opened.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ...core.traits import ExecutionTraits, traits_of
+from ...errors import PipelineError
+from ...selection.strategy import Strategy
+from ..disk.pool import DISK_RUNTIME, plan_pool
+from ..run.stage_parallel import encoder_pickles
+from ..spec.logical import CountSelection, HoursSelection
+from ..spec.plan import REFERENCE_RUNTIME, PhysicalPlan, PlanComponent, PlanStage, fuse_stages
+from .hours import preflight
+
+if TYPE_CHECKING:
+    from ..spec.logical import SeamUse
+    from ..spec.view import PipelineView as Pipeline  # the fields it reads of one
+
+__all__ = ["compile_plan"]
+
+_WINDOW = ExecutionTraits(scope="window", shape="map")
+_POOL = ExecutionTraits(scope="pool", shape="reduce", fusion="barrier", state="pool")
+_RANK = ExecutionTraits(scope="pool", shape="rank", fusion="barrier", state="pool")
+
+# what the reference runtime does at each stage, for the plan's warnings
+_REFERENCE = {
+    "read": "each source is read whole into a TickTable",
+    "segment": "windows of one in-memory source at a time",
+    "features": "the whole scored pool is held in memory",
+    "transforms": "batch transforms run per source after its metrics, inside scoring",
+    "scorers": "segment scorers run once over the whole scored pool",
+    "bin": "quantile edges over the in-memory pool",
+    "select": "ranking and constraints over the in-memory pool",
+    "fill": "track candidates and budgets over the in-memory pool",
+    "tracks": "each admitted source is reread whole",
+    "write": "shards staged per source, committed at the end",
+    "enrich": "analyzers see the finished pool at once (stream analyzers included)",
+}
+
+
+def _component(kind: str, name: str, params: dict[str, Any] | None = None) -> PlanComponent:
+    traits, declared = traits_of(kind, name)
+    return PlanComponent(kind, name, params or {}, traits, declared)
+
+
+def _require(p: Pipeline) -> tuple[Strategy, Any]:
+    missing = [
+        what
+        for what, v in (
+            ("source", p.adapter),
+            ("segment", p.segmenter),
+            ("metrics", p.strategy_),
+            ("select or sample", p.selection),
+        )
+        if v is None
+    ]
+    if missing:
+        raise PipelineError(f"the pipeline has no {', '.join(missing)} step yet", step="explain")
+    assert p.strategy_ is not None
+    return p.strategy_, p.selection
+
+
+def _input_stages(p: Pipeline, st: Strategy) -> list[PlanStage]:
+    assert p.adapter is not None and p.segmenter is not None
+    src = p.sources
+    if isinstance(src, Mapping) and "uris" in src:
+        src = f"{len(src['uris'])} resolved"
+    detail = {"sources": src if not isinstance(src, list) else f"{len(src)} listed"}
+    adapter_name = str(p.adapter.to_dict().get("type", type(p.adapter).__name__))
+    metrics = [
+        PlanComponent("metric", name, {"expr": expr}, ExecutionTraits(), True)
+        for name, expr in st.define.items()
+    ] + [_component("metric", name) for name in st.registered]
+    read_traits = ExecutionTraits(scope="source", shape="source", state="bounded")
+    return [
+        PlanStage("read", read_traits, (_component("adapter", adapter_name),), detail=detail),
+        PlanStage("segment", _WINDOW, detail=p.segmenter.to_dict()),
+        PlanStage("features", _WINDOW, tuple(metrics)),
+        _seam_stage("transforms", "transform", p.transforms, _WINDOW),
+        _seam_stage("scorers", "scorer", p.scorers, _POOL),
+    ]
+
+
+def _seam_stage(
+    kind: str, registry_kind: str, uses: tuple[SeamUse, ...], traits: ExecutionTraits
+) -> PlanStage:
+    comps = tuple(_component(registry_kind, u.name, dict(u.params)) for u in uses)
+    return PlanStage(kind, traits, comps, empty=not comps)
+
+
+def _selection_components(st: Strategy) -> tuple[PlanComponent, ...]:
+    filters = [
+        _component(
+            "filter",
+            str(f.get("filter", "predicate")),
+            {k: v for k, v in f.items() if k != "filter"},
+        )
+        for f in st.filters
+    ]
+    return (*filters, _component("method", st.method, dict(st.params)))
+
+
+def _selection_stages(p: Pipeline, st: Strategy, sel: Any) -> list[PlanStage]:
+    bin_detail = {"axes": list(st.bin_axes), "n_bins": st.n_bins}
+    stages = [PlanStage("bin", _POOL, detail=bin_detail, empty=not st.bin_axes)]
+    constraints = {
+        "nan_policy": st.nan_policy,
+        "tag_coverage": dict(st.tag_coverage) or None,
+        "group_cap": dict(st.group_cap) if st.group_cap else None,
+        "seed": p.opts.seed,
+    }
+    if isinstance(sel, CountSelection):
+        stages.append(
+            PlanStage(
+                "select", _RANK, _selection_components(st), detail={"n": sel.n, **constraints}
+            )
+        )
+        return stages
+    assert p.output_spec is not None
+    span, _ = preflight(
+        schema=p.schema,  # type: ignore[arg-type]
+        strategy=st,
+        spec=p.output_spec,
+        encoder=p.encoder,
+        **sel.write_options(),
+    )
+    fill = {
+        "train_hours": sel.train_hours,
+        "test_hours": sel.test_hours,
+        "clip_aggregate": sel.clip_aggregate,
+        "span_steps": span,
+        "max_group_overshoot": sel.max_group_overshoot,
+        **constraints,
+    }
+    spec = p.output_spec
+    tracks_traits = ExecutionTraits(scope="source", shape="map", state="bounded")
+    write_traits = ExecutionTraits(
+        scope="source", shape="sink", state="bounded", checkpoint="partition"
+    )
+    write = {
+        "container": spec.container,
+        "shard_length": spec.shard_length,
+        "short_policy": spec.short_policy,
+        "modalities": ", ".join(spec.modalities),
+        "commit": "staged shards, checksummed manifest, dataset.commit.json last",
+    }
+    return [
+        *stages,
+        PlanStage("fill", _RANK, _selection_components(st), detail=fill),
+        PlanStage("tracks", tracks_traits, detail={"min_track_seconds": sel.min_track_seconds}),
+        PlanStage("write", write_traits, detail=write),
+    ]
+
+
+def compile_plan(p: Pipeline) -> PhysicalPlan:
+    """The physical plan of ``p`` (see :mod:`kuration.pipeline.spec.plan`).
+
+    Raises
+    ------
+    PipelineError
+        A missing step, or an hours selection without an output spec.
+    OutputSpecError
+        Hours options or an output spec that do not fit (``preflight``).
+    """
+    st, sel = _require(p)
+    if isinstance(sel, HoursSelection) and p.output_spec is None:
+        raise PipelineError("an hours budget needs .output(spec)", step="explain")
+    enrich = _seam_stage("enrich", "analyzer", p.analyzers, _POOL)
+    stages = fuse_stages([*_input_stages(p, st), *_selection_stages(p, st, sel), enrich])
+    mode = "hours" if isinstance(sel, HoursSelection) else "count"
+    stages, warnings = plan_pool(stages, st, mode, p.opts.pool, streaming=p.opts.streaming)
+    for s in stages:
+        if s.empty or s.runtime != REFERENCE_RUNTIME:
+            continue
+        warnings.append(f"{s.kind}: runs on the {REFERENCE_RUNTIME} runtime ({_REFERENCE[s.kind]})")
+        for c in s.components:
+            if not c.declared:
+                warnings.append(
+                    f"{s.kind}: {c.kind} {c.name!r} declares no execution_traits "
+                    f"(planned as {c.traits.scope}/{c.traits.fusion})"
+                )
+    stages = _place(stages, p)
+    return PhysicalPlan(mode, stages, tuple(warnings), p.opts.to_dict())
+
+
+def _place(stages: tuple[PlanStage, ...], p: Pipeline) -> tuple[PlanStage, ...]:
+    """Name the executor of each stage: the run's executor for the fused island that starts
+    at ``read`` (when ``features`` is in it; on the disk pool each source is a task, inline
+    in the lead for ``local``) and for ``tracks``/``write`` (when its encoder pickles;
+    otherwise the lead writes, ``local``); ``driver`` (the lead process, whole-pool work)
+    for everything else."""
+    o = p.opts
+    name = o.resolved_executor
+    if name == "local":
+        ex = "local (lead reads ahead, 1 scoring thread)"
+    else:
+        ex = f"{name} x{o.workers}" + (f" at {o.ray_address}" if o.ray_address else "")
+    read_island = next(s.island for s in stages if s.kind == "read")
+    fused = read_island is not None and any(
+        s.kind == "features" and s.island == read_island for s in stages
+    )
+    packed = bool(getattr(p.output_spec, "packed", False))  # packed files are written here
+    writes_in_workers = name != "local" and not packed and encoder_pickles(p.encoder)
+
+    def executor_of(s: PlanStage) -> str:
+        if s.runtime == DISK_RUNTIME and s.kind in _ISLAND_KINDS:
+            return "local (in the lead, one source at a time)" if name == "local" else ex
+        if s.kind in ("tracks", "write"):
+            return ex if writes_in_workers else "local (in the lead)"
+        return ex if fused and s.island == read_island and s.kind in _ISLAND_KINDS else s.executor
+
+    return tuple(dataclasses.replace(s, executor=executor_of(s)) for s in stages)
+
+
+_ISLAND_KINDS = ("read", "segment", "features", "transforms")

@@ -1,0 +1,1 @@
+"""Run machinery every runtime shares: scoring, the named hours steps, staging, summaries."""

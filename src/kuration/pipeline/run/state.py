@@ -1,0 +1,113 @@
+"""HoursRun: the state of one hours run, read and filled by the named steps (:mod:`.steps`).
+
+Its own module so that the staging modules, which the steps call, can name the
+type without importing the steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...contracts.schema import SchemaSpec
+from ...contracts.segment import Segmenter
+from ...core.executors import Executor
+from ...core.progress import ProgressCallback
+from ...output.commit import Journal
+from ...output.spec import OutputSpec
+from ...selection.fill import Candidate, FillResult
+from ...selection.strategy import Strategy
+from ...sources.base import InputAdapter
+from ..spec.plan import PhysicalPlan, StageTelemetry
+from .scoring import ScoringResult
+
+__all__ = ["HoursRun", "Planned"]
+
+
+Planned = tuple[str, Candidate, list[dict[str, Any]]]
+
+
+@dataclass
+class HoursRun:
+    """Everything one hours run reads (set before the first step) and builds (step by step).
+
+    The first block is the validated input; the rest starts empty and each
+    step fills its part.  ``telemetry`` collects one entry per executed step.
+    """
+
+    root: Path
+    schema: SchemaSpec
+    adapter: InputAdapter
+    sources: list[str]
+    strategy: Strategy
+    segmenter: Segmenter
+    spec: OutputSpec
+    encoder: Any
+    options: Mapping[str, Any]  # the hours options, validated, span resolved
+    group_fn: Callable[[str], str | None] | None
+    plan: PhysicalPlan | None
+    progress: ProgressCallback | None
+    job: Mapping[str, Any] | None
+    plugins: list[str]
+    include_entry_points: bool
+    executor: Executor | None = None  # set for the run's duration (scoring and staging)
+    disk: Any = None  # the disk runtime's state (kuration.pipeline.disk.hours), if it runs the pool
+    started: str = ""
+    scoring: ScoringResult | None = None
+    edges: Any = None
+    candidates: Sequence[Candidate] = field(default_factory=list)  # a CandidateTable
+    too_short: int = 0
+    empty_spans: int = 0  # spans where the entity is never present (no candidates)
+    groups: dict[str, str] = field(default_factory=dict)
+    split_of: dict[str, str] = field(default_factory=dict)
+    fill: FillResult | None = None
+    overshoot: float | None = None
+    tag_names: list[str] | None = None
+    use_tags: bool = False
+    run: dict[str, Any] = field(default_factory=dict)
+    fingerprint: str = ""
+    unidentified: Any = None
+    admitted: list[Planned] = field(default_factory=list)
+    binding: dict[str, Any] = field(default_factory=dict)
+    trusted: dict[str, dict[str, Any]] = field(default_factory=dict)
+    staged: dict[str, dict[str, Any]] = field(default_factory=dict)
+    resume_notes: list[str] = field(default_factory=list)
+    prev: dict[str, Any] | None = None
+    journal: Journal | None = None
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    to_move: list[str] = field(default_factory=list)
+    reused: int = 0
+    rebuilt: int = 0
+    partitions: int = 0
+    published: bool = False
+    packed_files: list[dict[str, Any]] = field(default_factory=list)
+    manifest: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    telemetry: list[StageTelemetry] = field(default_factory=list)
+
+    @property
+    def hz(self) -> float:
+        return float(self.schema.sample_hz)
+
+    @property
+    def opt(self) -> Mapping[str, Any]:
+        return self.options
+
+    @property
+    def resume_block(self) -> dict[str, Any]:
+        return {
+            "requested": bool(self.opt["resume"]),
+            "reused_shards": self.reused,
+            "rebuilt_shards": self.rebuilt,
+            "notes": self.resume_notes,
+        }
+
+    def pool(self) -> ScoringResult:
+        assert self.scoring is not None
+        return self.scoring
+
+    def filled(self) -> FillResult:
+        assert self.fill is not None
+        return self.fill

@@ -1,0 +1,680 @@
+"""The named steps of an hours run, in order (see :data:`STEPS`).
+
+Each step reads and fills one :class:`HoursRun` and returns the measurements
+of its own :class:`~kuration.pipeline.spec.plan.StageTelemetry` (rows in and out,
+partitions, bytes, checkpoint hits/misses); :func:`run_steps` times it and
+records the telemetry.  The orchestration is the list itself::
+
+    score -> rank -> candidates -> split -> fill -> fingerprint -> shard plan
+          -> resume lookup -> stage -> publish -> manifest -> config+commit
+
+Validation (``preflight``) and the writer lease happen before the first step
+(:mod:`kuration.pipeline.dispatch.hours`).  Planning steps read sources only; ``stage``
+encodes shards into the staging namespace; ``publish`` onwards touch the
+published dataset (see :mod:`kuration.output.commit`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from ..._version import __version__
+from ...contracts.segment import Segment
+from ...core.jsonio import dump_json_atomic
+from ...core.plugins import code_unidentified, implementation_fingerprints, run_code, used_names
+from ...core.progress import emit
+from ...errors import DatasetIntegrityError
+from ...output.commit import (
+    CONFIG_NAME,
+    FORMAT,
+    MANIFEST_NAME,
+    MARKER_NAME,
+    SPLITS,
+    STAGING_NAME,
+    Journal,
+    fsync_paths,
+    marker_document,
+    read_commit,
+    remove_stale,
+    remove_tree,
+    reusable_entries,
+    run_fingerprint,
+    shard_matches,
+    staging_dir,
+    write_commit,
+)
+from ...output.encoders import encoder_identity
+from ...output.writer import PLAN_KEYS, ShardWriter, ensure_dir, plan_entries
+from ...selection.fill import (
+    CandidateTable,
+    FillResult,
+    build_candidate_table,
+    check_group_cap,
+    fill_budgets,
+    settle_splits,
+)
+from ...selection.select import apply_strategy, assign_splits
+from ..spec.plan import PhysicalPlan, StageTelemetry
+from .presence_report import presence_budget
+from .scoring import score_sources
+from .stage_local import stage_here
+from .stage_packed import stage_packed
+from .stage_parallel import parallel_stage_possible, stage_in_workers
+from .state import HoursRun, Planned
+from .summary import feature_distributions, ranking_examples
+from .windows import window_reader_scope
+
+W = TypeVar("W")  # where an earlier copy of a shard is (a place name, or an object and one)
+
+__all__ = ["STEPS", "HoursRun", "build_config", "run_steps"]
+
+
+def _fused_features(plan: PhysicalPlan | None) -> bool:
+    """Whether the plan fuses read, segment and features into one island."""
+    if plan is None:
+        return True
+    isl = {plan.stage(k).island for k in ("read", "segment", "features")}
+    return len(isl) == 1 and None not in isl
+
+
+# ---- the steps ---------------------------------------------------------------------------
+
+
+def step_score(r: HoursRun) -> list[StageTelemetry]:
+    """Read, window and score every source: one fused pass, or -- when the plan makes the
+    features stage a barrier -- read+segment over every source, then features over the pool."""
+    fused = _fused_features(r.plan)
+    r.started = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+    r.scoring = score_sources(
+        r.schema,
+        r.adapter,
+        r.sources,
+        r.segmenter,
+        r.strategy,
+        workers=r.opt["workers"],
+        on_error=r.opt["on_error"],
+        progress=r.progress,
+        plugins=r.plugins,
+        include_entry_points=r.include_entry_points,
+        fused=fused,
+        executor=r.executor if r.executor is not None else r.opt.get("executor"),
+        ray_address=r.opt.get("ray_address"),
+    )
+    n_src, n_seg = len(r.sources), len(r.scoring.segments)
+    ex = r.scoring.execution
+    scored = r.scoring.summary()["sources_scored"]
+    island = r.plan.stage("read").island if r.plan is not None else 0
+    out = []
+    parts = tuple(sorted(r.scoring.wall_s.items())) or None  # read, segment, features, ...
+    for stage, wall in r.scoring.timing.items():
+        rows_in = n_seg if stage == "features" else n_src
+        isl = r.plan.stage("features").island if stage == "features" and r.plan else island
+        split = parts if stage != "features" else None
+        run_by = {} if stage == "features" else _run_by(ex)  # a features barrier runs here
+        out.append(
+            StageTelemetry(stage, wall, rows_in, n_seg, scored, island=isl, parts_s=split, **run_by)
+        )
+    # transforms and scorers run inside scoring (the features stage)
+    for seam in ("transforms", "scorers"):
+        emit(r.progress, seam, "start", total=0)
+        emit(r.progress, seam, "complete", total=0)
+    return out
+
+
+def _run_by(execution: Mapping[str, Any]) -> dict[str, Any]:
+    """The executor fields of a StageTelemetry."""
+    return {
+        "executor": execution.get("executor"),
+        "batch_size": execution.get("batch_size"),
+        "queue_depth": execution.get("queue_depth"),
+    }
+
+
+def step_rank(r: HoursRun) -> dict[str, Any]:
+    """Bin the pool and rank it by the strategy's method (``bin_edges`` for config.json)."""
+    segs = r.pool().segments
+    emit(r.progress, "selection", "start", total=len(SPLITS))
+    with window_reader_scope(r.adapter, r.pool()):
+        r.edges = apply_strategy(segs, r.strategy, r.opt["seed"])
+    return {"rows_in": len(segs), "rows_out": len(segs)}
+
+
+def step_candidates(r: HoursRun) -> dict[str, Any]:
+    """Cut tracks (or spans) into candidates carrying aggregated priority and features."""
+    pool = r.pool()
+    by_source: dict[str, list[Segment]] = {}
+    for s in pool.segments:
+        by_source.setdefault(s.source_id, []).append(s)
+    min_steps = max(1, int(np.ceil(r.opt["min_track_seconds"] * r.hz)))
+    table, r.too_short = build_candidate_table(
+        {sid: info.tracks for sid, info in pool.sources.items()},
+        by_source,
+        how=r.opt["clip_aggregate"],
+        features=r.strategy.feature_names,
+        min_steps=min_steps,
+        span_steps=r.opt["span_steps"],
+        group_of=r.group_fn,
+    )
+    r.candidates, r.empty_spans = table, table.empty_excluded
+    return {"rows_in": len(pool.segments), "rows_out": len(r.candidates)}
+
+
+def step_split(r: HoursRun) -> dict[str, Any]:
+    """Assign each candidate source to train or test (stratified by group)."""
+    table = r.candidates
+    if not hasattr(table, "pooled_sources"):  # a table, or the disk runtime's file, is kept as is
+        table = CandidateTable.of(table)
+    cand_sources = table.pooled_sources()
+    total_h = r.opt["train_hours"] + r.opt["test_hours"]
+    for sid, group in table.source_groups().items():  # each source's first label
+        r.groups.setdefault(sid, group)
+    r.split_of = assign_splits(
+        cand_sources, r.opt["test_hours"] / total_h, r.opt["seed"], r.groups or None
+    )
+    return {"rows_in": len(cand_sources), "rows_out": len(r.split_of)}
+
+
+def step_fill(r: HoursRun, fill: Callable[..., FillResult] = fill_budgets) -> dict[str, Any]:
+    """Fill the hour budgets; the strategy's own tag coverage and group cap apply too
+    (``fill``: :func:`~kuration.selection.fill.fill_budgets`, or the disk runtime's fill
+    over its candidate store)."""
+    o = r.opt
+    strat_cov = getattr(r.strategy, "tag_coverage", None) or {}
+    r.tag_names = sorted(strat_cov) if strat_cov else None
+    r.use_tags = bool(o["tag_coverage"] or strat_cov)
+    strat_cap = getattr(r.strategy, "group_cap", None) or {}
+    r.overshoot = o["max_group_overshoot"]
+    if r.overshoot is None and strat_cap.get("max_overshoot") is not None:
+        r.overshoot = float(strat_cap["max_overshoot"])
+    budgets = {"train": o["train_hours"] * 3600.0, "test": o["test_hours"] * 3600.0}
+    r.fill = fill(
+        r.candidates,
+        r.split_of,
+        budgets,
+        r.hz,
+        max_group_overshoot=r.overshoot,
+        tag_coverage=r.use_tags,
+        tag_names=r.tag_names,
+        min_tag_frac=o["min_tag_frac"],
+    )
+    spec = r.spec
+    check_group_cap(
+        r.fill,
+        overshoot=r.overshoot,
+        shard_seconds=spec.shard_length / r.hz if spec.short_policy == "drop" else None,
+    )
+    for i, split in enumerate(SPLITS, 1):
+        n = len(r.fill.admitted[split])
+        emit(
+            r.progress,
+            "selection",
+            "advance",
+            current=i,
+            total=len(SPLITS),
+            split=split,
+            admitted=n,
+        )
+    emit(r.progress, "selection", "complete", total=len(SPLITS))
+    n_out = sum(len(v) for v in r.fill.admitted.values())
+    return {"rows_in": len(r.candidates), "rows_out": n_out}
+
+
+def step_fingerprint(r: HoursRun) -> dict[str, Any]:
+    """The run document pinned by ``.kuration_output_spec.json`` and its fingerprint."""
+    o, pool = r.opt, r.pool()
+    source_ids = [
+        {"source_id": sid, "fingerprint": info.fingerprint}
+        for sid, info in sorted(pool.sources.items())
+    ]
+    r.run = {
+        "kuration_version": __version__,
+        "schema": r.schema.to_dict(),
+        "adapter": r.adapter.to_dict(),
+        "strategy": r.strategy.to_dict(),
+        "segmenter": r.segmenter.to_dict(),
+        "output": r.spec.to_dict(),
+        "encoder": encoder_identity(r.encoder),
+        "budget": {"train_hours": float(o["train_hours"]), "test_hours": float(o["test_hours"])},
+        "seed": o["seed"],
+        "clip_aggregate": o["clip_aggregate"],
+        "min_track_seconds": float(o["min_track_seconds"]),
+        "span_steps": o["span_steps"],
+        "groups": dict(sorted(r.groups.items())),
+        "max_group_overshoot": r.overshoot,
+        "tag_coverage": r.use_tags,
+        "tag_names": r.tag_names,
+        "min_tag_frac": float(o["min_tag_frac"]),
+        "on_error": o["on_error"],
+        "sources": source_ids,
+        "source_errors": sorted(pool.errors),
+    }
+    # code outside kuration that shapes the shards (plugins); absent when there is none
+    code = run_code(used_names(r.run["strategy"], r.adapter.name, r.spec.container), r.plugins)
+    if code:
+        r.run["code"] = code
+    r.unidentified = code_unidentified(code)
+    r.fingerprint = run_fingerprint(r.run)
+    return {"rows_in": len(source_ids), "rows_out": 1}
+
+
+def step_shard_plan(r: HoursRun) -> dict[str, Any]:
+    """Every shard's manifest entry, minus size and checksum; settles each split's binding."""
+    pool, fill = r.pool(), r.filled()
+    for split in SPLITS:
+        for c in fill.admitted[split]:
+            planned = plan_entries(
+                source_id=c.source_id,
+                entity_id=c.entity_id,
+                span_index=c.span_index,
+                start_idx=c.first,
+                n_steps=c.n_steps,
+                k0=pool.sources[c.source_id].k0,
+                sample_hz=r.hz,
+                split=split,
+                spec=r.spec,
+            )
+            r.admitted.append((split, c, planned))
+    r.binding = settle_splits(fill, r.admitted, r.hz, r.too_short, r.opt["allow_empty_split"])
+    n_shards = sum(len(p) for _, _, p in r.admitted)
+    return {"rows_in": len(r.admitted), "rows_out": n_shards}
+
+
+def step_resume_lookup(r: HoursRun) -> dict[str, Any]:
+    """Which earlier shards may be reused (``resume``), and the previous commit record."""
+    if r.opt["resume"]:
+        strong = all(
+            isinstance(s["fingerprint"], str) and s["fingerprint"] for s in r.run["sources"]
+        )
+        if r.unidentified:
+            r.resume_notes = [f"no source code found for {r.unidentified}: nothing is reused"]
+        elif strong:
+            r.trusted, r.staged, r.resume_notes = reusable_entries(r.root, r.fingerprint, r.run)
+        else:
+            r.resume_notes = ["a source has no strong fingerprint: nothing is reused"]
+    for split in SPLITS:
+        d = r.root / split
+        if d.is_symlink() or (d.exists() and not d.is_dir()):
+            raise DatasetIntegrityError(
+                "refusing to write through a symlink or non-directory", path=str(d)
+            )
+    try:
+        r.prev, _ = read_commit(r.root)
+    except DatasetIntegrityError:
+        r.prev = None  # unreadable: nothing to carry over (force/resume rebuild)
+    return {"rows_out": len(r.trusted) + len(r.staged)}
+
+
+def first_reusable(
+    planned: Mapping[str, Any],
+    copies: Sequence[tuple[Mapping[str, Any] | None, W]],
+    bytes_match: Callable[[Mapping[str, Any], W], bool],
+) -> tuple[dict[str, Any], W] | None:
+    """The first earlier copy of a planned shard that may stand in for it: its record's plan
+    fields agree and ``bytes_match`` confirms the stored bytes; with the completed entry and
+    where the copy is (``copies`` pairs a record with that place).  None: rebuild it."""
+    for rec, where in copies:
+        if rec is None or any(rec.get(k) != planned[k] for k in PLAN_KEYS):
+            continue
+        if bytes_match(rec, where):
+            return {**planned, "size": rec["size"], "sha256": rec["sha256"]}, where
+    return None
+
+
+def adopt_all(
+    r: HoursRun,
+    planned: list[dict[str, Any]],
+    locate: Callable[[Mapping[str, Any]], tuple[dict[str, Any], W] | None],
+    staged: Callable[[dict[str, Any], W], None],
+) -> bool:
+    """Take every shard of one admitted track from an earlier run if all are reusable
+    (``staged`` is told of each adopted one, to move it into place if it is not yet)."""
+    found = [locate(e) for e in planned]
+    if not planned or any(f is None for f in found):
+        return False
+    for f in found:
+        assert f is not None
+        staged(*f)
+        r.entries.append(f[0])
+    r.reused += len(planned)
+    return True
+
+
+def _locate(
+    r: HoursRun, stage: Path, planned: Mapping[str, Any]
+) -> tuple[dict[str, Any], str] | None:
+    """A reusable local copy of a planned shard, ``"in place"`` or still ``"staged"``."""
+    path = planned["path"]
+    base = {"in place": r.root, "staged": stage}
+    copies = [
+        (r.trusted.get(path), "in place"),
+        (r.staged.get(path), "staged"),
+        (r.staged.get(path), "in place"),  # moved before an interrupted publication ended
+    ]
+    return first_reusable(planned, copies, lambda rec, where: shard_matches(base[where], rec))
+
+
+def _reuse(r: HoursRun, stage: Path, planned: list[dict[str, Any]]) -> bool:
+    """Take every shard of one admitted track from an earlier local run, if all are reusable."""
+
+    def staged(entry: dict[str, Any], where: str) -> None:
+        if where == "staged":
+            r.to_move.append(entry["path"])
+
+    return adopt_all(r, planned, partial(_locate, r, stage), staged)
+
+
+def step_stage(r: HoursRun) -> dict[str, Any]:
+    """Encode every shard not already in place into the staging namespace, source by source
+    (the published dataset is untouched)."""
+    stage = staging_dir(r.root, r.fingerprint)
+    if not r.opt["resume"] and stage.exists():
+        remove_tree(stage)
+    r.journal = Journal(stage, r.fingerprint, keep=r.opt["resume"])
+    if r.spec.packed:  # shards packed into shared Parquet files (pipeline/run/stage_packed.py)
+        writer = ShardWriter(stage, r.spec, r.schema, r.encoder, on_shard=r.journal.record)
+        measured = stage_packed(r, stage, writer)
+        r.journal.close()
+        return measured
+    work: dict[str, list[Planned]] = {}
+    for item in r.admitted:
+        work.setdefault(item[1].source_id, []).append(item)
+    r.partitions = len(work)
+    read_s = None  # seconds reading sources again, when they are read in this process
+    emit(r.progress, "writing", "start", total=len(work))
+    if parallel_stage_possible(r.executor, r.encoder):
+        assert r.executor is not None
+        depth, size = stage_in_workers(r, stage, work, lambda p: _reuse(r, stage, p))
+        run_by = {"executor": r.executor.name, "batch_size": size, "queue_depth": depth}
+    else:
+        read_s = stage_here(r, stage, work, lambda p: _reuse(r, stage, p))
+        run_by = {"executor": "local", "batch_size": 1, "queue_depth": 1}
+    r.journal.close()
+    fsync_s = 0.0
+    if r.opt["durable"]:
+        t0 = time.perf_counter()
+        fsync_paths([stage / p for p in r.to_move])
+        fsync_s = time.perf_counter() - t0
+    parts = (("fsync", fsync_s),) + ((("read", read_s),) if read_s is not None else ())
+    return {
+        "parts_s": parts,
+        "rows_in": len(r.admitted),
+        "rows_out": len(r.entries),
+        "partitions": len(work),
+        "bytes": sum(int(e.get("size", 0)) for e in r.entries),
+        "checkpoint_hits": r.reused,
+        "checkpoint_misses": r.rebuilt,
+        **run_by,
+    }
+
+
+def step_publish(r: HoursRun) -> dict[str, Any]:
+    """``state="writing"``, staged shards moved into place, stale files removed, fsync."""
+    stage = staging_dir(r.root, r.fingerprint)
+    last_committed = None
+    if r.prev is not None:
+        prev = r.prev
+        last_committed = prev if prev.get("state") == "committed" else prev.get("previous")
+    r.published = True
+    write_commit(r.root, "writing", run_fingerprint=r.fingerprint, previous=last_committed)
+    for rel in r.to_move:
+        ensure_dir(r.root / rel.split("/", 1)[0])
+        os.replace(stage / rel, r.root / rel)
+    emit(r.progress, "writing", "complete", total=r.partitions)
+    r.entries.sort(
+        key=lambda e: (
+            e["split"],
+            e["source_id"],
+            e["entity_id"],
+            -1 if e["span_index"] is None else e["span_index"],
+            e["shard_index"],
+        )
+    )
+    remove_stale(r.root, {e["path"] for e in r.entries})
+    if r.opt["durable"]:
+        fsync_paths([r.root / s for s in SPLITS if (r.root / s).is_dir()] + [r.root])
+    return {"rows_in": len(r.to_move), "rows_out": len(r.entries)}
+
+
+def step_manifest(r: HoursRun) -> dict[str, Any]:
+    """The manifest document: splits, budget blocks (with their binding) and every shard."""
+    o, spec, fill = r.opt, r.spec, r.filled()
+    budget: dict[str, Any] = {
+        "too_short_excluded": r.too_short,
+        "min_track_seconds": float(o["min_track_seconds"]),
+        "span_steps": o["span_steps"],
+        "clip_aggregate": o["clip_aggregate"],
+    }
+    splits: dict[str, Any] = {}
+    for split in SPLITS:
+        b = dict(fill.budget[split])
+        es = [e for e in r.entries if e["split"] == split]
+        b["emitted_s"] = sum(e["n_steps"] for e in es) / r.hz
+        b["dropped_tail_s"] = b["admitted_s"] - b["emitted_s"]
+        b["binding"], b["binding_detail"] = r.binding[split]
+        budget[split] = b
+        splits[split] = {
+            "shards": len(es),
+            "tracks": len({(e["source_id"], e["entity_id"], e["span_index"]) for e in es}),
+            "sources": sorted({e["source_id"] for e in es}),
+            "seconds": b["emitted_s"],
+        }
+    r.manifest = {
+        "format": FORMAT,
+        "run_fingerprint": r.fingerprint,
+        "container": spec.container,
+        "shard_length": spec.shard_length,
+        "short_policy": spec.short_policy,
+        "presence_mask": spec.presence_mask,
+        "sample_hz": r.hz,
+        "modalities": {
+            k: {"dtype": m.dtype, "shape": list(m.shape), "source": m.source, "unit": unit}
+            for (k, m), unit in zip(
+                spec.modalities.items(), spec.units(r.schema, r.encoder).values(), strict=True
+            )
+        },
+        "splits": splits,
+        "budget": budget,
+        "shards": r.entries,
+    }
+    if spec.packed:  # the files the entries point into (see kuration.output.packed)
+        r.manifest["layout"] = "packed"
+        r.manifest["files"] = r.packed_files
+    return {"rows_in": len(r.entries), "rows_out": 1}
+
+
+def _warnings(r: HoursRun) -> list[str]:
+    out: list[str] = []
+    if not r.entries:
+        out.append("no shard was emitted: every candidate was excluded or dropped")
+    for split in SPLITS:
+        if r.binding[split][0] is not None:
+            out.append(f"{split} under-filled: {r.binding[split][0]}: {r.binding[split][1]}")
+    unidentified = getattr(r.disk, "unidentified", None)
+    if unidentified and r.opt.get("checkpoint_dir") is not None:
+        out.append(
+            f"{IDENTITY_NOTE}: {len(unidentified)} source(s), e.g. {unidentified[0]}, were "
+            "scored afresh and their checkpoints are never reused (a remote object needs a "
+            "version or an ETag, a custom adapter a fingerprint)"
+        )
+    return out
+
+
+#: The start of the warning a run records for sources that cannot authorize reuse.
+IDENTITY_NOTE = "no strong source identity"
+
+
+def _pipeline_block(r: HoursRun) -> dict[str, Any]:
+    o, pool = r.opt, r.pool()
+    sources = [
+        {
+            "source_id": sid,
+            "uri": info.uri,
+            "sha256": info.fingerprint,
+            "split": r.split_of.get(sid),
+            "n_steps": info.n_steps,
+            "segments": info.n_segments,
+            **info.counts,
+        }
+        for sid, info in sorted(pool.sources.items())
+    ]
+    return {
+        "adapter": r.adapter.to_dict(),
+        "segmenter": r.segmenter.to_dict(),
+        "train_hours": o["train_hours"],
+        "test_hours": o["test_hours"],
+        "seed": o["seed"],
+        "clip_aggregate": o["clip_aggregate"],
+        "min_track_seconds": o["min_track_seconds"],
+        "span_steps": o["span_steps"],
+        "max_group_overshoot": r.overshoot,
+        "tag_coverage": r.use_tags,
+        "min_tag_frac": float(o["min_tag_frac"]),
+        "allow_empty_split": bool(o["allow_empty_split"]),
+        "workers": o["workers"],
+        "on_error": o["on_error"],
+        "sources": sources,
+    }
+
+
+def _provenance(r: HoursRun) -> dict[str, Any]:
+    workers = r.opt["workers"]
+    ex = r.executor
+    return {
+        "kuration_version": __version__,
+        "run_fingerprint": r.fingerprint,
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+        "platform": platform.platform(),
+        "encoder": encoder_identity(r.encoder),
+        "implementations": implementation_fingerprints(),
+        "sources": r.run["sources"],
+        "execution": {
+            "mode": ex.name if ex is not None else r.opt.get("executor", "local"),
+            "workers": workers,
+            "max_in_flight": ex.max_in_flight if ex is not None else None,
+            **({"streaming": True} if r.opt.get("streaming") else {}),
+            # the PhysicalPlan that ran and each executed step's telemetry (this step's
+            # own is not in yet: it ends with the commit)
+            "plan": r.plan.to_dict() if r.plan is not None else None,
+            "telemetry": [t.to_dict() for t in r.telemetry],
+        },
+        "started_at": r.started,
+        "finished_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _pool_parts(r: HoursRun) -> dict[str, Any]:
+    """``distributions`` and ``examples`` of config.json: from the segments, or as the
+    disk runtime computed them from its index."""
+    if r.disk is not None:
+        return {"distributions": r.disk.distributions, "examples": r.disk.examples}
+    segs, names = r.pool().segments, r.strategy.feature_names
+    return {
+        "distributions": feature_distributions(segs, r.filled(), names),
+        "examples": ranking_examples(segs, names),
+    }
+
+
+def build_config(r: HoursRun) -> dict[str, Any]:
+    """The config.json document of the run (results, provenance, telemetry so far)."""
+    pool = r.pool()
+    return {
+        "format": "kuration-config/1",
+        "schema": r.schema.to_dict(),
+        "strategy": r.strategy.to_dict(),
+        "output": r.spec.to_dict(),
+        "pipeline": _pipeline_block(r),
+        "job": dict(r.job) if r.job is not None else None,
+        "results": {
+            "scoring": pool.summary(),
+            "bin_edges": r.edges,
+            "budget": presence_budget(
+                r.manifest["budget"],
+                r.admitted,
+                {sid: info.tracks for sid, info in pool.sources.items()},
+                r.hz,
+                r.empty_spans,
+            ),
+            "splits": r.manifest["splits"],
+            "split_of": dict(sorted(r.split_of.items())),
+            "resume": r.resume_block,
+            **_pool_parts(r),
+        },
+        "warnings": _warnings(r),
+        "provenance": _provenance(r),
+    }
+
+
+def step_commit(r: HoursRun) -> dict[str, Any]:
+    """config.json, the marker and the manifest replaced, then ``state="committed"``."""
+    r.config = build_config(r)
+    marker_sha = dump_json_atomic(r.root / MARKER_NAME, marker_document(r.run))
+    man_sha = dump_json_atomic(r.root / MANIFEST_NAME, r.manifest)
+    cfg_sha = dump_json_atomic(r.root / CONFIG_NAME, r.config)
+    write_commit(
+        r.root,
+        "committed",
+        run_fingerprint=r.fingerprint,
+        manifest_sha256=man_sha,
+        config_sha256=cfg_sha,
+        output_spec_sha256=marker_sha,
+        n_shards=len(r.entries),
+    )
+    remove_tree(r.root / STAGING_NAME)
+    return {"rows_in": len(r.entries), "rows_out": 3}
+
+
+Step = Callable[[HoursRun], "dict[str, Any] | list[StageTelemetry]"]
+
+#: The hours run, step by step: (telemetry stage name, step).
+STEPS: tuple[tuple[str, Step], ...] = (
+    ("read+segment+features", step_score),
+    ("bin", step_rank),
+    ("candidates", step_candidates),
+    ("split", step_split),
+    ("fill", step_fill),
+    ("fingerprint", step_fingerprint),
+    ("shard-plan", step_shard_plan),
+    ("resume-lookup", step_resume_lookup),
+    ("stage", step_stage),
+    ("publish", step_publish),
+    ("manifest", step_manifest),
+    ("commit", step_commit),
+)
+
+
+#: The plan stage each step executes (its island is recorded in the telemetry).
+_PLAN_STAGE = {
+    "bin": "bin",
+    "candidates": "fill",
+    "split": "fill",
+    "fill": "fill",
+    "stage": "write",
+    "publish": "write",
+}
+
+
+def run_steps(r: HoursRun, steps: tuple[tuple[str, Step], ...] = STEPS) -> None:
+    """Run ``steps`` (default :data:`STEPS`) in order, recording each one's
+    :class:`StageTelemetry` in ``r.telemetry`` (a step that ran several plan stages
+    reports them itself)."""
+    for name, step in steps:
+        t0 = time.perf_counter()
+        measured = step(r)
+        if isinstance(measured, list):
+            r.telemetry.extend(measured)
+            continue
+        kind = _PLAN_STAGE.get(name)
+        island = r.plan.stage(kind).island if r.plan is not None and kind else None
+        wall = time.perf_counter() - t0
+        r.telemetry.append(StageTelemetry(name, wall, island=island, **measured))

@@ -1,0 +1,92 @@
+"""Feature distributions of the scored pool against what was admitted (for reports and diffs)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ...contracts.segment import Segment
+from ...selection.fill import FillResult
+
+__all__ = ["feature_distributions", "ranking_examples"]
+
+
+def feature_distributions(
+    segments: Sequence[Segment], fill: FillResult, features: Sequence[str], bins: int = 24
+) -> dict[str, Any]:
+    """Histograms per feature: every pooled segment vs the segments overlapping an admitted span.
+
+    Returns
+    -------
+    dict
+        ``{feature: {"edges": [...], "pool": [...], "selected": [...]}}``; edges are equal-width
+        over the pool's finite values (``numpy.histogram_bin_edges``), features without finite
+        values are left out.
+    """
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for taken in fill.admitted.values():
+        for c in taken:
+            spans.setdefault(c.source_id, []).append((c.first, c.last))
+    selected = np.zeros(len(segments), dtype=bool)
+    by_source: dict[str, list[int]] = {}
+    for i, s in enumerate(segments):
+        by_source.setdefault(s.source_id, []).append(i)
+    for sid, idx in by_source.items():
+        if sid not in spans:
+            continue
+        ix = np.asarray(idx)
+        lo = np.array([segments[i].start_idx for i in idx])[:, None]
+        hi = np.array([segments[i].end_idx for i in idx])[:, None]
+        first, last = np.array(spans[sid]).T
+        selected[ix] = ((lo <= last[None]) & (hi > first[None])).any(axis=1)
+    out: dict[str, Any] = {}
+    for name in features:
+        vals = np.array([s.features.get(name, np.nan) for s in segments], dtype=np.float64)
+        ok = np.isfinite(vals)
+        if not ok.any():
+            continue
+        edges = np.histogram_bin_edges(vals[ok], bins=bins)
+        pool, _ = np.histogram(vals[ok], bins=edges)
+        sel, _ = np.histogram(vals[ok & selected], bins=edges)
+        out[name] = {
+            "edges": [float(e) for e in edges],
+            "pool": pool.tolist(),
+            "selected": sel.tolist(),
+        }
+    return out
+
+
+def ranking_examples(
+    segments: Sequence[Segment], features: Sequence[str], k: int = 3
+) -> dict[str, list[dict[str, Any]]]:
+    """The ``k`` highest- and ``k`` lowest-ranked windows (finite priority), for reports.
+
+    Returns
+    -------
+    dict
+        ``{"top": [...], "bottom": [...]}``, each window ``source_id``, ``start_idx``,
+        ``end_idx`` (steps of the source's grid), ``priority`` and ``features`` (the named
+        ones, finite values only); ``top`` in falling, ``bottom`` in rising priority,
+        ties broken by source and start.
+    """
+    ranked = sorted(
+        (s for s in segments if np.isfinite(s.priority)),
+        key=lambda s: (-s.priority, s.source_id, s.start_idx),
+    )
+
+    def row(s: Segment) -> dict[str, Any]:
+        feats = {
+            n: float(s.features[n]) for n in features if np.isfinite(s.features.get(n, np.nan))
+        }
+        return {
+            "source_id": s.source_id,
+            "start_idx": int(s.start_idx),
+            "end_idx": int(s.end_idx),
+            "priority": float(s.priority),
+            "features": feats,
+        }
+
+    n = min(k, len(ranked) // 2)
+    return {"top": [row(s) for s in ranked[:n]], "bottom": [row(s) for s in ranked[::-1][:n]]}

@@ -1,0 +1,251 @@
+"""The logical parts of a Pipeline that planning and execution read: selections, options, seam uses.
+
+Frozen, and round-tripping through ``to_dict``/``from_dict`` (options leave
+the progress callback out: only whether one is set is recorded).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...core.config import check_memory_budget
+from ...core.executors import resolve_executor
+from ...core.progress import ProgressCallback
+from ...errors import JobError, PipelineError
+
+__all__ = ["CountSelection", "HoursSelection", "PipelineOptions", "SeamUse"]
+
+
+@dataclass(frozen=True)
+class SeamUse:
+    """One use of a registered component (transform, scorer or analyzer) with its parameters."""
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "params": dict(self.params)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SeamUse:
+        return cls(str(d["name"]), dict(d.get("params", {})))
+
+
+@dataclass(frozen=True)
+class CountSelection:
+    """Keep the ``n`` best segments (the count path, :func:`kuration.curate`)."""
+
+    n: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mode": "count", "n": self.n}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> CountSelection:
+        return cls(int(d["n"]))
+
+
+@dataclass(frozen=True)
+class HoursSelection:
+    """Fill train/test hour budgets with whole tracks (the hours path,
+    :func:`kuration.write_dataset`; the fields are its options of the same name).
+
+    Attributes
+    ----------
+    train_hours, test_hours : float
+        Budgets in hours of track time per split.
+    clip_aggregate : {"max", "mean", "min"}
+        How a track's (or span's) overlapping segment priorities and features
+        aggregate: max for inclusion strategies, mean/min for avoidance.
+    min_track_seconds : float
+        Tracks shorter than this never enter the pool (counted in the budget block).
+    span_steps, span_seconds : int or float, optional
+        Subdivide each track into independently budgeted spans of this length.
+    group_of : mapping of str to str, optional
+        Source id to group label (``write_dataset`` also passes a callable
+        through): stratifies the split and feeds the group cap.
+    max_group_overshoot : float, optional
+        Group cap: a group's admitted time never exceeds this times
+        ``budget / n_groups`` (per split).
+    tag_coverage : bool
+        Admit each segment tag's highest-priority track first ...
+    min_tag_frac : float
+        ... while that reserve stays within this fraction of the budget.
+    allow_empty_split : bool
+        Accept a split with a non-zero request that plans no shard (otherwise
+        :class:`~kuration.errors.EmptySplitError`).  A non-empty under-filled
+        split is never an error: its budget block names the binding constraint
+        (``binding``, ``binding_detail``) and ``config["warnings"]`` repeats it.
+    sample_hz : float, optional
+        When set, must equal the schema's (no resampling).
+    """
+
+    train_hours: float
+    test_hours: float = 0.0
+    clip_aggregate: str = "max"
+    min_track_seconds: float = 0.0
+    span_steps: int | None = None
+    span_seconds: float | None = None
+    group_of: Mapping[str, str] | None = None
+    max_group_overshoot: float | None = None
+    tag_coverage: bool = False
+    min_tag_frac: float = 0.1
+    allow_empty_split: bool = False
+    sample_hz: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        d["group_of"] = dict(self.group_of) if isinstance(self.group_of, Mapping) else None
+        return {"mode": "hours", **d}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> HoursSelection:
+        return cls(**{k: v for k, v in d.items() if k != "mode"})
+
+    def write_options(self) -> dict[str, Any]:
+        """Keyword arguments of ``preflight`` (all but ``group_of``, ``tag_coverage``,
+        ``min_track_seconds`` and ``allow_empty_split``, which it does not take)."""
+        return {
+            "sample_hz": self.sample_hz,
+            "train_hours": self.train_hours,
+            "test_hours": self.test_hours,
+            "clip_aggregate": self.clip_aggregate,
+            "span_steps": self.span_steps,
+            "span_seconds": self.span_seconds,
+            "max_group_overshoot": self.max_group_overshoot,
+            "min_tag_frac": self.min_tag_frac,
+        }
+
+
+@dataclass(frozen=True)
+class PipelineOptions:
+    """Execution options: ``progress`` callback, ``workers``, ``executor``, ``ray_address``,
+    ``seed``, ``on_error`` (``skip``/``raise``) and ``durable`` (fsync before publishing);
+    ``streaming`` (read sources lazily in two passes, :mod:`kuration.pipeline.stream.passes`),
+    ``memory_budget`` (bytes, or text such as ``"2GB"``: a plan whose estimated peak
+    exceeds it fails before reading, :mod:`kuration.pipeline.spec.budget`),
+    ``stream_batch_rows`` (rows decoded per batch when streaming), ``pool``
+    (``memory``, or ``disk`` for the disk-backed pool runtime of
+    :mod:`kuration.pipeline.disk.pool`) and ``checkpoint_dir`` (where that runtime
+    keeps its checkpoints; None: a temporary directory, or for an hours run the
+    destination's staging area, kept for ``resume`` until the commit).
+
+    ``executor`` is ``local`` (this process, one worker), ``process`` (a spawn-based
+    pool of ``workers`` processes; ``process-pool`` is read as ``process``) or
+    ``ray`` (Ray tasks on ``workers`` CPUs of a local cluster, or of the cluster at
+    ``ray_address``); None derives it from ``workers`` (``local`` for 1, ``process``
+    for more).  The artifact is byte-identical for every executor and worker count.
+    """
+
+    progress: ProgressCallback | None = None
+    workers: int = 1
+    executor: str | None = None
+    seed: int = 0
+    on_error: str = "skip"
+    durable: bool = True
+    streaming: bool = False
+    memory_budget: int | str | None = None
+    stream_batch_rows: int = 16_384
+    ray_address: str | None = None
+    pool: str = "memory"
+    checkpoint_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        w = self.workers
+        if isinstance(w, bool) or not isinstance(w, int) or w < 1:
+            raise PipelineError(f"workers must be an integer >= 1, got {w!r}", step="options")
+        if self.executor is not None:
+            # the canonical name ("process-pool" from an older config reads as "process")
+            object.__setattr__(self, "executor", resolve_executor(self.executor, w))
+        if self.executor == "local" and w > 1:
+            raise PipelineError("executor 'local' runs one worker", step="options")
+        if self.ray_address is not None and (
+            self.resolved_executor != "ray" or not isinstance(self.ray_address, str)
+        ):
+            raise PipelineError(
+                f"ray_address (a string) is for executor 'ray', got {self.ray_address!r} "
+                f"with executor {self.resolved_executor!r}",
+                step="options",
+            )
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise PipelineError(f"seed must be an integer, got {self.seed!r}", step="options")
+        if self.on_error not in ("skip", "raise"):
+            raise PipelineError(f"on_error must be skip or raise, not {self.on_error!r}")
+        if self.progress is not None and not callable(self.progress):
+            raise PipelineError("progress must be callable(event: dict)", step="options")
+        if not isinstance(self.streaming, bool):
+            raise PipelineError(f"streaming must be True or False, got {self.streaming!r}")
+        if self.memory_budget is not None:
+            try:
+                budget = check_memory_budget(self.memory_budget)
+            except JobError as exc:
+                raise PipelineError(str(exc), step="options") from None
+            object.__setattr__(self, "memory_budget", budget)
+        b = self.stream_batch_rows
+        if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+            raise PipelineError(f"stream_batch_rows must be an integer >= 1, got {b!r}")
+        if self.pool not in ("memory", "disk"):
+            raise PipelineError(
+                f"pool must be 'memory' or 'disk', got {self.pool!r}", step="options"
+            )
+
+    @property
+    def resolved_executor(self) -> str:
+        return resolve_executor(self.executor, self.workers)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (the callback is not serializable: only whether one is set;
+        ``ray_address`` only when set)."""
+        d = {
+            "workers": self.workers,
+            "executor": self.resolved_executor,
+            "seed": self.seed,
+            "on_error": self.on_error,
+            "durable": self.durable,
+            "progress": self.progress is not None,
+            **({"streaming": True} if self.streaming else {}),
+            **({"memory_budget": self.memory_budget} if self.memory_budget is not None else {}),
+            # the default pool leaves the recorded options as they were before it existed
+            **(
+                {"pool": self.pool, "checkpoint_dir": self.checkpoint_dir}
+                if self.pool != "memory"
+                else {}
+            ),
+        }
+        if self.ray_address is not None:
+            d["ray_address"] = self.ray_address
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PipelineOptions:
+        """Inverse of :meth:`to_dict`, without a callback (an executor that equals the one
+        ``workers`` implies reads back as None, as it was before ``to_dict`` resolved it;
+        ``process-pool``, the older name, reads as ``process``).
+
+        Raises
+        ------
+        PipelineError
+            Invalid values.
+        """
+        keys = (
+            "workers",
+            "executor",
+            "seed",
+            "on_error",
+            "durable",
+            "streaming",
+            "memory_budget",
+            "ray_address",
+            "pool",
+            "checkpoint_dir",
+        )
+        kw = {k: d[k] for k in keys if k in d}
+        workers = kw.get("workers", 1)
+        if kw.get("executor") is not None:
+            kw["executor"] = resolve_executor(kw["executor"], workers)
+        if kw.get("executor") == resolve_executor(None, workers):
+            kw["executor"] = None
+        return cls(**kw)

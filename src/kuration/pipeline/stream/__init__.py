@@ -1,0 +1,1 @@
+"""The streaming runtime: out-of-core hours runs in two lazy passes over each source."""
