@@ -57,7 +57,7 @@ def main() -> None:
 
     from kuration.contracts.schema import SchemaSpec
     from kuration.core.jsonio import sha256_file
-    from kuration.pipeline.job import load_job
+    from kuration.pipeline.spec.job import load_job
     from kuration.sources.base import adapter_from_dict
 
     job, _ = load_job(JOB)
