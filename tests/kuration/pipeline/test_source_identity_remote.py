@@ -254,3 +254,28 @@ def test_kur_run_says_which_checkpoints_cannot_be_reused(
         assert main([*args, "--checkpoint-dir", str(tmp_path / "ck")]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "no strong source identity: 4 source(s)" in out and job["sources"][0] in out
+
+
+@pytest.mark.parametrize("http_sources", [False], indirect=True, ids=["no-etag"])
+def test_kur_curate_on_the_disk_pool_reuses_nothing_without_identity(
+    http_sources: tuple[dict, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kuration.cli.main import main
+
+    job, paths = http_sources
+    examples = Path(__file__).resolve().parents[3] / "examples" / "adsb_quickstart"
+    job = {**job, "strategy": json.loads((examples / "strategies" / "top-k.json").read_text())}
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(job))
+    args = ["curate", str(path), "--n", "4", "--pool", "disk", "--checkpoint-dir"]
+    ck = str(tmp_path / "ck")
+    assert main([*args, ck, "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    _swap_two(paths)
+    assert main([*args, ck, "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["checkpoint"]["hits"] == 0
+    assert again["checkpoint"]["unidentified"] == sorted(job["sources"])
+    assert again["selected"] != first["selected"]  # the new bytes, not the old partitions
+    assert main([*args, ck]) == 0
+    assert "no strong source identity: 4 source(s)" in " ".join(capsys.readouterr().out.split())
