@@ -15,7 +15,7 @@ from ..core.jsonio import sha256_file
 from ..core.registry import Registry
 from ..core.remote import is_url, remote_identity
 from ..core.traits import ExecutionTraits, register_with_traits
-from ..errors import JobError, SourceError
+from ..errors import JobError, SourceChangedError, SourceError
 from .identity import SHARED_FILES, SourceDigest, check_digest, parts_fingerprint
 
 __all__ = [
@@ -99,7 +99,14 @@ class InputAdapter(ABC):
             As :meth:`read_table`.
         """
         sid = self.source_id(uri)
-        before = SourceDigest(self.fingerprint(uri))
+        try:
+            before = SourceDigest(self.fingerprint(uri))
+        except (SourceError, FileNotFoundError) as exc:
+            if expect is None or not expect.fingerprint or is_url(uri) or os.path.exists(uri):
+                raise
+            raise SourceChangedError(  # gone since the run read it
+                source=str(uri), source_id=sid, expected=expect.fingerprint, actual=""
+            ) from exc
         check_digest(uri, sid, expect, before)
         table = self.read_table(uri) if entities is None else self.read_entities(uri, entities)
         after = SourceDigest(self.fingerprint(uri))

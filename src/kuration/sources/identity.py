@@ -99,21 +99,31 @@ def read_source_bytes(
     Raises
     ------
     SourceChangedError
-        The bytes (or the remote object's version) differ from ``expect``.
+        The bytes (or the remote object's version) differ from ``expect``, or the file
+        that ``expect`` names is gone (``actual`` is ``""``).
     FileNotFoundError
-        No file there (nor object).
+        No file there (nor object), on a first read (no ``expect``).
     SourceError
         The file cannot be read.
     """
-    if is_url(uri):
-        pin = expect.fingerprint if expect is not None else ""
-        data, identity = read_remote(str(uri), pin=pin, source_id=source_id)
-        got = SourceDigest(identity, hashlib.sha256(data).hexdigest())
-        buf = pa.py_buffer(data)
-    else:
-        buf = _read_local(str(uri))
-        digest = hashlib.sha256(memoryview(buf)).hexdigest()
-        got = SourceDigest(digest, digest)
+    try:
+        if is_url(uri):
+            pin = expect.fingerprint if expect is not None else ""
+            data, identity = read_remote(str(uri), pin=pin, source_id=source_id)
+            got = SourceDigest(identity, hashlib.sha256(data).hexdigest())
+            buf = pa.py_buffer(data)
+        else:
+            buf = _read_local(str(uri))
+            digest = hashlib.sha256(memoryview(buf)).hexdigest()
+            got = SourceDigest(digest, digest)
+    except FileNotFoundError as exc:
+        if expect is None or not (expect.sha256 or expect.fingerprint):
+            raise
+        # gone since the run read it: a change like any other
+        want = expect.sha256 or expect.fingerprint
+        raise SourceChangedError(
+            source=str(uri), source_id=source_id, expected=want, actual=""
+        ) from exc
     check_digest(uri, source_id, expect, got)
     return buf, got
 

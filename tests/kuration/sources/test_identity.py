@@ -93,6 +93,11 @@ def test_an_adapter_without_a_byte_layer_is_checked_around_its_decode(tmp_path: 
 
     with pytest.raises(SourceChangedError):
         _TickFile(SCHEMA, after_first_line=rewrite).read_checked(str(p))
+    _, now = _TickFile(SCHEMA).read_checked(str(p))
+    p.unlink()
+    with pytest.raises(SourceChangedError) as info:
+        _TickFile(SCHEMA).read_checked(str(p), expect=now)
+    assert info.value.actual == ""
 
 
 class _Episodes(_TickFile):
@@ -119,3 +124,15 @@ def test_sources_sharing_a_file_hash_it_once_and_name_their_rows(tmp_path: Path)
     assert len(files._known) == 1  # one hash of the shared file for both sources
     p.write_bytes(os.urandom(1 << 16))  # rewritten in place: a new stat key, a new digest
     assert ad.fingerprint(a) != fa
+
+
+def test_a_source_gone_since_the_run_read_it_is_a_change(tmp_path: Path) -> None:
+    p = tmp_path / "s.csv"
+    p.write_text(CSV)
+    _, first = _ts().read_checked(str(p))
+    p.unlink()
+    with pytest.raises(SourceChangedError) as info:
+        _ts().read_checked(str(p), expect=first)
+    assert (info.value.expected, info.value.actual) == (first.sha256, "")
+    with pytest.raises(FileNotFoundError):  # a first read has nothing to compare with
+        _ts().read_checked(str(p))
