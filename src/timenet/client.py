@@ -377,6 +377,10 @@ class TimeNet:
 
         The copy lands in ``<dest>/<org>/<name>/<version>/`` by the same
         staging-and-rename protocol as the writer. Files are always verified.
+        A child version (one with payload sources) brings them along: each
+        payload release is downloaded into ``dest`` first (unless ``dest`` holds
+        it already), and every file the child pins is checked against the pin,
+        so the copy opens with ``dest`` as its only registry.
 
         Returns
         -------
@@ -392,9 +396,38 @@ class TimeNet:
         RegistryError
             If ``dest`` cannot be written (nothing is left behind).
         TermsNotAcceptedError
-            If the version's terms were not accepted.
+            If the version's terms (or a payload release's) were not accepted.
+        DatasetNotFoundError
+            A payload release is in none of the registries (naming it and the child).
+        IntegrityError
+            A payload file already in ``dest`` differs from the child's pin.
         """
-        return copy_version(self._accepted(self.resolve(ref, verify=True)), dest)
+        handle = self._accepted(self.resolve(ref, verify=True))
+        for src in handle.manifest.payloads:
+            self._download_payload(src.ref, src.files, dest)
+        return copy_version(handle, dest)
+
+    def _download_payload(
+        self, ref: str, pins: Sequence[Any], dest: str | os.PathLike[str]
+    ) -> None:
+        """The payload release ``ref`` in ``dest``, the files the child pins verified.
+
+        ``resolve`` found the release already (it attaches payload sources), so only
+        a file in ``dest`` that differs from the child's pin can fail here.
+
+        Raises
+        ------
+        IntegrityError
+            A file in ``dest`` does not match the child's pin.
+        """
+        from timenet._integrity import verify_file
+
+        r = parse_ref(ref)
+        root = Path(dest) / r.org / r.name / str(r.version)
+        if not os.path.lexists(root / "manifest.json"):
+            self.download(r, dest)  # its own payload sources too, if it has any
+        for pin in pins:
+            verify_file(root / pin.path, pin)
 
     def __repr__(self) -> str:
         return f"TimeNet(registries={[r.url for r in self.registries]!r})"

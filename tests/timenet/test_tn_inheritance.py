@@ -199,3 +199,53 @@ def test_client_fetch_from_pulls_a_missing_parent_from_s3(tmp_path: Path, s3: di
     without = tn.TimeNet([tmp_path / "empty"], builder=_build_child, **opts)
     with pytest.raises(tb.ParentError, match="no connector found"):
         without.open("acme/child@1.0")
+
+
+def test_a_downloaded_child_opens_on_its_own(built: Path, tmp_path: Path, capsys) -> None:
+    """``timenet download`` of a child copied only its manifest and catalog: opening the copy
+    failed for want of the parent's values. Its payload release comes along now."""
+    from timenet.cli import main as tn_main
+
+    dest = tmp_path / "copy"
+    argv = ["download", "acme/child@1.0", str(dest), "--registry", str(built)]
+    assert tn_main(argv) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out.strip() == str(dest / "acme" / "child" / "1.0")
+    assert (dest / "acme" / "demo" / "1.0.0" / "manifest.json").is_file()
+    shutil.rmtree(built)  # the copy needs nothing of the registry it came from
+    child = tn.TimeNet([dest], auto_build=False).open("acme/child@1.0", verify=True)
+    assert [r.id for r in child.records()] == ["c-rec-0", "c-rec-2"]
+    assert child.signal("c-rec-2", "ecg").to_numpy().shape == (500,)
+    alone = tn.TimeFReader.open(dest / "acme" / "child" / "1.0", registries=[dest])
+    assert alone.signal("c-rec-0", "acc").to_numpy().shape == (40, 3)
+
+
+def test_a_child_download_checks_the_payload_it_finds(built: Path, tmp_path: Path) -> None:
+    dest = tmp_path / "copy"
+    client = tn.TimeNet([built], auto_build=False)
+    client.download("acme/demo@1.0.0", dest)
+    bad = dest / "acme" / "demo" / "1.0.0" / "values" / "0000-ecg.parquet"
+    data = bytearray(bad.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    bad.write_bytes(bytes(data))  # a copy already there, changed since
+    with pytest.raises(tn.IntegrityError, match="0000-ecg.parquet"):
+        client.download("acme/child@1.0", dest)
+    assert not (dest / "acme" / "child" / "1.0").exists()
+
+
+def test_a_child_download_names_the_payload_release_it_lacks(
+    built: Path, tmp_path: Path, capsys
+) -> None:
+    from timenet.cli import main as tn_main
+
+    only_child = tmp_path / "only-child"
+    shutil.copytree(built / "acme" / "child", only_child / "acme" / "child")
+    reader_regs = [str(only_child), str(built)]
+    # the child resolves with its parent's registry, but the client downloading it lacks it
+    client = tn.TimeNet(reader_regs, auto_build=False)
+    dest = tmp_path / "copy"
+    client.download("acme/child@1.0", dest)  # both found: works
+    argv = ["download", "acme/child@1.0", str(tmp_path / "c2"), "--registry", str(only_child)]
+    assert tn_main(argv) == 1
+    err = capsys.readouterr().err
+    assert "acme/demo@1.0.0" in err and "payload source of acme/child@1.0" in err, err
+    assert not (tmp_path / "c2" / "acme" / "child").exists()

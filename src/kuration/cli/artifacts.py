@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -22,6 +23,9 @@ __all__ = ["cmd_check", "cmd_diff", "cmd_inspect", "print_inspect"]
 
 
 def _hours(s: float) -> str:
+    """Hours with two decimals; seconds when that would print 0.00 h for a non-zero time."""
+    if 0 < s < 18:
+        return f"{s:.3g} s"
     return f"{s / 3600:.2f} h"
 
 
@@ -96,6 +100,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
         ds = Dataset(args.dataset)
         write_html(args.html, render_inspect_html(rep, ds.manifest, ds.config, ds))
+        print(
+            f"kur inspect: wrote the HTML report to {os.path.abspath(args.html)}", file=sys.stderr
+        )
     if args.json:
         print(json.dumps(rep.to_dict(), indent=2, sort_keys=True))
     else:
@@ -110,6 +117,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         from ..tools.report import render_diff_html, write_html
 
         write_html(args.html, render_diff_html(d))
+        print(f"kur diff: wrote the HTML report to {os.path.abspath(args.html)}", file=sys.stderr)
     if args.json:
         print(json.dumps(d, indent=2, sort_keys=True, default=str))
         return 0

@@ -42,6 +42,7 @@ _FILES: tuple[tuple[str, type[BaseModel], str], ...] = (
     ("Adapter `curated` (a kuration dataset read back)", cfg.CuratedAdapterModel, "job"),
     ('Job `sources` as `{"glob": ...}`', cfg.GlobSourcesModel, "job"),
     ('Job `sources` as `{"sample": ...}`', cfg.SampleSourcesModel, "job"),
+    ('Job `sources` as `{"named": ...}`', cfg.NamedSourcesModel, "job"),
     ("Job `segmenter`", cfg.SegmenterModel, "job"),
     ("Job `budget`", cfg.BudgetModel, "job"),
     ("Quality policy (`kur check --policy`)", cfg.PolicyModel, "policy"),
@@ -69,6 +70,7 @@ _OBJECTS: dict[type[BaseModel], str] = {
     cfg.EncoderModel: "encoder (`type` and its own options)",
     cfg.GlobSourcesModel: '`{"glob": ...}`',
     cfg.SampleSourcesModel: '`{"sample": ...}`',
+    cfg.NamedSourcesModel: '`{"named": ...}`',
     cfg.SignalsModel: '`{"signals": ..., "unit": ...}`',
 }
 

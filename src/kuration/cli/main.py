@@ -179,6 +179,10 @@ def _cmd_init(args: argparse.Namespace) -> int:
         entity_column=args.entity,
         registries=args.registry,
         force=args.force,
+        time_unit=args.time_unit,
+        duplicates=args.duplicates,
+        drop_timeless=args.drop_timeless,
+        rate=args.rate,
     )
     for line in res.lines:
         print(line)
@@ -187,7 +191,10 @@ def _cmd_init(args: argparse.Namespace) -> int:
 
 def _add_init(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "inputs", nargs="+", metavar="PATH", help="CSV/Parquet files or one timenet:// reference"
+        "inputs",
+        nargs="+",
+        metavar="PATH",
+        help="CSV, Parquet, GPX, JSON-lines or WFDB (.hea) files, or one timenet:// reference",
     )
     p.add_argument("--out", required=True, help="job folder to write")
     p.add_argument("--units", metavar="FILE", help="hint file: JSON object of column to pint unit")
@@ -196,6 +203,24 @@ def _add_init(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--name", help="dataset (job) name; default the folder's name")
     p.add_argument("--time", help="time column (default: detected)")
+    p.add_argument(
+        "--time-unit",
+        choices=("s", "ms", "us", "ns"),
+        help="unit of a numeric time column (default: from its name, else its magnitude)",
+    )
+    p.add_argument(
+        "--duplicates",
+        choices=("retime", "first", "last"),
+        help="rows that repeat a time of their entity: re-time them by row order, or keep one",
+    )
+    p.add_argument(
+        "--rate", type=float, metavar="HZ", help="sample rate (default: the median step's)"
+    )
+    p.add_argument(
+        "--drop-timeless",
+        action="store_true",
+        help="drop rows without a time (the run counts them) instead of stopping",
+    )
     p.add_argument("--entity", help="entity column (default: detected)")
     p.add_argument("--registry", action="append", help="TimeNet registry (repeatable)")
     p.add_argument("--force", action="store_true", help="replace job files already there")

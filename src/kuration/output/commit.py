@@ -18,15 +18,18 @@ Protocol of one run (``write_dataset``):
    staging namespace ``.kuration_staging/<fingerprint>/`` (temp file +
    ``os.replace``) and recorded in its journal -- the published dataset is
    still untouched, so a data error or a kill here leaves it byte-identical;
-4. ``dataset.commit.json`` moves to ``state="writing"`` (carrying the last
-   committed record as ``previous``); from here readers refuse the dataset;
-5. staged shards are moved into place, stale files removed, shards fsynced;
-6. marker, manifest and config are replaced;
-7. ``dataset.commit.json`` is published last as ``state="committed"`` with the
+4. manifest, config and marker are built and encoded to bytes, and both commit
+   records with them -- every computation that can fail happens before step 5;
+5. ``dataset.commit.json`` moves to ``state="writing"`` (carrying the last
+   committed record as ``previous``); from here readers refuse the dataset and
+   the run only moves files and writes the bytes of step 4;
+6. staged shards are moved into place, stale files removed, shards fsynced;
+7. marker, manifest and config are replaced;
+8. ``dataset.commit.json`` is published last as ``state="committed"`` with the
    SHA-256 of manifest, config and marker; the staging area is removed.
 
 A reader therefore sees either the previous committed generation (a run
-killed before step 4), a refusal (steps 4-6), or the new generation.  Resume
+killed before step 5), a refusal (steps 5-7), or the new generation.  Resume
 reuses a shard only when its bytes match a size and SHA-256 recorded either
 by the last committed manifest or by the staging journal of a run with the
 same fingerprint (the committed marker must hash to the checksum its commit
@@ -47,7 +50,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..core.jsonio import canonical_json, canonical_sha256, dump_json_atomic, loads_strict
+from ..core.jsonio import canonical_json, canonical_sha256, loads_strict
 from ..errors import DatasetExistsError, DatasetIntegrityError, DestinationError
 
 __all__ = [
@@ -64,6 +67,7 @@ __all__ = [
     "STAGING_NAME",
     "Journal",
     "WriterLease",
+    "commit_bytes",
     "committed_manifest",
     "destination_path",
     "fsync_file",
@@ -77,6 +81,7 @@ __all__ = [
     "run_fingerprint",
     "shard_matches",
     "staging_dir",
+    "write_bytes_atomic",
     "write_commit",
 ]
 
@@ -152,11 +157,67 @@ def read_commit(root: Path) -> tuple[dict[str, Any] | None, bytes]:
     return rec, data
 
 
-def write_commit(root: Path, state: str, **fields: Any) -> str:
-    """Atomically (temp file, fsync, replace) write the commit record; returns its SHA-256."""
-    sha = dump_json_atomic(root / COMMIT_NAME, {"format": FORMAT, "state": state, **fields})
+def commit_bytes(state: str, **fields: Any) -> bytes:
+    """The canonical JSON bytes of a commit record in ``state`` (encoded ahead of the
+    write, so that nothing but bytes is left to fail once publication begins).
+
+    Raises
+    ------
+    StrictJSONError
+        A field holds NaN or infinity.
+    """
+    return canonical_json({"format": FORMAT, "state": state, **fields})
+
+
+def write_commit(root: Path, state: str | bytes, **fields: Any) -> str:
+    """Atomically (temp file, fsync, replace) write the commit record -- ``state`` and
+    ``fields``, or the bytes :func:`commit_bytes` made -- and return its SHA-256.
+
+    Raises
+    ------
+    DestinationError
+        The record cannot be written (names the file; see :func:`write_bytes_atomic`).
+    """
+    data = state if isinstance(state, bytes) else commit_bytes(state, **fields)
+    sha = write_bytes_atomic(root / COMMIT_NAME, data)
     _fsync_dir(root)
     return sha
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> str:
+    """Write ``data`` to ``path`` through a same-folder temp file (write, ``fsync``,
+    ``os.replace``) and return its SHA-256.
+
+    On failure the temp file is removed, so a full disk or a folder turned read-only
+    leaves ``path`` as it was and nothing half-written beside it; when even the removal
+    fails, that second error is a note on the first, which is the one raised.
+
+    Raises
+    ------
+    DestinationError
+        Naming ``path`` and the operating system's reason (``No space left on device``,
+        ``Read-only file system``, ...), chained to the ``OSError``.
+    """
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        err = DestinationError(f"cannot write {path.name}: {exc.strerror or exc}", path=str(path))
+        try:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+        except OSError as left:
+            err.add_note(f"its temp file {tmp} could not be removed: {left.strerror or left}")
+        raise err from exc
+    return hashlib.sha256(data).hexdigest()
 
 
 def _fsync_dir(path: Path) -> None:

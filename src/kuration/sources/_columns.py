@@ -35,6 +35,8 @@ __all__ = [
     "first_padded",
     "float_column",
     "gather_cells",
+    "narrow_codes",
+    "open_parquet",
     "padded_id_error",
     "parse_bytes",
     "pooled_empty",
@@ -305,6 +307,27 @@ def first_non_number(col: pa.ChunkedArray) -> tuple[int, str] | None:
     return None if not bad.size else (int(bad[0]), str(col[int(bad[0])].as_py()))
 
 
+def open_parquet(where: Any, dictionary: list[str]) -> Any:
+    """A ``ParquetFile`` reading ``dictionary`` columns dictionary-encoded; a file without
+    them (or with duplicated names) opens plainly and the caller's checks report it."""
+    import pyarrow.parquet as pq
+
+    if dictionary:
+        try:
+            return pq.ParquetFile(where, read_dictionary=dictionary)
+        except (KeyError, pa.ArrowException):
+            pass
+    return pq.ParquetFile(where)
+
+
+def narrow_codes(codes: np.ndarray, n_codes: int) -> np.ndarray:
+    """Entity codes ``0 .. n_codes - 1`` in the narrowest integer type that holds them
+    (numpy's stable sort of 8- and 16-bit integers is a radix sort)."""
+    if n_codes <= np.iinfo(np.int16).max:
+        return codes.astype(np.int16)
+    return codes
+
+
 def parse_bytes(
     buf: pa.Buffer,
     fmt: str,
@@ -313,7 +336,7 @@ def parse_bytes(
     entity_column: str | None,
     dictionary: list[str],
 ) -> pa.Table:
-    """One file's bytes (``buf``, read whole and already hashed) parsed as CSV or Parquet.
+    """One CSV or Parquet file's bytes (``buf``, read whole and already hashed), parsed.
 
     A CSV entity column is read as text (never ``0042`` -> 42); Parquet decodes only
     ``cols`` when the file has them all once, with ``dictionary`` columns
@@ -337,7 +360,7 @@ def parse_bytes(
         )
     # decode only the mapped columns (a file's other columns, e.g. text, cost more to
     # decode than the rest of the read); the caller's checks see them all
-    with _open_parquet(pa.BufferReader(buf), dictionary) as pf:
+    with open_parquet(pa.BufferReader(buf), dictionary) as pf:
         names = pf.schema_arrow.names
         whole = not set(cols) <= set(names) or len(set(names)) < len(names)
         # one thread: a source is small, and the pipeline overlaps sources
@@ -351,16 +374,3 @@ def _compression(path: str) -> str | None:
         return str(pa.Codec.detect(path).name)
     except (TypeError, ValueError, pa.ArrowInvalid):  # no compression suffix
         return None
-
-
-def _open_parquet(where: Any, dictionary: list[str]) -> Any:
-    """A ``ParquetFile`` reading ``dictionary`` columns dictionary-encoded; a file without
-    them (or with duplicated names) opens plainly and the caller's checks report it."""
-    import pyarrow.parquet as pq
-
-    if dictionary:
-        try:
-            return pq.ParquetFile(where, read_dictionary=dictionary)
-        except (KeyError, pa.ArrowException):
-            pass
-    return pq.ParquetFile(where)

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from ..errors import SourceError
 
-__all__ = ["check_epoch_unit", "text_time_error", "unit_hint"]
+__all__ = ["check_epoch_unit", "shown_time", "text_time_error", "unit_hint"]
 
 _SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 #: 1990-01-01 .. 2100-01-01 UTC, in seconds since the epoch: "a date of this era".
@@ -113,43 +113,68 @@ _ZONED = r"(Z|z|[+-][0-9]{2}(:?[0-9]{2})?)$"
 
 
 def text_time_error(col: pa.Array, name: str, src: str) -> SourceError:
-    """Why a time column read as text is not times: naive and zoned mixed, or a row that
-    is no ISO 8601 time.
+    """Why a time column read as text is not times, naming the row: a value that is
+    neither a number nor an ISO 8601 time, numbers and ISO times mixed, times with and
+    without a UTC offset mixed, or an ISO time that names no instant (``2020-02-30``, a
+    leap second ``23:59:60Z``).
 
     Arrow types a CSV time column as timestamps only when every value parses as
     one kind: all naive or all with a UTC offset.  A file that mixes them (a
-    logger that added ``Z`` after an update) stays text.
+    logger that added ``Z`` after an update) stays text, and so does a column
+    with one impossible date.
 
     Returns
     -------
     SourceError
-        Naming the column and the rows of each kind, or the first row that is
-        not an ISO 8601 time.
+        Naming the source, the column, the row (0-based, data rows) and its value.
     """
     text = pc.utf8_trim_whitespace(col.cast(pa.string()))
-    zoned = _matches(text, _ZONED)
-    iso = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?)?"
+    date = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
+    clock = r"[T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?"
     number = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
-    is_iso = _matches(text, iso + _ZONED[:-1] + "?$")
-    zoned &= is_iso
-    ok = is_iso | _matches(text, number)
+    is_iso = _matches(text, f"{date}({clock}{_ZONED[:-1]}?)?$")
+    is_number = _matches(text, number)
+    zoned = _matches(text, date + clock + _ZONED)  # a bare date's "-30" is no offset
+
+    def value(r: int) -> str:
+        return repr(text[r].as_py())
+
+    ok = is_iso | is_number
     if not ok.all():
         r = int(np.flatnonzero(~ok)[0])
         return SourceError(
-            f"time column {name!r} is text and row {r} holds {text[r].as_py()!r}, not a number "
+            f"time column {name!r} is text and row {r} holds {value(r)}, not a number "
             "or an ISO 8601 time",
             source=src,
             row=r,
+        )
+    if is_number.any() and is_iso.any():
+        a, b = int(np.flatnonzero(is_number)[0]), int(np.flatnonzero(is_iso)[0])
+        return SourceError(
+            f"time column {name!r} mixes numbers (row {a}: {value(a)}) and ISO 8601 times "
+            f"(row {b}: {value(b)}); write every time one way",
+            source=src,
+            row=max(a, b),
         )
     if zoned.any() and not zoned.all():
         a, b = int(np.flatnonzero(~zoned)[0]), int(np.flatnonzero(zoned)[0])
         return SourceError(
             f"time column {name!r} mixes times without a UTC offset (row {a}: "
-            f"{text[a].as_py()!r}) and with one (row {b}: {text[b].as_py()!r}); naive times "
+            f"{value(a)}) and with one (row {b}: {value(b)}); naive times "
             "are read as UTC, so give every time an offset, or none",
             source=src,
             row=min(a, b),
         )
+    if is_iso.all():
+        r = _first_unparsable(text, pa.timestamp("ns", "UTC" if zoned.all() else None))
+        if r is not None:
+            return SourceError(
+                f"time column {name!r}: row {r} holds {value(r)}, which names no instant "
+                "(a day past its month's end, an hour past 23, a leap second :60 or a "
+                "time out of range)",
+                source=src,
+                row=r,
+            )
     return SourceError(
         f"time column {name!r} is text that does not read as one kind of time (numbers and "
         "ISO 8601 times mixed, or a time Arrow cannot parse); expected numbers or timestamps",
@@ -157,6 +182,39 @@ def text_time_error(col: pa.Array, name: str, src: str) -> SourceError:
     )
 
 
+def _first_unparsable(text: pa.Array, typ: pa.DataType) -> int | None:
+    """The first row Arrow cannot cast to ``typ`` (None: all cast), by bisection."""
+    if _casts(text, typ):
+        return None
+    lo, hi = 0, len(text)  # the first failure lies in [lo, hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _casts(text.slice(lo, mid - lo), typ):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _casts(text: pa.Array, typ: pa.DataType) -> bool:
+    try:
+        pc.cast(text, typ)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
+    return True
+
+
 def _matches(text: pa.Array, pattern: str) -> np.ndarray:
     hit = pc.fill_null(pc.match_substring_regex(text, pattern), False)
     return np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def shown_time(col: pa.ChunkedArray, r: int, seconds: float) -> str:
+    """Row ``r``'s time as a time: ISO 8601 for a timestamp or an epoch number of this era,
+    else seconds."""
+    v = col[r].as_py()
+    if isinstance(v, dt.datetime):
+        return v.isoformat()
+    if _ERA[0] <= seconds <= _ERA[1]:
+        return _iso(seconds)
+    return f"{seconds!r} s"

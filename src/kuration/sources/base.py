@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import posixpath
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
@@ -22,6 +23,8 @@ __all__ = [
     "SOURCE_READER_TRAITS",
     "InputAdapter",
     "adapter_from_dict",
+    "file_source_id",
+    "folder_source_ids",
     "get_adapter",
     "register_adapter",
     "registered_adapters",
@@ -126,10 +129,86 @@ class InputAdapter(ABC):
         """
         return None
 
+    #: ids assigned to the sources of the current run (see :meth:`assign_source_ids`)
+    _source_ids: Mapping[str, str] | None = None
+    #: ids the job named itself (``sources: {"named": {id: path}}``)
+    _named_ids: Mapping[str, str] | None = None
+
     def source_id(self, uri: str) -> str:
-        """A stable id for the source (default: the file's base name without extension)."""
-        base = os.path.basename(str(uri).rstrip("/"))
-        return base.split(".", 1)[0] or str(uri)
+        """A stable id for the source: the one :meth:`assign_source_ids` gave it, else
+        :func:`file_source_id` (the file's name without its format suffix)."""
+        ids = self._source_ids
+        if ids is not None and uri in ids:
+            return ids[uri]
+        return file_source_id(uri)
+
+    def _own_ids(self) -> bool:
+        """Whether a subclass derives ids itself (overrides :meth:`source_id`)."""
+        return type(self).source_id is not InputAdapter.source_id
+
+    def name_sources(self, named: Mapping[str, str]) -> None:
+        """Use the ids a job names (``uri -> id``) for those sources.
+
+        Raises
+        ------
+        JobError
+            The adapter derives ids itself (TimeNet records, curated datasets).
+        """
+        if self._own_ids():
+            raise JobError(
+                f"sources: the {self.name or type(self).__name__} adapter names its sources "
+                "itself; list them instead of naming them",
+                path="sources",
+            )
+        self._named_ids = dict(named)
+
+    def assign_source_ids(self, uris: Sequence[str]) -> dict[str, str]:
+        """Give every source of a run its id, and check that no two share one, before any
+        source is read.
+
+        Ids are the ones the job named (:meth:`name_sources`) when it named every one of
+        ``uris``; else, for file sources, :func:`folder_source_ids` (the path relative to
+        the sources' common folder, format suffix removed); an adapter that overrides
+        :meth:`source_id` keeps its own ids.
+
+        Returns
+        -------
+        dict
+            ``uri -> source id``, in the order of ``uris``.
+
+        Raises
+        ------
+        SourceError
+            Two sources would share an id (naming both).
+        """
+        named = self._named_ids or {}
+        if uris and all(u in named for u in uris):
+            ids = {u: named[u] for u in uris}
+        elif self._own_ids():
+            ids = {u: self.source_id(u) for u in uris}
+        else:
+            ids = folder_source_ids(uris)
+        seen: dict[str, str] = {}
+        for uri, sid in ids.items():
+            if sid in seen:
+                raise SourceError(
+                    f"two sources would share the id {sid!r} ({seen[sid]}, {uri}); rename one, "
+                    'or name them in the job (sources: {"named": {id: path}})',
+                    source=uri,
+                )
+            seen[sid] = uri
+        if not self._own_ids():
+            self._source_ids = ids
+        return ids
+
+    def source_id_map(self) -> dict[str, str] | None:
+        """The ids assigned to this run's sources (for worker processes), if any."""
+        return None if self._source_ids is None else dict(self._source_ids)
+
+    def use_source_ids(self, ids: Mapping[str, str] | None) -> None:
+        """Take ids assigned in another process (:meth:`source_id_map`) as they are."""
+        if ids is not None:
+            self._source_ids = dict(ids)
 
     def fingerprint(self, uri: str) -> str:
         """Content identity of the source: SHA-256 of the file bytes for local files; the
@@ -230,8 +309,72 @@ def registered_adapters() -> tuple[str, ...]:
     return _ADAPTERS.names()
 
 
-def adapter_from_dict(d: Mapping[str, Any], schema: SchemaSpec) -> InputAdapter:
-    """Build an adapter from ``{"type": name, **options}``.
+#: Compression suffixes removed from a source's name along with the format suffix before
+#: them (``x.csv.gz`` -> ``x``).
+COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".zstd", ".lz4", ".br", ".snappy")
+
+
+def _strip_suffix(name: str) -> str:
+    """``name`` without its last suffix -- and a compression suffix before that one."""
+    stem = name
+    for c in COMPRESSION_SUFFIXES:
+        if stem.lower().endswith(c) and len(stem) > len(c):
+            stem = stem[: -len(c)]
+            break
+    root, _ext = posixpath.splitext(stem)
+    return root or name
+
+
+def _path_part(uri: str) -> str:
+    """The path of a local file (absolute) or of a URL (after ``scheme://``)."""
+    if is_url(uri):
+        return str(uri).split("://", 1)[1].rstrip("/")
+    return os.path.abspath(str(uri)).replace(os.sep, "/").rstrip("/")
+
+
+def file_source_id(uri: str) -> str:
+    """The id of a file source on its own: its base name without the format suffix
+    (``run.2024.01.csv`` -> ``run.2024.01``, ``x.csv.gz`` -> ``x``, ``trips/`` -> ``trips``)."""
+    base = posixpath.basename(_path_part(uri))
+    return _strip_suffix(base) if base else str(uri)
+
+
+def folder_source_ids(uris: Sequence[str]) -> dict[str, str]:
+    """Ids of file sources read together: each one's path relative to the sources'
+    common folder, its format suffix removed (``2024-01-01/flights.csv`` ->
+    ``2024-01-01/flights``).  Sources of one folder get :func:`file_source_id`;
+    URLs of different schemes or hosts fall back to it too.
+
+    Returns
+    -------
+    dict
+        ``uri -> id``, in the order of ``uris``.
+    """
+    uris = list(uris)
+    if len(uris) <= 1:
+        return {u: file_source_id(u) for u in uris}
+    schemes = {str(u).split("://", 1)[0] if is_url(u) else "" for u in uris}
+    paths = {u: _path_part(u) for u in uris}
+    try:
+        common = posixpath.commonpath([posixpath.dirname(p) or "/" for p in paths.values()])
+    except ValueError:  # relative and absolute parts mixed
+        common = None
+    if len(schemes) != 1 or common is None:
+        return {u: file_source_id(u) for u in uris}
+    out = {}
+    for u, p in paths.items():
+        rel = posixpath.relpath(p, common) if common not in ("", "/") else p.lstrip("/")
+        head, base = posixpath.split(rel)
+        sid = _strip_suffix(base) if base else rel
+        out[u] = posixpath.join(head, sid) if head else sid
+    return out
+
+
+def adapter_from_dict(
+    d: Mapping[str, Any], schema: SchemaSpec, source_ids: Mapping[str, str] | None = None
+) -> InputAdapter:
+    """Build an adapter from ``{"type": name, **options}`` (with the ids assigned to a
+    run's sources in another process, ``source_ids``).
 
     Raises
     ------
@@ -246,4 +389,6 @@ def adapter_from_dict(d: Mapping[str, Any], schema: SchemaSpec) -> InputAdapter:
         raise JobError(
             f"adapter: 'type' must name a registered adapter, got {name!r}", path="adapter.type"
         )
-    return get_adapter(str(name))(schema, **opts)
+    adapter = get_adapter(str(name))(schema, **opts)
+    adapter.use_source_ids(source_ids)
+    return adapter

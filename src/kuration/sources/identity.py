@@ -21,19 +21,23 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import pyarrow as pa
 
 from ..core.remote import is_url, read_remote
 from ..errors import SourceChangedError, SourceError
 
+T = TypeVar("T")
+
 __all__ = [
     "SHARED_FILES",
     "FileDigests",
     "SourceDigest",
     "check_digest",
+    "decode_between",
     "parts_fingerprint",
     "read_source_bytes",
 ]
@@ -76,6 +80,29 @@ def check_digest(uri: str, source_id: str, expect: SourceDigest | None, got: Sou
             raise SourceChangedError(
                 source=str(uri), source_id=source_id, expected=want, actual=have
             )
+
+
+def decode_between(
+    uri: str,
+    source_id: str,
+    fingerprint: Callable[[str], str],
+    expect: SourceDigest | None,
+    decode: Callable[[], T],
+) -> tuple[T, SourceDigest]:
+    """``decode()`` between two fingerprints of the source, for a read that cannot hash
+    what it parses (a folder of files, a format its library opens by path): the first is
+    checked against ``expect``, the second against the first.
+
+    Raises
+    ------
+    SourceChangedError
+        The source is not what ``expect`` names, or it changed during the decode.
+    """
+    before = SourceDigest(fingerprint(uri))
+    check_digest(uri, source_id, expect, before)
+    out = decode()
+    check_digest(uri, source_id, before, SourceDigest(fingerprint(uri)))
+    return out, before
 
 
 def read_source_bytes(

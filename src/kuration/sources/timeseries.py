@@ -36,6 +36,7 @@ import datetime as dt
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
@@ -55,15 +56,19 @@ from ._columns import (
     first_padded,
     float_column,
     gather_cells,
+    narrow_codes,
     padded_id_error,
     parse_bytes,
     read_partitioned,
 )
+from ._formats import FORMATS, format_of, read_rows, record_sha256
+from ._header import check_columns
+from ._retime import DUPLICATE_POLICIES, drop_timeless, resolve_duplicates
 from ._snap import COLLISION_POLICIES, group_starts, merge_groups, snap_ticks, warn_dropped
-from ._timeunit import check_epoch_unit, text_time_error, unit_hint
+from ._timeunit import check_epoch_unit, shown_time, text_time_error, unit_hint
 from ._units import declared_unit, to_field_unit
-from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter, tree_sha256
-from .identity import SourceDigest, check_digest, read_source_bytes
+from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
+from .identity import SourceDigest, decode_between, read_source_bytes
 
 __all__ = ["TimeseriesAdapter"]
 
@@ -130,6 +135,7 @@ class TimeseriesAdapter(InputAdapter):
         disorder: str = "sort",
         duplicates: str = "raise",
         collisions: str = "nearest",
+        missing_time: str = "raise",
     ) -> None:
         super().__init__(schema)
         if time_unit not in _TIME_UNITS:
@@ -138,11 +144,12 @@ class TimeseriesAdapter(InputAdapter):
                 adapter="timeseries",
             )
         for opt, val, allowed in (
-            ("format", format, ("auto", "csv", "parquet")),
+            ("format", format, ("auto", *FORMATS)),
             ("entity_dtype", entity_dtype, ENTITY_DTYPES),
             ("disorder", disorder, ("sort", "raise")),
-            ("duplicates", duplicates, ("raise", "first", "last")),
+            ("duplicates", duplicates, DUPLICATE_POLICIES),
             ("collisions", collisions, COLLISION_POLICIES),
+            ("missing_time", missing_time, ("raise", "drop")),
         ):
             if val not in allowed:
                 raise AdapterError(
@@ -165,6 +172,7 @@ class TimeseriesAdapter(InputAdapter):
         self.disorder = disorder
         self.duplicates = duplicates
         self.collisions = collisions
+        self.missing_time = missing_time
         declared = set(schema.field_names)
         unknown = set(self.fields) - declared
         if unknown:
@@ -209,35 +217,35 @@ class TimeseriesAdapter(InputAdapter):
             "disorder": self.disorder,
             "duplicates": self.duplicates,
             "collisions": self.collisions,
+            **({"missing_time": self.missing_time} if self.missing_time != "raise" else {}),
         }
 
     # -- reading -----------------------------------------------------------------------
     def _read_arrow(
         self, uri: str, expect: SourceDigest | None = None
     ) -> tuple[pa.Table, SourceDigest]:
-        """The mapped columns of the file, and the digest of the bytes they were parsed
-        from (one read: the buffer hashed is the buffer parsed)."""
-        fmt = self.format
-        if fmt == "auto":
-            low = str(uri).lower()
-            fmt = "csv" if low.endswith((".csv", ".csv.gz", ".tsv")) else "parquet"
+        """The mapped columns and the digest of the bytes they were parsed from: a CSV or
+        Parquet file is read once, hashed and parsed from that buffer; other formats and
+        partitioned folders are fingerprinted before and after their decode."""
+        fmt = format_of(str(uri)) if self.format == "auto" else self.format
         if os.path.islink(uri):
             raise SourceError("refusing to read a symbolic link", source=str(uri))
         if os.path.isdir(uri) and not any(files for _, _, files in os.walk(uri)):
             raise SourceError("is a directory with no data files", source=str(uri))
-        cols = self._needed_columns()
-        sid = self.source_id(uri)
-        partitioned = not is_url(uri) and os.path.isdir(uri)
+        cols, sid = self._needed_columns(), self.source_id(uri)
         try:
-            if partitioned:  # many files: their tree digest before and after the decode
-                got = SourceDigest(*(2 * [tree_sha256(str(uri))]))
-                check_digest(uri, sid, expect, got)
-                table = read_partitioned(uri, self.entity_column)
-                check_digest(uri, sid, got, SourceDigest(*(2 * [tree_sha256(str(uri))])))
-            else:
+            if fmt in ("csv", "parquet") and (is_url(uri) or not os.path.isdir(uri)):
                 buf, got = read_source_bytes(str(uri), sid, expect)
                 dictionary = self._dictionary_columns()
                 table = parse_bytes(buf, fmt, cols, str(uri), self.entity_column, dictionary)
+            else:  # a partitioned folder, or a format read from its path (WFDB: two files)
+                rows = fmt not in ("csv", "parquet")
+                read = (
+                    partial(read_rows, str(uri), fmt)
+                    if rows
+                    else partial(read_partitioned, uri, self.entity_column)
+                )
+                table, got = decode_between(uri, sid, self.fingerprint, expect, read)
         except (FileNotFoundError, SourceError):
             raise
         except (pa.ArrowInvalid, pa.ArrowException, OSError) as exc:
@@ -250,6 +258,23 @@ class TimeseriesAdapter(InputAdapter):
         if missing:
             raise SourceError(f"missing columns {missing} (file has {names})", source=str(uri))
         return table.select(cols), got
+
+    def _drop_timeless(self, table: pa.Table, src: str) -> tuple[pa.Table, int]:
+        """With ``missing_time="drop"``, the rows without a time removed, and their count."""
+        if self.missing_time != "drop":
+            return table, 0
+        return drop_timeless(table, self.time_column)
+
+    def fingerprint(self, uri: str) -> str:
+        """As the base class; a WFDB record (``.hea``) by its header and signal files."""
+        if format_of(str(uri)) == "wfdb" and not is_url(str(uri)):
+            return record_sha256(str(uri))
+        return super().fingerprint(uri)
+
+    def check_sources(self, uris: Sequence[str]) -> None:
+        """Every column the adapter names is in every source, from headers only."""
+        fmts = [format_of(str(u)) if self.format == "auto" else self.format for u in uris]
+        check_columns(list(uris), fmts, self._needed_columns())
 
     def _dictionary_columns(self) -> list[str]:
         """Columns worth reading dictionary-encoded: text entity ids (ranked and checked
@@ -300,37 +325,26 @@ class TimeseriesAdapter(InputAdapter):
         return self._read(uri, {tag_entity_id(e) for e in entity_ids})[0]
 
     def read_checked(
-        self,
-        uri: str,
-        *,
-        entities: Iterable[Any] | None = None,
-        expect: SourceDigest | None = None,
+        self, uri: str, *, entities: Iterable[Any] | None = None, expect: SourceDigest | None = None
     ) -> tuple[TickTable, SourceDigest]:
-        """As :meth:`read_table` (or :meth:`read_entities`), and the digest of the bytes
-        decoded: a file is read once, hashed and parsed from that one buffer (a partitioned
-        directory is fingerprinted before and after its decode).
-
-        Raises
-        ------
-        SourceChangedError
-            The bytes are not the ones ``expect`` names.
-        SourceError
-            As :meth:`read_table`.
-        """
+        """As the base class, in one read (:meth:`_read_arrow`); raises as :meth:`read_table`
+        and ``SourceChangedError`` for bytes other than ``expect``'s."""
         wanted = None if entities is None else {tag_entity_id(e) for e in entities}
         return self._read(uri, wanted, expect)
 
     def _read(
         self, uri: str, wanted: set[str] | None, expect: SourceDigest | None = None
     ) -> tuple[TickTable, SourceDigest]:
-        """read_checked: the table, optionally restricted to the entities whose tagged ids
-        are ``wanted``, and the digest of the bytes it was decoded from."""
+        """read_checked: the table (only the ``wanted`` tagged ids when given) and its digest."""
         src = str(uri)
         sid = self.source_id(uri)
         table, digest = self._read_arrow(uri, expect)
+        if table.num_rows == 0:
+            raise SourceError("the source has no rows (a header and nothing under it)", source=src)
+        table, timeless = self._drop_timeless(table, src)
         n = table.num_rows
         if n == 0:
-            raise SourceError("the source has no rows", source=src)
+            raise SourceError(f"every row of the source lacks a time ({timeless})", source=src)
         t_sec = self._times(table, src)
         ent_codes, roster = self._entities(table, src)
         hz = float(self.schema.sample_hz)
@@ -349,7 +363,7 @@ class TimeseriesAdapter(InputAdapter):
 
         # backward time within an entity, in file order (a stable sort by entity: rows of
         # one entity stay in file order)
-        by_ent = np.argsort(_narrow_codes(ent_codes, len(roster)), kind="stable")
+        by_ent = np.argsort(narrow_codes(ent_codes, len(roster)), kind="stable")
         e_by = ent_codes[by_ent]
         same = e_by[1:] == e_by[:-1]
         back = same & (np.diff(t_sec[by_ent]) < 0)
@@ -368,23 +382,16 @@ class TimeseriesAdapter(InputAdapter):
         # exact duplicates of (entity, time); rows sorted by (entity, time, row).  Without
         # backward time the rows of each entity already are in time order
         order = by_ent if not back.any() else np.lexsort((rows, t_sec, ent_codes))
-        e_s, t_s = ent_codes[order], t_sec[order]
-        dup = (e_s[1:] == e_s[:-1]) & (t_s[1:] == t_s[:-1])
-        if dup.any():
-            if self.duplicates == "raise":
-                r = int(order[1:][dup].min())
-                raise SourceError(
-                    f"duplicated (time, entity) row: entity {roster[ent_codes[r]]!r} "
-                    f"at {float(t_sec[r])!r} s",
-                    source=src,
-                    row=r,
-                )
-            keep = np.ones(order.size, dtype=bool)
-            if self.duplicates == "first":
-                keep[1:][dup] = False
-            else:
-                keep[:-1][dup] = False
-            order = order[keep]
+        order, t_new, counts = resolve_duplicates(
+            self.duplicates,
+            order,
+            t_sec,
+            ent_codes,
+            lambda r, n: self._dup_error(table, r, n, t_sec, roster[ent_codes[r]], src),
+        )
+        if t_new is not None:  # re-timed: snap the new times
+            t_sec = t_new
+            k, off = snap_ticks(t_sec, hz)
 
         order, starts = self._snap(order, k, off, ent_codes, roster, src)
         keep = None
@@ -392,8 +399,22 @@ class TimeseriesAdapter(InputAdapter):
             keep = np.array(
                 [i for i, e in enumerate(roster) if tag_entity_id(e) in wanted], dtype=np.intp
             )
-        laid = self._lay_out(table, order, starts, k, ent_codes, roster, src, sid, keep=keep)
-        return laid, digest
+        out = self._lay_out(table, order, starts, k, ent_codes, roster, src, sid, keep=keep)
+        out.counts.update({**counts, **({"timeless_dropped": timeless} if timeless else {})})
+        return out, digest
+
+    def _dup_error(
+        self, table: pa.Table, r: int, n: int, t_sec: np.ndarray, entity: Any, src: str
+    ) -> SourceError:
+        when = shown_time(table.column(self.time_column), r, float(t_sec[r]))
+        return SourceError(
+            f"duplicated (time, entity) row: entity {entity!r} at {when}; {n} row(s) repeat a "
+            "time of their entity.  Set the adapter's duplicates option: 'first' or 'last' "
+            "keeps one row, 'retime' re-times rows by row order (a clock coarser than the "
+            "sampling)",
+            source=src,
+            row=r,
+        )
 
     def _snap(
         self,
@@ -624,14 +645,6 @@ class TimeseriesAdapter(InputAdapter):
                 raise SourceError(f"infinite value in column {c!r}", source=src, row=int(inf[0]))
             out.append(to_field_unit(vals, declared_unit(table.schema, c), f, j, c, src))
         return out
-
-
-def _narrow_codes(codes: np.ndarray, n_codes: int) -> np.ndarray:
-    """Entity codes ``0 .. n_codes - 1`` in the narrowest integer type that holds them
-    (numpy's stable sort of 8- and 16-bit integers is a radix sort)."""
-    if n_codes <= np.iinfo(np.int16).max:
-        return codes.astype(np.int16)
-    return codes
 
 
 def _check_ns_range(

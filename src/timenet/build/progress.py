@@ -1,7 +1,14 @@
-"""Build progress: rich progress bars on a terminal, silence elsewhere."""
+"""Build progress: rich progress bars on a terminal, plain lines on stderr elsewhere.
+
+A first build can take a minute (the football sample: about 70 s); with output
+going to a file or a pipe, a silent minute reads as a hang, so each stage and
+item loop then prints one line when it starts and one when it ends.
+"""
 
 from __future__ import annotations
 
+import sys
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -17,8 +24,9 @@ class BuildProgress:
     Parameters
     ----------
     enabled : bool, optional
-        Show bars; default: only when stderr is a terminal (quiet in CI,
-        pipes and tests).
+        Show bars; default: only when stderr is a terminal.  By default a
+        build whose stderr is not a terminal prints plain start/end lines
+        there instead (``plain``); ``enabled=False`` is silent.
     """
 
     def __init__(self, enabled: bool | None = None) -> None:
@@ -26,7 +34,12 @@ class BuildProgress:
 
         self.console = Console(stderr=True)
         self.enabled = self.console.is_terminal if enabled is None else bool(enabled)
+        self.plain = enabled is None and not self.enabled
         self._progress: Any = None
+
+    def _line(self, text: str) -> None:
+        if self.plain:
+            print(f"timenet build: {text}", file=sys.stderr, flush=True)
 
     def __enter__(self) -> BuildProgress:
         if self.enabled:
@@ -63,7 +76,10 @@ class BuildProgress:
     def stage(self, description: str) -> Iterator[None]:
         """A one-step bar for a pipeline stage."""
         if self._progress is None:
+            t0 = time.monotonic()
+            self._line(f"{description} ...")
             yield
+            self._line(f"{description}: done in {time.monotonic() - t0:.1f} s")
             return
         task = self._progress.add_task(description, total=1)
         yield
@@ -71,11 +87,17 @@ class BuildProgress:
 
     def track(self, items: Iterable[T], description: str, total: int | None = None) -> Iterator[T]:
         """Iterate ``items`` while advancing a bar."""
-        if self._progress is None:
-            yield from items
-            return
         if total is None and hasattr(items, "__len__"):
             total = len(items)  # type: ignore[arg-type]
+        if self._progress is None:
+            t0 = time.monotonic()
+            self._line(f"{description} ({total if total is not None else '?'} items) ...")
+            n = 0
+            for item in items:
+                yield item
+                n += 1
+            self._line(f"{description}: {n} done in {time.monotonic() - t0:.1f} s")
+            return
         task = self._progress.add_task(description, total=total)
         for item in items:
             yield item

@@ -68,8 +68,10 @@ def test_ais_raw_csv_runs_unchanged(ais_csv: Path, tmp_path: Path, capsys) -> No
     assert kur_main(["init", str(ais_csv), "--out", str(job_dir)]) == 0
     printed = capsys.readouterr().out
     assert "time column: BaseDateTime" in printed and "entity column: MMSI" in printed
-    # no unit metadata in a CSV: the latitude/longitude pair stays two unitless scalars
-    assert "units unknown (no metadata) for: LAT, LON" in printed
+    # no unit metadata in a CSV, but a latitude/longitude pair within +-90/+-180 reads as
+    # a geodetic position in degrees, and says why
+    assert "'LAT', 'LON' are a latitude/longitude pair" in printed
+    assert "read as degrees" in printed and "LAT, LON" not in printed.split("units unknown")[-1]
     assert kur_main(["run", str(job_dir / "job.json"), "--out", str(tmp_path / "out")]) == 0
     rep = inspect_dataset(tmp_path / "out", verify=True)
     assert rep.verification["valid"] and rep.verification["checked"] > 0
@@ -135,3 +137,38 @@ def test_errors_are_one_line_and_name_the_input(tmp_path: Path, capsys) -> None:
     assert err == [
         f"kur: error: {tmp_path / 'j'} already holds job.json; pass --force to replace them"
     ]
+
+
+def _small_registry(reg: Path) -> None:
+    """A TimeNet version ``acme/ramps@1.0``: four entities, 20 minutes at 5 Hz each."""
+    import numpy as np
+
+    import timenet as tn
+
+    card = {"org": "acme", "name": "ramps", "version": "1.0", "license": "CC0-1.0"}
+    with tn.TimeFWriter(reg, card) as w:
+        for k in range(4):
+            rid = w.add_record(f"r{k}", {"entity": f"e{k}"})
+            x = np.sin(np.arange(6000, dtype=np.float32) / (50.0 + k)).astype(np.float32)
+            spec = tn.SignalSpec("float32", "m", rate_hz=5.0, start_ns=0)
+            w.add_signal(rid, "x", x, spec)
+
+
+def test_a_registry_is_written_relative_to_the_job_folder(tmp_path: Path, monkeypatch) -> None:
+    """``kur init timenet://... --registry reg/`` wrote ``"reg/"`` into the job, which the job
+    then read against the current folder: run from elsewhere, it looked in (and built) a
+    second registry there."""
+    work = tmp_path / "work"
+    _small_registry(work / "reg")
+    monkeypatch.chdir(work)
+    assert kur_main(["init", "timenet://acme/ramps@1.0", "--registry", "reg/", "--out", "job"]) == 0
+    job = json.loads((work / "job" / "job.json").read_text())
+    assert job["adapter"]["registries"] == ["../reg"]  # like every path in a job
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert kur_main(["run", str(work / "job" / "job.json"), "--out", "ds", "--json"]) == 0
+    assert inspect_dataset(elsewhere / "ds", verify=True).verification["valid"]
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["ds"]  # no second registry here
+    cfg = json.loads((elsewhere / "ds" / "config.json").read_text())
+    assert cfg["pipeline"]["adapter"]["registries"] == [str(work / "job" / "../reg")]

@@ -92,6 +92,10 @@ def test_coverage_methods_write_their_resolved_features() -> None:
             },
             "greater than or equal to 1",
         ),
+        (
+            {"method": "top-k", "params": {"by": "a"}, "seed": -1},
+            r"seed.*greater than or equal to 0",
+        ),
     ],
 )
 def test_invalid_strategies_fail_at_load(spec: dict, match: str) -> None:
@@ -127,3 +131,21 @@ def test_example_strategies_load(adsb_schema) -> None:
         "facility-location",
         "importance",
     } <= methods
+
+
+def test_a_negative_strategy_seed_is_refused_by_run_and_explain(
+    tmp_path, adsb_job_dict, capsys
+) -> None:
+    """The job's own ``seed`` was checked, the strategy's not: a negative one failed with a
+    traceback after scoring, and ``kur explain`` accepted it."""
+    from kuration.cli.main import main
+
+    job = json.loads(json.dumps(adsb_job_dict))
+    job["strategy"]["seed"] = -3
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(job))
+    for argv in (["explain", str(path)], ["run", str(path), "--out", str(tmp_path / "ds")]):
+        assert main(argv) == 1, argv
+        err = capsys.readouterr().err
+        assert "strategy.seed: input should be greater than or equal to 0, got -3" in err, err
+    assert not (tmp_path / "ds").exists()

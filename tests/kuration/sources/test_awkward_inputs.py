@@ -250,6 +250,49 @@ def _iso_times(table: pa.Table, zone: np.ndarray) -> pa.Table:
     return _with_column(table, "timestamp", text)
 
 
+def _one_time_replaced(table: pa.Table, zone: bool, row: int, value: str, tmp_path: Path) -> str:
+    """The sample as ISO text (all zoned, or all naive) with the time of data row ``row``
+    replaced by ``value``, as CSV."""
+    zones = np.full(table.num_rows, zone)
+    text = _iso_times(table, zones).column("timestamp").to_pylist()
+    text[row] = value
+    return _write(_with_column(table, "timestamp", pa.array(text)), tmp_path, "csv")
+
+
+@pytest.mark.parametrize(
+    ("zone", "value", "why"),
+    [
+        (True, "2021-10-07T23:59:60Z", "names no instant"),  # a leap second
+        (False, "2020-02-30T00:00:00", "names no instant"),
+        (False, "2020-02-30", "names no instant"),
+        (True, "2021-10-07T25:00:00Z", "names no instant"),
+    ],
+)
+def test_an_iso_time_that_names_no_instant_names_its_row(
+    adsb_table: pa.Table, adsb_adapter: TimeseriesAdapter, tmp_path: Path, zone, value, why
+) -> None:
+    uri = _one_time_replaced(adsb_table, zone, 1234, value, tmp_path)
+    with pytest.raises(SourceError) as exc:
+        adsb_adapter.read_table(uri)
+    msg = str(exc.value)
+    assert exc.value.row == 1234 and exc.value.source == uri
+    assert f"row 1234 holds {value!r}" in msg and why in msg and uri in msg, msg
+
+
+@pytest.mark.parametrize("zone", [True, False])
+def test_epoch_numbers_among_iso_times_name_a_row_of_each(
+    adsb_table: pa.Table, adsb_adapter: TimeseriesAdapter, tmp_path: Path, zone
+) -> None:
+    uri = _one_time_replaced(adsb_table, zone, 77, "1633608773000", tmp_path)
+    with pytest.raises(SourceError) as exc:
+        adsb_adapter.read_table(uri)
+    msg = str(exc.value)
+    assert "mixes numbers (row 77: '1633608773000') and ISO 8601 times (row 0: '2021-10-07T" in msg
+    assert exc.value.row == 77 and uri in msg
+    # the times carry offsets: the advice about times without one does not apply
+    assert "without a UTC offset" not in msg
+
+
 def test_naive_and_zoned_times_mixed_name_a_row_of_each(
     adsb_table: pa.Table, adsb_adapter: TimeseriesAdapter, tmp_path: Path
 ) -> None:

@@ -52,6 +52,7 @@ from ...output.presets import resolve_output
 from ...output.spec import OutputSpec
 from ...selection.strategy import Strategy
 from ...sources.base import InputAdapter, adapter_from_dict
+from ...sources.memory import spill_sources
 from ...tools.analyzers import get_analyzer
 from ..disk.pool import DiskSelection
 from ..dispatch.execute import PipelineRun, compare, execute, review
@@ -138,7 +139,10 @@ class Pipeline:
         ``sources`` as in a job file (paths, ``{"glob": ...}``, ``{"sample": ...}``,
         ``timenet://`` URIs), resolved against ``base`` (default: the working directory)
         only when the pipeline runs; or ``{"uris": [...]}``, sources resolved already and
-        read as given.
+        read as given; or sources held in memory (a pandas/polars DataFrame, an Arrow
+        table or record batches, a list of row dicts; a list or ``{name: frame}`` of them),
+        written once as Arrow IPC streams into the cache and fingerprinted by the SHA-256
+        of those bytes (:mod:`kuration.sources.memory`).
 
         Raises
         ------
@@ -166,6 +170,9 @@ class Pipeline:
             )
         if sch is not None and adapter.schema != sch:
             raise PipelineError("schema= differs from the adapter's schema", step="source")
+        spilled = spill_sources(sources)
+        if spilled is not None:  # DataFrames, Arrow tables, rows: Arrow IPC files in the cache
+            sources = {"uris": spilled}
         _check_sources(sources)
         if isinstance(sources, list | tuple):
             sources = [os.fspath(s) for s in sources]
@@ -678,15 +685,16 @@ def _check_sources(sources: Any) -> None:
     uris = sources.get("uris") if isinstance(sources, Mapping) else None
     if isinstance(uris, list) and all(isinstance(u, str) for u in uris):
         return  # resolved already: used as given (what curate() passes)
-    ok = (isinstance(sources, Mapping) and ("sample" in sources or "glob" in sources)) or (
+    keys = ("sample", "glob", "named")
+    ok = (isinstance(sources, Mapping) and any(k in sources for k in keys)) or (
         isinstance(sources, list | tuple)
         and bool(sources)
         and all(isinstance(s, str | os.PathLike) for s in sources)
     )
     if not ok:
         raise PipelineError(
-            "sources is a non-empty list of paths, {'glob': pattern}, {'sample': name} "
-            "or {'uris': [resolved URIs]}",
+            "sources is a non-empty list of paths, {'glob': pattern}, {'sample': name}, "
+            "{'named': {id: path}} or {'uris': [resolved URIs]}",
             step="source",
         )
 

@@ -13,6 +13,7 @@ versions (:data:`REMOTE_STEPS`), which follow the same commit protocol through a
 * ``stage`` encodes a track's shards into the scratch directory, uploads each whole as
   an attempt object ``.kuration_staging/<fp>/<attempt>/<split>/<name>`` plus its record
   (``<name>.entry.json``; one concurrent batch per track), and drops the local copies;
+* ``manifest`` and ``config`` build and encode every document, as for a local run;
 * ``publish`` replaces ``dataset.commit.json`` by ``state="writing"``, moves the
   attempt objects into place and deletes stale shards;
 * ``commit`` uploads marker, manifest and config (the same canonical bytes a local
@@ -26,6 +27,7 @@ by name, size or listing alone.
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,25 +39,22 @@ from ...core.progress import emit
 from ...errors import DatasetExistsError, DatasetIntegrityError
 from ...output.commit import (
     COMMIT_NAME,
-    CONFIG_NAME,
-    FORMAT,
     LOCK_NAME,
     MANIFEST_NAME,
     MARKER_NAME,
     SPLITS,
     STAGING_NAME,
-    marker_document,
     read_commit,
     reusable_entries,
 )
 from ...output.destination import (
     RemoteDestination,
     RemoteLease,
-    sha256_hex,
     staging_prefix,
 )
 from ...output.writer import ShardWriter
 from ..disk.hours import disk_session, disk_steps
+from ..run.hours_config import step_config
 from ..run.stage_local import stage_source
 from ..run.steps import (
     STEPS,
@@ -63,7 +62,6 @@ from ..run.steps import (
     Planned,
     Step,
     adopt_all,
-    build_config,
     first_reusable,
     run_steps,
 )
@@ -216,34 +214,13 @@ def step_remote_stage(r: HoursRun, s: RemoteRun) -> dict[str, Any]:
     }
 
 
-def _commit_bytes(state: str, **fields: Any) -> bytes:
-    """The commit record, byte for byte as :func:`~kuration.output.commit.write_commit`."""
-    return canonical_json({"format": FORMAT, "state": state, **fields})
-
-
 def step_remote_publish(r: HoursRun, s: RemoteRun) -> dict[str, Any]:
-    """``state="writing"``, attempt objects moved into place, stale shards deleted."""
-    last_committed = None
-    if r.prev is not None:
-        prev = r.prev
-        last_committed = prev if prev.get("state") == "committed" else prev.get("previous")
+    """``state="writing"``, attempt objects moved into place, stale shards deleted (the
+    record's bytes were made by the ``config`` step)."""
+    s.dest.write(COMMIT_NAME, r.records["writing"])
     r.published = True
-    s.dest.write(
-        COMMIT_NAME,
-        _commit_bytes("writing", run_fingerprint=r.fingerprint, previous=last_committed),
-    )
     for i in range(0, len(s.moves), MOVE_BATCH):
         s.dest.move_many(s.moves[i : i + MOVE_BATCH])
-    emit(r.progress, "writing", "complete", total=r.partitions)
-    r.entries.sort(
-        key=lambda e: (
-            e["split"],
-            e["source_id"],
-            e["entity_id"],
-            -1 if e["span_index"] is None else e["span_index"],
-            e["shard_index"],
-        )
-    )
     keep = {e["path"] for e in r.entries}
     stale = [p for split in SPLITS for p in s.dest.listing(split) if p not in keep]
     s.dest.remove(stale)
@@ -251,28 +228,11 @@ def step_remote_publish(r: HoursRun, s: RemoteRun) -> dict[str, Any]:
 
 
 def step_remote_commit(r: HoursRun, s: RemoteRun) -> dict[str, Any]:
-    """Marker, manifest and config uploaded, then ``state="committed"`` published last."""
-    r.config = build_config(r)
-    docs = {}
-    for name, doc in (
-        (MARKER_NAME, marker_document(r.run)),
-        (MANIFEST_NAME, r.manifest),
-        (CONFIG_NAME, r.config),
-    ):
-        data = canonical_json(doc)
+    """Marker, manifest and config uploaded (the bytes a local run writes), then
+    ``state="committed"`` published last."""
+    for name, data in r.payload.items():
         s.dest.write(name, data)
-        docs[name] = sha256_hex(data)
-    s.dest.write(
-        COMMIT_NAME,
-        _commit_bytes(
-            "committed",
-            run_fingerprint=r.fingerprint,
-            manifest_sha256=docs[MANIFEST_NAME],
-            config_sha256=docs[CONFIG_NAME],
-            output_spec_sha256=docs[MARKER_NAME],
-            n_shards=len(r.entries),
-        ),
-    )
+    s.dest.write(COMMIT_NAME, r.records["committed"])
     s.dest.remove(s.dest.listing(STAGING_NAME))
     return {"rows_in": len(r.entries), "rows_out": 3}
 
@@ -288,8 +248,9 @@ def remote_steps(
         *planning,
         ("resume-lookup", partial(step_remote_resume, s=s)),
         ("stage", partial(step_remote_stage, s=s)),
-        ("publish", partial(step_remote_publish, s=s)),
         ("manifest", _step_manifest),
+        ("config", step_config),
+        ("publish", partial(step_remote_publish, s=s)),
         ("commit", partial(step_remote_commit, s=s)),
     )
 
@@ -299,8 +260,9 @@ REMOTE_STEPS: tuple[str, ...] = (
     *(n for n, _ in STEPS[: [n for n, _ in STEPS].index("resume-lookup")]),
     "resume-lookup",
     "stage",
-    "publish",
     "manifest",
+    "config",
+    "publish",
     "commit",
 )
 
@@ -332,10 +294,21 @@ def run_remote(r: HoursRun, url: str, *, resume: bool, force: bool) -> None:
             raise DatasetExistsError(refusal)  # filled by another writer since the check
         with disk_session(r):
             run_steps(r, remote_steps(s, disk_steps(r, STEPS)))
-    except BaseException:
-        if not r.published and was_empty and s.wrote:
-            # a destination this run found empty holds nothing else
-            s.dest.remove([p for p in s.dest.listing() if p != LOCK_NAME])
-        lease.release()
+    except BaseException as exc:
+        try:
+            if not r.published and was_empty and s.wrote:
+                # a destination this run found empty holds nothing else
+                s.dest.remove([p for p in s.dest.listing() if p != LOCK_NAME])
+            if r.published:
+                print(
+                    f"kuration: the run stopped while publishing; {url} is left in state "
+                    "'writing' (readers refuse it): rerun the same job with resume=True "
+                    f"(kur run <job> --out {url} --resume) to complete it",
+                    file=sys.stderr,
+                )
+        except Exception as cleanup:  # the first error is the one raised
+            exc.add_note(f"cleaning up {url} failed too: {cleanup}")
+        finally:
+            lease.release()
         raise
     lease.release()

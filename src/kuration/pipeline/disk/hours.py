@@ -69,6 +69,7 @@ from ...selection.strategy import Strategy
 from ..run.reread import reread
 from ..run.scoring import ScoringResult, SourceInfo, _checked_sources
 from ..run.steps import step_fill
+from ..run.summary import bin_edges
 from ..spec.plan import StageTelemetry
 from .candidates import CandidateStore
 from .checkpoint import PartitionCommit, StageCheckpoint
@@ -197,6 +198,7 @@ def step_disk_score(r: HoursRun) -> list[StageTelemetry]:
     d = _state(r)
     r.started = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     uris = _checked_sources(r.sources, 1, r.opt["on_error"])
+    r.adapter.assign_source_ids(uris)  # unique ids, before any source is read
     emit(r.progress, "scoring", "start", total=len(uris))
     t0 = time.perf_counter()
     infos: dict[str, SourceInfo] = {}
@@ -417,7 +419,7 @@ def _mark_admitted(con: Any, fill: FillResult) -> None:
 
 def distributions_sql(con: Any, st: Strategy, fill: FillResult, bins: int = 24) -> dict[str, Any]:
     """:func:`~kuration.pipeline.run.summary.feature_distributions` over the index: equal-width
-    edges from the finite minimum and maximum (``numpy.histogram_bin_edges``), and each
+    edges from the finite minimum and maximum (:func:`~kuration.pipeline.run.summary.bin_edges`), and each
     value counted in the bin whose edges hold it (the last one closed), in SQL."""
     _mark_admitted(con, fill)
     out: dict[str, Any] = {}
@@ -426,7 +428,7 @@ def distributions_sql(con: Any, st: Strategy, fill: FillResult, bins: int = 24) 
         lo, hi, n = _q(con, f"SELECT min({c}), max({c}), count(*) FROM pool WHERE isfinite({c})")[0]
         if not n:
             continue
-        edges = np.histogram_bin_edges(np.array([lo, hi], dtype=np.float64), bins=bins)
+        edges = bin_edges(lo, hi, bins)
         idx = " + ".join(f"({c} >= {_lit(e)})::BIGINT" for e in edges[1:-1]) or "0"
         pool, sel = np.zeros(bins, np.int64), np.zeros(bins, np.int64)
         for b, k, s in _q(

@@ -395,6 +395,7 @@ def select_on_disk(
         raise PipelineError(f"on_error must be 'skip' or 'raise', got {on_error!r}", step="score")
     if not re.fullmatch(r"\d+(\.\d+)?\s*[KMGT]i?B", str(memory_limit)):
         raise PipelineError(f"memory_limit must look like '256MB', got {memory_limit!r}")
+    adapter.assign_source_ids([str(u) for u in sources])  # unique ids, before any read
     from ..._version import __version__
     from ...core.plugins import run_code, used_names
 

@@ -251,7 +251,7 @@ def _worker_scorer(key: str, base: Mapping[str, Any]) -> _Scorer:
         enter_worker_environment(base["env"])
         schema = SchemaSpec.from_dict(base["schema"])
         st = load_strategy(base["strategy"], schema)
-        adapter = adapter_from_dict(base["adapter"], schema)
+        adapter = adapter_from_dict(base["adapter"], schema, base.get("source_ids"))
         scorer = _Scorer.build(adapter, Segmenter(**base["segmenter"]), st, schema, worker=True)
         _SCORERS.clear()  # one stage at a time per worker
         _SCORERS[key] = scorer
@@ -307,6 +307,7 @@ def _task_fn(
     base = {
         "schema": schema.to_dict(),
         "adapter": adapter.to_dict(),
+        "source_ids": adapter.source_id_map(),
         "strategy": st.to_dict(),
         "segmenter": segmenter.to_dict(),
         "env": dict(env) if env is not None else worker_environment((), True),
@@ -352,7 +353,8 @@ class _Fold:
                     raise
                 yield Done(_Unread(uri, f"{type(exc).__name__}: {exc}"))  # skipped, not read
                 continue
-            key = self.ck.partition_key(uri, {"uri": uri, "fingerprint": fp})
+            sid = self.adapter.source_id(uri)  # an id assigned anew invalidates the partition
+            key = self.ck.partition_key(uri, {"uri": uri, "fingerprint": fp, "source_id": sid})
             # a source without a strong identity never authorizes reuse (spec 000)
             hit = self.ck.lookup(uri, key) if fp else None
             if not fp:

@@ -27,13 +27,15 @@ import warnings
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...core.interrupts import import_pandas_first, is_interrupt
-from ...core.jsonio import dump_json_atomic
+from ...core.jsonio import canonical_json
 from ...core.plugins import without_entry_point_plugins
 from ...core.progress import ProgressCallback, emit
 from ...errors import KurationWarning, PipelineError, StrategyError
+from ...output.commit import write_bytes_atomic
 from ...selection.strategy import Strategy
 from ...tools.analyzers import AnalysisSubject, get_analyzer, overlapping_rows, selected_rows
 from ...tools.review import hours_selection_review
@@ -138,6 +140,11 @@ def _resolve(p: Pipeline, progress: ProgressCallback | None) -> list[str]:
         sources = list(p.sources["uris"])
     else:
         sources = resolve_sources(p.sources, p.base, adapter=p.adapter)
+    if p.adapter is not None:
+        p.adapter.assign_source_ids(sources)  # unique ids, before any source is read
+    check = getattr(p.adapter, "check_sources", None)
+    if check is not None:  # headers and schemas only: a misnamed column fails once, first
+        check(sources)
     for i, uri in enumerate(sources, 1):
         emit(progress, "provenance", "advance", current=i, total=len(sources), source=uri)
     emit(progress, "provenance", "complete", total=len(sources))
@@ -206,10 +213,11 @@ def _execute(
         check_plan_memory(p, sources)
         _warn_unused_checkpoints(p)
         result, steps = _run_count(p, sources, rec)
-        if dest is not None:
-            dump_json_atomic(os.fspath(dest), result.to_dict(segments=True))
+        doc = None if dest is None else canonical_json(result.to_dict(segments=True))
     analyses, enrich_s = _enrich(p, result, steps)
     telemetry = _telemetry(rec, result, len(sources), enrich_s)
+    if dest is not None and doc is not None:  # last: nothing can fail after it is written
+        write_bytes_atomic(Path(dest), doc)
     return PipelineRun(plan, result, telemetry, analyses)
 
 
@@ -279,7 +287,7 @@ def _execute_disk(
             include_entry_points=p.include_entry_points,
         )
     if dest is not None:
-        dump_json_atomic(os.fspath(dest), result.to_dict(segments=True))
+        write_bytes_atomic(Path(dest), canonical_json(result.to_dict(segments=True)))
     return PipelineRun(plan, result, result.telemetry)
 
 
@@ -495,5 +503,5 @@ def review(
     assert isinstance(run.result, CurationResult)
     doc = run.result.to_dict(segments=True)
     if path is not None:
-        dump_json_atomic(os.fspath(path), doc)
+        write_bytes_atomic(Path(path), canonical_json(doc))
     return doc

@@ -10,11 +10,14 @@ A run has three phases (see :mod:`kuration.output.commit`):
 * planning -- validation, scoring, selection, the fill, the shard plan and
   the run fingerprint -- reads sources only;
 * staging -- every shard not already in place is encoded into the run's
-  staging namespace; the published dataset is still untouched, so a
-  failure up to here (bad data included) leaves it byte-identical and
-  readable;
+  staging namespace, then manifest, config (histograms, reports, budget
+  accounting) and commit records are built and encoded to bytes; the
+  published dataset is still untouched, so a failure up to here (bad data
+  included) leaves it byte-identical and readable;
 * publication -- ``state="writing"``, staged shards moved into place, stale
-  files removed, marker/manifest/config replaced, ``state="committed"``.
+  files removed, the prepared marker/manifest/config bytes written,
+  ``state="committed"``: file operations only.  A failure here leaves the
+  destination in state ``writing``; the message names it and ``--resume``.
 """
 
 from __future__ import annotations
@@ -286,6 +289,27 @@ def run_hours(
         ):
             run_steps(r, streaming_steps() if p.opts.streaming else disk_steps(r, STEPS))
     except BaseException as exc:
+        _after_failure(r, root, lease, exc)
+        if isinstance(exc, OSError) and not isinstance(exc, KurationError):
+            where = destination_path(exc, root)
+            if where is not None:
+                raise DestinationError(
+                    f"cannot write the dataset: {exc.strerror or exc}", path=where
+                ) from exc
+        raise
+    lease.release()
+    return _result(r, root)
+
+
+def _after_failure(r: HoursRun, root: Path, lease: WriterLease, exc: BaseException) -> None:
+    """Tidy up after the run failed with ``exc`` and say what it left behind.
+
+    Before ``state="writing"`` a destination this run created is removed (staged work
+    stays after an interrupt, for resume); after it, the destination is left as it is
+    and the message names it and the command that completes it.  An error of the
+    tidying itself (a folder turned read-only, say) becomes a note on ``exc``: the
+    first error is the one the user sees."""
+    try:
         if r.journal is not None:
             r.journal.close()
         interrupted = is_interrupt(exc)  # DuckDB reports a Ctrl-C as its own error
@@ -299,16 +323,17 @@ def run_hours(
                 "resume (kur run --resume) to continue, or force to start over",
                 file=sys.stderr,
             )
+        if r.published:
+            print(
+                f"kuration: the run stopped while publishing; {root} is left in state "
+                "'writing' (readers refuse it): rerun the same job with resume=True "
+                f"(kur run <job> --out {root} --resume) to complete it",
+                file=sys.stderr,
+            )
+    except OSError as cleanup:
+        exc.add_note(f"cleaning up {root} failed too: {cleanup}")
+    finally:
         lease.release(cleanup=not r.published)
-        if isinstance(exc, OSError) and not isinstance(exc, KurationError):
-            where = destination_path(exc, root)
-            if where is not None:
-                raise DestinationError(
-                    f"cannot write the dataset: {exc.strerror or exc}", path=where
-                ) from exc
-        raise
-    lease.release()
-    return _result(r, root)
 
 
 def _result(r: HoursRun, where: Path | str) -> DatasetWriteResult:

@@ -149,7 +149,14 @@ class ScoringResult:
     execution: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
+        rows = {
+            sid: {k: int(v) for k, v in sorted(info.counts.items()) if k != "snap_collisions" and v}
+            for sid, info in sorted(self.sources.items())
+        }
+        rows = {sid: c for sid, c in rows.items() if c}
+        extra = {"row_policies": rows} if rows else {}  # re-timed, dropped duplicates/timeless
         return {
+            **extra,
             "sources_total": len(self.sources) + len(self.errors),
             "sources_scored": sum(1 for s in self.sources.values() if s.n_segments),
             "sources_failed": len(self.errors),
@@ -312,7 +319,7 @@ def _worker_components(
     if key not in _WORKER_CACHE:
         enter_worker_environment(base["env"])
         schema = SchemaSpec.from_dict(base["schema"])
-        adapter = adapter_from_dict(base["adapter"], schema)
+        adapter = adapter_from_dict(base["adapter"], schema, base.get("source_ids"))
         engine = FeatureEngine(base["define"], schema, base["registered"])
         retain_freed_memory()
         seg = Segmenter(**base["segmenter"])
@@ -404,6 +411,7 @@ def score_sources(
         For a bad ``workers`` or ``on_error``, or a source listed twice (a ``ValueError``).
     """
     uris = _checked_sources(sources, workers, on_error)
+    adapter.assign_source_ids(uris)  # unique ids, before any source is read
     # compile here first: a bad metric, transform or scorer fails before any spawn
     engine = strategy_engine(strategy, schema)
     retain_freed_memory()  # whole sources: their temporaries stay mapped (metrics.alloc)
@@ -425,6 +433,7 @@ def score_sources(
             base = {
                 "schema": schema.to_dict(),
                 "adapter": adapter.to_dict(),
+                "source_ids": adapter.source_id_map(),
                 "define": dict(strategy.define),
                 "registered": list(strategy.registered),
                 "transforms": [u.to_dict() for u in transforms],

@@ -92,6 +92,7 @@ def stage_in_workers(
     base = {
         "schema": r.schema.to_dict(),
         "adapter": r.adapter.to_dict(),
+        "source_ids": r.adapter.source_id_map(),
         "output": r.spec,
         "encoder": r.encoder,
         "stage": str(stage),
@@ -153,7 +154,7 @@ def _components(key: str, base: Mapping[str, Any]) -> tuple[InputAdapter, ShardW
     if key not in _WRITERS:
         enter_worker_environment(base["env"])
         schema = SchemaSpec.from_dict(base["schema"])
-        adapter = adapter_from_dict(base["adapter"], schema)
+        adapter = adapter_from_dict(base["adapter"], schema, base.get("source_ids"))
         spec: OutputSpec = base["output"]
         _WRITERS.clear()  # one run at a time per worker
         _WRITERS[key] = (adapter, ShardWriter(Path(base["stage"]), spec, schema, base["encoder"]))

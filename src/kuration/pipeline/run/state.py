@@ -85,6 +85,8 @@ class HoursRun:
     packed_files: list[dict[str, Any]] = field(default_factory=list)
     manifest: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
+    payload: dict[str, bytes] = field(default_factory=dict)  # encoded documents, by file name
+    records: dict[str, bytes] = field(default_factory=dict)  # encoded commit records, by state
     telemetry: list[StageTelemetry] = field(default_factory=list)
 
     @property

@@ -6,20 +6,22 @@ partitions, bytes, checkpoint hits/misses); :func:`run_steps` times it and
 records the telemetry.  The orchestration is the list itself::
 
     score -> rank -> candidates -> split -> fill -> fingerprint -> shard plan
-          -> resume lookup -> stage -> publish -> manifest -> config+commit
+          -> resume lookup -> stage -> manifest -> config -> publish -> commit
 
 Validation (``preflight``) and the writer lease happen before the first step
 (:mod:`kuration.pipeline.dispatch.hours`).  Planning steps read sources only; ``stage``
-encodes shards into the staging namespace; ``publish`` onwards touch the
-published dataset (see :mod:`kuration.output.commit`).
+encodes shards into the staging namespace; ``manifest`` and ``config`` compute and
+encode every document the run publishes (:mod:`kuration.pipeline.run.hours_config`).
+Only ``publish`` and ``commit`` touch the published dataset (see
+:mod:`kuration.output.commit`), and they only move files and write bytes made
+before them: whatever can fail with a computation fails while the previous
+dataset still stands.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import os
-import platform
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
@@ -30,20 +32,15 @@ import numpy as np
 
 from ..._version import __version__
 from ...contracts.segment import Segment
-from ...core.jsonio import dump_json_atomic
-from ...core.plugins import code_unidentified, implementation_fingerprints, run_code, used_names
+from ...core.plugins import code_unidentified, run_code, used_names
 from ...core.progress import emit
 from ...errors import DatasetIntegrityError
 from ...output.commit import (
-    CONFIG_NAME,
     FORMAT,
-    MANIFEST_NAME,
-    MARKER_NAME,
     SPLITS,
     STAGING_NAME,
     Journal,
     fsync_paths,
-    marker_document,
     read_commit,
     remove_stale,
     remove_tree,
@@ -51,6 +48,7 @@ from ...output.commit import (
     run_fingerprint,
     shard_matches,
     staging_dir,
+    write_bytes_atomic,
     write_commit,
 )
 from ...output.encoders import encoder_identity
@@ -65,18 +63,17 @@ from ...selection.fill import (
 )
 from ...selection.select import apply_strategy, assign_splits
 from ..spec.plan import PhysicalPlan, StageTelemetry
-from .presence_report import presence_budget
+from .hours_config import build_config, step_config
 from .scoring import score_sources
 from .stage_local import stage_here
 from .stage_packed import stage_packed
 from .stage_parallel import parallel_stage_possible, stage_in_workers
 from .state import HoursRun, Planned
-from .summary import feature_distributions, ranking_examples
 from .windows import window_reader_scope
 
 W = TypeVar("W")  # where an earlier copy of a shard is (a place name, or an object and one)
 
-__all__ = ["STEPS", "HoursRun", "build_config", "run_steps"]
+__all__ = ["PUBLISH_STEP", "STEPS", "HoursRun", "build_config", "run_steps"]
 
 
 def _fused_features(plan: PhysicalPlan | None) -> bool:
@@ -417,20 +414,9 @@ def step_stage(r: HoursRun) -> dict[str, Any]:
     }
 
 
-def step_publish(r: HoursRun) -> dict[str, Any]:
-    """``state="writing"``, staged shards moved into place, stale files removed, fsync."""
-    stage = staging_dir(r.root, r.fingerprint)
-    last_committed = None
-    if r.prev is not None:
-        prev = r.prev
-        last_committed = prev if prev.get("state") == "committed" else prev.get("previous")
-    r.published = True
-    write_commit(r.root, "writing", run_fingerprint=r.fingerprint, previous=last_committed)
-    for rel in r.to_move:
-        ensure_dir(r.root / rel.split("/", 1)[0])
-        os.replace(stage / rel, r.root / rel)
-    emit(r.progress, "writing", "complete", total=r.partitions)
-    r.entries.sort(
+def _sort_entries(entries: list[dict[str, Any]]) -> None:
+    """The manifest's shard order: split, source, entity, span, shard."""
+    entries.sort(
         key=lambda e: (
             e["split"],
             e["source_id"],
@@ -439,6 +425,19 @@ def step_publish(r: HoursRun) -> dict[str, Any]:
             e["shard_index"],
         )
     )
+
+
+def step_publish(r: HoursRun) -> dict[str, Any]:
+    """``state="writing"``, staged shards moved into place, stale files removed, fsync.
+
+    From here on the run only writes bytes prepared by ``config``
+    (:func:`~kuration.pipeline.run.hours_config.step_config`), moves and removes files."""
+    stage = staging_dir(r.root, r.fingerprint)
+    write_commit(r.root, r.records["writing"])
+    r.published = True  # after the record: a failed write leaves the last commit standing
+    for rel in r.to_move:
+        ensure_dir(r.root / rel.split("/", 1)[0])
+        os.replace(stage / rel, r.root / rel)
     remove_stale(r.root, {e["path"] for e in r.entries})
     if r.opt["durable"]:
         fsync_paths([r.root / s for s in SPLITS if (r.root / s).is_dir()] + [r.root])
@@ -448,6 +447,7 @@ def step_publish(r: HoursRun) -> dict[str, Any]:
 def step_manifest(r: HoursRun) -> dict[str, Any]:
     """The manifest document: splits, budget blocks (with their binding) and every shard."""
     o, spec, fill = r.opt, r.spec, r.filled()
+    _sort_entries(r.entries)
     budget: dict[str, Any] = {
         "too_short_excluded": r.too_short,
         "min_track_seconds": float(o["min_track_seconds"]),
@@ -492,144 +492,11 @@ def step_manifest(r: HoursRun) -> dict[str, Any]:
     return {"rows_in": len(r.entries), "rows_out": 1}
 
 
-def _warnings(r: HoursRun) -> list[str]:
-    out: list[str] = []
-    if not r.entries:
-        out.append("no shard was emitted: every candidate was excluded or dropped")
-    for split in SPLITS:
-        if r.binding[split][0] is not None:
-            out.append(f"{split} under-filled: {r.binding[split][0]}: {r.binding[split][1]}")
-    unidentified = getattr(r.disk, "unidentified", None)
-    if unidentified and r.opt.get("checkpoint_dir") is not None:
-        out.append(
-            f"{IDENTITY_NOTE}: {len(unidentified)} source(s), e.g. {unidentified[0]}, were "
-            "scored afresh and their checkpoints are never reused (a remote object needs a "
-            "version or an ETag, a custom adapter a fingerprint)"
-        )
-    return out
-
-
-#: The start of the warning a run records for sources that cannot authorize reuse.
-IDENTITY_NOTE = "no strong source identity"
-
-
-def _pipeline_block(r: HoursRun) -> dict[str, Any]:
-    o, pool = r.opt, r.pool()
-    sources = [
-        {
-            "source_id": sid,
-            "uri": info.uri,
-            "sha256": info.fingerprint,
-            "split": r.split_of.get(sid),
-            "n_steps": info.n_steps,
-            "segments": info.n_segments,
-            **info.counts,
-        }
-        for sid, info in sorted(pool.sources.items())
-    ]
-    return {
-        "adapter": r.adapter.to_dict(),
-        "segmenter": r.segmenter.to_dict(),
-        "train_hours": o["train_hours"],
-        "test_hours": o["test_hours"],
-        "seed": o["seed"],
-        "clip_aggregate": o["clip_aggregate"],
-        "min_track_seconds": o["min_track_seconds"],
-        "span_steps": o["span_steps"],
-        "max_group_overshoot": r.overshoot,
-        "tag_coverage": r.use_tags,
-        "min_tag_frac": float(o["min_tag_frac"]),
-        "allow_empty_split": bool(o["allow_empty_split"]),
-        "workers": o["workers"],
-        "on_error": o["on_error"],
-        "sources": sources,
-    }
-
-
-def _provenance(r: HoursRun) -> dict[str, Any]:
-    workers = r.opt["workers"]
-    ex = r.executor
-    return {
-        "kuration_version": __version__,
-        "run_fingerprint": r.fingerprint,
-        "python": sys.version.split()[0],
-        "numpy": np.__version__,
-        "platform": platform.platform(),
-        "encoder": encoder_identity(r.encoder),
-        "implementations": implementation_fingerprints(),
-        "sources": r.run["sources"],
-        "execution": {
-            "mode": ex.name if ex is not None else r.opt.get("executor", "local"),
-            "workers": workers,
-            "max_in_flight": ex.max_in_flight if ex is not None else None,
-            **({"streaming": True} if r.opt.get("streaming") else {}),
-            # the PhysicalPlan that ran and each executed step's telemetry (this step's
-            # own is not in yet: it ends with the commit)
-            "plan": r.plan.to_dict() if r.plan is not None else None,
-            "telemetry": [t.to_dict() for t in r.telemetry],
-        },
-        "started_at": r.started,
-        "finished_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-    }
-
-
-def _pool_parts(r: HoursRun) -> dict[str, Any]:
-    """``distributions`` and ``examples`` of config.json: from the segments, or as the
-    disk runtime computed them from its index."""
-    if r.disk is not None:
-        return {"distributions": r.disk.distributions, "examples": r.disk.examples}
-    segs, names = r.pool().segments, r.strategy.feature_names
-    return {
-        "distributions": feature_distributions(segs, r.filled(), names),
-        "examples": ranking_examples(segs, names),
-    }
-
-
-def build_config(r: HoursRun) -> dict[str, Any]:
-    """The config.json document of the run (results, provenance, telemetry so far)."""
-    pool = r.pool()
-    return {
-        "format": "kuration-config/1",
-        "schema": r.schema.to_dict(),
-        "strategy": r.strategy.to_dict(),
-        "output": r.spec.to_dict(),
-        "pipeline": _pipeline_block(r),
-        "job": dict(r.job) if r.job is not None else None,
-        "results": {
-            "scoring": pool.summary(),
-            "bin_edges": r.edges,
-            "budget": presence_budget(
-                r.manifest["budget"],
-                r.admitted,
-                {sid: info.tracks for sid, info in pool.sources.items()},
-                r.hz,
-                r.empty_spans,
-            ),
-            "splits": r.manifest["splits"],
-            "split_of": dict(sorted(r.split_of.items())),
-            "resume": r.resume_block,
-            **_pool_parts(r),
-        },
-        "warnings": _warnings(r),
-        "provenance": _provenance(r),
-    }
-
-
 def step_commit(r: HoursRun) -> dict[str, Any]:
-    """config.json, the marker and the manifest replaced, then ``state="committed"``."""
-    r.config = build_config(r)
-    marker_sha = dump_json_atomic(r.root / MARKER_NAME, marker_document(r.run))
-    man_sha = dump_json_atomic(r.root / MANIFEST_NAME, r.manifest)
-    cfg_sha = dump_json_atomic(r.root / CONFIG_NAME, r.config)
-    write_commit(
-        r.root,
-        "committed",
-        run_fingerprint=r.fingerprint,
-        manifest_sha256=man_sha,
-        config_sha256=cfg_sha,
-        output_spec_sha256=marker_sha,
-        n_shards=len(r.entries),
-    )
+    """The marker, manifest and config bytes replaced, then ``state="committed"``."""
+    for name, data in r.payload.items():
+        write_bytes_atomic(r.root / name, data)
+    write_commit(r.root, r.records["committed"])
     remove_tree(r.root / STAGING_NAME)
     return {"rows_in": len(r.entries), "rows_out": 3}
 
@@ -647,10 +514,14 @@ STEPS: tuple[tuple[str, Step], ...] = (
     ("shard-plan", step_shard_plan),
     ("resume-lookup", step_resume_lookup),
     ("stage", step_stage),
-    ("publish", step_publish),
     ("manifest", step_manifest),
+    ("config", step_config),
+    ("publish", step_publish),
     ("commit", step_commit),
 )
+
+#: The first step that touches the published dataset (``state="writing"``).
+PUBLISH_STEP = "publish"
 
 
 #: The plan stage each step executes (its island is recorded in the telemetry).

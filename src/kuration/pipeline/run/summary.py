@@ -10,7 +10,31 @@ import numpy as np
 from ...contracts.segment import Segment
 from ...selection.fill import FillResult
 
-__all__ = ["feature_distributions", "ranking_examples"]
+__all__ = ["bin_edges", "feature_distributions", "ranking_examples"]
+
+
+def bin_edges(lo: float, hi: float, bins: int) -> np.ndarray:
+    """``bins + 1`` equal-width edges from ``lo`` to ``hi`` (``numpy.histogram_bin_edges``).
+
+    A range too narrow for ``bins`` distinct floats -- values that differ only by
+    rounding, such as the standard deviation of equal ramps -- makes numpy raise
+    ``Too many bins for data range``.  Such values are one value: they get bins of
+    width ``max(1 / bins, 4 * bins * ulp)`` placed so that ``[lo, hi]`` sits in the
+    middle of bin ``bins // 2``, the way numpy spreads one repeated value over a
+    unit range.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, shape ``(bins + 1,)``, strictly increasing, ``edges[0] <= lo`` and
+        ``hi <= edges[-1]``.
+    """
+    try:
+        return np.histogram_bin_edges(np.array([lo, hi], dtype=np.float64), bins=bins)
+    except ValueError:
+        ulp = float(np.spacing(max(abs(lo), abs(hi))))
+        width = max(1.0 / bins, 4.0 * bins * ulp)
+        return float(lo) + (np.arange(bins + 1) - bins // 2 - 0.5) * width
 
 
 def feature_distributions(
@@ -22,8 +46,8 @@ def feature_distributions(
     -------
     dict
         ``{feature: {"edges": [...], "pool": [...], "selected": [...]}}``; edges are equal-width
-        over the pool's finite values (``numpy.histogram_bin_edges``), features without finite
-        values are left out.
+        over the pool's finite values (:func:`bin_edges`), features without finite values are
+        left out.
     """
     spans: dict[str, list[tuple[int, int]]] = {}
     for taken in fill.admitted.values():
@@ -47,7 +71,7 @@ def feature_distributions(
         ok = np.isfinite(vals)
         if not ok.any():
             continue
-        edges = np.histogram_bin_edges(vals[ok], bins=bins)
+        edges = bin_edges(vals[ok].min(), vals[ok].max(), bins)
         pool, _ = np.histogram(vals[ok], bins=edges)
         sel, _ = np.histogram(vals[ok & selected], bins=edges)
         out[name] = {

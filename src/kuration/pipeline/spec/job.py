@@ -68,7 +68,9 @@ def _load_part(value: Any, base: Path, what: str) -> Any:
     return value
 
 
-def load_job(job: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[dict[str, Any], Path]:
+def load_job(
+    job: str | os.PathLike[str] | Mapping[str, Any], *, base: Path | None = None
+) -> tuple[dict[str, Any], Path]:
     """Parse a job (path or dict) strictly; returns it with every part inlined, and its base directory.
 
     The job, with its schema, strategy and output parts inlined, is checked by
@@ -83,16 +85,19 @@ def load_job(job: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[dict[str,
     SchemaError, StrategyError, OutputSpecError
         The same problems inside the job's ``schema``, ``strategy`` or ``output``.
     """
-    raw, base, _ = parse_job(job)
+    raw, base, _ = parse_job(job, base=base)
     return raw, base
 
 
 def parse_job(
-    job: str | os.PathLike[str] | Mapping[str, Any],
+    job: str | os.PathLike[str] | Mapping[str, Any], *, base: Path | None = None
 ) -> tuple[dict[str, Any], Path, JobModel]:
-    """:func:`load_job` plus the validated :class:`JobModel` (the one job loader)."""
+    """:func:`load_job` plus the validated :class:`JobModel` (the one job loader).
+
+    ``base`` is the folder a job given as a mapping is relative to (default the current
+    one); a job file is relative to its own folder."""
     if isinstance(job, Mapping):
-        raw, base, what = dict(job), Path.cwd(), "job"
+        raw, base, what = dict(job), (base or Path.cwd()), "job"
     else:
         p = Path(job)
         what = str(p)
@@ -110,7 +115,21 @@ def parse_job(
     for key in ("schema", "strategy", "output"):
         if key in raw:
             raw[key] = _load_part(raw[key], base, key)
+    _resolve_registries(raw, base)
     return raw, base, validate_config(JobModel, raw, kind="job", what=what)
+
+
+def _resolve_registries(raw: dict[str, Any], base: Path) -> None:
+    """A TimeNet adapter's local ``registries`` are relative to the job's folder, like its
+    sources (URLs and absolute paths stay as written)."""
+    ad = raw.get("adapter")
+    if not isinstance(ad, Mapping) or not isinstance(ad.get("registries"), list):
+        return
+    regs = [
+        str(base / r) if isinstance(r, str) and "://" not in r and not os.path.isabs(r) else r
+        for r in ad["registries"]
+    ]
+    raw["adapter"] = {**ad, "registries": regs}
 
 
 def resolve_sources(spec: Any, base: Path, *, adapter: InputAdapter | None = None) -> list[str]:
@@ -141,6 +160,8 @@ def resolve_sources(spec: Any, base: Path, *, adapter: InputAdapter | None = Non
                 path="sources",
             ) from None
         return [str(p) for p in built]
+    if isinstance(spec, Mapping) and "named" in spec:
+        return _named_sources(spec["named"], base, adapter)
     if isinstance(spec, Mapping) and "glob" in spec:
         pattern = str(spec["glob"])
         pattern = pattern if os.path.isabs(pattern) else str(base / pattern)
@@ -172,6 +193,35 @@ def resolve_sources(spec: Any, base: Path, *, adapter: InputAdapter | None = Non
     raise JobError(
         "sources must be a non-empty list of paths, {'glob': pattern} or {'sample': name}"
     )
+
+
+def _named_sources(named: Any, base: Path, adapter: InputAdapter | None) -> list[str]:
+    """The paths of ``{"named": {id: path}}``; the adapter is told their ids.
+
+    Raises
+    ------
+    JobError
+        Not a non-empty object of id to path, a ``timenet://`` reference (TimeNet names its
+        records), a file that does not exist.
+    """
+    if not (
+        isinstance(named, Mapping)
+        and named
+        and all(isinstance(k, str) and k.strip() and isinstance(v, str) for k, v in named.items())
+    ):
+        raise JobError(
+            "sources.named must map each source id (a non-empty string) to a path",
+            path="sources.named",
+        )
+    if any(v.startswith("timenet://") for v in named.values()):
+        raise JobError(
+            "sources.named: a timenet:// reference names its records itself; list it instead",
+            path="sources.named",
+        )
+    paths = resolve_sources(list(named.values()), base)
+    if adapter is not None:
+        adapter.name_sources(dict(zip(paths, named, strict=True)))
+    return paths
 
 
 def _no_duplicates(listed: list[str], paths: list[str]) -> None:

@@ -263,6 +263,7 @@ def stream_score_sources(
         raise StreamingError(f"adapter {adapter.name!r} cannot stream", step="adapter")
     uris = [str(u) for u in sources]
     _check_sources(uris)
+    adapter.assign_source_ids(uris)  # unique ids, before any source is read
     engine = strategy_engine(strategy, schema)
     _, scorers = resolve_uses(strategy, schema)
     emit(progress, "scoring", "start", total=len(uris))

@@ -209,3 +209,37 @@ def test_sigkill_during_remote_write_then_resume(
     assert _remote_bytes(url) == _local_bytes(base_b.path)
     _same_arrays(url, base_b.path)
     assert not any(STAGING_NAME in k or LOCK_NAME in k for k in fs.find(base))
+
+
+@pytest.mark.parametrize("step", ["config", "commit"])
+def test_a_failure_at_a_remote_step_keeps_or_names_the_dataset(
+    s3_bucket: str, job_a: dict, job_b: dict, base_b: Any, step: str, monkeypatch, capsys
+) -> None:
+    """The remote steps follow the local order: up to ``config`` the committed dataset stays
+    as it was; a failure while publishing leaves ``writing``, named with ``--resume``."""
+    from kuration import PipelineError
+    from kuration.pipeline.destination import remote as remote_run
+
+    url = f"{s3_bucket}/fail-{step}"
+    _quiet_run(job_a, url)
+    before = _remote_bytes(url)
+
+    def fail(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        raise PipelineError(f"injected fault in {step}")
+
+    target = "step_config" if step == "config" else "step_remote_commit"
+    with monkeypatch.context() as m:
+        m.setattr(remote_run, target, fail)
+        with pytest.raises(PipelineError, match="injected fault"):
+            _quiet_run(job_b, url, force=True)
+    err = capsys.readouterr().err
+    if step == "config":
+        assert _remote_bytes(url) == before
+        assert open_dataset(url).commit["state"] == "committed"
+        assert "state 'writing'" not in err
+    else:
+        with pytest.raises(DatasetIntegrityError, match="writing"):
+            open_dataset(url)
+        assert f"{url} is left in state 'writing'" in err and "--resume" in err
+    _quiet_run(job_b, url, resume=True)
+    assert _remote_bytes(url) == _local_bytes(base_b.path)

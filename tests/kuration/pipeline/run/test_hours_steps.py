@@ -40,7 +40,8 @@ def test_each_step_records_its_telemetry(small_run) -> None:
     names = [t.stage for t in run.telemetry]
     assert names == [
         "provenance", "read+segment+features", "bin", "candidates", "split", "fill",
-        "fingerprint", "shard-plan", "resume-lookup", "stage", "publish", "manifest", "commit",
+        "fingerprint", "shard-plan", "resume-lookup", "stage", "manifest", "config", "publish",
+        "commit",
     ]  # fmt: skip
     by = {t.stage: t for t in run.telemetry}
     res = run.result
@@ -79,7 +80,9 @@ def test_config_records_the_plan_and_the_telemetry(small_run) -> None:
     execution = cfg["provenance"]["execution"]
     assert execution["plan"] == json.loads(json.dumps(run.plan.to_dict()))
     recorded = [t["stage"] for t in execution["telemetry"]]
-    assert recorded == [t.stage for t in run.telemetry][:-1]  # all but the commit itself
+    # config.json is encoded before publication: it records every step but its own and the
+    # two that publish it
+    assert recorded == [t.stage for t in run.telemetry][:-3]
 
 
 def test_fill_emits_selection_advances(small_run, tmp_path) -> None:

@@ -152,7 +152,9 @@ def test_short_and_failing_sources(small_job, adsb_sources, tmp_path: Path) -> N
     res = run_job(job, tmp_path / "out")
     summary = res.config["results"]["scoring"]
     assert summary["sources_failed"] == 1 and str(broken) in summary["errors"]
-    assert summary["skipped"] == {"short": "shorter than one window (30 ticks < 120)"}
+    # sources of two folders: ids are paths relative to their common folder
+    sid = f"{tmp_path.name}/short"
+    assert summary["skipped"] == {sid: "shorter than one window (30 ticks < 120)"}
 
 
 def test_every_source_failing_is_loud(small_job, tmp_path: Path) -> None:

@@ -1,0 +1,198 @@
+"""``kur init`` on files: a job that loses nothing it does not report.
+
+The rate comes from the rows' own steps (:mod:`.init_rate`), sizes from the
+time that holds data (:mod:`.init_plan`); stamps that repeat are re-timed by
+row order (``duplicates: retime``), collisions that a rate cannot avoid are
+merged and counted (``collisions: mean``), rows without a time are dropped
+and counted only when the user says so (``--drop-timeless``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import InitError
+from .guess import guess_fields
+from .init_parts import adapter_options, starter_strategy
+from .init_plan import presence
+from .init_rate import choose_rate
+from .inventory import Inventory
+
+__all__ = ["compose_files"]
+
+TEST_SHARE = 0.2
+SPAN_FRACTION = 0.05
+#: share of steps that repeat a stamp above which stamps are read as coarse
+COARSE_REPEATS = 0.05
+
+
+def _hours(h: float) -> float:
+    """Two significant digits, rounded down: a request never exceeds what is there."""
+    if h <= 0:
+        return 0.0
+    r = float(f"{h:.2g}")
+    return r if r <= h else float(f"{h * 0.95:.2g}")
+
+
+def _duplicates(inv: Inventory, given: str | None, lines: list[str]) -> str | None:
+    share = inv.repeats / max(inv.rows - 1, 1)
+    if given is not None:
+        if inv.repeats:
+            lines.append(
+                f"  {inv.repeats} rows repeat a time of their entity: duplicates {given} (given)"
+            )
+        return given
+    if not inv.repeats:
+        return None
+    if share >= COARSE_REPEATS:
+        lines.append(
+            f"  coarse stamps: {inv.repeats} rows ({share:.1%}) repeat the time of the row "
+            "before them: the clock is coarser than the sampling.  The rows are re-timed by "
+            "row order at their steady rows per second, each stretch between gaps keeping its "
+            "first and last stamp (duplicates: retime); --duplicates first keeps one row per "
+            "stamp instead"
+        )
+        return "retime"
+    lines.append(
+        f"  {inv.repeats} rows repeat a time of their entity: the first is kept and the run "
+        "counts the rest (duplicates: first; --duplicates retime spreads them instead)"
+    )
+    return "first"
+
+
+def compose_files(
+    inv: Inventory, out: Path, *, name: str, fraction: float, opts: Mapping[str, Any]
+) -> tuple[dict[str, Any], list[str], list[str]]:
+    """The job for files, its printed evidence and the columns without a unit.
+
+    Raises
+    ------
+    InitError
+        Rows without a time and no ``drop_timeless``; data too short for one window.
+    """
+    assert inv.times is not None and inv.entities is not None
+    fields, missing, skipped = guess_fields(inv.columns)
+    lines = list(inv.lines)
+    if inv.timeless:
+        if not opts.get("drop_timeless"):
+            raise InitError(
+                f"{inv.timeless} of {inv.rows} rows have no time (null or NaN in column "
+                f"{inv.time_column!r}); pass --drop-timeless to drop them (the run counts "
+                "them), or fill them in",
+                source=inv.inputs[0],
+            )
+        lines.append(
+            f"  {inv.timeless} of {inv.rows} rows have no time: the job drops them and the run "
+            "counts them (missing_time: drop)"
+        )
+    dup = _duplicates(inv, opts.get("duplicates"), lines)
+    rc = choose_rate(inv.times, inv.entities, coarse=dup == "retime", forced=opts.get("rate"))
+    lines.extend(rc.lines)
+    hz = rc.hz
+    t = inv.times
+    if dup == "retime":
+        from ..sources._retime import retime_runs
+
+        t, _n = retime_runs(inv.times, inv.entities)
+    pres = presence(t, inv.entities, hz, 1.0 / rc.median_hz)
+    lines.extend(pres.lines())
+    lines.append("fields:")
+    lines.extend(f"  {f.name}: {f.why}" for f in fields)
+    if missing:
+        lines.append(
+            f"units unknown (no metadata) for: {', '.join(missing)}; give them in a hint file "
+            "(--units FILE, a JSON object of column to pint unit)"
+        )
+    if skipped:
+        lines.append(f"not fields: {', '.join(skipped)}")
+    strategy, axes = starter_strategy(fields, bool(inv.entity_column))
+    lines.append(f"strategy: metrics {', '.join(strategy['define'])}; uniform-bins on {axes}")
+    window_s = pres.window_steps / hz
+    usable = pres.usable_s()
+    if usable <= 0:
+        raise InitError(
+            f"no run of rows is as long as one window ({pres.window_steps} steps): the data "
+            "is too short to curate",
+            source=inv.inputs[0],
+        )
+    test_share = TEST_SHARE if inv.n_sources >= 2 else 0.0
+    want_h = fraction * usable / 3600
+    budget = {
+        "train_hours": _hours(want_h * (1 - test_share)),
+        "test_hours": _hours(want_h * test_share),
+    }
+    lines.append(
+        f"budget: train {budget['train_hours']:g} h, test {budget['test_hours']:g} h = "
+        f"{fraction:.0%} of {usable / 3600:.3g} h of present time in runs at least one window "
+        f"long (not the {pres.span_s / 3600:.3g} h the tracks span)"
+    )
+    if not test_share:
+        lines.append(
+            "  no test split: there is one source and a source goes whole to one split; "
+            "give two or more files (or records) for a test split"
+        )
+    adapter = adapter_options(inv, fields, out)
+    adapter.pop("duplicates", None)
+    if dup:
+        adapter["duplicates"] = dup
+    adapter.pop("collisions", None)
+    if rc.collisions:
+        adapter["collisions"] = "mean"
+    if inv.timeless:
+        adapter["missing_time"] = "drop"
+    schema = {"name": name, "sample_hz": hz, "fields": [f.spec for f in fields]}
+    output = {
+        "shard_length": pres.window_steps,
+        "short_policy": "pad",
+        "container": "npz",
+        "presence_mask": True,
+        "modalities": {
+            **{f.name: f.output for f in fields},
+            axes[0]: {"dtype": "float32", "shape": [], "source": f"segment:{axes[0]}"},
+        },
+    }
+    job: dict[str, Any] = {
+        "name": name,
+        "description": f"Written by kur init from {', '.join(inv.job_sources(out))}.",
+        "schema": schema,
+        "adapter": adapter,
+        "sources": inv.job_sources(out),
+        "segmenter": {
+            "window": pres.window_steps,
+            "stride": max(1, pres.window_steps // 2),
+            "unit": "steps",
+        },
+        "strategy": strategy,
+        "output": output,
+        "budget": budget,
+        "seed": 0,
+        "clip_aggregate": "mean",
+        "min_track_seconds": window_s,
+    }
+    lines.append(
+        f"windows: {pres.window_steps} steps ({window_s:.6g} s), stride "
+        f"{max(1, pres.window_steps // 2)} steps; shards of {pres.window_steps} steps (one "
+        "window, no padding)"
+    )
+    reqs = [h * 3600 for h in budget.values() if h > 0]
+    # the run admits whole tracks (an entity's first to last row, gaps included): tracks
+    # long next to the smallest request are cut into spans
+    tracks_s = np.sort(pres.track_steps) / hz
+    if reqs and tracks_s.size and tracks_s[tracks_s.size // 2] > 0.1 * min(reqs):
+        # rows in short bursts: one window per span, since a span reaching over a gap is
+        # mostly empty time (empty spans are left out; half-empty ones are not)
+        runs_s = float(np.median(pres.run_steps)) / hz
+        span = max(float(f"{SPAN_FRACTION * min(reqs):.2g}"), window_s)
+        if runs_s < span:
+            span = window_s
+        job["span_seconds"] = span
+        lines.append(
+            f"spans: tracks are long next to the smallest request (median track "
+            f"{tracks_s[tracks_s.size // 2]:.6g} s), so they are cut into {span:g} s spans "
+            "(span_seconds) and each split lands within 10% of its request"
+        )
+    return job, lines, missing

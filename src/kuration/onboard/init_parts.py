@@ -1,0 +1,78 @@
+"""Parts of the job ``kur init`` writes that every kind of input shares: strategy, adapter."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import InitError
+from .guess import FieldGuess
+from .inventory import Inventory
+
+__all__ = ["adapter_options", "starter_strategy"]
+
+
+def starter_strategy(
+    fields: Sequence[FieldGuess], entity: bool
+) -> tuple[dict[str, Any], list[str]]:
+    define: dict[str, str] = {}
+    pos = next((f for f in fields if f.spec.get("semantics") == "position"), None)
+    ang = next((f for f in fields if f.spec.get("semantics") == "angular"), None)
+    if pos is not None:
+        define["speed_p90"] = f"field:{pos.name} | speed | p90"
+    if ang is not None:
+        define["turn_p90"] = f"field:{ang.name} | angle_delta | abs | p90"
+    scalars = [
+        f
+        for f in fields
+        if f.spec["kind"] == "scalar" and "semantics" not in f.spec and f.output["dtype"] != "uint8"
+    ]
+    for f in scalars[: max(0, 3 - len(define))]:
+        define[f"{f.name}_std"] = f"field:{f.name} | std"
+    if pos is not None and len(define) < 2:
+        define["speed_std"] = f"field:{pos.name} | speed | std"
+    if pos is not None and entity:
+        define["entities_mean"] = f"field:{pos.name} | speed | entities:count | mean"
+    if not define:
+        raise InitError(
+            "no numeric field to score: kur init needs a position, an angle or a numeric column"
+        )
+    axes = [k for k in define if k != "entities_mean"][:2]
+    strategy = {
+        "name": "starter",
+        "define": define,
+        "bin": {"axes": axes, "n_bins": 3},
+        "method": "uniform-bins",
+        "nan_policy": "exclude",
+        "seed": 0,
+    }
+    return strategy, axes
+
+
+def adapter_options(inv: Inventory, fields: Sequence[FieldGuess], out: Path) -> dict[str, Any]:
+    """The job's ``adapter``: timenet or timeseries, with the inventory's columns and policies.
+
+    ``out`` is the job file's folder: local registries are written relative to it."""
+    mapping = {f.name: (list(f.columns) if len(f.columns) > 1 else f.columns[0]) for f in fields}
+    if inv.kind == "timenet":
+        ad: dict[str, Any] = {
+            "type": "timenet",
+            "fields": {
+                k: {"signals": v if isinstance(v, list) else [v]} for k, v in mapping.items()
+            },
+        }
+        if inv.registries:
+            ad["registries"] = inv.job_registries(out)
+    else:
+        ad = {"type": "timeseries", "time_column": str(inv.time_column)}
+        if inv.time_unit:
+            ad["time_unit"] = inv.time_unit
+        if inv.entity_column:
+            ad["entity_column"] = inv.entity_column
+        ad["fields"] = mapping
+        if inv.duplicates:
+            ad["duplicates"] = "first"
+    if inv.irregular:
+        ad["collisions"] = "mean"
+    return ad
