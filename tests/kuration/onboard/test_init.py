@@ -171,4 +171,4 @@ def test_a_registry_is_written_relative_to_the_job_folder(tmp_path: Path, monkey
     assert inspect_dataset(elsewhere / "ds", verify=True).verification["valid"]
     assert sorted(p.name for p in elsewhere.iterdir()) == ["ds"]  # no second registry here
     cfg = json.loads((elsewhere / "ds" / "config.json").read_text())
-    assert cfg["pipeline"]["adapter"]["registries"] == [str(work / "job" / "../reg")]
+    assert cfg["pipeline"]["adapter"]["registries"] == [str(work / "reg")]  # normalised

@@ -121,12 +121,14 @@ def parse_job(
 
 def _resolve_registries(raw: dict[str, Any], base: Path) -> None:
     """A TimeNet adapter's local ``registries`` are relative to the job's folder, like its
-    sources (URLs and absolute paths stay as written)."""
+    sources (URLs and absolute paths stay as written).  The join is normalised lexically
+    (``os.path.normpath``): ``kur init`` checks a job before its folder exists, and the kernel
+    cannot walk ``job/../reg`` through a missing ``job``."""
     ad = raw.get("adapter")
     if not isinstance(ad, Mapping) or not isinstance(ad.get("registries"), list):
         return
     regs = [
-        str(base / r) if isinstance(r, str) and "://" not in r and not os.path.isabs(r) else r
+        os.path.normpath(base / r) if isinstance(r, str) and "://" not in r and not os.path.isabs(r) else r
         for r in ad["registries"]
     ]
     raw["adapter"] = {**ad, "registries": regs}
