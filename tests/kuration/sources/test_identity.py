@@ -136,3 +136,19 @@ def test_a_source_gone_since_the_run_read_it_is_a_change(tmp_path: Path) -> None
     assert (info.value.expected, info.value.actual) == (first.sha256, "")
     with pytest.raises(FileNotFoundError):  # a first read has nothing to compare with
         _ts().read_checked(str(p))
+
+
+def test_a_partitioned_folder_is_fingerprinted_around_its_decode(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = tmp_path / "folder"
+    for part, rows in (("a", [0.0, 1.0]), ("b", [5.0, 6.0])):
+        (root / f"id={part}").mkdir(parents=True)
+        pq.write_table(pa.table({"t": [0, 1], "v": rows}), root / f"id={part}" / "p.parquet")
+    _, first = _ts().read_checked(str(root))
+    assert first.fingerprint == _ts().fingerprint(str(root))
+    pq.write_table(pa.table({"t": [0, 1], "v": [5.0, 6.5]}), root / "id=b" / "p.parquet")
+    with pytest.raises(SourceChangedError) as info:
+        _ts().read_checked(str(root), expect=first)
+    assert info.value.expected == first.fingerprint != info.value.actual
