@@ -46,6 +46,7 @@
 Warnings (defined in :mod:`kuration.warning_types`, exported here too): ``KurationWarning`` (root),
 ``DataOrderWarning`` (input rows were reordered),
 ``SnapCollisionWarning`` (rows of one entity snapped to one grid point; all but one dropped),
+``DataRepairWarning`` (an input defect repaired because the user opted into that repair),
 ``BudgetGranularityWarning`` (a split's admitted hours miss its request by more than 10% because
 its smallest admissible unit, a whole track or span, is too long) and ``PluginWarning`` (an
 installed entry-point plugin failed and was rolled back); ``NonExclusiveLeaseWarning``: no atomic lease.
@@ -58,6 +59,7 @@ from collections.abc import Sequence
 from .warning_types import (
     BudgetGranularityWarning,
     DataOrderWarning,
+    DataRepairWarning,
     KurationWarning,
     NonExclusiveLeaseWarning,
     PluginWarning,
@@ -69,6 +71,7 @@ __all__ = [
     "BudgetError",
     "BudgetGranularityWarning",
     "DataOrderWarning",
+    "DataRepairWarning",
     "DatasetExistsError",
     "DatasetIntegrityError",
     "DestinationError",
@@ -747,10 +750,8 @@ class TransformError(KurationError, ValueError):
         token: str | None = None,
     ) -> None:
         super().__init__(f"{_where('transform', transform, source, segment, token)}: {message}")
-        self.transform = transform
-        self.source = source
-        self.segment = segment
-        self.token = token
+        self.transform, self.source = transform, source
+        self.segment, self.token = segment, token
 
 
 class ScorerError(KurationError, RuntimeError):

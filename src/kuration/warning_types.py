@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "BudgetGranularityWarning",
     "DataOrderWarning",
+    "DataRepairWarning",
     "KurationWarning",
     "NonExclusiveLeaseWarning",
     "PluginWarning",
@@ -39,6 +40,10 @@ class SnapCollisionWarning(KurationWarning):
         super().__init__(message)
         self.source = source
         self.count = count
+
+
+class DataRepairWarning(KurationWarning):
+    """An input defect was repaired because the user opted in (``source``, ``repair`` set)."""
 
 
 class NonExclusiveLeaseWarning(KurationWarning):

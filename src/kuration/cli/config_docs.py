@@ -115,6 +115,8 @@ reading, writing and queries.  Features that pull heavy dependencies are extras:
 | `report` | matplotlib | `kur inspect --html` |
 | `connectors` | kloppy | the `kloppy/football-tracking` connector |
 | `media` | av (PyAV) | lazy video sources (`docs/media.md`) |
+| `lerobot` | av (PyAV) | the cameras of LeRobot v3 datasets (`docs/lerobot.md`); their Parquet frames need no extra |
+| `mcap` | mcap, mcap-ros2-support | MCAP files and ROS 2 bags (`adapter: {"type": "mcap"}`, `docs/lerobot.md`) |
 | `scorers` | scikit-learn | the built-in segment scorers (mutual information, novelty) |
 | `scale` | pyarrow, duckdb | nothing more: both are core dependencies; names the disk-backed pool (`pool: "disk"`, SegmentBatch, StageCheckpoint) |
 | `ray` | ray | `executor: "ray"` (`kur run --executor ray`) |

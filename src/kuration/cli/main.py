@@ -67,6 +67,25 @@ def _cmd_sample(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_export_lerobot(args: argparse.Namespace) -> int:
+    from ..tools.lerobot_export import export_lerobot
+
+    info = export_lerobot(args.dataset, args.out, robot_type=args.robot_type)
+    print(
+        f"wrote LeRobot {info['codebase_version']} dataset {args.out}: "
+        f"{info['total_episodes']} episodes, {info['total_frames']} frames at {info['fps']} fps, "
+        f"splits {info['splits']}"
+    )
+    return 0
+
+
+def _add_export_lerobot(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset", help="a curated dataset folder")
+    p.add_argument("--out", required=True, help="the LeRobot dataset folder to create")
+    p.add_argument("--robot-type", help="info.json robot_type")
+    p.set_defaults(fn=_cmd_export_lerobot)
+
+
 def _cmd_plugin_check(args: argparse.Namespace) -> int:
     from ..core.plugins import load_plugins
 
@@ -128,15 +147,25 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--executor",
-        choices=["local", "process", "ray"],
+        metavar="NAME",
         default=None,
-        help="where the workers run (default: the job's; local for one worker, process for more)",
+        help="where the workers run: local, process, ray or a registered executor "
+        "(default: the job's; local for one worker, process for more)",
+    )
+    p.add_argument(
+        "--executor-option",
+        metavar="KEY=VALUE",
+        action="append",
+        default=None,
+        help="one of the executor's own settings (repeatable; VALUE is read as JSON when it "
+        "parses, else as text), e.g. address=ray://host:10001",
     )
     p.add_argument(
         "--ray-address",
         metavar="ADDR",
         default=None,
-        help="a running Ray cluster for --executor ray (default: start a local one)",
+        help="a running Ray cluster for --executor ray (default: start a local one); "
+        "the same as --executor-option address=ADDR",
     )
     p.add_argument(
         "--streaming",
@@ -323,6 +352,7 @@ _COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], str]] = {
     "init": (_add_init, "write a starter job folder from CSV/Parquet files or a TimeNet version"),
     "inspect": (_add_inspect, "summarize a curated dataset"),
     "diff": (_add_diff, "compare two curated datasets"),
+    "export-lerobot": (_add_export_lerobot, "write a curated dataset as a LeRobot v3 dataset"),
     "check": (_add_check, "gate a dataset with a quality policy (exit 2 on failure)"),
     "curate": (_add_curate, "select N segments with a strategy"),
     "experiment": (_add_experiment, "compare strategies on one scored pool"),

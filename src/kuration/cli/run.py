@@ -10,11 +10,13 @@ import argparse
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from ..core.progress import RichProgress
+from ..errors import JobError
 from ..pipeline.api.entry import run_job
 from ..pipeline.dispatch.hours import DatasetWriteResult
 from ._console import report_console
@@ -56,6 +58,9 @@ def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) ->
     pool = _disk_pool_line(res)
     if pool:
         console.print(pool)
+    plan = res.config.get("provenance", {}).get("execution", {}).get("plan") or {}
+    for note in plan.get("notes", ()):  # how the planner chose the runtime
+        console.print(note)
     for warning in res.config.get("warnings", ()):
         if warning.startswith("no strong source identity"):
             console.print(f"[yellow]checkpoints[/]: {warning}", highlight=False)
@@ -148,6 +153,29 @@ def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) ->
         console.print(f"[yellow]skipped[/] {uri}: {err}")
 
 
+def _executor_options(pairs: list[str] | None) -> dict[str, Any] | None:
+    """``--executor-option KEY=VALUE`` flags as a mapping (a VALUE that parses as JSON is
+    read as JSON, else kept as text).
+
+    Raises
+    ------
+    JobError
+        A flag without ``=``.
+    """
+    if not pairs:
+        return None
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise JobError(f"--executor-option takes KEY=VALUE, got {pair!r}")
+        try:
+            out[key] = json.loads(value)
+        except ValueError:
+            out[key] = value
+    return out
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """``kur run JOB [--out DIR] [--force | --resume] [--workers N] [--executor E] [--json]``."""
     out = args.out or str(Path("runs") / Path(args.job).stem)
@@ -164,6 +192,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             memory_budget=args.memory_budget,
             executor=args.executor,
             ray_address=args.ray_address,
+            executor_options=_executor_options(args.executor_option),
             pool=args.pool,
             checkpoint_dir=args.checkpoint_dir,
         )

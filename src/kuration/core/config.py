@@ -539,17 +539,23 @@ class JobModel(_Model):
     """Tracks shorter than this never enter the pool."""
     workers: PositiveInt = 1
     """Workers for the feature pass and the shard writing (results do not depend on it)."""
-    executor: Literal["local", "process", "process-pool", "ray"] | None = None
-    """Where the workers run: `local` (this process), `process` (a spawn-based pool; `process-pool` is the older name) or `ray` (the `[ray]` extra); default `local` for one worker, `process` for more."""
+    executor: str | None = None
+    """Where the workers run: `local` (this process), `process` (a spawn-based pool; `process-pool` is the older name), `ray` (the `[ray]` extra) or a registered executor; default `local` for one worker, `process` for more."""
+    executor_options: dict[str, Any] | None = None
+    """The executor's own settings, e.g. `{"address": "ray://host:10001"}` for `ray` (default: a local cluster of `workers` CPUs)."""
     ray_address: str | None = None
-    """The Ray cluster of `executor: "ray"` (default: start a local one of `workers` CPUs)."""
+    """The older spelling of `executor_options: {"address": ...}` for `executor: "ray"`."""
     streaming: bool = False
     """Read each source lazily in two passes (time-ordered CSV/Parquet; the artifact is the same)."""
     memory_budget: Annotated[ByteSize, Field(gt=0)] | None = None
     """Fail before reading when the plan's estimated peak exceeds this (`"2GB"`, `"512MiB"` or bytes)."""
     on_error: Literal["skip", "raise"] = "skip"
     """A source that fails to read is skipped (and logged) or stops the run."""
-    pool: Literal["memory", "disk"] = Field("memory", description="`disk`: the scored pool on disk")
+    pool: Literal["memory", "disk"] | None = Field(
+        None,
+        description="`disk`: the scored pool on disk; unset: chosen by the memory budget "
+        "(the default budget is half the machine's memory)",
+    )
     checkpoint_dir: str | None = None
     """Where `pool: "disk"` keeps its checkpointed partitions and DuckDB index (relative to the job file; default: a temporary directory removed after the run, for an hours run the destination's staging area, kept for `resume` until the commit); a rerun over unchanged inputs reuses them."""
     span_steps: PositiveInt | None = None

@@ -25,6 +25,12 @@ completion order.  An exception raised by the function is the task's
 submitted: its outcome is yielded in its place in the order, and it holds a
 slot of ``max_in_flight`` until then, so what the lead holds stays bounded.
 
+Executors are registered like every other component (:func:`register_executor`; the three
+above are built-ins, and an installed distribution adds one through the ``kuration.plugins``
+entry point): an executor on another engine is one class plus its registration.  Its
+engine-specific settings travel as ``executor_options`` (a mapping the class declares by
+:attr:`Executor.option_names`, such as Ray's ``address``), never as keys of their own.
+
 Functions and payloads must pickle (``ray`` uses cloudpickle); a function
 must be importable at module level in the worker.  A ``process`` or ``ray`` task runs under
 the lead's warning filters and its warnings are re-issued in the lead, in task order, as its
@@ -37,13 +43,14 @@ import multiprocessing as mp
 import signal
 import sys
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from ..errors import ExecutorError, MissingExtraError, PipelineError
+from .registry import Registry
 from .worker_warnings import relaying, replay
 
 __all__ = [
@@ -53,14 +60,19 @@ __all__ = [
     "LocalExecutor",
     "ProcessExecutor",
     "RayExecutor",
+    "check_executor_options",
     "enter_worker_environment",
+    "get_executor",
     "iter_ordered",
     "make_executor",
+    "register_executor",
+    "registered_executors",
     "resolve_executor",
     "worker_environment",
 ]
 
-#: The executor names (``process-pool`` is read as ``process``).
+#: The built-in executor names (``process-pool`` is read as ``process``); every registered
+#: one is :func:`registered_executors`.
 EXECUTORS = ("local", "process", "ray")
 _ALIASES = {"process-pool": "process"}
 
@@ -79,9 +91,9 @@ def resolve_executor(name: str | None, workers: int = 1) -> str:
     """
     if name is None:
         return "process" if isinstance(workers, int) and workers > 1 else "local"
-    if not isinstance(name, str) or _ALIASES.get(name, name) not in EXECUTORS:
+    if not isinstance(name, str) or _ALIASES.get(name, name) not in _EXECUTORS:
         raise PipelineError(
-            f"executor must be one of {EXECUTORS} (or 'process-pool'), got {name!r}",
+            f"executor must be one of {registered_executors()} (or 'process-pool'), got {name!r}",
             step="options",
         )
     return _ALIASES.get(name, name)
@@ -191,6 +203,10 @@ class Executor:
     """
 
     name = "executor"
+    #: the ``executor_options`` this executor takes (``make_executor`` refuses others)
+    option_names: ClassVar[tuple[str, ...]] = ()
+    #: the most workers it runs (None: any number)
+    max_workers: ClassVar[int | None] = None
 
     def __init__(self, workers: int = 1, *, max_in_flight: int | None = None) -> None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
@@ -294,6 +310,7 @@ class LocalExecutor(Executor):
     """This process: inline for ``max_in_flight=1``; otherwise one long-lived worker thread."""
 
     name = "local"
+    max_workers = 1
 
     def __init__(self, workers: int = 1, *, max_in_flight: int | None = None) -> None:
         if workers != 1:
@@ -427,6 +444,7 @@ class RayExecutor(Executor):
     """
 
     name = "ray"
+    option_names = ("address",)
 
     def __init__(
         self, workers: int = 1, *, max_in_flight: int | None = None, address: str | None = None
@@ -517,25 +535,106 @@ class RayExecutor(Executor):
         self._remote = None
 
 
-def make_executor(
-    name: str | None,
-    workers: int = 1,
-    *,
-    address: str | None = None,
-    max_in_flight: int | None = None,
-) -> Executor:
-    """The executor called ``name`` (aliases and None resolved by :func:`resolve_executor`).
+ExecutorFactory = Callable[..., Executor]
+
+_EXECUTORS: Registry[ExecutorFactory] = Registry("executor", builtin="executor")
+
+
+def register_executor(name: str, factory: ExecutorFactory, *, clobber: bool = False) -> None:
+    """Register an executor: ``factory(workers, *, max_in_flight=None, **executor_options)``
+    returns an :class:`Executor` (a subclass is its own factory).  A factory's
+    ``option_names`` (and ``max_workers``) are checked before a run starts.
+
+    Raises
+    ------
+    RegistrationError
+        ``factory`` is not callable, or ``name`` is taken and ``clobber`` is false.
+    """
+    from ..errors import RegistrationError
+
+    if not callable(factory):
+        raise RegistrationError(f"executor {name!r}: the factory must be callable")
+    _EXECUTORS.register(name, factory, clobber=clobber)
+
+
+def get_executor(name: str) -> ExecutorFactory:
+    """The factory registered as ``name`` (aliases resolved; raises ``UnknownNameError``)."""
+    return _EXECUTORS.get(_ALIASES.get(name, name))
+
+
+def registered_executors() -> tuple[str, ...]:
+    """Every executor name, built-ins included, sorted."""
+    return _EXECUTORS.names()
+
+
+def check_executor_options(
+    name: str | None, workers: int = 1, options: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """``options`` for the executor ``name`` (None: the one ``workers`` implies) as a plain
+    dict, checked against what it declares: only its ``option_names``, at most its
+    ``max_workers``.
 
     Raises
     ------
     PipelineError
-        An unknown name, ``local`` with ``workers > 1``, or ``address`` for another executor.
+        An unknown executor, an option it does not take, or too many workers.
     """
     kind = resolve_executor(name, workers)
-    if address is not None and kind != "ray":
-        raise PipelineError(f"ray_address is for executor 'ray', not {kind!r}", step="options")
-    if kind == "local":
-        return LocalExecutor(workers, max_in_flight=max_in_flight)
-    if kind == "process":
-        return ProcessExecutor(workers, max_in_flight=max_in_flight)
-    return RayExecutor(workers, max_in_flight=max_in_flight, address=address)
+    factory = get_executor(kind)
+    opts = dict(options or {})
+    if not all(isinstance(k, str) for k in opts):
+        raise PipelineError(f"executor_options keys must be strings, got {opts!r}", step="options")
+    declared = getattr(factory, "option_names", None)
+    extra = sorted(set(opts) - set(declared)) if declared is not None else []
+    if extra:
+        takes = ", ".join(map(repr, declared)) if declared else "none"
+        raise PipelineError(
+            f"executor {kind!r} takes no option {', '.join(map(repr, extra))} "
+            f"(its executor_options: {takes})",
+            step="options",
+        )
+    most = getattr(factory, "max_workers", None)
+    if most is not None and workers > most:
+        raise PipelineError(
+            f"executor {kind!r} runs {'one worker' if most == 1 else f'at most {most} workers'}",
+            step="options",
+        )
+    return opts
+
+
+def make_executor(
+    name: str | None,
+    workers: int = 1,
+    *,
+    options: Mapping[str, Any] | None = None,
+    address: str | None = None,
+    max_in_flight: int | None = None,
+) -> Executor:
+    """The executor called ``name`` (aliases and None resolved by :func:`resolve_executor`),
+    built by its registered factory with ``options`` (its ``executor_options``).
+
+    ``address`` is the older spelling of ``options={"address": ...}`` for ``ray``.
+
+    Raises
+    ------
+    PipelineError
+        An unknown name, an option the executor does not take, too many workers.
+    """
+    kind = resolve_executor(name, workers)
+    opts = dict(options or {})
+    if address is not None:
+        if kind != "ray":
+            raise PipelineError(f"ray_address is for executor 'ray', not {kind!r}", step="options")
+        opts["address"] = address
+    opts = check_executor_options(kind, workers, opts)
+    ex = get_executor(kind)(workers, max_in_flight=max_in_flight, **opts)
+    if not isinstance(ex, Executor):
+        raise PipelineError(
+            f"executor {kind!r} built a {type(ex).__name__}, not an Executor", step="options"
+        )
+    return ex
+
+
+register_executor("local", LocalExecutor)
+register_executor("process", ProcessExecutor)
+register_executor("ray", RayExecutor)

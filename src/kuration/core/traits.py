@@ -215,7 +215,10 @@ def register_with_traits(
 
 
 def declared_traits(kind: str, name: str) -> ExecutionTraits | None:
-    """The traits declared for ``name``, or None."""
+    """The traits declared for ``name``, or None (a built-in not yet loaded is loaded first)."""
+    component = Registry.of_builtin(kind)
+    if component is not None and name not in _TRAITS.get(kind, {}):
+        component.load(name)
     reg = _TRAITS.get(kind)
     return reg.view().get(name) if reg is not None else None
 

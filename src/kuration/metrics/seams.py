@@ -27,8 +27,8 @@ from ..core.registry import Registry
 
 __all__ = ["SCORERS", "TRANSFORMS", "registered_scorers", "registered_transforms"]
 
-TRANSFORMS: Registry[Any] = Registry("batch transform")
-SCORERS: Registry[Any] = Registry("segment scorer")
+TRANSFORMS: Registry[Any] = Registry("batch transform", builtin="transform")
+SCORERS: Registry[Any] = Registry("segment scorer", builtin="scorer")
 
 
 def registered_transforms() -> tuple[str, ...]:

@@ -37,9 +37,11 @@ from ..errors import InitError, KurationError
 from ..output.spec import OutputSpec
 from ..pipeline.run.strategy import load_strategy
 from ..pipeline.spec.job import job_components, load_job
+from ..sources._lerobot_meta import is_dataset
 from .guess import guess_fields
 from .init_check import dry_read
 from .init_files import compose_files
+from .init_lerobot import compose_lerobot
 from .init_parts import adapter_options, starter_strategy
 from .init_rate import exact_rate
 from .inventory import Inventory, inventory_files, inventory_timenet
@@ -247,7 +249,8 @@ def init_job(
     Parameters
     ----------
     inputs : sequence of path or str
-        Source files (``.csv``, ``.parquet``), or one ``timenet://org/name@version``.
+        Source files (``.csv``, ``.parquet``), one ``timenet://org/name@version``, or one
+        LeRobot v3 dataset folder (see :mod:`kuration.onboard.init_lerobot`).
     out : path
         The job folder to write (created).
     units : path or mapping, optional
@@ -295,28 +298,34 @@ def init_job(
         )
     hints = _read_hints(units)
     strs = [str(i) for i in inputs]
-    if any(s.startswith("timenet://") for s in strs):
-        if len(strs) != 1:
-            raise InitError("give one timenet:// reference alone, not mixed with files")
-        inv = inventory_timenet(strs[0], hints=hints, registries=registries)
-    else:
-        inv = inventory_files(
-            [Path(s) for s in strs],
-            hints=hints,
-            time_column=time_column,
-            entity_column=entity_column,
-            time_unit=time_unit,
-        )
     job_name = name or folder.resolve().name
-    opts = {"duplicates": duplicates, "drop_timeless": drop_timeless, "rate": rate}
-    job, lines, missing = _compose(
-        inv, folder.resolve(), name=job_name, fraction=fraction, opts=opts
-    )
+    inv: Inventory | None = None
+    if len(strs) == 1 and is_dataset(strs[0]):  # a LeRobot v3 dataset folder
+        job, lines, missing = compose_lerobot(
+            Path(strs[0]).resolve(), name=job_name, fraction=fraction
+        )
+    else:
+        if any(s.startswith("timenet://") for s in strs):
+            if len(strs) != 1:
+                raise InitError("give one timenet:// reference alone, not mixed with files")
+            inv = inventory_timenet(strs[0], hints=hints, registries=registries)
+        else:
+            inv = inventory_files(
+                [Path(s) for s in strs],
+                hints=hints,
+                time_column=time_column,
+                entity_column=entity_column,
+                time_unit=time_unit,
+            )
+        opts = {"duplicates": duplicates, "drop_timeless": drop_timeless, "rate": rate}
+        job, lines, missing = _compose(
+            inv, folder.resolve(), name=job_name, fraction=fraction, opts=opts
+        )
     try:
         _validate(job, folder)
     except KurationError as exc:
         raise InitError(f"kur init proposed a job that does not validate: {exc}") from exc
-    if inv.kind == "files":  # what the run will drop, and why, before anything is written
+    if inv is not None and inv.kind == "files":  # what the run will drop, and why, first
         _read, rlines = dry_read(job, folder.resolve())
         lines.extend(rlines)
     folder.mkdir(parents=True, exist_ok=True)

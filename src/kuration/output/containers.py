@@ -47,6 +47,7 @@ __all__ = [
     "JsonContainer",
     "NpzContainer",
     "ParquetContainer",
+    "container_can",
     "get_container",
     "register_container",
     "registered_containers",
@@ -66,6 +67,14 @@ class Container(Protocol):
     Built-in containers also take ``dumps(arrays, attrs=...)``, a mapping of
     array name to ``{"name": str, "unit": str | list[str]}``; the writer
     passes it to any container whose ``dumps`` has an ``attrs`` parameter.
+
+    Capabilities a container may declare (read with :func:`container_can`), which the
+    planner and the output checks consult instead of container names:
+
+    * ``streams`` (default True): a shard is written without holding more than itself,
+      so ``streaming=True`` may write it (npz assembles each archive whole: False);
+    * ``packs`` (default False): the ``packed`` layout (many shards in shared files,
+      :mod:`kuration.output.packed`) writes this format (parquet: True).
     """
 
     suffix: str
@@ -97,6 +106,24 @@ def _contiguous(a: np.ndarray) -> np.ndarray:
     return a if a.flags.c_contiguous else a.copy(order="C")
 
 
+#: capability -> its value for a container that does not declare it
+CAPABILITIES = {"streams": True, "packs": False}
+
+
+def container_can(name: str, capability: str) -> bool:
+    """Whether the container registered as ``name`` declares ``capability`` (see
+    :class:`Container`; an undeclared one takes its default from :data:`CAPABILITIES`).
+
+    Raises
+    ------
+    UnknownNameError
+        Unknown container.
+    KeyError
+        Unknown capability.
+    """
+    return bool(getattr(get_container(name), capability, CAPABILITIES[capability]))
+
+
 class NpzContainer:
     """NumPy ``.npz``, written deterministically (fixed zip timestamps, sorted members,
     no pickles) and read with ``numpy.load(allow_pickle=False)``.
@@ -109,6 +136,7 @@ class NpzContainer:
     """
 
     suffix = ".npz"
+    streams = False  # np.savez assembles the whole archive in memory
     _EPOCH = (1980, 1, 1, 0, 0, 0)
 
     def __init__(self, compresslevel: int | None = None) -> None:
@@ -287,6 +315,7 @@ class ParquetContainer:
     """
 
     suffix = ".parquet"
+    packs = True
 
     def require(self) -> ModuleType:
         return _import("pyarrow", "parquet", "parquet")
@@ -345,7 +374,7 @@ class ParquetContainer:
         return out
 
 
-_CONTAINERS: Registry[Container] = Registry("container")
+_CONTAINERS: Registry[Container] = Registry("container", builtin="container")
 
 
 def register_container(name: str, container: Container, *, clobber: bool = False) -> None:

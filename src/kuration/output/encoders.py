@@ -58,7 +58,7 @@ class PassthroughEncoder:
         return {"type": "passthrough"}
 
 
-_ENCODERS: Registry[Callable[..., Any]] = Registry("encoder")
+_ENCODERS: Registry[Callable[..., Any]] = Registry("encoder", builtin="encoder")
 
 
 def register_encoder(name: str, factory: Callable[..., Any], *, clobber: bool = False) -> None:

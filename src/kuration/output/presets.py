@@ -61,7 +61,7 @@ class OutputPreset:
         return cls(name=d["name"], policy=dict(d["policy"]), doc=d.get("doc", ""))
 
 
-_PRESETS: Registry[OutputPreset] = Registry("output preset")
+_PRESETS: Registry[OutputPreset] = Registry("output preset", builtin="preset")
 
 
 def _merge(policy: Mapping[str, Any], doc: Mapping[str, Any]) -> dict[str, Any]:

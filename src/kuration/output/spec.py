@@ -12,13 +12,17 @@ from ..contracts.schema import SchemaSpec
 from ..core.config import OutputModel, validate_config
 from ..core.units import parse_unit
 from ..errors import OutputSpecError
+from .containers import container_can
 
 __all__ = ["ModalitySpec", "OutputSpec"]
 
 _ROUTES = ("field", "segment", "encoder", "media")
 LAYOUTS = ("files", "packed")
-TARGET_FILE_BYTES = 128 * 1024 * 1024
-ROW_GROUP_BYTES = 4 * 1024 * 1024
+
+# one set of defaults: the output spec file's model (core/config.py) is where they live
+_DEFAULTS = {name: f.default for name, f in OutputModel.model_fields.items() if not f.is_required()}
+TARGET_FILE_BYTES: int = _DEFAULTS["target_file_bytes"]
+ROW_GROUP_BYTES: int = _DEFAULTS["row_group_bytes"]
 _POLICIES = ("keep", "pad", "drop")
 OVERFLOW_POLICIES = ("error", "saturate")
 ROUNDING_POLICIES = ("error", "round", "floor", "ceil", "trunc")
@@ -98,7 +102,8 @@ class OutputSpec:
     Parameters
     ----------
     shard_length : int
-        Timesteps per shard.
+        Timesteps per shard (default 64, as in an output spec file: every default here is
+        :class:`~kuration.core.config.OutputModel`'s).
     short_policy : {"keep", "pad", "drop"}
         Tail handling: keep a shorter last shard, pad it with zero rows (the
         real length is stored), or drop it.
@@ -120,13 +125,13 @@ class OutputSpec:
         On any invalid value (checked at construction).
     """
 
-    shard_length: int
-    modalities: Mapping[str, ModalitySpec]
-    short_policy: str = "keep"
-    container: str = "npz"
-    presence_mask: bool = True
+    shard_length: int = _DEFAULTS["shard_length"]
+    modalities: Mapping[str, ModalitySpec] = field(default_factory=dict)  # required: checked
+    short_policy: str = _DEFAULTS["short_policy"]
+    container: str = _DEFAULTS["container"]
+    presence_mask: bool = _DEFAULTS["presence_mask"]
     extra: Mapping[str, Any] = field(default_factory=dict)
-    layout: str = "files"
+    layout: str = _DEFAULTS["layout"]
     target_file_bytes: int = TARGET_FILE_BYTES
     row_group_bytes: int = ROW_GROUP_BYTES
 
@@ -199,7 +204,7 @@ class OutputSpec:
                     "target_file_bytes and row_group_bytes apply to layout 'packed' only"
                 )
             return
-        if self.container != "parquet":
+        if not _packs(self.container):
             raise OutputSpecError(
                 f"layout 'packed' writes Parquet files: container must be 'parquet', "
                 f"got {self.container!r} (npz and other per-file containers need layout 'files')"
@@ -358,3 +363,12 @@ class OutputSpec:
                     )
             elif m.route == "encoder" and not has_encoder:
                 raise OutputSpecError(f"modality {name!r}: encoder: routes need an OutputEncoder")
+
+
+def _packs(container: str) -> bool:
+    """Whether ``container`` declares the ``packs`` capability (an unknown name: no; the
+    container check names it)."""
+    try:
+        return container_can(container, "packs")
+    except KeyError:
+        return False

@@ -130,6 +130,7 @@ class CuratedDatasetAdapter(InputAdapter):
     """
 
     name: ClassVar[str] = "curated"
+    sources_are_files: ClassVar[bool] = False  # "<dataset>#<split>/<track>", checked on read
 
     def __init__(
         self,

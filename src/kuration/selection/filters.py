@@ -72,7 +72,7 @@ class Filter(Protocol):
     def describe(self, params: Mapping[str, Any]) -> str: ...
 
 
-_FILTERS: Registry[Filter] = Registry("filter")
+_FILTERS: Registry[Filter] = Registry("filter", builtin="filter")
 
 
 def register_filter(

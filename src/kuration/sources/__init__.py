@@ -12,6 +12,8 @@ from .base import (
     register_adapter,
     registered_adapters,
 )
+from .lerobot import LeRobotAdapter
+from .mcap import McapAdapter
 from .timenet import TimenetAdapter
 from .timeseries import TimeseriesAdapter
 from .video import JoinedMediaAdapter, VideoAdapter
@@ -19,6 +21,8 @@ from .video import JoinedMediaAdapter, VideoAdapter
 __all__ = [
     "InputAdapter",
     "JoinedMediaAdapter",
+    "LeRobotAdapter",
+    "McapAdapter",
     "TimenetAdapter",
     "TimeseriesAdapter",
     "VideoAdapter",

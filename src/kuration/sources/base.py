@@ -30,7 +30,7 @@ __all__ = [
     "registered_adapters",
 ]
 
-_ADAPTERS: Registry[Callable[..., InputAdapter]] = Registry("adapter")
+_ADAPTERS: Registry[Callable[..., InputAdapter]] = Registry("adapter", builtin="adapter")
 
 
 class InputAdapter(ABC):
@@ -40,9 +40,23 @@ class InputAdapter(ABC):
     implementation over ``ticks``; adapters that can lay out columns directly
     override it for speed.  ``to_dict``/``adapter_from_dict`` rebuild an
     adapter by registered name in worker processes.
+
+    Capabilities, declared on the class (the planner and the job loader read them, never
+    an adapter's name):
+
+    * ``streams``: sources are read lazily, batch by batch (``kuration.sources.stream.TickStream``),
+      so ``streaming=True`` and the entity count of the memory estimate can use them;
+    * ``sources_are_files``: each source is a local path or URL that must exist before the
+      run; False for an adapter whose sources are its own identifiers (checked by it).
+
+    An adapter class may also define ``complete_schema(schema, options, sources) -> dict``,
+    a static method a job file's schema passes through before the adapter is built
+    (TimeNet fills units from its catalog).
     """
 
     name: ClassVar[str] = ""
+    streams: ClassVar[bool] = False
+    sources_are_files: ClassVar[bool] = True
 
     def __init__(self, schema: SchemaSpec) -> None:
         self.schema = schema
@@ -133,6 +147,15 @@ class InputAdapter(ABC):
     _source_ids: Mapping[str, str] | None = None
     #: ids the job named itself (``sources: {"named": {id: path}}``)
     _named_ids: Mapping[str, str] | None = None
+
+    def expand(self, uri: str) -> list[str]:
+        """The sources a listed ``uri`` stands for (default: itself).
+
+        An adapter over a container of many sources (a LeRobot dataset folder:
+        one source per episode) lists them here; the job's source list is
+        expanded before anything is read.
+        """
+        return [uri]
 
     def source_id(self, uri: str) -> str:
         """A stable id for the source: the one :meth:`assign_source_ids` gave it, else

@@ -284,6 +284,16 @@ class TimenetAdapter(InputAdapter):
 
     name: ClassVar[str] = "timenet"
 
+    @staticmethod
+    def complete_schema(
+        schema: Mapping[str, Any], options: Mapping[str, Any], sources: Sequence[str]
+    ) -> dict[str, Any]:
+        """A job's schema completed before the adapter is built: fields without a unit are
+        read in the catalog's units (:func:`schema_with_catalog_units`)."""
+        return schema_with_catalog_units(
+            schema, options.get("fields", {}), sources, registries=options.get("registries")
+        )
+
     def __init__(
         self,
         schema: SchemaSpec,

@@ -118,6 +118,7 @@ class TimeseriesAdapter(InputAdapter):
     """
 
     name: ClassVar[str] = "timeseries"
+    streams: ClassVar[bool] = True
 
     def __init__(
         self,

@@ -91,7 +91,7 @@ class Analyzer(Protocol):
     def analyze(self, subject: AnalysisSubject, params: Mapping[str, Any]) -> dict[str, Any]: ...
 
 
-_ANALYZERS: Registry[Analyzer] = Registry("analyzer")
+_ANALYZERS: Registry[Analyzer] = Registry("analyzer", builtin="analyzer")
 _SCOPES = ("stream", "artifact")
 
 

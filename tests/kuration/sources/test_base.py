@@ -14,7 +14,7 @@ from kuration.sources.base import (
 )
 from kuration.sources.timeseries import TimeseriesAdapter
 
-BUILT_INS = ("curated", "joined-media", "timenet", "timeseries", "video")
+BUILT_INS = ("curated", "joined-media", "lerobot", "timenet", "timeseries", "video")
 
 
 def test_every_built_in_adapter_declares_its_traits() -> None:

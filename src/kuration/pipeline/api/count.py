@@ -49,6 +49,11 @@ def curate(
     *,
     seed: int = 0,
     workers: int = 1,
+    executor: str | None = None,
+    executor_options: Mapping[str, Any] | None = None,
+    pool: str | None = None,
+    checkpoint_dir: str | os.PathLike[str] | None = None,
+    memory_budget: int | str | None = None,
     on_error: str = "skip",
     progress: ProgressCallback | None = None,
     plugins: Sequence[str] = (),
@@ -61,7 +66,10 @@ def curate(
         .select(n).options(seed=..., workers=..., on_error=..., progress=...).run()
 
     ``sources`` are used as given (already resolved).  Parameters are those of
-    :func:`~kuration.pipeline.run.scoring.score_sources` and :func:`select_segments`.
+    :func:`~kuration.pipeline.run.scoring.score_sources` and :func:`select_segments`;
+    ``executor``, ``executor_options``, ``pool``, ``checkpoint_dir`` and ``memory_budget``
+    are the :class:`~kuration.pipeline.spec.logical.PipelineOptions` of the same names
+    (``pool="disk"`` returns a :class:`~kuration.pipeline.disk.pool.DiskSelection`).
 
     Raises
     ------
@@ -77,7 +85,17 @@ def curate(
         p.segment(segmenter)
         .metrics(strategy)
         .select(n)
-        .options(seed=int(seed), workers=workers, on_error=on_error, progress=progress)
+        .options(
+            seed=int(seed),
+            workers=workers,
+            on_error=on_error,
+            progress=progress,
+            executor=executor,
+            executor_options=executor_options,
+            pool=pool,
+            checkpoint_dir=None if checkpoint_dir is None else os.fspath(checkpoint_dir),
+            memory_budget=memory_budget,
+        )
         .run()
     )
 
@@ -92,6 +110,8 @@ def run_experiment(
     *,
     seed: int = 0,
     workers: int = 1,
+    executor: str | None = None,
+    executor_options: Mapping[str, Any] | None = None,
     on_error: str = "skip",
     progress: ProgressCallback | None = None,
     plugins: Sequence[str] = (),
@@ -113,7 +133,12 @@ def run_experiment(
     if plugins:
         p = p.plugins(plugins)
     p = p.segment(segmenter).options(
-        seed=int(seed), workers=workers, on_error=on_error, progress=progress
+        seed=int(seed),
+        workers=workers,
+        on_error=on_error,
+        progress=progress,
+        executor=executor,
+        executor_options=executor_options,
     )
     return p.compare(strategies, n, axes=axes, n_bins=n_bins)
 

@@ -51,6 +51,12 @@ def write_dataset(
     min_tag_frac: float = 0.1,
     allow_empty_split: bool = False,
     workers: int = 1,
+    executor: str | None = None,
+    executor_options: Mapping[str, Any] | None = None,
+    streaming: bool = False,
+    pool: str | None = None,
+    checkpoint_dir: str | os.PathLike[str] | None = None,
+    memory_budget: int | str | None = None,
     on_error: str = "skip",
     resume: bool = False,
     force: bool = False,
@@ -80,7 +86,20 @@ def write_dataset(
     seed : int
         Seeds the split assignment and the method's tie-breaks.
     workers : int
-        Processes for the feature pass (results do not depend on it).
+        Workers for the feature pass and the shard writing (results do not depend on it).
+    executor, executor_options : optional
+        Where the workers run (``local``, ``process``, ``ray`` or a registered executor;
+        None: the one ``workers`` implies) and its own settings (Ray's ``address``).
+    streaming : bool
+        Read each source lazily in two passes (bounded memory; the same artifact).
+    pool : {"memory", "disk"}, optional
+        Where the scored pool lives: in memory, or in checkpointed partitions and a DuckDB
+        index (the ``[scale]`` extra; the same artifact); None lets the memory budget
+        choose.
+    checkpoint_dir : path, optional
+        Where the disk pool keeps its checkpoints.
+    memory_budget : int or str, optional
+        Fail before reading when the plan's estimated peak exceeds it (bytes or ``"2GB"``).
     on_error : {"skip", "raise"}
     resume : bool
         Continue a run into ``out``, reusing a shard only when its size and SHA-256 match
@@ -132,7 +151,17 @@ def write_dataset(
     )
     try:  # write_dataset reports bad options as OutputSpecError
         opts = PipelineOptions(
-            progress=progress, workers=workers, seed=seed, on_error=on_error, durable=durable
+            progress=progress,
+            workers=workers,
+            seed=seed,
+            on_error=on_error,
+            durable=durable,
+            executor=executor,
+            executor_options=executor_options,
+            streaming=streaming,
+            pool=pool,
+            checkpoint_dir=None if checkpoint_dir is None else os.fspath(checkpoint_dir),
+            memory_budget=memory_budget,
         )
     except KurationError as exc:
         raise OutputSpecError(str(exc)) from None
@@ -166,6 +195,7 @@ def run_job(
     executor: str | None = None,
     ray_address: str | None = None,
     streaming: bool | None = None,
+    executor_options: Mapping[str, Any] | None = None,
     memory_budget: int | str | None = None,
     pool: str | None = None,
     checkpoint_dir: str | None = None,
@@ -174,8 +204,9 @@ def run_job(
 
     ``force`` replaces an existing dataset at ``out``; ``resume`` continues (or
     repeats) the same run there, reusing shards whose checksums still match.
-    ``workers`` (>= 1), ``executor`` (``local``, ``process``, ``ray``) and
-    ``ray_address`` replace the job's (the artifact does not depend on them), and so do
+    ``workers`` (>= 1), ``executor`` (``local``, ``process``, ``ray`` or a registered
+    one) and ``executor_options`` (``ray_address`` is Ray's ``address`` option) replace the
+    job's (the artifact does not depend on them), and so do
     ``streaming``, ``memory_budget`` (bytes or ``"2GB"``), ``pool`` (``memory`` or
     ``disk``) and ``checkpoint_dir`` when given.
 
@@ -197,10 +228,10 @@ def run_job(
         opts["workers"] = workers
     if executor is not None:
         opts["executor"] = executor
-        if ray_address is None and executor != "ray":
-            opts["ray_address"] = None  # the job's address was for its own Ray executor
+    if executor_options is not None:
+        opts["executor_options"] = executor_options
     if ray_address is not None:
-        opts["ray_address"] = ray_address
+        opts["ray_address"] = ray_address  # folded into executor_options["address"]
     if streaming is not None:
         opts["streaming"] = bool(streaming)
     if memory_budget is not None:

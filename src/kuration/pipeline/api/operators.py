@@ -25,6 +25,7 @@ from typing import Any, Protocol, Self
 
 from ...core.registry import Registry
 from ...errors import RegistrationError
+from ...metrics.seams import SCORERS, TRANSFORMS, registered_scorers, registered_transforms
 from ...output.presets import get_preset, registered_presets
 from ...selection.filters import get_filter, registered_filters
 from ...selection.methods import get_method, registered_methods
@@ -42,10 +43,12 @@ __all__ = [
 
 class PipelineBuilder(Protocol):
     """What an operator receives and returns: a :class:`~kuration.Pipeline` (its ``apply``
-    checks the class at run time); the built-in wrappers call these two builders."""
+    checks the class at run time); the built-in wrappers call these builders."""
 
     def method(self, name: str, **params: Any) -> Self: ...
     def filter(self, name: str, **params: Any) -> Self: ...
+    def score(self, name: str, **params: Any) -> Self: ...
+    def transform(self, name: str, **params: Any) -> Self: ...
 
 
 OperatorFn = Callable[..., PipelineBuilder]
@@ -84,6 +87,7 @@ class _Exposed:
     names: Callable[[], Iterable[str]]
     get: Callable[[str], Any]
     apply: Callable[..., PipelineBuilder]
+    params: Mapping[str, str] = field(default_factory=dict)
 
 
 _OPERATORS: Registry[Operator] = Registry("operator")
@@ -123,15 +127,18 @@ def expose_registry(
     names: Callable[[], Iterable[str]],
     get: Callable[[str], Any],
     apply: Callable[..., PipelineBuilder],
+    params: Mapping[str, str] | None = None,
 ) -> None:
     """Expose every component of a registry as a named operator.
 
     ``apply(pipeline, name, **params)`` adds the component ``name`` to a
     pipeline; ``get(name)`` returns the component, whose ``parameters``
-    mapping and docstring describe the wrapper.  Wrappers are created lazily,
-    for the names registered at lookup time.
+    mapping (else ``params``, the builder's keywords) and docstring describe the
+    wrapper.  A registration that wraps its code (a scorer's or transform's
+    ``implementation``, a factory class) is described by that code.  Wrappers are
+    created lazily, for the names registered at lookup time.
     """
-    _EXPOSED[kind] = _Exposed(kind, names, get, apply)
+    _EXPOSED[kind] = _Exposed(kind, names, get, apply, dict(params or {}))
 
 
 def _wrapper(exp: _Exposed, name: str) -> Operator:
@@ -140,14 +147,22 @@ def _wrapper(exp: _Exposed, name: str) -> Operator:
     def fn(pipeline: PipelineBuilder, **params: Any) -> PipelineBuilder:
         return exp.apply(pipeline, name, **params)
 
-    builtin = type(obj).__module__.startswith("kuration.")
-    params = dict(getattr(obj, "parameters", None) or {})
-    return Operator(name, fn, MappingProxyType(params), summary(obj), exp.kind, builtin)
+    impl = getattr(obj, "implementation", obj)
+    subject = impl if isinstance(impl, type) else type(impl)
+    builtin = subject.__module__.startswith("kuration.")
+    params = dict(getattr(obj, "parameters", None) or exp.params)
+    return Operator(
+        name, fn, MappingProxyType(params), _first_paragraph(subject), exp.kind, builtin
+    )
 
 
 def summary(obj: Any) -> str:
     """The first paragraph of the docstring of ``obj``'s type, on one line."""
-    text = (type(obj).__doc__ or "").strip().split("\n\n", 1)[0]
+    return _first_paragraph(type(obj))
+
+
+def _first_paragraph(cls: type) -> str:
+    text = (cls.__doc__ or "").strip().split("\n\n", 1)[0]
     return " ".join(line.strip() for line in text.splitlines())
 
 
@@ -240,5 +255,31 @@ def _apply_filter(p: PipelineBuilder, name: str, **params: Any) -> PipelineBuild
     return p.filter(name, **params)
 
 
+def _apply_scorer(p: PipelineBuilder, name: str, **params: Any) -> PipelineBuilder:
+    return p.score(name, **params)
+
+
+def _apply_transform(p: PipelineBuilder, name: str, **params: Any) -> PipelineBuilder:
+    return p.transform(name, **params)
+
+
 expose_registry("method", registered_methods, get_method, _apply_method)
 expose_registry("filter", registered_filters, get_filter, _apply_filter)
+expose_registry(
+    "scorer",
+    registered_scorers,
+    SCORERS.get,
+    _apply_scorer,
+    {"params": "the scorer's own parameters (a mapping)", "output": "the feature it writes"},
+)
+expose_registry(
+    "transform",
+    registered_transforms,
+    TRANSFORMS.get,
+    _apply_transform,
+    {
+        "inputs": "role -> `field:`/`feature:`/`media:` input",
+        "params": "the transform's own parameters (a mapping)",
+        "outputs": "the features it writes",
+    },
+)

@@ -42,6 +42,7 @@ import numpy as np
 
 from ...contracts.schema import SchemaSpec
 from ...contracts.segment import Segmenter
+from ...core.executors import resolve_executor
 from ...core.jsonio import loads_strict
 from ...core.plugins import load_plugins, without_entry_point_plugins
 from ...core.progress import ProgressCallback
@@ -379,8 +380,10 @@ class Pipeline:
 
     def options(self, **kw: Any) -> Pipeline:
         """Set execution options (:class:`PipelineOptions` fields: ``progress``, ``workers``,
-        ``executor``, ``ray_address``, ``seed``, ``on_error``, ``durable``, ``streaming``,
-        ``memory_budget``, ``stream_batch_rows``); unnamed ones keep their value.
+        ``executor``, ``executor_options``, ``seed``, ``on_error``, ``durable``, ``streaming``,
+        ``memory_budget``, ``stream_batch_rows``, ``pool``...); unnamed ones keep their value.
+        Choosing another ``executor`` without ``executor_options`` drops the previous
+        executor's options (they were its own).
 
         Raises
         ------
@@ -393,6 +396,11 @@ class Pipeline:
             raise PipelineError(
                 f"unknown options {sorted(extra)} (take {sorted(names)})", step="options"
             )
+        if "executor" in kw and "executor_options" not in kw:
+            before = self.opts.resolved_executor
+            workers = kw.get("workers", self.opts.workers)
+            if resolve_executor(kw["executor"], workers) != before:
+                kw["executor_options"] = None
         return self._with(opts=dataclasses.replace(self.opts, **kw))
 
     def enrich(self, analyzer: str, **params: Any) -> Pipeline:
@@ -713,6 +721,7 @@ def _job_options(m: Any, base: Path) -> PipelineOptions:
             workers=m.workers,
             on_error=m.on_error,
             executor=m.executor,
+            executor_options=m.executor_options,
             ray_address=m.ray_address,
             streaming=m.streaming,
             memory_budget=None if m.memory_budget is None else int(m.memory_budget),

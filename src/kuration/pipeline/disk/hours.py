@@ -492,6 +492,9 @@ def step_disk_summary(r: HoursRun) -> dict[str, Any]:
 
 # ---- the step list ----------------------------------------------------------------------------
 
+#: the runtime the steps of this module run (stamped on their telemetry)
+RUNTIME = DISK_RUNTIME
+
 _REPLACED: dict[str, Step] = {
     "read+segment+features": step_disk_score,
     "bin": step_disk_rank,

@@ -68,7 +68,7 @@ from ...selection.constraints import assign_groups, resolve_floors, source_group
 from ...selection.strategy import Strategy
 from ...sources.base import InputAdapter
 from ...sources.identity import SourceDigest
-from ..spec.budget import estimate_peak
+from ..spec.budget import default_memory_budget, estimate_peak
 from ..spec.logical import CountSelection, HoursSelection
 from ..spec.plan import PlanStage, StageTelemetry
 from .checkpoint import StageCheckpoint
@@ -88,6 +88,8 @@ from .tags import select_with_floors, tag_pool, tag_report
 __all__ = [
     "DISK_RUNTIME",
     "DiskSelection",
+    "PoolChoice",
+    "auto_pool_note",
     "budget_pool",
     "disk_ineligible",
     "disk_meets_budget",
@@ -139,26 +141,78 @@ def disk_meets_budget(
     return min(room, INDEX_MEMORY) if room >= index_min else None
 
 
-def budget_pool(p: Any, sources: Sequence[str]) -> int | None:
-    """The automatic choice: with a ``memory_budget`` that the in-memory count or hours
-    plan of ``p`` exceeds, the index memory with which the disk pool meets it (the plan is
-    then run there), else None.  Only for ``pool="memory"``, not streamed, eligible plans
-    (for hours also without analyzers)."""
-    budget = p.opts.memory_budget
-    if budget is None or p.opts.pool != "memory" or p.opts.streaming:
-        return None
+@dataclass(frozen=True)
+class PoolChoice:
+    """How the planner chose the pool of a plan that did not fix it: ``disk`` when its
+    estimated in-memory peak ``estimate`` exceeds ``budget`` (bytes), the ``memory_budget``
+    the user set or the default one (``by`` says which, and where it comes from); the disk
+    index then gets ``index_bytes``."""
+
+    disk: bool
+    estimate: int
+    budget: int
+    by: str
+    index_bytes: int = 0
+    origin: str = ""
+
+    def note(self) -> str:
+        """What the plan, config.json and the run summary say about the choice."""
+        est = f"{self.estimate / 1e6:,.0f} MB"
+        budget = f"{self.by} of {self.budget / 1e6:,.0f} MB" + (
+            f" ({self.origin})" if self.origin else ""
+        )
+        if self.disk:
+            return (
+                f"pool: disk, chosen automatically: the estimated in-memory peak {est} "
+                f"exceeds {budget}"
+            )
+        return f"pool: memory: the estimated in-memory peak {est} is within {budget}"
+
+
+def _auto_eligible(p: Any) -> bool:
+    """A count or hours plan (hours without analyzers), not streamed, that the disk runtime
+    runs."""
+    if p.opts.streaming or p.strategy_ is None:
+        return False
     hours = isinstance(p.selection, HoursSelection) and not p.analyzers
     if not (hours or isinstance(p.selection, CountSelection)):
+        return False
+    return disk_ineligible(p.strategy_) is None
+
+
+def budget_pool(p: Any, sources: Sequence[str]) -> PoolChoice | None:
+    """The automatic choice of the runtime, or None when there is none to make (a fixed
+    pool, an ineligible plan, no budget).  The disk runtime is chosen:
+
+    * with a ``memory_budget`` that the in-memory plan exceeds, and the disk pool meets
+      (``pool`` unset or ``memory``);
+    * with neither ``memory_budget`` nor ``pool``, when the in-memory plan exceeds the
+      default budget (:func:`~kuration.pipeline.spec.budget.default_memory_budget`): the
+      disk runtime runs it even where it cannot meet that budget either, as it holds less.
+
+    Only for eligible plans (see :func:`disk_ineligible`; hours plans without analyzers,
+    never streamed).  The artifact is byte-identical on either runtime.
+    """
+    if p.opts.pool == "disk" or not _auto_eligible(p):
         return None
-    if disk_ineligible(p.strategy_) is not None:
-        return None
+    budget, by, how = p.opts.memory_budget, "memory_budget", ""
+    default = budget is None
+    if default:
+        found = default_memory_budget() if p.opts.pool is None else None
+        if found is None:
+            return None
+        (budget, how), by = found, "the default memory budget"
     est = estimate_peak(p, sources)
     if est.in_memory <= budget:
-        return None
+        return PoolChoice(False, int(est.in_memory), int(budget), by, 0, how)
     index = disk_meets_budget(est.parts, budget, p.opts.workers)
-    if index is not None:
+    if index is None:
+        if not default:
+            return None  # check_plan_memory says what would meet it
+        index = INDEX_MEMORY_MIN
+    elif not default:  # the user's hard budget needs the checkpoints
         _require_identity(p.adapter, sources)
-    return index
+    return PoolChoice(True, int(est.in_memory), int(budget), by, index, how)
 
 
 def _require_identity(adapter: InputAdapter, sources: Sequence[str]) -> None:
@@ -181,6 +235,26 @@ def _require_identity(adapter: InputAdapter, sources: Sequence[str]) -> None:
                 "serve it with an ETag or a versioned bucket, copy it to a local file, or give "
                 "the adapter a fingerprint (InputAdapter.fingerprint)"
             )
+
+
+def auto_pool_note(p: Any) -> str | None:
+    """What :meth:`~kuration.Pipeline.explain` says of a plan whose pool is chosen when it
+    runs (from the sources' metadata), or None when the pool is fixed."""
+    if p.opts.pool == "disk" or not _auto_eligible(p):
+        return None
+    if p.opts.memory_budget is not None:
+        budget, by = f"memory_budget of {int(p.opts.memory_budget) / 1e6:,.0f} MB", ""
+    elif p.opts.pool is None:
+        found = default_memory_budget()
+        if found is None:
+            return None
+        budget, by = f"the default memory budget of {found[0] / 1e6:,.0f} MB", f" ({found[1]})"
+    else:
+        return None
+    return (
+        f"pool: chosen when the run starts, from the sources' metadata: the disk runtime if "
+        f"the estimated in-memory peak exceeds {budget}{by}, else memory (set pool to fix it)"
+    )
 
 
 #: the stages the disk runtime runs, and what each does there
@@ -341,7 +415,7 @@ def select_on_disk(
     run_key: Mapping[str, Any] | None = None,
     executor: Executor | str | None = None,
     workers: int = 1,
-    ray_address: str | None = None,
+    executor_options: Mapping[str, Any] | None = None,
     plugins: Sequence[str] = (),
     include_entry_points: bool = True,
 ) -> DiskSelection:
@@ -368,8 +442,8 @@ def select_on_disk(
         is used as is (its owner closes it), a name (None: the one ``workers`` implies)
         is made here and closed at the end.  The selection and every partition's bytes
         are the same for any executor.
-    workers, ray_address
-        The executor's workers and Ray cluster (as for :func:`kuration.curate`).
+    workers, executor_options
+        The executor's workers and its own settings (as for :func:`kuration.curate`).
     plugins, include_entry_points
         Modules (and whether entry-point plugins) a worker imports first.
 
@@ -418,7 +492,7 @@ def select_on_disk(
     if isinstance(executor, Executor):
         ex = executor
     else:
-        ex = make_executor(executor, workers, address=ray_address)
+        ex = make_executor(executor, workers, options=executor_options)
     run = _DiskRun(schema, adapter, segmenter, strategy, on_error, batch_rows, durable)
     try:
         env = worker_environment(plugins, include_entry_points)
@@ -452,8 +526,9 @@ def plan_identity(plan: Any) -> dict[str, Any]:
     the partitions are byte-identical under each) are left out, and so is each stage's
     executor, so a run resumed with other workers reuses the partitions."""
     doc = plan.to_dict()
-    skip = ("progress", "durable", "checkpoint_dir", "executor", "workers", "ray_address")
+    skip = ("progress", "durable", "checkpoint_dir", "executor", "workers", "executor_options")
     doc["options"] = {k: v for k, v in doc["options"].items() if k not in skip}
+    doc.pop("notes", None)  # how the pool was chosen changes no partition
     doc["stages"] = [{k: v for k, v in s.items() if k != "executor"} for s in doc["stages"]]
     return doc
 
@@ -563,6 +638,7 @@ def _run(
         ),
         StageTelemetry("bin+select", t3 - t2, rows_in=n_pool, rows_out=len(selected)),
     )
+    tele = tuple(dataclasses.replace(t, runtime=DISK_RUNTIME) for t in tele)
     return DiskSelection(
         strategy=st,
         n_requested=n,

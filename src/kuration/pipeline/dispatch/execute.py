@@ -60,9 +60,9 @@ from ..run.windows import window_reader_scope
 from ..spec.budget import check_plan_memory
 from ..spec.job import resolve_sources
 from ..spec.logical import HoursSelection
-from ..spec.plan import PhysicalPlan, StageTelemetry
+from ..spec.plan import REFERENCE_RUNTIME, PhysicalPlan, StageTelemetry
 from ..stream.passes import check_streaming
-from .hours import DatasetWriteResult, preflight, run_hours
+from .hours import DatasetWriteResult, check_resume_force, run_hours
 from .planner import compile_plan
 
 if TYPE_CHECKING:
@@ -118,6 +118,7 @@ class _Recorder:
         self.started: dict[str, float] = {}
         self.wall: dict[str, float] = {}
         self.totals: dict[str, Any] = {}
+        self.executor: str | None = None  # what ran the scoring phase
 
     def __call__(self, ev: dict[str, Any]) -> None:
         phase, event, now = ev["phase"], ev["event"], time.perf_counter()
@@ -206,16 +207,19 @@ def _execute(
     scope = nullcontext() if p.include_entry_points else without_entry_point_plugins()
     with scope:
         sources = _resolve(p, rec)
-        index_bytes = budget_pool(p, sources)
-        if index_bytes is not None:  # the pool does not fit the budget; the disk pool does
+        choice = budget_pool(p, sources)
+        if choice is not None and choice.disk:  # the pool does not fit: the disk pool runs it
             auto = p.options(pool="disk")
-            return _execute_disk(auto, compile_plan(auto), dest, sources, index_bytes)
+            plan = dataclasses.replace(compile_plan(auto), notes=(choice.note(),))
+            return _execute_disk(auto, plan, dest, sources, choice.index_bytes)
+        if choice is not None:
+            plan = dataclasses.replace(plan, notes=(choice.note(),))
         check_plan_memory(p, sources)
         _warn_unused_checkpoints(p)
         result, steps = _run_count(p, sources, rec)
         doc = None if dest is None else canonical_json(result.to_dict(segments=True))
     analyses, enrich_s = _enrich(p, result, steps)
-    telemetry = _telemetry(rec, result, len(sources), enrich_s)
+    telemetry = _telemetry(rec, result, len(sources), enrich_s, plan)
     if dest is not None and doc is not None:  # last: nothing can fail after it is written
         write_bytes_atomic(Path(dest), doc)
     return PipelineRun(plan, result, telemetry, analyses)
@@ -282,7 +286,7 @@ def _execute_disk(
             run_key={"plan": plan_identity(plan)},
             executor=p.opts.resolved_executor,
             workers=p.opts.workers,
-            ray_address=p.opts.ray_address,
+            executor_options=p.opts.executor_options,
             plugins=list(p.plugin_modules),
             include_entry_points=p.include_entry_points,
         )
@@ -303,15 +307,7 @@ def _execute_hours(
     :func:`~kuration.pipeline.dispatch.hours.run_hours` (whose steps record their own telemetry)."""
     if dest is None:
         raise PipelineError("an hours budget writes a dataset: give a destination", step="write")
-    preflight(
-        schema=p.schema,  # type: ignore[arg-type]
-        strategy=p.strategy_,  # type: ignore[arg-type]
-        spec=p.output_spec,  # type: ignore[arg-type]
-        encoder=p.encoder,
-        resume=resume,
-        force=force,
-        **p.selection.write_options(),  # type: ignore[union-attr]
-    )
+    check_resume_force(resume, force)  # the rest was checked when the plan was compiled
     progress = p.opts.progress
     scope = nullcontext() if p.include_entry_points else without_entry_point_plugins()
     with scope:
@@ -319,11 +315,14 @@ def _execute_hours(
         sources = _resolve(p, progress) if resolved is None else resolved
         index_bytes = None
         if plan.stage("features").runtime != DISK_RUNTIME:
-            index_bytes = budget_pool(p, sources)
-            if index_bytes is not None:  # the pool does not fit the budget; the disk pool does
+            choice = budget_pool(p, sources)
+            if choice is not None and choice.disk:  # the pool does not fit: the disk pool runs it
                 p = p.options(pool="disk")
-                plan = compile_plan(p)
+                plan = dataclasses.replace(compile_plan(p), notes=(choice.note(),))
+                index_bytes = choice.index_bytes
             else:
+                if choice is not None:
+                    plan = dataclasses.replace(plan, notes=(choice.note(),))
                 check_plan_memory(p, sources)  # from metadata, before any row is read
                 _warn_unused_checkpoints(p)
         n = len(sources)
@@ -357,7 +356,7 @@ def _score(p: Pipeline, sources: list[str], rec: _Recorder) -> tuple[ScoringResu
         p.strategy_,
         workers=p.opts.workers,
         executor=p.opts.resolved_executor,
-        ray_address=p.opts.ray_address,
+        executor_options=p.opts.executor_options,
         on_error=p.opts.on_error,
         progress=rec,
         plugins=list(p.plugin_modules),
@@ -373,6 +372,7 @@ def _run_count(
     lengths the audit needs."""
     assert p.strategy_ is not None
     scoring, scoring_s = _score(p, sources, rec)
+    rec.executor = scoring.execution.get("executor")
     steps = {sid: info.n_steps for sid, info in scoring.sources.items()}
     with window_reader_scope(p.adapter, scoring):  # type: ignore[arg-type]
         res = select_segments(
@@ -454,8 +454,10 @@ def _enrich(p: Pipeline, result: Any, steps: dict[str, int]) -> tuple[dict[str, 
 
 
 def _telemetry(
-    rec: _Recorder, result: Any, n_sources: int, enrich_s: float
+    rec: _Recorder, result: Any, n_sources: int, enrich_s: float, plan: PhysicalPlan
 ) -> tuple[StageTelemetry, ...]:
+    """The count run's telemetry, one entry per progress phase that did work (the
+    transforms and scorers phases only when the plan has some), on the in-memory runtime."""
     if isinstance(result, CurationResult):
         n_seg = len(result.pool)
         sel_out: int | None = result.n_selected
@@ -473,14 +475,18 @@ def _telemetry(
         "selection": {"rows_in": n_seg, "rows_out": sel_out},
     }
     sel_name = "bin+select" if isinstance(result, CurationResult) else "bin+fill"
+    if rec.executor is not None:
+        rows["scoring"]["executor"] = rec.executor
     out = []
     for phase, measured in rows.items():
-        if phase not in rec.wall:
+        if phase not in rec.wall or (
+            phase in ("transforms", "scorers") and plan.stage(phase).empty
+        ):
             continue
         name = sel_name if phase == "selection" else _PHASE_STAGES[phase]
-        out.append(StageTelemetry(name, rec.wall[phase], **measured))
+        out.append(StageTelemetry(name, rec.wall[phase], runtime=REFERENCE_RUNTIME, **measured))
     if enrich_s:
-        out.append(StageTelemetry("enrich", enrich_s, rows_in=n_seg))
+        out.append(StageTelemetry("enrich", enrich_s, rows_in=n_seg, runtime=REFERENCE_RUNTIME))
     return tuple(out)
 
 

@@ -62,7 +62,7 @@ from ..stream.passes import STREAMING_STEPS
 if TYPE_CHECKING:
     from ..spec.view import PipelineView as Pipeline  # the fields it reads of one
 
-__all__ = ["DatasetWriteResult", "preflight", "run_hours"]
+__all__ = ["DatasetWriteResult", "check_resume_force", "preflight", "run_hours"]
 
 
 @dataclass(frozen=True)
@@ -162,6 +162,18 @@ def _group_fn(
     return group_of
 
 
+def check_resume_force(resume: bool, force: bool) -> None:
+    """The one write option the plan cannot check (it is not part of the pipeline).
+
+    Raises
+    ------
+    OutputSpecError
+        ``resume`` and ``force`` together.
+    """
+    if resume and force:
+        raise OutputSpecError("resume=True and force=True are mutually exclusive")
+
+
 def preflight(
     *,
     schema: SchemaSpec,
@@ -194,8 +206,7 @@ def preflight(
         See :func:`write_dataset`.
     """
     hz = float(schema.sample_hz)
-    if resume and force:
-        raise OutputSpecError("resume=True and force=True are mutually exclusive")
+    check_resume_force(resume, force)
     if sample_hz is not None and float(sample_hz) != hz:
         raise OutputSpecError(
             f"sample_hz {sample_hz} differs from the schema's {hz}; resampling is not supported"
@@ -283,7 +294,7 @@ def run_hours(
         # one executor for the whole run: scoring and staging share its workers
         with (
             make_executor(
-                p.opts.resolved_executor, p.opts.workers, address=p.opts.ray_address
+                p.opts.resolved_executor, p.opts.workers, options=p.opts.executor_options
             ) as r.executor,
             disk_session(r),
         ):
@@ -365,19 +376,15 @@ def _prepare(
     resume: bool,
     index_bytes: int | None = None,
 ) -> HoursRun:
-    """The validated :class:`HoursRun` of ``p`` (``preflight``: nothing is read)."""
+    """The :class:`HoursRun` of ``p``: its options were checked once, when ``plan`` was
+    compiled (``preflight``), which also resolved the span length (the fill stage's
+    ``span_steps``); nothing is validated again here."""
     sel = p.selection
     assert isinstance(sel, HoursSelectionT)
     assert p.schema and p.adapter and p.segmenter and p.strategy_ and p.output_spec
-    span, encoder = preflight(
-        schema=p.schema,
-        strategy=p.strategy_,
-        spec=p.output_spec,
-        encoder=p.encoder,
-        resume=resume,
-        force=force,
-        **sel.write_options(),
-    )
+    check_resume_force(resume, force)
+    span = plan.stage("fill").detail.get("span_steps")
+    encoder = p.encoder if p.encoder is not None else PassthroughEncoder()
     o = p.opts
     options = {
         **sel.write_options(),
@@ -388,7 +395,7 @@ def _prepare(
         "seed": o.seed,
         "workers": o.workers,
         "executor": o.resolved_executor,
-        "ray_address": o.ray_address,
+        "executor_options": dict(o.executor_options or {}),
         "on_error": o.on_error,
         "durable": o.durable,
         "streaming": o.streaming,

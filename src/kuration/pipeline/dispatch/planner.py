@@ -7,16 +7,23 @@ declared in the registries: no source is resolved, fetched or opened.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...core.traits import ExecutionTraits, traits_of
 from ...errors import PipelineError
 from ...selection.strategy import Strategy
-from ..disk.pool import DISK_RUNTIME, plan_pool
+from ..disk.pool import DISK_RUNTIME, auto_pool_note, plan_pool
 from ..run.stage_parallel import encoder_pickles
 from ..spec.logical import CountSelection, HoursSelection
-from ..spec.plan import REFERENCE_RUNTIME, PhysicalPlan, PlanComponent, PlanStage, fuse_stages
+from ..spec.plan import (
+    REFERENCE_RUNTIME,
+    STREAM_RUNTIME,
+    PhysicalPlan,
+    PlanComponent,
+    PlanStage,
+    fuse_stages,
+)
 from .hours import preflight
 
 if TYPE_CHECKING:
@@ -83,16 +90,50 @@ def _input_stages(p: Pipeline, st: Strategy) -> list[PlanStage]:
         PlanStage("read", read_traits, (_component("adapter", adapter_name),), detail=detail),
         PlanStage("segment", _WINDOW, detail=p.segmenter.to_dict()),
         PlanStage("features", _WINDOW, tuple(metrics)),
-        _seam_stage("transforms", "transform", p.transforms, _WINDOW),
-        _seam_stage("scorers", "scorer", p.scorers, _POOL),
+        # what the run executes: the strategy's uses (a strategy file's and the builders')
+        _seam_stage("transforms", "transform", _uses(st.transforms), _WINDOW),
+        _seam_stage("scorers", "scorer", _uses(st.scorers), _POOL),
     ]
 
 
+def _uses(entries: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """A strategy's ``transforms``/``scorers`` entries as ``(name, params)``."""
+    return tuple((str(e["name"]), {k: v for k, v in e.items() if k != "name"}) for e in entries)
+
+
 def _seam_stage(
-    kind: str, registry_kind: str, uses: tuple[SeamUse, ...], traits: ExecutionTraits
+    kind: str,
+    registry_kind: str,
+    uses: Sequence[SeamUse] | Sequence[tuple[str, dict[str, Any]]],
+    traits: ExecutionTraits,
 ) -> PlanStage:
-    comps = tuple(_component(registry_kind, u.name, dict(u.params)) for u in uses)
+    pairs = [u if isinstance(u, tuple) else (u.name, dict(u.params)) for u in uses]
+    comps = tuple(_component(registry_kind, name, params) for name, params in pairs)
     return PlanStage(kind, traits, comps, empty=not comps)
+
+
+#: what the streaming runtime does at each stage of an hours plan
+_STREAM = {
+    "read": "each source read lazily in record batches, twice: pass 1 scores, pass 2 writes",
+    "segment": "windows cut from the stream of one source at a time",
+    "features": "metrics per window as the stream passes; only the scored segments stay",
+    "scorers": "segment scorers over the scored segments (no source is held)",
+    "bin": "quantile edges over the scored segments (no source is held)",
+    "fill": "track candidates and budgets over the scored segments",
+    "tracks": "admitted sources streamed again (pass 2), one at a time",
+    "write": "shards flushed from the stream into staging, committed at the end",
+}
+
+
+def _stream_stages(stages: Sequence[PlanStage]) -> tuple[PlanStage, ...]:
+    """``streaming=True``: the stages the streaming runtime runs name it and what it does."""
+    out = []
+    for s in stages:
+        if s.kind in _STREAM and not s.empty:
+            detail = {**dict(s.detail), "runtime": _STREAM[s.kind]}
+            s = dataclasses.replace(s, runtime=STREAM_RUNTIME, detail=detail)
+        out.append(s)
+    return tuple(out)
 
 
 def _selection_components(st: Strategy) -> tuple[PlanComponent, ...]:
@@ -176,6 +217,8 @@ def compile_plan(p: Pipeline) -> PhysicalPlan:
     stages = fuse_stages([*_input_stages(p, st), *_selection_stages(p, st, sel), enrich])
     mode = "hours" if isinstance(sel, HoursSelection) else "count"
     stages, warnings = plan_pool(stages, st, mode, p.opts.pool, streaming=p.opts.streaming)
+    if p.opts.streaming and mode == "hours":
+        stages = _stream_stages(stages)
     for s in stages:
         if s.empty or s.runtime != REFERENCE_RUNTIME:
             continue
@@ -187,7 +230,9 @@ def compile_plan(p: Pipeline) -> PhysicalPlan:
                     f"(planned as {c.traits.scope}/{c.traits.fusion})"
                 )
     stages = _place(stages, p)
-    return PhysicalPlan(mode, stages, tuple(warnings), p.opts.to_dict())
+    note = auto_pool_note(p)
+    notes = (note,) if note is not None else ()
+    return PhysicalPlan(mode, stages, tuple(warnings), p.opts.to_dict(), notes)
 
 
 def _place(stages: tuple[PlanStage, ...], p: Pipeline) -> tuple[PlanStage, ...]:
@@ -198,10 +243,18 @@ def _place(stages: tuple[PlanStage, ...], p: Pipeline) -> tuple[PlanStage, ...]:
     for everything else."""
     o = p.opts
     name = o.resolved_executor
+    if o.streaming:  # the lead reads every source itself, one at a time, in both passes
+        lead = "local (in the lead, one source at a time)"
+        return tuple(
+            dataclasses.replace(s, executor=lead)
+            if s.runtime == STREAM_RUNTIME and s.kind in (*_ISLAND_KINDS, "tracks", "write")
+            else s
+            for s in stages
+        )
     if name == "local":
         ex = "local (lead reads ahead, 1 scoring thread)"
     else:
-        ex = f"{name} x{o.workers}" + (f" at {o.ray_address}" if o.ray_address else "")
+        ex = f"{name} x{o.workers}" + _options_text(o.executor_options or {})
     read_island = next(s.island for s in stages if s.kind == "read")
     fused = read_island is not None and any(
         s.kind == "features" and s.island == read_island for s in stages
@@ -220,3 +273,11 @@ def _place(stages: tuple[PlanStage, ...], p: Pipeline) -> tuple[PlanStage, ...]:
 
 
 _ISLAND_KINDS = ("read", "segment", "features", "transforms")
+
+
+def _options_text(options: Mapping[str, Any]) -> str:
+    """How a plan names the executor's options: Ray's ``address`` as `` at ADDR``, any other
+    as `` (key=value, ...)``."""
+    rest = {k: v for k, v in options.items() if k != "address"}
+    text = f" at {options['address']}" if "address" in options else ""
+    return text + (f" ({', '.join(f'{k}={v}' for k, v in rest.items())})" if rest else "")

@@ -360,6 +360,7 @@ def score_sources(
     include_entry_points: bool = True,
     fused: bool = True,
     executor: Executor | str | None = None,
+    executor_options: Mapping[str, Any] | None = None,
     ray_address: str | None = None,
 ) -> ScoringResult:
     """Score every window of every source.
@@ -391,8 +392,10 @@ def score_sources(
         Runs the fused pass (see the module docs); an :class:`Executor`
         instance is used as is (and left open: its owner closes it), a name
         (None: the one ``workers`` implies) is made here and closed at the end.
+    executor_options : mapping, optional
+        The named executor's own settings (Ray's ``address``...).
     ray_address : str, optional
-        The Ray cluster of ``executor="ray"``.
+        The older spelling of ``executor_options={"address": ...}``.
 
     Raises
     ------
@@ -424,7 +427,11 @@ def score_sources(
     t0 = time.perf_counter()
     size = 1
     own = not isinstance(executor, Executor)
-    ex = make_executor(executor, workers, address=ray_address) if own else executor
+    ex = (
+        make_executor(executor, workers, options=executor_options, address=ray_address)
+        if own
+        else executor
+    )
     assert isinstance(ex, Executor)
     try:
         if not fused or total <= 1:
@@ -463,7 +470,9 @@ def score_sources(
     result = _merge(results, errors, total, timing)
     result.execution = execution
     if scorers:
+        t1 = time.perf_counter()
         run_scorers(result, scorers, schema, adapter, on_error=on_error, progress=progress)
+        result.timing["scorers"] = time.perf_counter() - t1  # a pool barrier, in the lead
     return result
 
 

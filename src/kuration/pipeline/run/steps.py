@@ -20,8 +20,10 @@ dataset still stands.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
@@ -62,7 +64,7 @@ from ...selection.fill import (
     settle_splits,
 )
 from ...selection.select import apply_strategy, assign_splits
-from ..spec.plan import PhysicalPlan, StageTelemetry
+from ..spec.plan import REFERENCE_RUNTIME, PhysicalPlan, StageTelemetry
 from .hours_config import build_config, step_config
 from .scoring import score_sources
 from .stage_local import stage_here
@@ -105,7 +107,7 @@ def step_score(r: HoursRun) -> list[StageTelemetry]:
         include_entry_points=r.include_entry_points,
         fused=fused,
         executor=r.executor if r.executor is not None else r.opt.get("executor"),
-        ray_address=r.opt.get("ray_address"),
+        executor_options=r.opt.get("executor_options"),
     )
     n_src, n_seg = len(r.sources), len(r.scoring.segments)
     ex = r.scoring.execution
@@ -114,10 +116,11 @@ def step_score(r: HoursRun) -> list[StageTelemetry]:
     out = []
     parts = tuple(sorted(r.scoring.wall_s.items())) or None  # read, segment, features, ...
     for stage, wall in r.scoring.timing.items():
-        rows_in = n_seg if stage == "features" else n_src
-        isl = r.plan.stage("features").island if stage == "features" and r.plan else island
-        split = parts if stage != "features" else None
-        run_by = {} if stage == "features" else _run_by(ex)  # a features barrier runs here
+        lead = stage in ("features", "scorers")  # a features barrier and the scorers run here
+        rows_in = n_seg if lead else n_src
+        isl = r.plan.stage(stage).island if lead and r.plan else island
+        split = parts if not lead else None
+        run_by = {} if lead else _run_by(ex)
         out.append(
             StageTelemetry(stage, wall, rows_in, n_seg, scored, island=isl, parts_s=split, **run_by)
         )
@@ -535,17 +538,36 @@ _PLAN_STAGE = {
 }
 
 
+#: the runtime the steps defined here belong to (a runtime that swaps in its own steps
+#: defines its own ``RUNTIME`` next to them)
+RUNTIME = REFERENCE_RUNTIME
+
+
+def _runtime_of(step: Step) -> str | None:
+    return getattr(sys.modules.get(step.__module__), "RUNTIME", None)
+
+
 def run_steps(r: HoursRun, steps: tuple[tuple[str, Step], ...] = STEPS) -> None:
     """Run ``steps`` (default :data:`STEPS`) in order, recording each one's
     :class:`StageTelemetry` in ``r.telemetry`` (a step that ran several plan stages
-    reports them itself)."""
+    reports them itself), each stamped with the runtime whose code ran it: the ``RUNTIME``
+    of the step's module, and for a step shared by every runtime (defined here) the
+    runtime of the run's first step, the one that scores the sources."""
+    run_runtime = _runtime_of(steps[0][1]) if steps else None
     for name, step in steps:
+        here = _runtime_of(step)
+        runtime = run_runtime if here in (None, RUNTIME) else here
         t0 = time.perf_counter()
+        n0 = len(r.telemetry)
         measured = step(r)
         if isinstance(measured, list):
             r.telemetry.extend(measured)
-            continue
-        kind = _PLAN_STAGE.get(name)
-        island = r.plan.stage(kind).island if r.plan is not None and kind else None
-        wall = time.perf_counter() - t0
-        r.telemetry.append(StageTelemetry(name, wall, island=island, **measured))
+        else:
+            kind = _PLAN_STAGE.get(name)
+            island = r.plan.stage(kind).island if r.plan is not None and kind else None
+            wall = time.perf_counter() - t0
+            r.telemetry.append(StageTelemetry(name, wall, island=island, **measured))
+        r.telemetry[n0:] = [
+            t if t.runtime is not None else dataclasses.replace(t, runtime=runtime)
+            for t in r.telemetry[n0:]
+        ]

@@ -23,7 +23,7 @@ from collections.abc import Hashable, Mapping
 from typing import Any
 
 from ...contracts.schema import SchemaSpec
-from ...metrics import media_transforms, mutual_info  # noqa: F401  (built-ins register)
+from ...metrics import media_transforms, mutual_info, robot  # noqa: F401  (built-ins register)
 from ...metrics.features import FeatureEngine, registered_metric
 from ...metrics.scorers import ScorerUse, resolve_scorer
 from ...metrics.transforms import TransformUse, resolve_transform

@@ -45,6 +45,12 @@ When the budget cannot be met, :func:`check_plan_memory` names what would
 meet it: ``streaming=True`` when the per-source part is what does not fit, and
 checkpoints (a disk-backed segment pool over fingerprinted sources, the
 ``[scale]`` tier) when the pool itself does not.
+
+With neither ``memory_budget`` nor ``pool`` set, :func:`default_memory_budget` stands in
+for the budget when the planner chooses the pool: a fixed share of the machine's *total*
+memory (not of what is free now, so the choice does not depend on other processes), or
+``$KURATION_DEFAULT_MEMORY_BUDGET``.  Exceeding it moves an eligible plan onto the disk
+runtime instead of failing (see docs/architecture.md, "The default memory budget").
 """
 
 from __future__ import annotations
@@ -60,15 +66,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...core.config import check_memory_budget
-from ...errors import MemoryBudgetError
+from ...errors import JobError, MemoryBudgetError, PipelineError
 
 if TYPE_CHECKING:
     from .view import PipelineView as Pipeline  # the fields it reads of one
 
 __all__ = [
+    "DEFAULT_BUDGET_ENV",
+    "DEFAULT_BUDGET_FRACTION",
     "MemoryEstimate",
     "check_memory_budget",
     "check_plan_memory",
+    "default_memory_budget",
     "estimate_peak",
     "peak_rss_bytes",
 ]
@@ -79,6 +88,50 @@ READER = 100_000_000  # pyarrow's Parquet/compute libraries and pools, once load
 _SEGMENT = 200  # bytes of a Segment object without its features
 _CANDIDATE = 150  # bytes of one fill candidate row (a track or span) without its features
 _FEATURE = 100  # bytes per feature in a Segment's dict
+
+
+#: the share of the machine's total memory an eligible plan may be estimated to hold in
+#: memory before the planner runs it on the disk runtime (neither pool nor memory_budget set)
+DEFAULT_BUDGET_FRACTION = 0.5
+#: overrides the default budget: a size (``"2GB"``, bytes) or ``off``
+DEFAULT_BUDGET_ENV = "KURATION_DEFAULT_MEMORY_BUDGET"
+
+
+def total_memory_bytes() -> int | None:
+    """This machine's physical memory in bytes (``sysconf``), or None where it is unknown."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def default_memory_budget() -> tuple[int, str] | None:
+    """The default budget in bytes and where it comes from, or None (off, or the machine's
+    memory is unknown): ``$KURATION_DEFAULT_MEMORY_BUDGET`` when set, else
+    :data:`DEFAULT_BUDGET_FRACTION` of the total physical memory.
+
+    Raises
+    ------
+    PipelineError
+        The variable holds neither a size nor ``off``.
+    """
+    raw = os.environ.get(DEFAULT_BUDGET_ENV, "").strip()
+    if raw.lower() == "off":
+        return None
+    if raw:
+        try:
+            n = check_memory_budget(int(raw) if raw.isdigit() else raw)
+        except JobError:
+            raise PipelineError(
+                f"${DEFAULT_BUDGET_ENV} must be a size such as '2GB' or 'off', got {raw!r}",
+                step="options",
+            ) from None
+        return n, f"${DEFAULT_BUDGET_ENV}"
+    total = total_memory_bytes()
+    if not total:
+        return None
+    share = f"{DEFAULT_BUDGET_FRACTION:.0%} of this machine's {_mb(total)}"
+    return int(total * DEFAULT_BUDGET_FRACTION), share
 
 
 def peak_rss_bytes() -> int:
@@ -162,10 +215,9 @@ def _file_meta(uri: str) -> SourceMeta:
 def _count_entities(p: Pipeline, uri: str) -> int:
     """Distinct entity ids of a source, from its entity column alone, batch by batch."""
     from ...sources.stream import TickStream
-    from ...sources.timeseries import TimeseriesAdapter
 
     adapter = p.adapter
-    if not isinstance(adapter, TimeseriesAdapter) or not os.path.isfile(uri):
+    if adapter is None or not adapter.streams or not os.path.isfile(uri):
         return 1
     try:
         return len(TickStream(adapter, uri).roster)

@@ -36,7 +36,7 @@ from ...core.jsonio import loads_strict
 from ...core.remote import is_url, remote_exists
 from ...errors import AdapterError, JobError, KurationError
 from ...output.encoders import get_encoder
-from ...sources.base import InputAdapter, adapter_from_dict
+from ...sources.base import InputAdapter, adapter_from_dict, get_adapter
 from ...sources.samples import (
     build_adsb_sources,
     build_audio_rms_sources,
@@ -128,13 +128,24 @@ def _resolve_registries(raw: dict[str, Any], base: Path) -> None:
     if not isinstance(ad, Mapping) or not isinstance(ad.get("registries"), list):
         return
     regs = [
-        os.path.normpath(base / r) if isinstance(r, str) and "://" not in r and not os.path.isabs(r) else r
+        os.path.normpath(base / r)
+        if isinstance(r, str) and "://" not in r and not os.path.isabs(r)
+        else r
         for r in ad["registries"]
     ]
     raw["adapter"] = {**ad, "registries": regs}
 
 
 def resolve_sources(spec: Any, base: Path, *, adapter: InputAdapter | None = None) -> list[str]:
+    """The job's sources, each expanded by the adapter (:meth:`InputAdapter.expand`: a
+    LeRobot dataset folder becomes one source per episode); see :func:`_listed_sources`."""
+    listed = _listed_sources(spec, base, adapter=adapter)
+    if adapter is None:
+        return listed
+    return [s for uri in listed for s in adapter.expand(uri)]
+
+
+def _listed_sources(spec: Any, base: Path, *, adapter: InputAdapter | None = None) -> list[str]:
     """Expand the job's ``sources`` into a sorted list of paths.
 
     ``timenet://org/name@version`` entries become one URI per TimeNet record
@@ -184,8 +195,10 @@ def resolve_sources(spec: Any, base: Path, *, adapter: InputAdapter | None = Non
                 if s.startswith("timenet://"):
                     out.extend(expand_source(s, registries=regs))
                 else:
-                    out.extend(resolve_sources([s], base))
+                    out.extend(_listed_sources([s], base))
             return out
+        if adapter is not None and not adapter.sources_are_files:
+            return list(spec)  # the adapter's own identifiers: it checks them when it reads
         # remote objects (s3://...) stay URLs: never joined onto the job folder
         paths = [s if os.path.isabs(s) or is_url(s) else str(base / s) for s in spec]
         missing = [p for p in paths if not (remote_exists(p) if is_url(p) else os.path.exists(p))]
@@ -241,6 +254,18 @@ def _no_duplicates(listed: list[str], paths: list[str]) -> None:
         seen[key] = i
 
 
+def _schema_hook(adapter: Any) -> Any:
+    """The adapter class's ``complete_schema`` (see :class:`~kuration.sources.InputAdapter`),
+    or None; an unknown adapter is reported when it is built."""
+    if not isinstance(adapter, Mapping) or not isinstance(adapter.get("type"), str):
+        return None
+    try:
+        factory = get_adapter(adapter["type"])
+    except KeyError:
+        return None
+    return getattr(factory, "complete_schema", None)
+
+
 def job_components(raw: Mapping[str, Any]) -> tuple[SchemaSpec, InputAdapter, Segmenter]:
     """Build a loaded job's schema, adapter and segmenter.
 
@@ -250,16 +275,10 @@ def job_components(raw: Mapping[str, Any]) -> tuple[SchemaSpec, InputAdapter, Se
         On malformed parts (before any data is read).
     """
     raw_schema = raw["schema"]
-    if isinstance(raw.get("adapter"), Mapping) and raw["adapter"].get("type") == "timenet":
-        from ...sources.timenet import schema_with_catalog_units
-
-        # fields without a unit are read in the catalog's units: the schema says which
-        raw_schema = schema_with_catalog_units(
-            raw_schema,
-            raw["adapter"].get("fields", {}),
-            raw["sources"] if isinstance(raw.get("sources"), list) else [],
-            registries=raw["adapter"].get("registries"),
-        )
+    complete = _schema_hook(raw.get("adapter"))
+    if complete is not None:  # e.g. TimeNet: fields without a unit take the catalog's
+        sources = raw["sources"] if isinstance(raw.get("sources"), list) else []
+        raw_schema = complete(raw_schema, raw["adapter"], sources)
     schema = SchemaSpec.from_dict(raw_schema, what="job schema")
     try:
         adapter = adapter_from_dict(raw["adapter"], schema)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...core.config import check_memory_budget
-from ...core.executors import resolve_executor
+from ...core.executors import check_executor_options, resolve_executor
 from ...core.progress import ProgressCallback
 from ...errors import JobError, PipelineError
 
@@ -122,22 +122,28 @@ class HoursSelection:
 
 @dataclass(frozen=True)
 class PipelineOptions:
-    """Execution options: ``progress`` callback, ``workers``, ``executor``, ``ray_address``,
+    """Execution options: ``progress`` callback, ``workers``, ``executor``, ``executor_options``,
     ``seed``, ``on_error`` (``skip``/``raise``) and ``durable`` (fsync before publishing);
     ``streaming`` (read sources lazily in two passes, :mod:`kuration.pipeline.stream.passes`),
     ``memory_budget`` (bytes, or text such as ``"2GB"``: a plan whose estimated peak
     exceeds it fails before reading, :mod:`kuration.pipeline.spec.budget`),
     ``stream_batch_rows`` (rows decoded per batch when streaming), ``pool``
     (``memory``, or ``disk`` for the disk-backed pool runtime of
-    :mod:`kuration.pipeline.disk.pool`) and ``checkpoint_dir`` (where that runtime
+    :mod:`kuration.pipeline.disk.pool`; None, the default, lets the planner choose: the disk
+    runtime for an eligible plan whose estimated peak exceeds ``memory_budget`` or, without
+    one, the default budget of :func:`kuration.pipeline.spec.budget.default_memory_budget`) and ``checkpoint_dir`` (where that runtime
     keeps its checkpoints; None: a temporary directory, or for an hours run the
     destination's staging area, kept for ``resume`` until the commit).
 
     ``executor`` is ``local`` (this process, one worker), ``process`` (a spawn-based
     pool of ``workers`` processes; ``process-pool`` is read as ``process``) or
     ``ray`` (Ray tasks on ``workers`` CPUs of a local cluster, or of the cluster at
-    ``ray_address``); None derives it from ``workers`` (``local`` for 1, ``process``
-    for more).  The artifact is byte-identical for every executor and worker count.
+    ``executor_options={"address": ...}``), or any executor registered with
+    :func:`kuration.core.executors.register_executor`; None derives it from ``workers``
+    (``local`` for 1, ``process`` for more).  ``executor_options`` are the chosen
+    executor's own settings, checked against the ones it declares.  ``ray_address`` is the
+    older spelling of Ray's ``address`` option and is folded into ``executor_options``.
+    The artifact is byte-identical for every executor and worker count.
     """
 
     progress: ProgressCallback | None = None
@@ -150,8 +156,9 @@ class PipelineOptions:
     memory_budget: int | str | None = None
     stream_batch_rows: int = 16_384
     ray_address: str | None = None
-    pool: str = "memory"
+    pool: str | None = None
     checkpoint_dir: str | None = None
+    executor_options: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         w = self.workers
@@ -160,16 +167,27 @@ class PipelineOptions:
         if self.executor is not None:
             # the canonical name ("process-pool" from an older config reads as "process")
             object.__setattr__(self, "executor", resolve_executor(self.executor, w))
-        if self.executor == "local" and w > 1:
-            raise PipelineError("executor 'local' runs one worker", step="options")
-        if self.ray_address is not None and (
-            self.resolved_executor != "ray" or not isinstance(self.ray_address, str)
-        ):
+        if self.executor_options is not None and not isinstance(self.executor_options, Mapping):
             raise PipelineError(
-                f"ray_address (a string) is for executor 'ray', got {self.ray_address!r} "
-                f"with executor {self.resolved_executor!r}",
+                f"executor_options must be a mapping, got {self.executor_options!r}",
                 step="options",
             )
+        opts = dict(self.executor_options or {})
+        if self.ray_address is not None:  # the older spelling of Ray's address option
+            if self.resolved_executor != "ray" or not isinstance(self.ray_address, str):
+                raise PipelineError(
+                    f"ray_address (a string) is for executor 'ray', got {self.ray_address!r} "
+                    f"with executor {self.resolved_executor!r}",
+                    step="options",
+                )
+            if opts.get("address", self.ray_address) != self.ray_address:
+                raise PipelineError(
+                    "ray_address and executor_options['address'] disagree", step="options"
+                )
+            opts["address"] = self.ray_address
+            object.__setattr__(self, "ray_address", None)
+        opts = check_executor_options(self.executor, w, opts)
+        object.__setattr__(self, "executor_options", dict(sorted(opts.items())))
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise PipelineError(f"seed must be an integer, got {self.seed!r}", step="options")
         if self.on_error not in ("skip", "raise"):
@@ -187,9 +205,11 @@ class PipelineOptions:
         b = self.stream_batch_rows
         if isinstance(b, bool) or not isinstance(b, int) or b < 1:
             raise PipelineError(f"stream_batch_rows must be an integer >= 1, got {b!r}")
-        if self.pool not in ("memory", "disk"):
+        if self.pool not in (None, "memory", "disk"):
             raise PipelineError(
-                f"pool must be 'memory' or 'disk', got {self.pool!r}", step="options"
+                f"pool must be 'memory' or 'disk' (or None: chosen by the budget), "
+                f"got {self.pool!r}",
+                step="options",
             )
 
     @property
@@ -198,7 +218,7 @@ class PipelineOptions:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (the callback is not serializable: only whether one is set;
-        ``ray_address`` only when set)."""
+        ``executor_options`` only when some are set)."""
         d = {
             "workers": self.workers,
             "executor": self.resolved_executor,
@@ -211,12 +231,12 @@ class PipelineOptions:
             # the default pool leaves the recorded options as they were before it existed
             **(
                 {"pool": self.pool, "checkpoint_dir": self.checkpoint_dir}
-                if self.pool != "memory"
+                if self.pool not in (None, "memory")
                 else {}
             ),
         }
-        if self.ray_address is not None:
-            d["ray_address"] = self.ray_address
+        if self.executor_options:
+            d["executor_options"] = dict(self.executor_options)
         return d
 
     @classmethod
@@ -241,6 +261,7 @@ class PipelineOptions:
             "ray_address",
             "pool",
             "checkpoint_dir",
+            "executor_options",
         )
         kw = {k: d[k] for k in keys if k in d}
         workers = kw.get("workers", 1)

@@ -36,11 +36,14 @@ from ...core.traits import ExecutionTraits
 __all__ = [
     "REFERENCE_RUNTIME",
     "STAGE_ORDER",
+    "STREAM_RUNTIME",
+    "TELEMETRY_STAGES",
     "PhysicalPlan",
     "PlanComponent",
     "PlanStage",
     "StageTelemetry",
     "fuse_stages",
+    "plan_mismatches",
 ]
 
 #: The stage kinds in pipeline order.
@@ -59,6 +62,8 @@ STAGE_ORDER = (
 )
 #: The runtime every stage runs on today: the whole scored pool in memory.
 REFERENCE_RUNTIME = "reference-in-memory"
+#: The runtime of ``streaming=True``: sources read lazily in two passes (``pipeline/stream``).
+STREAM_RUNTIME = "stream (two lazy passes)"
 
 
 @dataclass(frozen=True)
@@ -225,12 +230,15 @@ class PhysicalPlan:
         seam or component the planner could not place.
     options : dict
         Execution options (workers, executor, seed, on_error).
+    notes : tuple of str
+        Decisions the planner took and why (the runtime it chose for the pool).
     """
 
     mode: str
     stages: tuple[PlanStage, ...]
     warnings: tuple[str, ...] = ()
     options: Mapping[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     @property
     def islands(self) -> tuple[tuple[str, ...], ...]:
@@ -262,6 +270,7 @@ class PhysicalPlan:
             "barriers": list(self.barriers),
             "warnings": list(self.warnings),
             "options": dict(self.options),
+            **({"notes": list(self.notes)} if self.notes else {}),
         }
 
     @classmethod
@@ -271,6 +280,7 @@ class PhysicalPlan:
             stages=tuple(PlanStage.from_dict(s) for s in d["stages"]),
             warnings=tuple(d.get("warnings", ())),
             options=dict(d.get("options", {})),
+            notes=tuple(d.get("notes", ())),
         )
 
     def tree(self) -> Any:
@@ -307,6 +317,10 @@ class PhysicalPlan:
                     f"{mark}"
                 )
                 node.add(escape(text))
+        if self.notes:
+            n = root.add("[bold]notes[/]")
+            for msg in self.notes:
+                n.add(escape(msg))
         if self.warnings:
             w = root.add("[bold yellow]warnings[/]")
             for msg in self.warnings:
@@ -379,8 +393,11 @@ class StageTelemetry:
         step), summed over partitions where they ran.
     batch_rows : int or None
         Rows per record batch, for a stage that moves Arrow batches (the disk pool).
+    runtime : str or None
+        The runtime whose code ran the stage (``reference-in-memory``, ``disk-index
+        (duckdb)``, ``stream (two lazy passes)``), as the plan names runtimes.
 
-    The last six are left out of :meth:`to_dict` when None.
+    The last seven are left out of :meth:`to_dict` when None.
     """
 
     stage: str
@@ -399,9 +416,11 @@ class StageTelemetry:
     peak_rss_bytes: int | None = None
     parts_s: tuple[tuple[str, float], ...] | None = None
     batch_rows: int | None = None
+    runtime: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         optional = (
+            ("runtime", self.runtime),
             ("streamed", self.streamed),
             ("peak_rss_bytes", self.peak_rss_bytes),
             ("executor", self.executor),
@@ -430,3 +449,77 @@ class StageTelemetry:
         if kw["parts_s"] is not None:
             kw["parts_s"] = tuple((str(k), float(v)) for k, v in dict(kw["parts_s"]).items())
         return cls(**kw)
+
+
+#: telemetry stage name -> the plan stages its call ran (transforms run inside the scoring
+#: call that reads the sources, or inside the features pass when features are a barrier)
+TELEMETRY_STAGES: Mapping[str, tuple[str, ...]] = {
+    "read+segment+features": ("read", "segment", "features", "transforms"),
+    "read+segment": ("read", "segment"),
+    "features": ("features", "transforms"),
+    "transforms": ("transforms",),
+    "scorers": ("scorers",),
+    "bin": ("bin",),
+    "bin+select": ("bin", "select"),
+    "bin+fill": ("bin", "fill"),
+    "fill": ("fill",),
+    "stage": ("tracks", "write"),
+    "tracks+write": ("tracks", "write"),
+    "enrich": ("enrich",),
+}
+
+
+#: the stages that are empty when nothing is registered into them (a bin stage without axes
+#: still runs: it ranks the pool)
+_SEAMS = ("transforms", "scorers", "enrich")
+
+
+def _same_executor(planned: str, ran: str | None) -> bool:
+    """Whether a plan's executor text names the executor a stage's telemetry recorded
+    (None: the lead process ran it, which the plan calls ``driver`` or ``local (in the lead...``)."""
+    head = planned.split(" ", 1)[0]
+    if ran is None:
+        return head == "driver" or planned.startswith("local (in the lead")
+    return head == ran
+
+
+def plan_mismatches(plan: PhysicalPlan, telemetry: Sequence[StageTelemetry]) -> list[str]:
+    """Where a run's telemetry contradicts its plan: a non-empty plan stage no telemetry
+    covers, or covered by a call on another runtime, or by none on the planned executor;
+    a seam (transforms, scorers, enrich) the plan calls empty that ran.  Empty when the plan is what ran.
+
+    Telemetry names a call (``read+segment+features``), mapped to plan stages by
+    :data:`TELEMETRY_STAGES`; steps outside the plan's stages (``provenance``, ``index``,
+    ``publish``...) are not compared.
+    """
+    problems: list[str] = []
+    covered: dict[str, list[StageTelemetry]] = {}
+    kinds = {s.kind: s for s in plan.stages}
+    for t in telemetry:
+        for kind in TELEMETRY_STAGES.get(t.stage, ()):
+            s = kinds.get(kind)
+            if s is None:
+                continue
+            if s.empty:
+                if t.stage == kind and kind in _SEAMS:
+                    problems.append(f"{kind}: ran ({t.stage}) but the plan's stage is empty")
+                continue
+            covered.setdefault(kind, []).append(t)
+    for s in plan.stages:
+        if s.empty:
+            continue
+        ran = covered.get(s.kind)
+        if not ran:
+            problems.append(f"{s.kind}: planned, but no telemetry says it ran")
+            continue
+        for t in ran:
+            if t.runtime != s.runtime:
+                problems.append(
+                    f"{s.kind}: planned on {s.runtime!r}, ran ({t.stage}) on {t.runtime!r}"
+                )
+        if not any(_same_executor(s.executor, t.executor) for t in ran):
+            problems.append(
+                f"{s.kind}: planned on executor {s.executor!r}, ran on "
+                f"{sorted({str(t.executor) for t in ran})}"
+            )
+    return problems

@@ -51,6 +51,7 @@ from ...core.progress import ProgressCallback, emit
 from ...errors import SourceChangedError, StreamingError
 from ...metrics.features import FeatureEngine
 from ...output.commit import Journal, fsync_paths, remove_tree, staging_dir
+from ...output.containers import container_can
 from ...output.stream import StreamTrack, write_stream
 from ...output.writer import ShardWriter
 from ...selection.presence import absent_runs, gap_tuples
@@ -63,7 +64,7 @@ from ..run.steps import STEPS, HoursRun, _reuse
 from ..run.strategy import resolve_uses, strategy_engine
 from ..spec.budget import peak_rss_bytes
 from ..spec.logical import HoursSelection
-from ..spec.plan import StageTelemetry
+from ..spec.plan import STREAM_RUNTIME, StageTelemetry
 
 if TYPE_CHECKING:
     from ...sources.base import InputAdapter
@@ -97,10 +98,10 @@ def check_streaming(p: Pipeline) -> None:
             f"(executor 'local', not {p.opts.resolved_executor!r})",
             step="options",
         )
-    if p.adapter is not None and not isinstance(p.adapter, TimeseriesAdapter):
+    if p.adapter is not None and not p.adapter.streams:
         raise StreamingError(
-            f"adapter {p.adapter.name!r} reads whole sources; only 'timeseries' (CSV, "
-            "Parquet) reads them lazily",
+            f"adapter {p.adapter.name!r} reads whole sources; only an adapter that declares "
+            "streams=True ('timeseries': CSV, Parquet) reads them lazily",
             step="adapter",
         )
     spec = p.output_spec
@@ -125,10 +126,10 @@ def check_streaming(p: Pipeline) -> None:
 
 def _check_output(spec: Any, encoder: Any) -> None:
     """Refuse outputs that cannot be written shard by shard from the stream."""
-    if spec.container == "npz":
+    if not container_can(spec.container, "streams"):
         raise StreamingError(
-            "the npz container cannot honour bounded memory (each archive is assembled "
-            "whole in memory); use container parquet, json or hdf5",
+            f"the {spec.container} container cannot honour bounded memory (each shard is "
+            "assembled whole in memory); use container parquet, json or hdf5",
             step="output",
         )
     if _packed(spec):
@@ -279,7 +280,9 @@ def stream_score_sources(
     emit(progress, "scoring", "complete", total=len(uris))
     result = _merge(tally.results, tally.errors, len(uris), timing)
     if scorers:
+        t1 = time.perf_counter()
         run_scorers(result, scorers, schema, adapter, on_error=on_error, progress=progress)
+        result.timing["scorers"] = time.perf_counter() - t1
     return result
 
 
@@ -303,6 +306,8 @@ def step_stream_score(r: HoursRun) -> list[StageTelemetry]:
         emit(r.progress, seam, "start", total=0)
         emit(r.progress, seam, "complete", total=0)
     wall = r.scoring.timing["read+segment+features"]
+    scorers = r.scoring.timing.get("scorers")
+    tail = [] if scorers is None else [StageTelemetry("scorers", scorers, n_seg, n_seg)]
     return [
         StageTelemetry(
             "read+segment+features",
@@ -313,7 +318,9 @@ def step_stream_score(r: HoursRun) -> list[StageTelemetry]:
             island=island,
             streamed=True,
             peak_rss_bytes=peak_rss_bytes(),
-        )
+            executor="local",  # the lead reads each source itself, one at a time
+        ),
+        *tail,
     ]
 
 
@@ -404,9 +411,13 @@ def step_stream_stage(r: HoursRun) -> list[StageTelemetry]:
             island=island,
             streamed=True,
             peak_rss_bytes=peak_rss_bytes(),
+            executor="local",
         )
     ]
 
+
+#: the runtime the steps of this module run (stamped on their telemetry)
+RUNTIME = STREAM_RUNTIME
 
 _SWAP = {"read+segment+features": step_stream_score, "stage": step_stream_stage}
 if not set(_SWAP) <= {name for name, _ in STEPS}:  # pragma: no cover - a renamed step

@@ -63,7 +63,7 @@ class Method(Protocol):
     ) -> np.ndarray: ...
 
 
-_METHODS: Registry[Method] = Registry("selection method")
+_METHODS: Registry[Method] = Registry("selection method", builtin="method")
 
 
 def register_method(

@@ -10,6 +10,7 @@ import pytest
 from kuration import (
     Pipeline,
     PipelineError,
+    ScorerError,
     StrategyError,
     get_operator,
     operators_markdown,
@@ -64,6 +65,21 @@ def test_apply_finds_built_ins_by_name(job: Pipeline) -> None:
         job.apply("top-k", by="no_such_feature")
     with pytest.raises(PipelineError, match="k-center"):
         job.apply("k-centre")
+
+
+def test_built_in_scorers_and_transforms_are_operators(job: Pipeline) -> None:
+    """``Pipeline.apply("novelty")`` was "unknown operator": scorers were no operators."""
+    from kuration.metrics.seams import registered_scorers, registered_transforms
+
+    for name in (*registered_scorers(), *registered_transforms()):
+        op = get_operator(name)
+        assert op.builtin and op.kind in ("scorer", "transform") and op.doc
+    scored = job.apply("novelty", params={"features": ["speed_p90", "turn_p90"], "k": 3})
+    assert [s["name"] for s in scored.strategy_.scorers] == ["novelty"]  # type: ignore[union-attr]
+    assert [c.name for c in scored.explain().stage("scorers").components] == ["novelty"]
+    assert job.strategy_.scorers == ()  # type: ignore[union-attr]
+    with pytest.raises(ScorerError, match="no_such_feature"):
+        job.apply("novelty", params={"features": ["no_such_feature"]})
 
 
 @pytest.fixture
