@@ -217,6 +217,10 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "shard_entries",
     ),
     ".read.table": ("FeatureInfo",),
+    ".read.windows": (
+        "ModelWindows",
+        "model_windows",
+    ),
     ".selection.binning": (
         "bin_segments",
         "quantile_bins",
@@ -361,6 +365,7 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers
     from .read.curated import CuratedDatasetAdapter
     from .read.loaders import Dataset, iter_shards, open_dataset, read_shard_arrays, shard_entries
     from .read.table import FeatureInfo
+    from .read.windows import ModelWindows, model_windows
     from .selection.binning import bin_segments, quantile_bins
     from .selection.dedup import window_digest, window_payload
     from .selection.filters import register_filter, registered_filters
@@ -444,6 +449,7 @@ __all__ = [
     "MemoryEstimate",
     "MetricCompileError",
     "ModalitySpec",
+    "ModelWindows",
     "MotionEnergy",
     "MutualInformationScorer",
     "NonExclusiveLeaseWarning",
@@ -532,6 +538,7 @@ __all__ = [
     "load_plugins",
     "load_strategy",
     "make_executor",
+    "model_windows",
     "motion_energy",
     "open_dataset",
     "operators_markdown",

@@ -44,7 +44,9 @@ _FILES: tuple[tuple[str, type[BaseModel], str], ...] = (
     ('Job `sources` as `{"sample": ...}`', cfg.SampleSourcesModel, "job"),
     ('Job `sources` as `{"named": ...}`', cfg.NamedSourcesModel, "job"),
     ("Job `segmenter`", cfg.SegmenterModel, "job"),
+    ("Job `segmenter` `present_where`", cfg.PresentWhereModel, "job"),
     ("Job `budget`", cfg.BudgetModel, "job"),
+    ("Job `split`", cfg.SplitModel, "job"),
     ("Quality policy (`kur check --policy`)", cfg.PolicyModel, "policy"),
 )
 

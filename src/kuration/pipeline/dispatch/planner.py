@@ -71,6 +71,20 @@ def _require(p: Pipeline) -> tuple[Strategy, Any]:
     if missing:
         raise PipelineError(f"the pipeline has no {', '.join(missing)} step yet", step="explain")
     assert p.strategy_ is not None
+    if p.segmenter is not None and p.segmenter.scope == "track" and p.strategy_.transforms:
+        raise PipelineError(
+            "strategy transforms read each window over the whole source: they need the "
+            "segmenter's scope 'scene', not 'track'",
+            step="segment",
+        )
+    if p.segmenter is not None and p.segmenter.present_where is not None:
+        reread = [f.get("filter") for f in p.strategy_.filters if f.get("filter") == "dedup"]
+        if reread or p.strategy_.scorers:
+            raise PipelineError(
+                "the dedup filter and whole-pool scorers reread the recorded ticks: they "
+                "cannot be combined with the segmenter's present_where",
+                step="segment",
+            )
     return p.strategy_, p.selection
 
 
@@ -178,6 +192,7 @@ def _selection_stages(p: Pipeline, st: Strategy, sel: Any) -> list[PlanStage]:
         "clip_aggregate": sel.clip_aggregate,
         "span_steps": span,
         "max_group_overshoot": sel.max_group_overshoot,
+        **sel.unit_options(),
         **constraints,
     }
     spec = p.output_spec

@@ -57,7 +57,9 @@ def _buffers(
         try:
             info = result.sources[sid]  # read again: must be the bytes scored
             table, _ = adapter.read_checked(info.uri, expect=info.expected)
-            bufs = {s.key: build_window(table, s.start_idx, s.end_idx) for s in segs}
+            bufs = {
+                s.key: build_window(table, s.start_idx, s.end_idx, entity=s.entity) for s in segs
+            }
         except Exception as exc:
             if isinstance(exc, SourceChangedError):
                 raise

@@ -215,8 +215,9 @@ def _read_segment(adapter: InputAdapter, uri: str, segmenter: Segmenter) -> _Rea
     the same pass) and cut its windows."""
     t0 = time.perf_counter()
     table, digest = adapter.read_checked(uri)
+    table = segmenter.presence(table)  # present_where, when set
     t1 = time.perf_counter()
-    segs = segmenter.segments(table.source_id, table.present)
+    segs = segmenter.segments(table.source_id, table.present, table.entity_ids)
     wall = {"read": t1 - t0, "segment": time.perf_counter() - t1}
     return str(uri), table, segs, digest, wall
 
@@ -268,6 +269,7 @@ def source_info(
 
 
 def _features_pass(
+    segmenter: Segmenter,
     adapter: InputAdapter,
     engine: FeatureEngine,
     runner: TransformRunner | None,
@@ -285,7 +287,8 @@ def _features_pass(
         if not segs:
             continue
         try:
-            table, _ = adapter.read_checked(uri, expect=results[uri][0].expected)
+            expect = results[uri][0].expected  # the bytes the first pass read
+            table = segmenter.presence(adapter.read_checked(uri, expect=expect)[0])
             engine.score_segments(table, segs)
             _run_transforms(runner, table, segs)
         except Exception as exc:
@@ -464,7 +467,7 @@ def score_sources(
     timing = {"read+segment+features" if fused else "read+segment": time.perf_counter() - t0}
     if not fused:
         t1 = time.perf_counter()
-        _features_pass(adapter, engine, runner, results, errors, on_error)
+        _features_pass(segmenter, adapter, engine, runner, results, errors, on_error)
         timing["features"] = time.perf_counter() - t1
     emit(progress, "scoring", "complete", total=total)
     result = _merge(results, errors, total, timing)

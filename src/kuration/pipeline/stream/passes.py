@@ -172,9 +172,10 @@ def _stream_one(
     ts = TickStream(adapter, uri, batch_rows=batch_rows)
     ext = _Extents()
     segs: list[Segment] = []
+    blocks = (segmenter.presence(b) for b in ts.blocks())  # present_where, when set
     with held_still(adapter, uri) as digest:  # a stream is not hashed as it is parsed
-        for seg, window in segmenter.stream(ts.source_id, ext.watch(ts.blocks())):
-            one = Segment(seg.source_id, 0, seg.n_steps)
+        for seg, window in segmenter.stream(ts.source_id, ext.watch(blocks)):
+            one = Segment(seg.source_id, 0, seg.n_steps, entity=seg.entity)
             engine.score_segments(window, [one])
             seg.features = one.features
             segs.append(seg)
