@@ -61,6 +61,9 @@ def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) ->
     plan = res.config.get("provenance", {}).get("execution", {}).get("plan") or {}
     for note in plan.get("notes", ()):  # how the planner chose the runtime
         console.print(note)
+    for warning in res.config.get("warnings", ()):
+        if warning.startswith("no strong source identity"):
+            console.print(f"[yellow]checkpoints[/]: {warning}", highlight=False)
     if sc.get("snap_collisions"):
         coll = sc["snap_collisions"]
         console.print(
@@ -141,6 +144,8 @@ def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) ->
                 console.print(f"resume note: {note}", markup=False)
     files = res.manifest.get("files") or ()
     packed = f" packed into {len(files)} file(s)" if files else ""
+    if res.manifest.get("layout") == "lerobot":
+        packed = f" rows of a LeRobot v3 folder of {len(files)} file(s)"
     console.print(
         f"shards written: {len(res.manifest['shards'])} ({res.manifest['container']}{packed}, "
         f"{res.manifest['shard_length']} steps each); modalities: "
