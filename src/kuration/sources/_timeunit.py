@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import SourceError
+from ..errors import SourceError, TimeRangeError
 
 __all__ = ["check_epoch_unit", "shown_time", "text_time_error", "unit_hint"]
 
@@ -227,9 +227,10 @@ TIME_FORMAT_HINT = (
 )
 
 
-def parse_text_times(col: pa.Array, fmt: str, name: str, src: str) -> pa.Array:
+def parse_text_times(col: pa.Array, fmt: str | None, name: str, src: str) -> pa.Array:
     """Text times read with the strptime format ``fmt``, as a ``timestamp[us]`` array
-    (UTC; naive text is read as UTC).
+    (UTC; naive text is read as UTC); a date column as its midnights
+    (``timestamp[ms]``); any other column, or text without ``fmt``, as it is.
 
     Arrow's strptime rolls an impossible date over (``2020/02/30`` becomes March 1st),
     so a value whose parse does not print back as the text is checked again with
@@ -240,8 +241,10 @@ def parse_text_times(col: pa.Array, fmt: str, name: str, src: str) -> pa.Array:
     SourceError
         The first row that does not match ``fmt`` or names no instant, with its value.
     """
-    import datetime as dt
-
+    if pa.types.is_date(col.type):  # a date is its midnight, UTC
+        return col.cast(pa.timestamp("ms"))
+    if not fmt or not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        return col
     text = pc.utf8_trim_whitespace(col.cast(pa.string()))
     parsed = pc.strptime(text, format=fmt, unit="us", error_is_null=True)
     failed = pc.fill_null(pc.and_(parsed.is_null(), text.is_valid()), False)
@@ -263,3 +266,32 @@ def parse_text_times(col: pa.Array, fmt: str, name: str, src: str) -> pa.Array:
             row=r,
         )
     return parsed.cast(pa.timestamp("us", "UTC")) if parsed.type.tz is None else parsed
+
+
+def check_ns_range(
+    raw: np.ndarray, limit: float, col: pa.Array, name: str, src: str, unit: str = "ns"
+) -> None:
+    """Refuse times whose magnitude exceeds ``limit`` (in the column's own unit).
+
+    ``limit`` is the largest value that still fits int64 nanoseconds; the
+    int64 minimum (NumPy's NaT) is refused with the rest.
+    """
+    if raw.dtype.kind == "u":
+        bad = np.flatnonzero(raw > limit)
+    else:
+        bad = np.flatnonzero((raw > limit) | (raw < -limit))
+    if bad.size:
+        r = int(bad[0])
+        try:
+            v = col[r].as_py()
+            shown = v.isoformat() if isinstance(v, dt.datetime) else repr(v)
+        except (OverflowError, ValueError):  # beyond what Python datetimes can show
+            shown = f"{raw[r]!r} {getattr(col.type, 'unit', '')}".strip()
+        # numbers: perhaps the wrong time_unit
+        hint = "" if pa.types.is_timestamp(col.type) else unit_hint(float(raw[r]), unit)
+        raise TimeRangeError(
+            f"time {shown} is outside the int64-nanosecond range 1677-09-21..2262-04-11 UTC" + hint,
+            source=src,
+            row=r,
+            column=name,
+        )

@@ -32,7 +32,6 @@ Order and duplicate policy (applied per source, always before any windowing):
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -47,7 +46,7 @@ from ..contracts.schema import FieldSpec, SchemaSpec
 from ..contracts.tick import Tick, TickTable, field_ints, is_int_field
 from ..core.ids import ENTITY_DTYPES, entity_sort_key, tag_entity_id
 from ..core.remote import is_url
-from ..errors import AdapterError, DataOrderWarning, EntityIdError, SourceError, TimeRangeError
+from ..errors import AdapterError, DataOrderWarning, EntityIdError, SourceError
 from ._columns import (
     cell_rows,
     dictionary_entity_codes,
@@ -67,10 +66,10 @@ from ._retime import DUPLICATE_POLICIES, drop_timeless, resolve_duplicates
 from ._snap import COLLISION_POLICIES, group_starts, merge_groups, snap_ticks, warn_dropped
 from ._timeunit import (
     check_epoch_unit,
+    check_ns_range,
     parse_text_times,
     shown_time,
     text_time_error,
-    unit_hint,
 )
 from ._units import declared_unit, to_field_unit
 from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
@@ -567,17 +566,12 @@ class TimeseriesAdapter(InputAdapter):
         if col.null_count:
             r = int(np.flatnonzero(np.asarray(col.is_null().to_numpy(zero_copy_only=False)))[0])
             raise SourceError(f"null time in column {name!r}", source=src, row=r)
-        if pa.types.is_date(col.type):  # a date is its midnight, UTC
-            col = col.cast(pa.timestamp("ms"))
-        elif self.time_format and (
-            pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
-        ):
-            col = parse_text_times(col, self.time_format, name, src)
+        col = parse_text_times(col, self.time_format, name, src)  # dates, time_format
         if pa.types.is_timestamp(col.type):
             # Arrow stores UTC instants (naive timestamps are read as UTC): no local zone
             ns_per = _NS_PER[col.type.unit]
             raw = np.asarray(col.cast(pa.int64()).to_numpy(zero_copy_only=False))
-            _check_ns_range(raw, _INT64_MAX // ns_per, col, name, src)
+            check_ns_range(raw, _INT64_MAX // ns_per, col, name, src)
             return np.asarray(raw * ns_per, dtype=np.float64) * 1e-9
         if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
             raise text_time_error(col, name, src)
@@ -593,7 +587,7 @@ class TimeseriesAdapter(InputAdapter):
             raise SourceError(f"non-finite time {float(t[bad[0]])!r}", source=src, row=int(bad[0]))
         ns_per = _NS_PER[self.time_unit]
         limit = _INT64_MAX // ns_per if raw.dtype.kind in "iu" else _INT64_MAX / ns_per
-        _check_ns_range(raw, limit, col, name, src, self.time_unit)
+        check_ns_range(raw, limit, col, name, src, self.time_unit)
         return t
 
     def _entities(self, table: pa.Table, src: str) -> tuple[np.ndarray, tuple[Any, ...]]:
@@ -664,35 +658,6 @@ class TimeseriesAdapter(InputAdapter):
                 raise SourceError(f"infinite value in column {c!r}", source=src, row=int(inf[0]))
             out.append(to_field_unit(vals, declared_unit(table.schema, c), f, j, c, src))
         return out
-
-
-def _check_ns_range(
-    raw: np.ndarray, limit: float, col: pa.Array, name: str, src: str, unit: str = "ns"
-) -> None:
-    """Refuse times whose magnitude exceeds ``limit`` (in the column's own unit).
-
-    ``limit`` is the largest value that still fits int64 nanoseconds; the
-    int64 minimum (NumPy's NaT) is refused with the rest.
-    """
-    if raw.dtype.kind == "u":
-        bad = np.flatnonzero(raw > limit)
-    else:
-        bad = np.flatnonzero((raw > limit) | (raw < -limit))
-    if bad.size:
-        r = int(bad[0])
-        try:
-            v = col[r].as_py()
-            shown = v.isoformat() if isinstance(v, dt.datetime) else repr(v)
-        except (OverflowError, ValueError):  # beyond what Python datetimes can show
-            shown = f"{raw[r]!r} {getattr(col.type, 'unit', '')}".strip()
-        # numbers: perhaps the wrong time_unit
-        hint = "" if pa.types.is_timestamp(col.type) else unit_hint(float(raw[r]), unit)
-        raise TimeRangeError(
-            f"time {shown} is outside the int64-nanosecond range 1677-09-21..2262-04-11 UTC" + hint,
-            source=src,
-            row=r,
-            column=name,
-        )
 
 
 def _first(mask: pa.Array | pa.ChunkedArray) -> int | None:
