@@ -127,3 +127,41 @@ def test_text_in_no_common_format_names_the_option(tmp_path: Path) -> None:
     path.write_text("date,value\n" + "\n".join(f"day {i},{i}.5" for i in range(50)) + "\n")
     with pytest.raises(InitError, match="time_format"):
         init_job([path], tmp_path / "job")
+
+
+# vega_datasets 0.9.0 (MIT, https://pypi.org/project/vega-datasets/0.9.0/): CSVs whose date
+# columns are text in three non-ISO formats
+VEGA = (
+    "vega_datasets",
+    "0.9.0",
+    "vega_datasets-0.9.0-py3-none-any.whl",
+    "3d7c63917be6ca9b154b565f4779a31fedce57b01b5b9d99d8a34a7608062a1d",
+    "MIT",
+    "https://pypi.org/project/vega-datasets/0.9.0/",
+)
+
+
+@pytest.mark.network
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("member", "fmt", "rows"),
+    [
+        ("seattle-temps.csv", "%Y/%m/%d %H:%M", 8759),
+        ("seattle-weather.csv", "%Y/%m/%d", 1461),
+        ("stocks.csv", "%b %d %Y", 560),
+    ],
+)
+def test_vega_date_columns_are_time_columns(
+    member: str, fmt: str, rows: int, tmp_path: Path, capsys
+) -> None:
+    from kuration.cli.main import main as kur_main
+    from kuration.sources.samples import Sample, fetch_wheel, read_member
+
+    path = tmp_path / member
+    path.write_bytes(read_member(fetch_wheel(Sample(*VEGA)), f"vega_datasets/_data/{member}"))
+    assert kur_main(["init", str(path), "--out", str(tmp_path / "job")]) == 0
+    out = capsys.readouterr().out
+    assert f"time_format {fmt!r}" in out
+    assert f"{rows} rows, {rows} kept" in out and "none dropped" in out
+    job = json.loads((tmp_path / "job" / "job.json").read_text())
+    assert job["adapter"]["time_format"] == fmt

@@ -88,3 +88,10 @@ def test_several_named_frames_write_what_their_files_write(tmp_path: Path) -> No
         assert a.read_bytes() == b.read_bytes(), a.name
     assert _entries(tmp_path / "out") == _entries(tmp_path / "mem")
     assert "run.2024.02" in json.dumps(_entries(tmp_path / "mem"))
+    from kuration.tools.diff import compare_datasets
+
+    # kur diff: only what each source was read from differs (its bytes' fingerprint)
+    res = compare_datasets(tmp_path / "out", tmp_path / "mem")
+    assert {c["path"] for c in res["changes"]} <= {
+        f"pipeline.sources[{i}].{k}" for i in range(3) for k in ("sha256", "uri", "format")
+    }, res["changes"]
