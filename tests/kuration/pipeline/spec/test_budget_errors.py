@@ -138,3 +138,23 @@ def test_an_underfilled_split_exits_0_and_names_its_binding_constraint(
         check.stdout
     )
     assert "NOTE  train under-filled, binding constraint: pool size" in check.stdout
+
+
+def test_the_baseline_is_this_programs_own_peak_not_its_parents() -> None:
+    """``ru_maxrss`` survives ``fork`` + ``execve``: a ``kur run`` started by a 2 GB test
+    runner measured a 2 GB baseline and refused a 2 GB budget it fits in (README's streaming
+    example, inside the full suite)."""
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    ballast = np.ones(400 * 2**20 // 8)  # 400 MiB resident in this process
+    ballast += 1.0
+    code = "from kuration.pipeline.spec.budget import peak_rss_bytes; print(peak_rss_bytes())"
+    # bash forks (a copy of this process's map), then execs python: the case kur meets
+    out = subprocess.run(
+        ["bash", "-c", f"{sys.executable} -c '{code}'"], capture_output=True, text=True, check=True
+    )
+    assert int(out.stdout) < 300 * 2**20, out.stdout
+    assert ballast[0] == 2.0
