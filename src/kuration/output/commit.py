@@ -366,9 +366,25 @@ def remove_tree(path: Path, keep: set[str] | None = None) -> None:
             p.unlink()
 
 
-def remove_stale(root: Path, keep: set[str]) -> None:
+def remove_stale(root: Path, keep: set[str], *, trees: tuple[str, ...] = ()) -> None:
     """Remove files under the split directories that the new manifest does not list
-    (old shards, temp files of killed writers) and temp files of metadata."""
+    (old shards, temp files of killed writers) and temp files of metadata; with
+    ``trees`` (a LeRobot folder's ``data``, ``meta``, ``videos``), also every unlisted
+    file anywhere below those folders, and the folders left empty."""
+    for top in trees:
+        d = root / top
+        if not d.is_dir() or d.is_symlink():
+            continue
+        for p in sorted(d.rglob("*"), reverse=True):  # files before their folders
+            if p.relative_to(root).as_posix() in keep:
+                continue
+            if p.is_symlink() or p.is_file():
+                p.unlink()
+            elif p.is_dir():
+                with contextlib.suppress(OSError):
+                    p.rmdir()
+        with contextlib.suppress(OSError):
+            d.rmdir()
     for split in SPLITS:
         d = root / split
         if not d.is_dir() or d.is_symlink():

@@ -278,7 +278,7 @@ def _place(stages: tuple[PlanStage, ...], p: Pipeline) -> tuple[PlanStage, ...]:
     fused = read_island is not None and any(
         s.kind == "features" and s.island == read_island for s in stages
     )
-    packed = bool(getattr(p.output_spec, "packed", False))  # packed files are written here
+    packed = bool(getattr(p.output_spec, "shared_files", False))  # packed files are written here
     writes_in_workers = name != "local" and not packed and encoder_pickles(p.encoder)
 
     def executor_of(s: PlanStage) -> str:

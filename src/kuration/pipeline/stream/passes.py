@@ -74,7 +74,7 @@ __all__ = ["STREAMING_STEPS", "check_streaming", "stream_score_sources"]
 
 def _packed(spec: Any) -> bool:
     """Whether an output spec asks for the packed (partitioned Parquet dataset) layout."""
-    return bool(getattr(spec, "packed", False))
+    return bool(getattr(spec, "shared_files", False))
 
 
 def check_streaming(p: Pipeline) -> None:
@@ -133,8 +133,8 @@ def _check_output(spec: Any, encoder: Any) -> None:
         )
     if _packed(spec):
         raise StreamingError(
-            "the partitioned Parquet dataset (layout 'packed') orders shards across a whole "
-            "split, which a bounded stream cannot; use layout 'files' (container parquet, "
+            f"layout {spec.layout!r} orders shards across a whole split into shared files, "
+            "which a bounded stream cannot; use layout 'files' (container parquet, "
             "json or hdf5)",
             step="output",
         )
