@@ -8,7 +8,7 @@ import json
 import fsspec
 import pytest
 
-from kuration import DatasetExistsError, DestinationError, NonExclusiveLeaseWarning
+from kuration.errors import DatasetExistsError, DestinationError, NonExclusiveLeaseWarning
 from kuration.output.commit import LOCK_NAME
 from kuration.output.destination import RemoteDestination, RemoteLease
 

@@ -15,13 +15,14 @@ from pathlib import Path
 
 import numpy as np
 
-from kuration import iter_shards, register_metric
+from kuration import iter_shards
 from kuration.core.plugins import code_identity, run_code, used_names
+from kuration.extend import register_metric
 from kuration.metrics.features import _METRICS
 
 PLUGIN = {
     "__init__.py": (
-        "from kuration import register_metric\n"
+        "from kuration.extend import register_metric\n"
         "from .helpers import level\n\n\n"
         '@register_metric("plug_level")\n'
         "def plug_level(buf):\n"

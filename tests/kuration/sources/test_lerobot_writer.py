@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from lerobot_env import lerobot_python
 
 from kuration.cli.main import main as kur_main
 from kuration.contracts.schema import SchemaSpec
 from kuration.sources import adapter_from_dict
+from lerobot_env import lerobot_python
 
 HERE = Path(__file__).resolve().parent
 

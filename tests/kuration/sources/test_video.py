@@ -11,15 +11,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kuration import (
-    JoinedMediaAdapter,
-    MediaError,
-    SchemaSpec,
-    VideoAdapter,
-    motion_energy,
-)
+from kuration import JoinedMediaAdapter, SchemaSpec, VideoAdapter
+from kuration.errors import MediaError
 from kuration.sources import adapter_from_dict
-from kuration.sources.video import match_frames
+from kuration.sources.video import match_frames, motion_energy
 
 CARPHONE = {
     "name": "carphone",
