@@ -82,6 +82,10 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "shard_entries",
     ),
     ".read.table": ("FeatureInfo",),
+    ".read.windows": (
+        "ModelWindows",
+        "model_windows",
+    ),
     ".selection.strategy": ("Strategy",),
     ".sources": (
         "JoinedMediaAdapter",
@@ -150,6 +154,7 @@ if TYPE_CHECKING:  # the static view of the same names, for type checkers
     from .read.curated import CuratedDatasetAdapter
     from .read.loaders import Dataset, iter_shards, open_dataset, read_shard_arrays, shard_entries
     from .read.table import FeatureInfo
+    from .read.windows import ModelWindows, model_windows
     from .selection.strategy import Strategy
     from .sources import JoinedMediaAdapter, TimeseriesAdapter, VideoAdapter
     from .sources.stream import TickStream
@@ -176,6 +181,7 @@ __all__ = [
     "KurationWarning",
     "MediaSpec",
     "ModalitySpec",
+    "ModelWindows",
     "OutputSpec",
     "Pipeline",
     "PipelineOptions",
@@ -201,6 +207,7 @@ __all__ = [
     "iter_shards",
     "load_job",
     "load_strategy",
+    "model_windows",
     "open_dataset",
     "read_shard_arrays",
     "run_experiment",

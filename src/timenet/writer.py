@@ -75,7 +75,7 @@ from timenet.models import (
 from timenet.specs import Content, SignalSpec, check_content
 from timenet.units import validate_unit
 
-__all__ = ["TimeFWriter"]
+__all__ = ["TimeFWriter", "check_writable"]
 
 STAGING_PREFIX = ".staging-"
 Storage = Literal["auto", "parquet", "zarr"]
@@ -108,6 +108,25 @@ def _fsync(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def check_writable(root: str | os.PathLike[str], card: DatasetCard) -> None:
+    """Check that a :class:`TimeFWriter` could stage ``card``'s version under ``root``,
+    leaving nothing behind: a staging folder is made where the writer makes its own and
+    removed again, with every directory made for it.
+
+    A build calls this before its first (possibly long) download and before any
+    progress output, so a registry it cannot write fails at once with one message.
+
+    Raises
+    ------
+    RegistryError
+        If the registry refuses the folder (permissions, read-only file system, a file
+        in the way), naming the path refused.
+    """
+    base = Path(root)
+    probe = base / card.org / card.name / f"{STAGING_PREFIX}probe-{uuid.uuid4().hex[:12]}"
+    remove_empty(make_dirs(probe, base))
 
 
 class TimeFWriter:

@@ -44,7 +44,9 @@ _FILES: tuple[tuple[str, type[BaseModel], str], ...] = (
     ('Job `sources` as `{"sample": ...}`', cfg.SampleSourcesModel, "job"),
     ('Job `sources` as `{"named": ...}`', cfg.NamedSourcesModel, "job"),
     ("Job `segmenter`", cfg.SegmenterModel, "job"),
+    ("Job `segmenter` `present_where`", cfg.PresentWhereModel, "job"),
     ("Job `budget`", cfg.BudgetModel, "job"),
+    ("Job `split`", cfg.SplitModel, "job"),
     ("Quality policy (`kur check --policy`)", cfg.PolicyModel, "policy"),
 )
 
@@ -114,6 +116,7 @@ reading, writing and queries.  Features that pull heavy dependencies are extras:
 | `cloud` | s3fs, gcsfs, adlfs | all three object stores |
 | `report` | matplotlib | `kur inspect --html` |
 | `connectors` | kloppy | the `kloppy/football-tracking` connector |
+| `formats` | gpxpy, wfdb | GPX track (`.gpx`) and WFDB record (`.hea`) sources; JSON lines and Arrow IPC need only the core |
 | `media` | av (PyAV) | lazy video sources (`docs/media.md`) |
 | `lerobot` | av (PyAV) | the cameras of LeRobot v3 datasets (`docs/lerobot.md`); their Parquet frames need no extra |
 | `mcap` | mcap, mcap-ros2-support | MCAP files and ROS 2 bags (`adapter: {"type": "mcap"}`, `docs/lerobot.md`) |
@@ -133,8 +136,10 @@ Credentials and the endpoint come from the backend's own environment (`AWS_ENDPO
 per protocol: `{"s3": {"client_kwargs": {"endpoint_url": "http://127.0.0.1:9000"}}}`.
 Each shard is uploaded whole under `.kuration_staging/<run fingerprint>/<attempt>/` and then
 moved into place; `dataset.commit.json` says `writing` before the first move and `committed`
-last.  The lease `.kuration-writer.lock` is created with a conditional put (S3
-`If-None-Match: *`); a backend without conditional create gets a `NonExclusiveLeaseWarning`.
+last.  The lease `.kuration-writer.lock` is created with one conditional request (S3 and
+Azure `If-None-Match: *`, GCS `ifGenerationMatch=0`); a backend without a conditional create
+is refused unless `KURATION_NON_EXCLUSIVE_LEASE=accept-racing-writers` accepts that two
+writers starting together may both write (then a `NonExclusiveLeaseWarning`).
 A remote lease outlives a killed writer: delete it by hand only once no writer owns the
 prefix, then `--resume`, which reuses a shard only when the SHA-256 of the remote object's
 bytes matches its record.  A remote source is identified by its object version or ETag

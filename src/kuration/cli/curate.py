@@ -114,10 +114,12 @@ def print_experiment(res: ExperimentResult, wall: float, console: Console) -> No
         f"[bold]kuration[/] experiment: {len(res.results)} strategies, n = {res.n_requested}, "
         f"{wall:.2f} s (scoring {res.timing.get('scoring_s', 0.0):.2f} s)"
     )
-    c = Table(title="coverage of the pool (z-scored axes)")
-    for col in ("strategy", "method", "selected", "select ms", "radius", "mean NN", "cells hit"):
+    c = Table(title="coverage of the pool (z-scored axes); vs random: minus the random control's")
+    cols = ("strategy", "method", "selected", "select ms", "radius", "mean NN", "cells hit")
+    for col in (*cols, "vs random: mean NN", "cells hit", "Jaccard"):
         c.add_column(col, justify="right")
     for row in res.comparison:
+        vs = row.get("vs_random") or {}
         c.add_row(
             row["strategy"],
             row["method"],
@@ -126,6 +128,9 @@ def print_experiment(res: ExperimentResult, wall: float, console: Console) -> No
             _f(row["radius"], 2),
             _f(row["mean_nn"], 2),
             _f(row["cells_covered"], 2),
+            _f(vs.get("mean_nn"), 2),
+            _f(vs.get("cells_covered"), 2),
+            _f(vs.get("jaccard"), 2),
         )
     console.print(c)
     d = Table(title="selected vs pool per axis: KS statistic / Wasserstein-1 over pool std")

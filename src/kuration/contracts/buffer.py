@@ -9,10 +9,12 @@ from functools import cached_property
 import numpy as np
 from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
+from ..core.ids import tag_entity_id
+from ..errors import KurationError
 from .schema import SchemaSpec
 from .tick import TickTable
 
-__all__ = ["WindowBatch", "WindowBuffer", "build_window"]
+__all__ = ["WindowBatch", "WindowBuffer", "build_window", "entity_column", "entity_table"]
 
 
 @dataclass(frozen=True)
@@ -65,12 +67,74 @@ class WindowBuffer:
         return {f.name: f.vocab for f in self.schema.fields if f.kind == "categorical"}
 
 
+def entity_column(table: TickTable, entity: str) -> int:
+    """The column of ``table`` whose entity's tagged id (:func:`~kuration.core.ids.tag_entity_id`)
+    is ``entity``.
+
+    Raises
+    ------
+    KurationError
+        No entity of the table has that id.
+    """
+    for e, eid in enumerate(table.entity_ids):
+        if tag_entity_id(eid) == entity:
+            return e
+    raise KurationError(f"{table.source_id}: no entity {entity!r} in the source's roster")
+
+
+def entity_table(
+    table: TickTable, entity: str, start: int = 0, stop: int | None = None
+) -> TickTable:
+    """Ticks ``[start, stop)`` of ``table`` for one entity (tagged id ``entity``), as a table
+    of one entity column (globals and events kept; media columns left out).
+
+    Tick ``t`` of the result is tick ``start + t`` of ``table`` (its ``k0`` is shifted so);
+    a track-scoped window ``[a, b)`` of ``table`` is window ``[a - start, b - start)`` of it.
+
+    Raises
+    ------
+    KurationError
+        No entity of the table has that id.
+    """
+    e = entity_column(table, entity)
+    sl = slice(start, table.n_steps if stop is None else stop)
+    glob_names = {g.name for g in table.schema.globals}
+    return TickTable(
+        table.source_id,
+        table.schema,
+        table.k0 + sl.start,
+        (table.entity_ids[e],),
+        {k: v[sl, e : e + 1] for k, v in table.values.items()},
+        table.present[sl, e : e + 1],
+        {k: v[sl] for k, v in table.globals.items()},
+        {k: v[sl] for k, v in table.events.items()},
+        table.counts,
+        {k: v[sl] if k in glob_names else v[sl, e : e + 1] for k, v in table.ints.items()},
+    )
+
+
 def build_window(
-    table: TickTable, start: int, stop: int, schema: SchemaSpec | None = None
+    table: TickTable,
+    start: int,
+    stop: int,
+    schema: SchemaSpec | None = None,
+    entity: str | None = None,
 ) -> WindowBuffer:
-    """Extract ticks ``[start, stop)`` of ``table`` over the entities present in that range."""
+    """Extract ticks ``[start, stop)`` of ``table`` over the entities present in that range,
+    or only over ``entity`` (a tagged id, :attr:`Segment.entity
+    <kuration.contracts.segment.Segment>`) for a track-scoped window.
+
+    Raises
+    ------
+    KurationError
+        ``entity`` is not in the table's roster.
+    """
     present = table.present[start:stop]
-    roster = np.flatnonzero(present.any(axis=0))
+    if entity is None:
+        roster = np.flatnonzero(present.any(axis=0))
+    else:
+        e = entity_column(table, entity)
+        roster = np.array([e] if present[:, e].any() else [], np.int64)
     glob_names = {g.name for g in table.schema.globals}
     ints = {
         k: v[start:stop] if k in glob_names else v[start:stop][:, roster]

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import operator
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
+from ..core.ids import tag_entity_id
 from ..errors import KurationError
 from .tick import TickTable
 
@@ -35,6 +38,10 @@ class Segment:
         Group label for group caps and split stratification.
     priority : float
         Ranking value assigned by the selection method (-inf: never selected).
+    entity : str or None
+        The tagged id (:func:`~kuration.core.ids.tag_entity_id`) of the one entity a
+        track-scoped window covers (:attr:`Segmenter.scope` ``"track"``); None for a
+        window over every entity of the source (``"scene"``).
     """
 
     source_id: str
@@ -45,15 +52,19 @@ class Segment:
     tags: dict[str, str] = field(default_factory=dict)
     group: str | None = None
     priority: float = float("nan")
+    entity: str | None = None
 
     @property
     def n_steps(self) -> int:
         return self.end_idx - self.start_idx
 
     @property
-    def key(self) -> tuple[str, int]:
-        """Canonical sort key ``(source_id, start_idx)``."""
-        return (self.source_id, self.start_idx)
+    def key(self) -> tuple[str, int] | tuple[str, str, int]:
+        """Canonical sort key: ``(source_id, start_idx)`` for a scene window,
+        ``(source_id, entity, start_idx)`` for a track window (one pool holds one kind)."""
+        if self.entity is None:
+            return (self.source_id, self.start_idx)
+        return (self.source_id, self.entity, self.start_idx)
 
     def copy(self) -> Segment:
         """A copy whose features and tags can change without touching this one."""
@@ -66,6 +77,7 @@ class Segment:
             dict(self.tags),
             self.group,
             self.priority,
+            self.entity,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -81,6 +93,7 @@ class Segment:
             "tags": dict(self.tags),
             "group": self.group,
             "priority": self.priority if math.isfinite(self.priority) else None,
+            **({} if self.entity is None else {"entity": self.entity}),
         }
 
 
@@ -96,21 +109,42 @@ class Segmenter:
         Seconds are converted with ``sample_hz`` (rounded to whole steps).
     sample_hz : float, optional
         Needed when ``unit="seconds"``.
+    scope : {"scene", "track"}
+        What one window covers.  ``"scene"`` (the default): every entity of the
+        source over the window's ticks, so a metric such as ``entities:count``
+        sees the whole scene and every track of the source shares its windows.
+        ``"track"``: one entity, so each entity gets its own windows (those
+        where it is present at least once) and a metric reduces over that
+        entity alone; a track or span is then ranked by its own data.
+    present_where : mapping, optional
+        ``{"field": name, "op": op, "value": number}`` (``op`` one of ``==``, ``!=``,
+        ``<``, ``<=``, ``>``, ``>=``): an entity counts as present only at ticks where
+        its scalar field satisfies the comparison (``{"field": "onground", "op": "==",
+        "value": 0}``: airborne).  Scoring, windows, track extents, spans and present-time
+        budgets see only those ticks (:meth:`presence`); written shards keep every
+        recorded tick of an admitted span.
 
     Raises
     ------
     KurationError
-        On a non-positive window/stride or seconds without a rate.
+        On a non-positive window/stride, seconds without a rate, an unknown scope or a
+        malformed ``present_where``.
     """
 
     window: float
     stride: float
     unit: Literal["steps", "seconds"] = "steps"
     sample_hz: float | None = None
+    scope: Literal["scene", "track"] = "scene"
+    present_where: Any = None
 
     def __post_init__(self) -> None:
+        if self.present_where is not None:
+            object.__setattr__(self, "present_where", _where(self.present_where))
         if self.unit not in ("steps", "seconds"):
             raise KurationError(f"segmenter unit must be 'steps' or 'seconds', got {self.unit!r}")
+        if self.scope not in ("scene", "track"):
+            raise KurationError(f"segmenter scope must be 'scene' or 'track', got {self.scope!r}")
         if self.unit == "seconds" and not self.sample_hz:
             raise KurationError("a segmenter in seconds needs sample_hz")
         if self.window_steps < 1 or self.stride_steps < 1:
@@ -141,17 +175,45 @@ class Segmenter:
             return np.zeros(0, dtype=np.int64)
         return np.arange(0, n_steps - w + 1, self.stride_steps, dtype=np.int64)
 
-    def segments(self, source_id: str, present: np.ndarray) -> list[Segment]:
-        """Windows over a source whose presence mask is ``present`` (T, E); windows with no
-        entity present at all are left out."""
+    def segments(
+        self, source_id: str, present: np.ndarray, entity_ids: Sequence[Any] = ()
+    ) -> list[Segment]:
+        """Windows over a source whose presence mask is ``present`` (T, E), in canonical
+        (:attr:`Segment.key`) order.
+
+        A scene window where no entity is present is left out.  With ``scope="track"``
+        each entity (``entity_ids[e]`` names column ``e``) gets the windows where it is
+        present at least once, each tagged with its :attr:`Segment.entity`.
+
+        Raises
+        ------
+        KurationError
+            A track scope without one entity id per column of ``present``.
+        """
         starts = self.starts(present.shape[0])
         if starts.size == 0:
             return []
-        any_t = present.any(axis=1).astype(np.int64)
-        csum = np.concatenate([[0], np.cumsum(any_t)])
         w = self.window_steps
-        occupied = (csum[starts + w] - csum[starts]) > 0
-        return [Segment(source_id, int(s), int(s) + w) for s in starts[occupied]]
+        if self.scope == "scene":
+            any_t = present.any(axis=1).astype(np.int64)
+            csum = np.concatenate([[0], np.cumsum(any_t)])
+            occupied = (csum[starts + w] - csum[starts]) > 0
+            return [Segment(source_id, int(s), int(s) + w) for s in starts[occupied]]
+        if len(entity_ids) != present.shape[1]:
+            raise KurationError(
+                f"{source_id}: a track-scoped segmenter needs {present.shape[1]} entity ids, "
+                f"got {len(entity_ids)}"
+            )
+        csum = np.concatenate([np.zeros((1, present.shape[1]), np.int64), np.cumsum(present, 0)])
+        occupied = (csum[starts + w] - csum[starts]) > 0  # (W, E)
+        out = []
+        for e in np.flatnonzero(occupied.any(axis=0)):
+            tag = tag_entity_id(entity_ids[e])
+            out.extend(
+                Segment(source_id, int(s), int(s) + w, entity=tag) for s in starts[occupied[:, e]]
+            )
+        out.sort(key=lambda seg: seg.key)
+        return out
 
     def stream(
         self, source_id: str, blocks: Iterable[TickTable]
@@ -175,7 +237,8 @@ class Segmenter:
         ------
         segment : Segment
             The window ``[start_idx, end_idx)`` on the source's grid (tick 0 is the
-            first block's first tick), with no features yet.
+            first block's first tick), with no features yet; with ``scope="track"`` one
+            per entity present in the window (roster order), each with its ``entity``.
         window : TickTable
             The window's ticks over the roster, C-contiguous; ``k0`` is the grid
             index of its first tick.  Scoring it
@@ -213,14 +276,80 @@ class Segmenter:
                 busy += item[2]
                 start = pos - w + 1
                 if start >= 0 and start % stride == 0 and busy and len(win) == w:
-                    yield Segment(source_id, start, start + w), _window(first, win, start)
+                    yield from self._emit(source_id, start, _window(first, win, start))
             nxt = at + blk.n_steps
 
+    def presence(self, table: TickTable) -> TickTable:
+        """``table`` with ``present`` false wherever ``present_where`` fails (``table`` itself
+        without one): ``present & isfinite(v) & (v op value)`` for the field's values ``v``.
+
+        Raises
+        ------
+        KurationError
+            The field is not a scalar field of the table's schema.
+        """
+        if self.present_where is None:
+            return table
+        name, op, value = self.present_where
+        v = table.values.get(name)
+        if v is None or v.ndim != 3 or v.shape[2] != 1:
+            raise KurationError(
+                f"segmenter present_where names {name!r}, which is no scalar field of the schema"
+            )
+        x = v[:, :, 0]
+        with np.errstate(invalid="ignore"):
+            hold = np.isfinite(x) & _OPS[op](x, value)
+        return dataclasses.replace(table, present=table.present & hold)
+
+    def _emit(
+        self, source_id: str, start: int, window: TickTable
+    ) -> Iterator[tuple[Segment, TickTable]]:
+        w = self.window_steps
+        if self.scope == "scene":
+            yield Segment(source_id, start, start + w), window
+            return
+        for e in np.flatnonzero(window.present.any(axis=0)):
+            tag = tag_entity_id(window.entity_ids[e])
+            yield Segment(source_id, start, start + w, entity=tag), window
+
     def to_dict(self) -> dict[str, Any]:
+        """The keyword arguments that rebuild this segmenter (``scope`` only when not the
+        default, so a scene job's recorded config and fingerprints keep their bytes)."""
         d: dict[str, Any] = {"window": self.window, "stride": self.stride, "unit": self.unit}
         if self.sample_hz is not None:
             d["sample_hz"] = self.sample_hz
+        if self.scope != "scene":
+            d["scope"] = self.scope
+        if self.present_where is not None:
+            name, op, value = self.present_where
+            d["present_where"] = {"field": name, "op": op, "value": value}
         return d
+
+
+_OPS: dict[str, Any] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
+def _where(spec: Any) -> tuple[str, str, float]:
+    """``present_where`` as ``(field, op, value)``, checked."""
+    if isinstance(spec, tuple) and len(spec) == 3:
+        spec = {"field": spec[0], "op": spec[1], "value": spec[2]}
+    ok = isinstance(spec, dict) and set(spec) == {"field", "op", "value"}
+    if not ok or not isinstance(spec["field"], str) or spec["op"] not in _OPS:
+        raise KurationError(
+            'segmenter present_where is {"field": name, "op": one of '
+            f'{", ".join(_OPS)}, "value": number}}, got {spec!r}'
+        )
+    value = spec["value"]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise KurationError(f"segmenter present_where value must be a finite number, got {value!r}")
+    return (spec["field"], spec["op"], float(value))
 
 
 def _window(

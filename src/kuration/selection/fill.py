@@ -153,6 +153,7 @@ def fill_budgets(
     tag_coverage: bool = False,
     tag_names: Collection[str] | None = None,
     min_tag_frac: float = 0.1,
+    count: str = "span",
 ) -> FillResult:
     """Admit candidates split by split until each budget (seconds) is reached.
 
@@ -176,6 +177,10 @@ def fill_budgets(
         Only tags of these names (a candidate's tags are ``"name=label"``).
     min_tag_frac : float
         The tag reserve never takes more than this fraction of the budget.
+    count : {"span", "present"}
+        What a candidate's seconds are: its span, ``(last - first + 1) / sample_hz``
+        (the default), or the ticks at which its entity is present over ``sample_hz``
+        (``present``); every ``_s`` figure of the budget block counts the same way.
 
     Returns
     -------
@@ -196,7 +201,7 @@ def fill_budgets(
     for split, requested in budgets_s.items():
         in_split = np.array([sp == split for sp in split_code], bool)
         rows = np.flatnonzero(in_split[table.source]) if in_split.size else np.zeros(0, np.intp)
-        pool = _Pool(table, rows, hz)
+        pool = _Pool(table, rows, hz, count)
         req = float(requested)
         cap = None
         if max_group_overshoot is not None and pool.groups:
@@ -228,12 +233,13 @@ class _Pool:
     """One split's pool: its finite rows in admission order (``finite``, a position in it is
     what the fill loops over) with their columns, and its non-finite rows."""
 
-    def __init__(self, table: CandidateTable, rows: np.ndarray, hz: float) -> None:
+    def __init__(self, table: CandidateTable, rows: np.ndarray, hz: float, count: str) -> None:
         fin = np.isfinite(table.priority[rows])
         self.table, self.rows, self.hz = table, rows, hz
         self.finite = table.order(rows[fin])
         self.nonfinite = rows[~fin]
-        self.steps = table.n_steps[self.finite]
+        self.all_steps = table.present if count == "present" else table.n_steps
+        self.steps = self.all_steps[self.finite]
         self.ident = table.ident_codes()[self.finite]
         self.tags = table.tags[self.finite]
         # group labels: None and "" are one group ""; sorted, as group keys per position
@@ -357,7 +363,7 @@ def _budget_block(
         "admitted_tracks": len(adm.taken),
         "underfill_s": max(0.0, req - adm.total),
         "nonfinite_excluded": int(pool.nonfinite.size),
-        "nonfinite_excluded_s": int(table.n_steps[pool.nonfinite].sum()) / hz,
+        "nonfinite_excluded_s": int(pool.all_steps[pool.nonfinite].sum()) / hz,
         "group_cap_s": cap,
         "groups": len(pool.groups),
         "group_cap_excluded": int(capped.codes.size),

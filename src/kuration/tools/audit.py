@@ -11,6 +11,10 @@
   with source duration: a feature strongly tied to duration biases a
   selection toward long windows or long sources.  A constant input has no
   rank correlation: the value is None with a note, not NaN.
+* :func:`span_length_audit` -- the same rank correlation for an hours fill's
+  candidate spans: priority and each aggregated feature against the span's
+  length, and the admitted spans' lengths against the pool's (heuristic scores
+  often measure length; a strong correlation says the ranking does).
 * :func:`coverage_metrics` -- over z-scored axes, the covering radius
   (the k-center objective: farthest pool point from its nearest selected
   one), the mean nearest-selected distance (the k-median / facility
@@ -34,6 +38,7 @@ __all__ = [
     "distribution_shift",
     "duration_correlations",
     "ks_statistic",
+    "span_length_audit",
 ]
 
 
@@ -158,3 +163,46 @@ def coverage_metrics(
         out["radius"] = float(d.max())
         out["mean_nn"] = float(d.mean())
     return out
+
+
+def span_length_audit(
+    lengths_s: np.ndarray,
+    priority: np.ndarray,
+    features: Mapping[str, np.ndarray],
+    admitted: np.ndarray,
+) -> dict[str, Any]:
+    """Whether an hours ranking measures span length (one split's pool of candidates).
+
+    Parameters
+    ----------
+    lengths_s : ndarray, shape (n,), float64
+        Each candidate's length in seconds (what its budget counted).
+    priority : ndarray, shape (n,), float64
+        Its aggregated priority (``-inf`` where none: left out of the correlations).
+    features : mapping of str to ndarray, shape (n,)
+        Its aggregated features.
+    admitted : ndarray, shape (n,), bool
+
+    Returns
+    -------
+    dict
+        ``priority`` and ``features[name]``: Spearman's rho of the value with the length
+        (``rho``, ``p``, ``n``, a ``note`` when undefined); ``admitted`` and ``pool``: the
+        count, mean and median length in seconds of the admitted candidates and of all.
+    """
+    lengths_s = np.asarray(lengths_s, dtype=np.float64)
+    admitted = np.asarray(admitted, dtype=bool)
+
+    def lengths(x: np.ndarray) -> dict[str, Any]:
+        if x.size == 0:
+            return {"n": 0, "mean_s": None, "median_s": None}
+        return {"n": int(x.size), "mean_s": float(x.mean()), "median_s": float(np.median(x))}
+
+    return {
+        "priority": _spearman(np.asarray(priority, dtype=np.float64), lengths_s),
+        "features": {
+            f: _spearman(np.asarray(v, dtype=np.float64), lengths_s) for f, v in features.items()
+        },
+        "admitted": lengths(lengths_s[admitted]),
+        "pool": lengths(lengths_s),
+    }

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from ..errors import PipelineError
+from .audit import span_length_audit
 
 if TYPE_CHECKING:
     from ..selection.fill import FillResult
@@ -59,7 +60,9 @@ def hours_selection_review(result: _WriteResult, max_examples: int = 5) -> dict[
         ``reasons`` (what each decision means), ``too_short_excluded`` and per split:
         ``requested_s``, ``admitted_s``, ``emitted_s``, ``utilization`` (emitted / requested),
         ``underfill_s``, ``decisions`` (count and seconds per reason), ``priority`` (min/median/max
-        of admitted and of rejected candidates), ``cutoff_priority`` (lowest admitted) and
+        of admitted and of rejected candidates), ``cutoff_priority`` (lowest admitted),
+        ``span_length`` (:func:`~kuration.tools.audit.span_length_audit`: priority and
+        features against span length, admitted lengths against the pool's) and
         ``examples`` per reason.
 
     Raises
@@ -106,6 +109,14 @@ def hours_selection_review(result: _WriteResult, max_examples: int = 5) -> dict[
         ]
         b = budget.get(split, {})
         req = float(b.get("requested_s", 0.0))
+        cands = list(pool)
+        names = sorted({k for c in cands for k in c.features})
+        span_audit = span_length_audit(
+            np.array([c.n_steps / hz for c in cands]),
+            np.array([c.priority for c in cands]),
+            {n: np.array([c.features.get(n, math.nan) for c in cands]) for n in names},
+            np.array([why.get(c.ident()) in ("admitted", "tag-reserve") for c in cands], bool),
+        )
         out["splits"][split] = {
             "requested_s": req,
             "admitted_s": b.get("admitted_s"),
@@ -115,6 +126,7 @@ def hours_selection_review(result: _WriteResult, max_examples: int = 5) -> dict[
             "decisions": {r: {"count": counts[r], "seconds": secs[r]} for r in sorted(counts)},
             "priority": {"admitted": _stats(admitted), "rejected": _stats(rejected)},
             "cutoff_priority": _stats(admitted)["min"],
+            "span_length": span_audit,
             "examples": examples,
         }
     return out

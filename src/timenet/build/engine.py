@@ -30,7 +30,7 @@ from timenet.errors import IntegrityError, ManifestError, TimeNetError
 from timenet.models import DatasetCard, EffectiveAccess, Manifest
 from timenet.registry import LocalRegistry, Registry
 from timenet.versions import Ref, parse_ref
-from timenet.writer import TimeFWriter
+from timenet.writer import TimeFWriter, check_writable
 
 __all__ = ["BuildResult", "auto_build", "build", "run_pipeline"]
 
@@ -122,6 +122,8 @@ def run_pipeline(
     BuildError
         From any stage (FetchError, RawInputError, ParentError, ...); nothing
         is published.
+    RegistryError
+        If ``registry`` cannot be written; checked before any stage runs or prints.
     TimeNetError
         From the writer (SchemaError, UnitError) on content it refuses.
     """
@@ -137,6 +139,7 @@ def run_pipeline(
         return BuildResult(
             ref, target, _verify_existing(target, ref), False, time.perf_counter() - t0
         )
+    check_writable(reg.root, card)  # before a long download and before progress lines
     with prog if own_progress else nullcontext():
         try:
             _prepare_parents(

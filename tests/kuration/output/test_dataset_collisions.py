@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -39,11 +40,16 @@ def _with_collisions(src: Path, dst: Path) -> int:
 def test_collisions_are_counted_per_source_in_config_json(
     tmp_path: Path, adsb_job_dict: dict, adsb_sources: list[Path], policy: str
 ) -> None:
-    noisy = tmp_path / "noisy.parquet"
+    # both sources in one folder, so their ids are their file stems (docs/input-policies.md)
+    folder = tmp_path / "sources"
+    folder.mkdir()
+    clean = folder / adsb_sources[0].name
+    shutil.copyfile(adsb_sources[0], clean)
+    noisy = folder / "noisy.parquet"
     expected = _with_collisions(adsb_sources[1], noisy)
     assert expected >= 60
     job = json.loads(json.dumps(adsb_job_dict))
-    job["sources"] = [str(adsb_sources[0]), str(noisy)]
+    job["sources"] = [str(clean), str(noisy)]
     job["budget"] = {"train_hours": 0.05, "test_hours": 0.0}
     job["adapter"]["collisions"] = policy
     if policy == "nearest":
@@ -54,6 +60,6 @@ def test_collisions_are_counted_per_source_in_config_json(
     config = json.loads((tmp_path / "out" / "config.json").read_text())
     rows = {r["source_id"]: r for r in config["pipeline"]["sources"]}
     assert rows["noisy"]["snap_collisions"] == expected
-    assert rows[adsb_sources[0].stem]["snap_collisions"] == 0
+    assert rows[clean.stem]["snap_collisions"] == 0
     assert config["results"]["scoring"]["snap_collisions"] == {"noisy": expected}
     assert res.scoring.summary()["snap_collisions"] == {"noisy": expected}

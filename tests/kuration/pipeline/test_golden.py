@@ -66,6 +66,10 @@ GOLDEN = {
         "aa0950dc406814d449a762a59e887ad6b16532a57b4800614767e978f2a93b39",
         194,
     ),
+    "random": (
+        "7e53b7d1c0fd30efb7a28bf6d2189159cd2691b3d7553375f6522e721f5ecf53",
+        188,
+    ),
     "target-distribution": (
         "0f36a6087816ceec6250ba186100442fbfbfd25810acd69e8880649b66ae784a",
         201,

@@ -233,7 +233,8 @@ def test_dedup_in_an_hours_job(corpus, adsb_job_dict, tmp_path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BudgetGranularityWarning)
         res = run_job(job, tmp_path / "out")
-    replica_id = adapter.read_table(str(replica)).source_id
+    replica_id = adapter.assign_source_ids(sources)[str(replica)]
     segs = res.scoring.segments
+    assert any(s.source_id == replica_id for s in segs)
     assert all(s.priority == -np.inf for s in segs if s.source_id == replica_id)
     assert any(np.isfinite(s.priority) for s in segs if s.source_id != replica_id)

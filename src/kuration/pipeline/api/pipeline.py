@@ -63,6 +63,7 @@ from ..run.strategy import load_strategy
 from ..spec.job import job_components, job_encoder, job_selection, parse_job
 from ..spec.logical import CountSelection, HoursSelection, PipelineOptions, SeamUse
 from ..spec.plan import PhysicalPlan
+from ..spec.split_rules import check_split_rule
 from .operators import get_operator
 
 if TYPE_CHECKING:
@@ -350,6 +351,9 @@ class Pipeline:
             isinstance(gof, Mapping) and all(isinstance(v, str) for v in gof.values())
         ):
             raise PipelineError("group_of maps source ids to group names", step="sample")
+        _check_units(options)
+        if options.get("split") is not None:
+            options = {**options, "split": check_split_rule(options["split"])}
         sel = HoursSelection(float(hours), float(test_hours), **options)
         return self._with(selection=sel)
 
@@ -730,3 +734,23 @@ def _job_options(m: Any, base: Path) -> PipelineOptions:
         )
     except PipelineError as exc:
         raise JobError(str(exc), path="executor") from None
+
+
+def _check_units(options: Mapping[str, Any]) -> None:
+    """The budget-unit options of :meth:`Pipeline.sample`, checked before anything runs.
+
+    Raises
+    ------
+    PipelineError
+        A negative or non-finite ``min_span_seconds``, an unknown ``budget_time`` or
+        ``tie_break``.
+    """
+    m = options.get("min_span_seconds", 0.0)
+    if isinstance(m, bool) or not isinstance(m, int | float) or not math.isfinite(m) or m < 0:
+        raise PipelineError(f"min_span_seconds must be a number >= 0, got {m!r}", step="sample")
+    if not isinstance(options.get("merge_adjacent_spans", False), bool):
+        raise PipelineError("merge_adjacent_spans must be true or false", step="sample")
+    for key, allowed in (("budget_time", ("span", "present")), ("tie_break", ("name", "seed"))):
+        v = options.get(key, allowed[0])
+        if v not in allowed:
+            raise PipelineError(f"{key} must be one of {list(allowed)}, got {v!r}", step="sample")

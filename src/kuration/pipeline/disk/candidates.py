@@ -15,7 +15,8 @@ Each row keeps the table's columns plus what the fill orders by:
   order, spans in order): what :meth:`CandidateStore.to_table` restores;
 * ``tie`` -- the row's rank by (source id, tagged entity id, span index), the order
   :meth:`Candidate.sort_key` breaks equal priorities in; chunks hold successive
-  sources, so a chunk's ranks follow the previous chunk's;
+  sources, so a chunk's ranks follow the previous chunk's (with ``tie_break: "seed"``
+  it is the seeded 63-bit key of :attr:`CandidateTable.tie` instead);
 * ``okey`` -- the priority with ``-0.0`` made ``0.0`` (numpy's sort ties them);
 * ``etag`` -- the tagged entity id (:func:`~kuration.core.ids.tag_entity_id`), the
   middle part of a candidate's ident;
@@ -143,6 +144,8 @@ class CandidateStore:
         s_rank, e_rank = t.sort_ranks()
         tie = np.empty(n, np.int64)
         tie[np.lexsort((np.maximum(t.span, 0), e_rank, s_rank))] = base + np.arange(n)
+        if t.tie is not None:  # tie_break "seed": the seeded key orders equal priorities
+            tie = t.tie
         sizes = np.array([len(e) for e in t.entity_ids], np.int64)
         roster_at = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
         ents = [e for roster in t.entity_ids for e in roster]

@@ -46,7 +46,9 @@ def _sql_text(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _connect(store: CandidateStore, split_of: Mapping[str, str], memory_limit: str) -> Any:
+def _connect(
+    store: CandidateStore, split_of: Mapping[str, str], memory_limit: str, count: str = "span"
+) -> Any:
     """An in-memory DuckDB over the store's file: view ``c`` of every candidate of a
     source in a split, with its split, length (``steps``) and finite priority (``fin``)."""
     import duckdb
@@ -63,7 +65,9 @@ def _connect(store: CandidateStore, split_of: Mapping[str, str], memory_limit: s
         pa.table({"sid": pa.array(sids, pa.string()), "split": [split_of[s] for s in sids]}),
     )
     con.execute(
-        "CREATE TEMP VIEW c AS SELECT p.tie, p.okey, p.last - p.first + 1 AS steps, "
+        "CREATE TEMP VIEW c AS SELECT p.tie, p.okey, "
+        + ("p.present" if count == "present" else "p.last - p.first + 1")
+        + " AS steps, "
         "coalesce(p.grp, '') AS g, p.tagset, p.source_id, isfinite(p.priority) AS fin, "
         f"s.split FROM read_parquet({_sql_text(store.path.as_posix())}) p "
         "JOIN _split s ON p.source_id = s.sid"
@@ -427,6 +431,7 @@ def fill_on_disk(
     tag_names: Collection[str] | None = None,
     min_tag_frac: float = 0.1,
     memory_limit: str = "32MiB",
+    count: str = "span",
 ) -> FillResult:
     """:func:`~kuration.selection.fill.fill_budgets` over the candidates of ``store``.
 
@@ -434,7 +439,7 @@ def fill_on_disk(
     ----------
     store : CandidateStore
         Closed (every chunk appended).
-    split_of, budgets_s, sample_hz, max_group_overshoot, tag_coverage, tag_names, min_tag_frac
+    split_of, budgets_s, sample_hz, max_group_overshoot, tag_coverage, tag_names, min_tag_frac, count
         As for :func:`~kuration.selection.fill.fill_budgets`.
     memory_limit : str
         DuckDB's ``memory_limit`` for the fill's queries (they are aggregates and
@@ -448,7 +453,7 @@ def fill_on_disk(
     """
     hz = float(sample_hz)
     out = FillResult({}, {}, {}, {})
-    con = _connect(store, split_of, memory_limit)
+    con = _connect(store, split_of, memory_limit, count)
     try:
         for split, requested in budgets_s.items():
             pool = _Pool.of(con, split, hz)

@@ -59,6 +59,7 @@ import pyarrow as pa
 
 from ...contracts.segment import Segment
 from ...core.executors import worker_environment
+from ...core.ids import tag_entity_id
 from ...core.progress import emit
 from ...errors import EmptyPoolError, PipelineError
 from ...output.commit import SPLITS, STAGING_NAME
@@ -67,6 +68,7 @@ from ...selection.constraints import source_group
 from ...selection.fill import FillResult
 from ...selection.strategy import Strategy
 from ..run.scoring import ScoringResult, SourceInfo, _checked_sources
+from ..run.span_rules import apply_span_rules
 from ..run.steps import step_fill
 from ..run.summary import bin_edges
 from ..spec.plan import StageTelemetry
@@ -297,6 +299,7 @@ def _segments(batch: pa.RecordBatch, st: Strategy, tags: Mapping[str, Sequence[s
         for j in range(len(names))
     ]
     labels = [batch.column(4 + len(names) + k).to_pylist() for k in range(len(tags))]
+    ents = batch.column(4 + len(names) + len(tags)).to_pylist()
     rule = st.group
     groups: dict[str, str | None] = {}
     for i, s in enumerate(sid):
@@ -308,7 +311,7 @@ def _segments(batch: pa.RecordBatch, st: Strategy, tags: Mapping[str, Sequence[s
             if lab[i] is not None
         }
         f = {n: col[i] for n, col in zip(names, feats, strict=True)}
-        yield s, Segment(s, start[i], end[i], f, None, seg_tags, groups[s], prio[i])
+        yield s, Segment(s, start[i], end[i], f, None, seg_tags, groups[s], prio[i], ents[i])
 
 
 def _by_source(con: Any, st: Strategy, tags: Mapping[str, Sequence[str]]) -> Any:
@@ -319,6 +322,7 @@ def _by_source(con: Any, st: Strategy, tags: Mapping[str, Sequence[str]]) -> Any
     cols = ["source_id", "start_idx", "end_idx", "prio"]
     cols += [f"f{j}" for j in range(len(st.feature_names))]
     cols += [f"t{k}" for k in range(len(tags))]
+    cols += ["entity"]
     sql = f"SELECT {', '.join(cols)} FROM pool WHERE rn >= ? AND rn < ? ORDER BY rn"
     n = int(_q(con, "SELECT count(*) FROM pool")[0][0])
     cur: str | None = None
@@ -366,6 +370,7 @@ def step_disk_candidates(r: HoursRun) -> dict[str, Any]:
         if held >= _CHUNK_SEGMENTS or i == len(sids):
             # a chunk of sources at a time: its table goes to the file, not to memory
             table, short = build(exts, segs_of)
+            table = apply_span_rules(r, table)
             store.append(table)
             too_short += short
             exts, segs_of, held = {}, {}, 0
@@ -394,12 +399,17 @@ def _lit(x: float) -> str:
 
 def _mark_admitted(con: Any, fill: FillResult) -> None:
     """Column ``adm``: the segment overlaps a span admitted to either split."""
-    spans = [(c.source_id, c.first, c.last) for taken in fill.admitted.values() for c in taken]
+    spans = [
+        (c.source_id, c.first, c.last, tag_entity_id(c.entity_id))
+        for taken in fill.admitted.values()
+        for c in taken
+    ]
     con.register(
         "_adm",
         pa.table(
             {
                 "sid": pa.array([s[0] for s in spans], pa.string()),
+                "ent": pa.array([s[3] for s in spans], pa.string()),
                 "a": pa.array([s[1] for s in spans], pa.int64()),
                 "b": pa.array([s[2] for s in spans], pa.int64()),
             }
@@ -410,7 +420,8 @@ def _mark_admitted(con: Any, fill: FillResult) -> None:
     _q(
         con,
         "UPDATE pool SET adm = true WHERE rn IN (SELECT p.rn FROM pool p JOIN _adm s "
-        "ON p.source_id = s.sid AND p.start_idx <= s.b AND p.end_idx > s.a)",
+        "ON p.source_id = s.sid AND p.start_idx <= s.b AND p.end_idx > s.a "
+        "AND (p.entity IS NULL OR p.entity = s.ent))",
     )
     con.unregister("_adm")
 
@@ -449,7 +460,9 @@ def examples_sql(con: Any, st: Strategy, k: int = 3) -> dict[str, list[dict[str,
     names = list(st.feature_names)
     n_fin = int(_q(con, "SELECT count(*) FROM pool WHERE isfinite(prio)")[0][0])
     n = min(k, n_fin // 2)
-    cols = ", ".join(["source_id", "start_idx", "end_idx", "prio", *(_col(st, x) for x in names)])
+    cols = ", ".join(
+        ["source_id", "start_idx", "end_idx", "prio", "entity", *(_col(st, x) for x in names)]
+    )
 
     def rows(order: str) -> list[dict[str, Any]]:
         got = _q(
@@ -463,16 +476,17 @@ def examples_sql(con: Any, st: Strategy, k: int = 3) -> dict[str, list[dict[str,
                 "priority": float(g[3]),
                 "features": {
                     x: float(v)
-                    for x, v in zip(names, g[4:], strict=True)
+                    for x, v in zip(names, g[5:], strict=True)
                     if v is not None and math.isfinite(v)
                 },
+                **({} if g[4] is None else {"entity": g[4]}),
             }
             for g in got
         ]
 
     return {
-        "top": rows("prio DESC, source_id, start_idx"),
-        "bottom": rows("prio ASC, source_id DESC, start_idx DESC"),
+        "top": rows("prio DESC, rn"),
+        "bottom": rows("prio ASC, rn DESC"),
     }
 
 

@@ -1,6 +1,7 @@
 """The DuckDB index of the disk-backed pool (:mod:`kuration.pipeline.disk.pool`).
 
-One table ``pool`` holds every scored segment: ``source_id``, ``start_idx``,
+One table ``pool`` holds every scored segment: ``source_id``, ``entity`` (the
+tagged id of a track-scoped window's entity, NULL for a scene window), ``start_idx``,
 ``end_idx``, ``digest``, one ``f<j>`` column per projected feature (in the
 strategy's feature order), the canonical row number ``rn`` and ``keep``
 (passes the filters so far); binning adds ``b<j>`` per axis and ranking
@@ -11,6 +12,7 @@ their priorities are the same.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -24,6 +26,7 @@ from ...contracts.buffer import build_window
 from ...contracts.segment import Segment
 from ...errors import DatasetIntegrityError
 from ...selection.dedup import window_payload
+from ...selection.draws import seeded_uniform, segment_key
 from ...selection.methods.base import nan_rows, normalize_columns, rank_nan_lowest
 from ...selection.select import method_seed
 from ...selection.strategy import Strategy
@@ -76,21 +79,23 @@ def load_partitions(
 ) -> int:
     """Stream every partition's batches (verified) into one DuckDB table, in one statement.
 
-    Partitions stream in source id order and each holds its source's segments by
-    ``start_idx``, so the canonical row number ``rn`` (sources by id, then start) is
+    Partitions stream in source id order and each holds its source's segments in
+    canonical order (``start_idx``; ``entity`` then ``start_idx`` for track-scoped
+    windows), so the canonical row number ``rn`` (sources by id, then that order) is
     counted here as the rows go by: no window over the whole pool is sorted (its memory
     grew with the pool, up to the index's ``memory_limit``).
 
     Raises
     ------
     DatasetIntegrityError
-        A partition's file fails its SHA-256, or its rows are not in ``start_idx`` order.
+        A partition's file fails its SHA-256, or its rows are not in canonical order.
     """
-    names = ["source_id", "start_idx", "end_idx", "digest", *(f"f{j}" for j in range(n_feat))]
-    names += ["rn", "keep"]
+    names = ["source_id", "entity", "start_idx", "end_idx", "digest"]
+    names += [*(f"f{j}" for j in range(n_feat)), "rn", "keep"]
     schema = pa.schema(
         [
             pa.field("source_id", pa.string()),
+            pa.field("entity", pa.string()),
             pa.field("start_idx", pa.int64()),
             pa.field("end_idx", pa.int64()),
             pa.field("digest", pa.binary()),
@@ -113,14 +118,17 @@ def load_partitions(
         parts: list[pa.RecordBatch] = []
         held = 0
         for c in sorted(commits.values(), key=lambda c: c.meta["source_id"]):
-            last = -(2**63)
+            last: tuple[str, int] = ("", -(2**63))
             for b in ck.read(c):
-                start = b.column("start_idx").to_numpy()
-                if start.size and (start[0] < last or np.any(start[1:] < start[:-1])):
+                ent = b.column("entity").fill_null("").to_pylist()
+                start = b.column("start_idx").to_numpy().tolist()
+                keys = [last, *zip(ent, start, strict=True)]
+                if any(k1 < k0 for k0, k1 in itertools.pairwise(keys)):
                     raise DatasetIntegrityError(
-                        f"checkpoint {ck.stage}/{c.name}: rows out of start_idx order"
+                        f"checkpoint {ck.stage}/{c.name}: rows out of start_idx order "
+                        "(canonical: by entity, then start_idx)"
                     )
-                last = int(start[-1]) if start.size else last
+                last = keys[-1]
                 parts.append(b)
                 held += b.num_rows
                 if held >= _LOAD_ROWS:  # a few large batches: DuckDB pays per batch
@@ -132,7 +140,7 @@ def load_partitions(
     def joined(parts: list[pa.RecordBatch]) -> pa.RecordBatch:
         t = pa.Table.from_batches(parts).combine_chunks()
         n = t.num_rows
-        cols = [t.column("source_id"), t.column("start_idx"), t.column("end_idx")]
+        cols = [t.column(c) for c in ("source_id", "entity", "start_idx", "end_idx")]
         cols += [t.column("digest").cast(pa.binary())]
         cols += [t.column(5 + j) for j in range(n_feat)]  # the f:<name> columns
         cols += [pa.array(np.arange(rows[0], rows[0] + n, dtype=np.int64))]
@@ -212,7 +220,8 @@ def exact_dedup(con: Any, read: Any) -> int:
     at a time in canonical order."""
     _q(
         con,
-        "CREATE TEMP TABLE shared AS SELECT rn, source_id, start_idx, end_idx, digest FROM pool "
+        "CREATE TEMP TABLE shared AS SELECT rn, source_id, entity, start_idx, end_idx, digest "
+        "FROM pool "
         "WHERE keep AND digest IN (SELECT digest FROM pool WHERE keep GROUP BY digest "
         "HAVING count(*) > 1)",
     )
@@ -221,7 +230,8 @@ def exact_dedup(con: Any, read: Any) -> int:
     for (sid,) in _q(con, "SELECT DISTINCT source_id FROM shared ORDER BY 1"):
         rows = _q(
             con,
-            "SELECT rn, start_idx, end_idx, digest FROM shared WHERE source_id = ? ORDER BY rn",
+            "SELECT rn, start_idx, end_idx, digest, entity FROM shared WHERE source_id = ? "
+            "ORDER BY rn",
             [sid],
         )
         table = read(sid)
@@ -235,8 +245,8 @@ def exact_dedup(con: Any, read: Any) -> int:
         for d, p in known:
             seen.setdefault(bytes(d), []).append(bytes(p))
         drop, new_d, new_p = [], [], []
-        for rn, start, end, d in rows:
-            payload = window_payload(build_window(table, start, end))
+        for rn, start, end, d, ent in rows:
+            payload = window_payload(build_window(table, start, end, entity=ent))
             group = seen.setdefault(bytes(d), [])
             if payload in group:
                 drop.append(rn)
@@ -360,6 +370,22 @@ def _rank_weighted(con: Any, st: Strategy, m: int) -> None:
     con.unregister("_w")
 
 
+def _rank_random(con: Any, st: Strategy, seed: int, m: int) -> None:
+    """random: each kept row's seeded draw, keyed by its stable id as in memory."""
+    got = con.execute(
+        "SELECT source_id, entity, start_idx FROM pool WHERE keep ORDER BY rn"
+    ).fetchall()
+    keys = (segment_key(s, e, a) for s, e, a in got)
+    prio = seeded_uniform(method_seed(st.seed, seed), keys)
+    con.register("_w", pa.table({"k": np.arange(m), "pr": prio}))
+    _q(
+        con,
+        "UPDATE pool SET prio = w.pr FROM (SELECT rn, ROW_NUMBER() OVER (ORDER BY rn) - 1 AS k "
+        "FROM pool WHERE keep) p JOIN _w w USING (k) WHERE pool.rn = p.rn",
+    )
+    con.unregister("_w")
+
+
 def rank_pool_sql(con: Any, st: Strategy, seed: int) -> None:
     """The method's priority of every kept row (``-inf`` for the rest), as in memory."""
     _q(con, "ALTER TABLE pool ADD COLUMN prio DOUBLE")
@@ -369,6 +395,9 @@ def rank_pool_sql(con: Any, st: Strategy, seed: int) -> None:
         return
     if st.method == "weighted":
         _rank_weighted(con, st, m)  # nan_policy applied as in memory
+        return
+    if st.method == "random":
+        _rank_random(con, st, seed, m)
         return
     if st.method == "top-k":
         c = _col(st, st.params["by"])
@@ -420,7 +449,7 @@ def top_rows(
     where: str | None = None,
     label_sets: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Segment]:
-    """The ``n`` eligible rows of highest priority (ties by canonical key) that also meet
+    """The ``n`` eligible rows of highest priority (ties by canonical row) that also meet
     ``where`` (``sel``, the marked selection); with ``label_sets``,
     each segment's tags from the ``t<k>`` label columns."""
     names = list(st.feature_names)
@@ -432,6 +461,7 @@ def top_rows(
             "start_idx",
             "end_idx",
             "prio",
+            "entity",
             *axes,
             *(f"f{j}" for j in range(len(names))),
             *(f"t{k}" for k in range(len(tags))),
@@ -440,22 +470,23 @@ def top_rows(
     rows = _q(
         con,
         f"SELECT {cols} FROM pool WHERE prio > -'inf'::DOUBLE AND ({where or 'true'}) "
-        f"ORDER BY prio DESC, source_id, start_idx LIMIT {int(n)}",
+        f"ORDER BY prio DESC, rn LIMIT {int(n)}",
     )
     out = []
     k, f = len(axes), len(names)
     for r in rows:
         feats = {
             name: float("nan") if v is None else float(v)
-            for name, v in zip(names, r[4 + k : 4 + k + f], strict=True)
+            for name, v in zip(names, r[5 + k : 5 + k + f], strict=True)
         }
-        b = tuple(int(x) for x in r[4 : 4 + k]) if k else None
+        b = tuple(int(x) for x in r[5 : 5 + k]) if k else None
         labels = {
             t: label_sets[t][int(v)]  # type: ignore[index]
-            for t, v in zip(tags, r[4 + k + f :], strict=True)
+            for t, v in zip(tags, r[5 + k + f :], strict=True)
             if v is not None
         }
-        out.append(Segment(r[0], int(r[1]), int(r[2]), feats, b, labels, None, float(r[3])))
+        seg = Segment(r[0], int(r[1]), int(r[2]), feats, b, labels, None, float(r[3]), r[4])
+        out.append(seg)
     return out
 
 

@@ -39,7 +39,7 @@ reads its weighted feature columns of the eligible rows (8 bytes a row and
 feature) and normalises them with the in-memory code, so floating-point sums
 agree to the last bit.
 
-Methods covered: ``top-k``, ``uniform-bins``, ``weighted``, for a count or an
+Methods covered: ``top-k``, ``uniform-bins``, ``weighted``, ``random``, for a count or an
 hours budget.  Not covered yet (the plan stays on the reference runtime, and
 ``explain`` says why): other methods, whole-pool scorers and ``near_dedup``; for
 hours also analyzers (they read the whole pool's segments) and ``streaming=True``
@@ -102,9 +102,10 @@ _FILTERS = ("finite", "source", "predicate", "dedup")
 
 def disk_ineligible(st: Strategy) -> str | None:
     """Why the count plan of ``st`` cannot run on the disk runtime, or None when it can."""
-    if st.method not in ("top-k", "uniform-bins", "weighted"):
+    if st.method not in ("top-k", "uniform-bins", "weighted", "random"):
         return (
-            f"method {st.method!r} has no disk-backed reducer (top-k, uniform-bins and weighted do)"
+            f"method {st.method!r} has no disk-backed reducer (top-k, uniform-bins, weighted "
+            "and random do)"
         )
     if st.scorers:
         return "whole-pool scorers need the pool in memory"

@@ -179,9 +179,9 @@ def _score_source(
     them; its partition's meta (``describe`` adds to it); seconds per part."""
     retain_freed_memory()  # whole sources: their temporaries stay mapped (metrics.alloc)
     t0 = time.perf_counter()
-    table = sc.adapter.read_table(uri)
+    table = sc.segmenter.presence(sc.adapter.read_table(uri))  # present_where, when set
     t1 = time.perf_counter()
-    segs = sc.segmenter.segments(table.source_id, table.present)
+    segs = sc.segmenter.segments(table.source_id, table.present, table.entity_ids)
     t2 = time.perf_counter()
     if segs:
         sc.engine.score_segments(table, segs)
@@ -193,7 +193,10 @@ def _score_source(
                 raise
     digests = None
     if sc.digests:
-        digests = [window_digest(build_window(table, s.start_idx, s.end_idx)) for s in segs]
+        digests = [
+            window_digest(build_window(table, s.start_idx, s.end_idx, entity=s.entity))
+            for s in segs
+        ]
     meta = {"source_id": table.source_id, "uri": uri, "n_steps": table.n_steps, "n": len(segs)}
     if describe is not None:
         meta.update(describe(table, segs))

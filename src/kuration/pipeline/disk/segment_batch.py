@@ -7,9 +7,9 @@ the windows' values:
 column      Arrow type               meaning
 =========== ======================== ==================================================
 source_id   string                   the source
-entity      string (null)            the entity a per-entity window covers; null for a
-                                     window over every entity of the source (today's
-                                     segmenter makes only those)
+entity      string (null)            the tagged id of the entity a track-scoped window
+                                     covers; null for a window over every entity of
+                                     the source (a scene window)
 start_idx   int64                    first tick, ``[start_idx, end_idx)``
 end_idx     int64
 digest      fixed_size_binary(32)    SHA-256 of the window's canonical bytes
@@ -20,7 +20,7 @@ f:<name>    float64                  one column per projected feature (NaN: no v
 
 ``(source_id, entity, start_idx)`` is the segment's stable id: the same for
 any worker count, executor or batch size.  Rows are in canonical
-``(source_id, start_idx)`` order within a batch.
+(:attr:`~kuration.contracts.segment.Segment.key`) order within a batch.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class SegmentBatch:
             dig = pa.nulls(len(segs), pa.binary(32))
         cols = [
             pa.array([s.source_id for s in segs], pa.string()),
-            pa.nulls(len(segs), pa.string()),
+            pa.array([s.entity for s in segs], pa.string()),
             pa.array(np.array([s.start_idx for s in segs], dtype=np.int64)),
             pa.array(np.array([s.end_idx for s in segs], dtype=np.int64)),
             dig,
@@ -158,13 +158,15 @@ class SegmentBatch:
         b = self.batch
         feats = {n: b.column(f"f:{n}").to_numpy(zero_copy_only=False) for n in self.features}
         out = []
-        for i, (sid, start, end) in enumerate(
+        for i, (sid, ent, start, end) in enumerate(
             zip(
                 b.column("source_id").to_pylist(),
+                b.column("entity").to_pylist(),
                 b.column("start_idx").to_pylist(),
                 b.column("end_idx").to_pylist(),
                 strict=True,
             )
         ):
-            out.append(Segment(sid, start, end, {n: float(v[i]) for n, v in feats.items()}))
+            f = {n: float(v[i]) for n, v in feats.items()}
+            out.append(Segment(sid, start, end, f, entity=ent))
         return out

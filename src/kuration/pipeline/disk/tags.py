@@ -25,7 +25,7 @@ from .index import _col, _edges, _q
 __all__ = ["select_with_floors", "tag_pool", "tag_report"]
 
 _ELIG = "prio > -'inf'::DOUBLE"
-_ORDER = "prio DESC, source_id, start_idx"
+_ORDER = "prio DESC, rn"  # rn: the canonical (source_id, entity, start_idx) order
 
 
 def tag_pool(con: Any, st: Strategy) -> dict[str, list[str]]:

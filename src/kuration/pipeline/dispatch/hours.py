@@ -260,10 +260,10 @@ def run_hours(
                 "whole sources); stream into a folder, then upload it",
                 step="write",
             )
-        if p.output_spec is not None and p.output_spec.packed:
+        if p.output_spec is not None and p.output_spec.shared_files:
             raise OutputSpecError(
-                f"{out}: layout='packed' writes a local destination (the remote writer "
-                "uploads one object per shard); write the packed dataset to a folder"
+                f"{out}: layout={p.output_spec.layout!r} writes a local destination (the "
+                "remote writer uploads one object per shard); write the dataset to a folder"
             )
         with tempfile.TemporaryDirectory(prefix="kuration-remote-") as scratch:
             r = _prepare(
@@ -392,6 +392,11 @@ def _prepare(
         "min_track_seconds": sel.min_track_seconds,
         "tag_coverage": sel.tag_coverage,
         "allow_empty_split": sel.allow_empty_split,
+        "min_span_seconds": sel.min_span_seconds,
+        "budget_time": sel.budget_time,
+        "tie_break": sel.tie_break,
+        "merge_adjacent_spans": sel.merge_adjacent_spans,
+        "split": sel.split,
         "seed": o.seed,
         "workers": o.workers,
         "executor": o.resolved_executor,

@@ -25,6 +25,7 @@ from ..spec.plan import (
     fuse_stages,
 )
 from .hours import preflight
+from .workers_fit import countable_sources, pool_too_small
 
 if TYPE_CHECKING:
     from ..spec.logical import SeamUse
@@ -71,6 +72,20 @@ def _require(p: Pipeline) -> tuple[Strategy, Any]:
     if missing:
         raise PipelineError(f"the pipeline has no {', '.join(missing)} step yet", step="explain")
     assert p.strategy_ is not None
+    if p.segmenter is not None and p.segmenter.scope == "track" and p.strategy_.transforms:
+        raise PipelineError(
+            "strategy transforms read each window over the whole source: they need the "
+            "segmenter's scope 'scene', not 'track'",
+            step="segment",
+        )
+    if p.segmenter is not None and p.segmenter.present_where is not None:
+        reread = [f.get("filter") for f in p.strategy_.filters if f.get("filter") == "dedup"]
+        if reread or p.strategy_.scorers:
+            raise PipelineError(
+                "the dedup filter and whole-pool scorers reread the recorded ticks: they "
+                "cannot be combined with the segmenter's present_where",
+                step="segment",
+            )
     return p.strategy_, p.selection
 
 
@@ -178,6 +193,7 @@ def _selection_stages(p: Pipeline, st: Strategy, sel: Any) -> list[PlanStage]:
         "clip_aggregate": sel.clip_aggregate,
         "span_steps": span,
         "max_group_overshoot": sel.max_group_overshoot,
+        **sel.unit_options(),
         **constraints,
     }
     spec = p.output_spec
@@ -229,9 +245,12 @@ def compile_plan(p: Pipeline) -> PhysicalPlan:
                     f"{s.kind}: {c.kind} {c.name!r} declares no execution_traits "
                     f"(planned as {c.traits.scope}/{c.traits.fusion})"
                 )
+    small = pool_too_small(p.opts, countable_sources(p.sources))
+    if small is not None:  # the run keeps to the lead (execute decides it again, counted)
+        p = p.options(workers=1)
     stages = _place(stages, p)
     note = auto_pool_note(p)
-    notes = (note,) if note is not None else ()
+    notes = tuple(n for n in (small, note) if n is not None)
     return PhysicalPlan(mode, stages, tuple(warnings), p.opts.to_dict(), notes)
 
 
@@ -259,7 +278,7 @@ def _place(stages: tuple[PlanStage, ...], p: Pipeline) -> tuple[PlanStage, ...]:
     fused = read_island is not None and any(
         s.kind == "features" and s.island == read_island for s in stages
     )
-    packed = bool(getattr(p.output_spec, "packed", False))  # packed files are written here
+    packed = bool(getattr(p.output_spec, "shared_files", False))  # packed files are written here
     writes_in_workers = name != "local" and not packed and encoder_pickles(p.encoder)
 
     def executor_of(s: PlanStage) -> str:

@@ -366,8 +366,10 @@ class ExperimentResult:
     comparison : list of dict
         One row per strategy: method, selected count, selection time, per
         axis the KS statistic and the Wasserstein distance over the pool's
-        standard deviation, and the coverage figures of
-        :func:`kuration.tools.audit.coverage_metrics`.
+        standard deviation, the coverage figures of
+        :func:`kuration.tools.audit.coverage_metrics`, and ``vs_random``: the
+        same figures minus the random control's (``radius``, ``mean_nn``,
+        ``cells_covered``) and the Jaccard index of the two selections.
     scoring : dict or None
     timing : dict
     """
@@ -456,6 +458,7 @@ def compare_strategies(
     names = [s.name for s in strategies]
     if len(set(names)) != len(names):
         raise StrategyError(f"strategy names must be distinct, got {names}")
+    strategies = with_random_control(strategies)
     pool0 = sorted(segments, key=lambda s: s.key)
     if axes is None:
         common = (
@@ -488,5 +491,49 @@ def compare_strategies(
         row.update(coverage_metrics(matrix, rows_sel, n_bins))
         rows.append(row)
         emit(progress, "experiment", "advance", current=i, total=len(strategies), strategy=st.name)
+    _against_random(rows, results, strategies)
     emit(progress, "experiment", "complete", total=len(strategies))
     return ExperimentResult(n, results, axes, rows)
+
+
+def with_random_control(strategies: Sequence[Strategy]) -> list[Strategy]:
+    """``strategies`` with a ``random`` control appended when none of them uses that method:
+    the first strategy's pool (features, group) ranked by a seeded uniform draw, with no
+    filter, bin or cap, named ``random`` (``random (control)`` if that name is taken)."""
+    out = list(strategies)
+    if not out or any(s.method == "random" for s in out):
+        return out
+    name = "random" if all(s.name != "random" for s in out) else "random (control)"
+    control = dataclasses.replace(
+        out[0],
+        name=name,
+        method="random",
+        params={},
+        bin_axes=(),
+        filters=(),
+        tags={},
+        tag_coverage={},
+        group_cap=None,
+    )
+    return [*out, control]
+
+
+def _against_random(
+    rows: list[dict[str, Any]], results: Mapping[str, CurationResult], sts: Sequence[Strategy]
+) -> None:
+    """Each row's ``vs_random``: its coverage figures minus the (first) random strategy's,
+    and the Jaccard index ``|A & R| / |A | R|`` of the two selections' window keys."""
+    ref = next((i for i, s in enumerate(sts) if s.method == "random"), None)
+    if ref is None:
+        return
+    base = rows[ref]
+    r_keys = {s.key for s in results[sts[ref].name].selected}
+    for row, st in zip(rows, sts, strict=True):
+        keys = {s.key for s in results[st.name].selected}
+        union = keys | r_keys
+        vs: dict[str, Any] = {"strategy": base["strategy"]}
+        for k in ("radius", "mean_nn", "cells_covered"):
+            a, b = row.get(k), base.get(k)
+            vs[k] = None if a is None or b is None else float(a) - float(b)
+        vs["jaccard"] = len(keys & r_keys) / len(union) if union else None
+        row["vs_random"] = vs

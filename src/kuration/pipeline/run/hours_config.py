@@ -34,6 +34,7 @@ from ...output.commit import (
 )
 from ...output.encoders import encoder_identity
 from .presence_report import presence_budget
+from .span_rules import unit_record
 from .state import HoursRun
 from .summary import feature_distributions, ranking_examples
 
@@ -73,6 +74,7 @@ def _pipeline_block(r: HoursRun) -> dict[str, Any]:
         "clip_aggregate": o["clip_aggregate"],
         "min_track_seconds": o["min_track_seconds"],
         "span_steps": o["span_steps"],
+        **unit_record(r),
         "max_group_overshoot": r.overshoot,
         "tag_coverage": r.use_tags,
         "min_tag_frac": float(o["min_tag_frac"]),
@@ -144,6 +146,7 @@ def build_config(r: HoursRun) -> dict[str, Any]:
             ),
             "splits": r.manifest["splits"],
             "split_of": dict(sorted(r.split_of.items())),
+            **({} if r.split_report is None else {"split_report": r.split_report}),
             "resume": r.resume_block,
             **_pool_parts(r),
         },

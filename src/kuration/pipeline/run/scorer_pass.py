@@ -56,7 +56,9 @@ def _buffers(
     for sid, segs in sorted(by_source.items()):
         try:
             table = adapter.read_table(result.sources[sid].uri)
-            bufs = {s.key: build_window(table, s.start_idx, s.end_idx) for s in segs}
+            bufs = {
+                s.key: build_window(table, s.start_idx, s.end_idx, entity=s.entity) for s in segs
+            }
         except Exception as exc:
             _skip(result, sid, f"scorer buffers: {type(exc).__name__}: {exc}", on_error, exc)
             continue

@@ -202,9 +202,9 @@ _Read = tuple[str, Any, list[Segment], str, dict[str, float]]
 def _read_segment(adapter: InputAdapter, uri: str, segmenter: Segmenter) -> _Read:
     """The first half of a source's fused pass: read it and cut its windows."""
     t0 = time.perf_counter()
-    table = adapter.read_table(uri)
+    table = segmenter.presence(adapter.read_table(uri))  # present_where, when set
     t1 = time.perf_counter()
-    segs = segmenter.segments(table.source_id, table.present)
+    segs = segmenter.segments(table.source_id, table.present, table.entity_ids)
     t2 = time.perf_counter()
     fingerprint = adapter.fingerprint(uri)
     wall = {"read": t1 - t0, "segment": t2 - t1, "fingerprint": time.perf_counter() - t2}
@@ -253,6 +253,7 @@ def source_info(
 
 
 def _features_pass(
+    segmenter: Segmenter,
     adapter: InputAdapter,
     engine: FeatureEngine,
     runner: TransformRunner | None,
@@ -270,7 +271,7 @@ def _features_pass(
         if not segs:
             continue
         try:
-            table = adapter.read_table(uri)
+            table = segmenter.presence(adapter.read_table(uri))
             engine.score_segments(table, segs)
             _run_transforms(runner, table, segs)
         except Exception as exc:
@@ -449,7 +450,7 @@ def score_sources(
     timing = {"read+segment+features" if fused else "read+segment": time.perf_counter() - t0}
     if not fused:
         t1 = time.perf_counter()
-        _features_pass(adapter, engine, runner, results, errors, on_error)
+        _features_pass(segmenter, adapter, engine, runner, results, errors, on_error)
         timing["features"] = time.perf_counter() - t1
     emit(progress, "scoring", "complete", total=total)
     result = _merge(results, errors, total, timing)

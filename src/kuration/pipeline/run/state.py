@@ -59,6 +59,8 @@ class HoursRun:
     edges: Any = None
     candidates: Sequence[Candidate] = field(default_factory=list)  # a CandidateTable
     too_short: int = 0
+    short_spans: int = 0  # candidates shorter than min_span_seconds (dropped)
+    split_report: dict[str, Any] | None = None  # with a split rule (spec.split_rules)
     empty_spans: int = 0  # spans where the entity is never present (no candidates)
     groups: dict[str, str] = field(default_factory=dict)
     split_of: dict[str, str] = field(default_factory=dict)

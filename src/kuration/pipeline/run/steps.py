@@ -42,7 +42,7 @@ from ...output.commit import (
     SPLITS,
     STAGING_NAME,
     Journal,
-    fsync_paths,
+    make_durable,
     read_commit,
     remove_stale,
     remove_tree,
@@ -65,8 +65,11 @@ from ...selection.fill import (
 )
 from ...selection.select import apply_strategy, assign_splits
 from ..spec.plan import REFERENCE_RUNTIME, PhysicalPlan, StageTelemetry
+from ..spec.split_rules import rule_splits, split_report
 from .hours_config import build_config, step_config
 from .scoring import score_sources
+from .span_rules import apply_span_rules, merge_adjacent, present_planned, unit_record
+from .stage_lerobot import LEROBOT_DIRS, stage_lerobot
 from .stage_local import stage_here
 from .stage_packed import stage_packed
 from .stage_parallel import parallel_stage_possible, stage_in_workers
@@ -165,6 +168,7 @@ def step_candidates(r: HoursRun) -> dict[str, Any]:
         span_steps=r.opt["span_steps"],
         group_of=r.group_fn,
     )
+    table = apply_span_rules(r, table)
     r.candidates, r.empty_spans = table, table.empty_excluded
     return {"rows_in": len(pool.segments), "rows_out": len(r.candidates)}
 
@@ -178,9 +182,14 @@ def step_split(r: HoursRun) -> dict[str, Any]:
     total_h = r.opt["train_hours"] + r.opt["test_hours"]
     for sid, group in table.source_groups().items():  # each source's first label
         r.groups.setdefault(sid, group)
-    r.split_of = assign_splits(
-        cand_sources, r.opt["test_hours"] / total_h, r.opt["seed"], r.groups or None
-    )
+    rule, infos = r.opt.get("split"), r.pool().sources
+    if rule is not None:  # pinned or by time (kuration.pipeline.spec.split_rules)
+        r.split_of = rule_splits(rule, cand_sources, infos, r.hz)
+        r.split_report = {"rule": dict(rule), **split_report(r.split_of, cand_sources, infos, r.hz)}
+    else:
+        r.split_of = assign_splits(
+            cand_sources, r.opt["test_hours"] / total_h, r.opt["seed"], r.groups or None
+        )
     return {"rows_in": len(cand_sources), "rows_out": len(r.split_of)}
 
 
@@ -206,6 +215,7 @@ def step_fill(r: HoursRun, fill: Callable[..., FillResult] = fill_budgets) -> di
         tag_coverage=r.use_tags,
         tag_names=r.tag_names,
         min_tag_frac=o["min_tag_frac"],
+        count=o.get("budget_time", "span"),
     )
     spec = r.spec
     check_group_cap(
@@ -249,6 +259,7 @@ def step_fingerprint(r: HoursRun) -> dict[str, Any]:
         "clip_aggregate": o["clip_aggregate"],
         "min_track_seconds": float(o["min_track_seconds"]),
         "span_steps": o["span_steps"],
+        **unit_record(r),
         "groups": dict(sorted(r.groups.items())),
         "max_group_overshoot": r.overshoot,
         "tag_coverage": r.use_tags,
@@ -271,7 +282,10 @@ def step_shard_plan(r: HoursRun) -> dict[str, Any]:
     """Every shard's manifest entry, minus size and checksum; settles each split's binding."""
     pool, fill = r.pool(), r.filled()
     for split in SPLITS:
-        for c in fill.admitted[split]:
+        admitted = fill.admitted[split]
+        if r.opt.get("merge_adjacent_spans"):
+            admitted = merge_adjacent(admitted)
+        for c in admitted:
             planned = plan_entries(
                 source_id=c.source_id,
                 entity_id=c.entity_id,
@@ -284,7 +298,8 @@ def step_shard_plan(r: HoursRun) -> dict[str, Any]:
                 spec=r.spec,
             )
             r.admitted.append((split, c, planned))
-    r.binding = settle_splits(fill, r.admitted, r.hz, r.too_short, r.opt["allow_empty_split"])
+    planned = present_planned(r) if r.opt.get("budget_time") == "present" else r.admitted
+    r.binding = settle_splits(fill, planned, r.hz, r.too_short, r.opt["allow_empty_split"])
     n_shards = sum(len(p) for _, _, p in r.admitted)
     return {"rows_in": len(r.admitted), "rows_out": n_shards}
 
@@ -380,9 +395,10 @@ def step_stage(r: HoursRun) -> dict[str, Any]:
     if not r.opt["resume"] and stage.exists():
         remove_tree(stage)
     r.journal = Journal(stage, r.fingerprint, keep=r.opt["resume"])
-    if r.spec.packed:  # shards packed into shared Parquet files (pipeline/run/stage_packed.py)
+    if r.spec.shared_files:  # packed Parquet files or a LeRobot folder (stage_packed/_lerobot)
         writer = ShardWriter(stage, r.spec, r.schema, r.encoder, on_shard=r.journal.record)
-        measured = stage_packed(r, stage, writer)
+        stage_shared = stage_lerobot if r.spec.lerobot else stage_packed
+        measured = stage_shared(r, stage, writer)
         r.journal.close()
         return measured
     work: dict[str, list[Planned]] = {}
@@ -402,7 +418,7 @@ def step_stage(r: HoursRun) -> dict[str, Any]:
     fsync_s = 0.0
     if r.opt["durable"]:
         t0 = time.perf_counter()
-        fsync_paths([stage / p for p in r.to_move])
+        make_durable([stage / p for p in r.to_move], stage)
         fsync_s = time.perf_counter() - t0
     parts = (("fsync", fsync_s),) + ((("read", read_s),) if read_s is not None else ())
     return {
@@ -439,11 +455,19 @@ def step_publish(r: HoursRun) -> dict[str, Any]:
     write_commit(r.root, r.records["writing"])
     r.published = True  # after the record: a failed write leaves the last commit standing
     for rel in r.to_move:
-        ensure_dir(r.root / rel.split("/", 1)[0])
+        if r.spec.lerobot:  # nested folders (data/chunk-000/...), made one level at a time
+            for parent in reversed(Path(rel).parents[:-1]):
+                ensure_dir(r.root / parent)
+        else:
+            ensure_dir(r.root / rel.split("/", 1)[0])
         os.replace(stage / rel, r.root / rel)
-    remove_stale(r.root, {e["path"] for e in r.entries})
+    if r.spec.lerobot:
+        keep = {f["path"] for f in r.packed_files}
+        remove_stale(r.root, keep, trees=LEROBOT_DIRS)
+    else:
+        remove_stale(r.root, {e["path"] for e in r.entries})
     if r.opt["durable"]:
-        fsync_paths([r.root / s for s in SPLITS if (r.root / s).is_dir()] + [r.root])
+        make_durable([r.root / s for s in SPLITS if (r.root / s).is_dir()] + [r.root], r.root)
     return {"rows_in": len(r.to_move), "rows_out": len(r.entries)}
 
 
@@ -456,6 +480,7 @@ def step_manifest(r: HoursRun) -> dict[str, Any]:
         "min_track_seconds": float(o["min_track_seconds"]),
         "span_steps": o["span_steps"],
         "clip_aggregate": o["clip_aggregate"],
+        **unit_record(r, with_counts=True),
     }
     splits: dict[str, Any] = {}
     for split in SPLITS:
@@ -489,8 +514,8 @@ def step_manifest(r: HoursRun) -> dict[str, Any]:
         "budget": budget,
         "shards": r.entries,
     }
-    if spec.packed:  # the files the entries point into (see kuration.output.packed)
-        r.manifest["layout"] = "packed"
+    if spec.shared_files:  # the files the entries point into (kuration.output.packed, .lerobot)
+        r.manifest["layout"] = spec.layout
         r.manifest["files"] = r.packed_files
     return {"rows_in": len(r.entries), "rows_out": 1}
 

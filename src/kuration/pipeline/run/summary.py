@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ...contracts.segment import Segment
+from ...core.ids import tag_entity_id
 from ...selection.fill import FillResult
 
 __all__ = ["bin_edges", "feature_distributions", "ranking_examples"]
@@ -49,14 +50,16 @@ def feature_distributions(
         over the pool's finite values (:func:`bin_edges`), features without finite values are
         left out.
     """
-    spans: dict[str, list[tuple[int, int]]] = {}
+    track = any(s.entity is not None for s in segments)  # a span owns its entity's windows
+    spans: dict[tuple[str, str | None], list[tuple[int, int]]] = {}
     for taken in fill.admitted.values():
         for c in taken:
-            spans.setdefault(c.source_id, []).append((c.first, c.last))
+            ent = tag_entity_id(c.entity_id) if track else None
+            spans.setdefault((c.source_id, ent), []).append((c.first, c.last))
     selected = np.zeros(len(segments), dtype=bool)
-    by_source: dict[str, list[int]] = {}
+    by_source: dict[tuple[str, str | None], list[int]] = {}
     for i, s in enumerate(segments):
-        by_source.setdefault(s.source_id, []).append(i)
+        by_source.setdefault((s.source_id, s.entity), []).append(i)
     for sid, idx in by_source.items():
         if sid not in spans:
             continue
@@ -93,11 +96,12 @@ def ranking_examples(
         ``{"top": [...], "bottom": [...]}``, each window ``source_id``, ``start_idx``,
         ``end_idx`` (steps of the source's grid), ``priority`` and ``features`` (the named
         ones, finite values only); ``top`` in falling, ``bottom`` in rising priority,
-        ties broken by source and start.
+        ties broken by the canonical key (source, entity for a track window, start); a
+        track window also names its ``entity`` (tagged id).
     """
     ranked = sorted(
         (s for s in segments if np.isfinite(s.priority)),
-        key=lambda s: (-s.priority, s.source_id, s.start_idx),
+        key=lambda s: (-s.priority, s.key),
     )
 
     def row(s: Segment) -> dict[str, Any]:
@@ -110,6 +114,7 @@ def ranking_examples(
             "end_idx": int(s.end_idx),
             "priority": float(s.priority),
             "features": feats,
+            **({} if s.entity is None else {"entity": s.entity}),
         }
 
     n = min(k, len(ranked) // 2)

@@ -34,7 +34,7 @@ from ...contracts.segment import Segmenter
 from ...core.config import JobModel, validate_config
 from ...core.jsonio import loads_strict
 from ...core.remote import is_url, remote_exists
-from ...errors import AdapterError, JobError, KurationError
+from ...errors import AdapterError, JobError, KurationError, PipelineError
 from ...output.encoders import get_encoder
 from ...sources.base import InputAdapter, adapter_from_dict, get_adapter
 from ...sources.samples import (
@@ -44,6 +44,7 @@ from ...sources.samples import (
     cache_dir,
 )
 from .logical import HoursSelection
+from .split_rules import check_split_rule
 
 __all__ = ["job_encoder", "job_selection", "load_job", "parse_job", "resolve_sources"]
 
@@ -295,6 +296,15 @@ def job_components(raw: Mapping[str, Any]) -> tuple[SchemaSpec, InputAdapter, Se
         segmenter = Segmenter(**seg_opts)
     except KurationError as exc:
         raise JobError(f"segmenter: {exc}", path="segmenter") from None
+    if segmenter.present_where is not None:
+        name = segmenter.present_where[0]
+        ok = [f.name for f in schema.fields if f.kind != "vector" or f.dims == 1]
+        if name not in ok:
+            raise JobError(
+                f"segmenter.present_where.field {name!r} is no scalar field of the schema "
+                f"({', '.join(ok)})",
+                path="segmenter.present_where.field",
+            )
     return schema, adapter, segmenter
 
 
@@ -332,4 +342,26 @@ def job_selection(m: JobModel) -> HoursSelection:
         tag_coverage=m.tag_coverage,
         min_tag_frac=float(m.min_tag_frac),
         allow_empty_split=m.allow_empty_split,
+        min_span_seconds=float(m.min_span_seconds),
+        budget_time=m.budget_time,
+        tie_break=m.tie_break,
+        merge_adjacent_spans=m.merge_adjacent_spans,
+        split=None if m.split is None else _split_rule(m.split),
     )
+
+
+def _split_rule(m: Any) -> dict[str, Any]:
+    """The job's ``split`` as a checked rule (:func:`~kuration.pipeline.spec.split_rules.check_split_rule`).
+
+    Raises
+    ------
+    JobError
+        A rule that does not hold (naming ``split``).
+    """
+    raw = m.model_dump(exclude_none=True)
+    try:
+        rule = check_split_rule(raw)
+    except PipelineError as exc:
+        raise JobError(str(exc), path="split") from None
+    assert rule is not None
+    return rule

@@ -48,6 +48,16 @@ class CountSelection:
         return cls(int(d["n"]))
 
 
+#: The budget-unit options of :class:`HoursSelection` and their defaults (issue 29).
+UNIT_DEFAULTS: dict[str, Any] = {
+    "min_span_seconds": 0.0,
+    "budget_time": "span",
+    "tie_break": "name",
+    "split": None,
+    "merge_adjacent_spans": False,
+}
+
+
 @dataclass(frozen=True)
 class HoursSelection:
     """Fill train/test hour budgets with whole tracks (the hours path,
@@ -81,6 +91,16 @@ class HoursSelection:
         (``binding``, ``binding_detail``) and ``config["warnings"]`` repeats it.
     sample_hz : float, optional
         When set, must equal the schema's (no resampling).
+    min_span_seconds : float
+        Spans (or whole tracks) shorter than this are no candidates.
+    budget_time : {"span", "present"}
+        Budgets count a candidate's whole span, or only its entity's present ticks.
+    tie_break : {"name", "seed"}
+        Equal priorities are ordered by source, entity and span, or by a seeded draw.
+    merge_adjacent_spans : bool
+        Write touching admitted spans of one track as one track (the first span's id).
+    split : mapping, optional
+        A pinned or time-based split rule (:mod:`kuration.pipeline.spec.split_rules`), checked.
     """
 
     train_hours: float
@@ -95,11 +115,24 @@ class HoursSelection:
     min_tag_frac: float = 0.1
     allow_empty_split: bool = False
     sample_hz: float | None = None
+    min_span_seconds: float = 0.0
+    budget_time: str = "span"
+    tie_break: str = "name"
+    split: Mapping[str, Any] | None = None
+    merge_adjacent_spans: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         d["group_of"] = dict(self.group_of) if isinstance(self.group_of, Mapping) else None
+        d["split"] = dict(self.split) if isinstance(self.split, Mapping) else None
+        for k, v in UNIT_DEFAULTS.items():  # left out at their defaults: recorded bytes kept
+            if d[k] == v:
+                del d[k]
         return {"mode": "hours", **d}
+
+    def unit_options(self) -> dict[str, Any]:
+        """The budget-unit options that differ from their defaults (for plans and records)."""
+        return {k: getattr(self, k) for k, v in UNIT_DEFAULTS.items() if getattr(self, k) != v}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> HoursSelection:
@@ -137,7 +170,7 @@ class PipelineOptions:
 
     ``executor`` is ``local`` (this process, one worker), ``process`` (a spawn-based
     pool of ``workers`` processes; ``process-pool`` is read as ``process``) or
-    ``ray`` (Ray tasks on ``workers`` CPUs of a local cluster, or of the cluster at
+    ``ray`` (Ray tasks on ``workers`` CPUs of a private local cluster, or of the cluster at
     ``executor_options={"address": ...}``), or any executor registered with
     :func:`kuration.core.executors.register_executor`; None derives it from ``workers``
     (``local`` for 1, ``process`` for more).  ``executor_options`` are the chosen

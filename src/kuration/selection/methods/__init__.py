@@ -11,6 +11,7 @@ filter               predicates (failures never selected), then an inner method
 k-center             greedy farthest-point coverage (Gonzalez 1985)
 facility-location    greedy facility location (Nemhauser, Wolsey & Fisher 1978)
 importance           importance resampling toward a target sample (DSIR, Xie et al. 2023)
+random               a seeded uniform draw per window (per span in an hours fill): the control
 ==================== ==========================================================
 """
 
@@ -23,6 +24,7 @@ from .base import Method, get_method, register_method, registered_methods
 from .bins import TargetDistribution, UniformBins
 from .coverage import FacilityLocation, KCenter
 from .importance import ImportanceResampling
+from .random_order import RandomMethod
 from .rank import FilterMethod, TopK, Weighted
 
 __all__ = [
@@ -44,6 +46,7 @@ register_method("filter", FilterMethod(), execution_traits={**_POOL, "passes": 2
 register_method("k-center", KCenter(), execution_traits={**_POOL, "passes": 2})
 register_method("facility-location", FacilityLocation(), execution_traits={**_POOL, "passes": 2})
 register_method("importance", ImportanceResampling(), execution_traits={**_POOL, "passes": 2})
+register_method("random", RandomMethod(), execution_traits=_POOL)
 
 
 def resolve_params(

@@ -205,7 +205,9 @@ def test_compare_scores_one_pool_and_matches_compare_strategies(parts) -> None:
     p = Pipeline().source(adapter, sources).segment(seg).options(seed=3, progress=events.append)
     ex = p.compare(sts, 10)
     starts = [e["phase"] for e in events if e["event"] == "start"]
-    assert starts.count("scoring") == 1 and starts.count("selection") == len(sts)
+    # the random control is added to the two strategies (neither is random)
+    assert starts.count("scoring") == 1 and starts.count("selection") == len(sts) + 1
+    assert list(ex.results) == ["top-k", "k-center", "random"]
     assert starts[0] == "provenance"
     pool = list(next(iter(ex.results.values())).pool)
     ref = compare_strategies(pool, sts, 10, seed=3)

@@ -228,7 +228,8 @@ def test_exact_dedup_on_disk_equals_in_memory(
     schema, adapter, sources, seg = parts
     replica = replicate(Path(sources[0]), tmp_path, "r1")
     corpus = [*sources[:2], str(replica)]
-    replica_id = adapter.read_table(str(replica)).source_id
+    # the id the run gives the replica: its path relative to the sources' common folder
+    replica_id = adapter.assign_source_ids(corpus)[str(replica)]
     for name in ("top-k", "uniform-bins"):
         st = load_strategy(_doc(name, filters=[{"filter": "finite"}, {"filter": "dedup"}]), schema)
         mem = curate(schema, adapter, corpus, seg, st, 10**6, seed=1)
