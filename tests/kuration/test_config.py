@@ -283,7 +283,7 @@ def test_a_source_listed_twice_is_an_error(tmp_path: Path) -> None:
 
 
 # the football job's schema takes its units from the TimeNet catalog, so loading it builds
-# the dataset from its connector first (about 45 s of CPU): a slow test
+# the dataset from its connector first (23 s alone, 47 s in a loaded suite): a slow test
 @pytest.mark.parametrize(
     "path",
     [pytest.param(p, marks=pytest.mark.slow) if p.parent.name == "football" else p for p in JOBS],
