@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hst
 
-from kuration import JobError, KurationError, Pipeline, PipelineError, run_job
+from kuration import KurationError, Pipeline, run_job
+from kuration.errors import JobError, PipelineError
 from kuration.pipeline.run.span_rules import drop_short, min_span_steps
 from kuration.pipeline.spec.job import load_job
 from kuration.selection.candidates import CandidateTable

@@ -438,7 +438,7 @@ class Pipeline:
         return self._with(plugin_modules=tuple(modules), include_entry_points=include_entry_points)
 
     def apply(self, operator: str, **params: Any) -> Pipeline:
-        """Apply the registered operator ``operator`` (see :func:`kuration.registered_operators`):
+        """Apply the registered operator ``operator`` (see :func:`kuration.extend.registered_operators`):
         any built-in method or filter by name, or a user macro.
 
         Raises

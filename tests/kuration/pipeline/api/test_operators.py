@@ -7,20 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from kuration import (
-    Pipeline,
-    PipelineError,
-    ScorerError,
-    StrategyError,
+from kuration import Pipeline
+from kuration.cli.main import main
+from kuration.errors import PipelineError, ScorerError, StrategyError
+from kuration.extend import (
     get_operator,
-    operators_markdown,
     register_operator,
     registered_filters,
     registered_methods,
     registered_operators,
 )
-from kuration.cli.main import main
-from kuration.pipeline.api.operators import _OPERATORS
+from kuration.pipeline.api.operators import _OPERATORS, operators_markdown
 from kuration.selection.filters import get_filter
 from kuration.selection.methods import get_method
 

@@ -18,8 +18,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from kuration import EmptySplitError, GroupCapError, run_job
+from kuration import run_job
 from kuration.core.jsonio import loads_strict
+from kuration.errors import EmptySplitError, GroupCapError
 
 # small budgets filled with whole 15-minute tracks overshoot their request on purpose here
 pytestmark = pytest.mark.filterwarnings("ignore::kuration.errors.BudgetGranularityWarning")
@@ -100,7 +101,7 @@ def test_a_split_that_would_end_empty_fails_unless_allowed(
 
 
 def test_allow_empty_split_must_be_a_boolean(small_job: dict, tmp_path: Path):
-    from kuration import JobError
+    from kuration.errors import JobError
 
     with pytest.raises(JobError, match="allow_empty_split"):
         run_job({**small_job, "allow_empty_split": "yes"}, tmp_path / "out")
