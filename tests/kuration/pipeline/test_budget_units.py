@@ -267,8 +267,13 @@ def test_airborne_hours_on_every_runtime(adsb_time_ordered, tmp_path: Path) -> N
     ):
         other = _run(_airborne(adsb_time_ordered, **keys), tmp_path / f"o{i}")
         assert (Path(other.path) / "dataset_manifest.json").read_bytes() == man
-    b = mem.config["results"]["budget"]["train"]
-    assert b["admitted_s"] == b["present_s"] <= b["emitted_s"]
+    for split in ("train", "test"):
+        b = mem.config["results"]["budget"][split]
+        # every figure counts present seconds: what was admitted is emitted or dropped
+        assert b["admitted_s"] == b["present_s"] and b["emitted_s"] == b["emitted_present_s"]
+        assert b["dropped_tail_s"] >= 0
+        assert b["admitted_s"] - b["dropped_tail_s"] == pytest.approx(b["emitted_s"], abs=1e-9)
+        assert mem.manifest["splits"][split]["seconds"] >= b["emitted_s"]  # the extent
     assert mem.config["job"]["segmenter"]["present_where"] == AIRBORNE
 
 
