@@ -590,7 +590,7 @@ class JobModel(_Model):
     span_seconds: PositiveNumber | None = None
     """The same in seconds (use where tracks are long compared with the budget)."""
     min_span_seconds: NonNegativeNumber = 0.0
-    """Spans (or whole tracks) shorter than this are no candidates (a track's short end piece included); config.json `results.budget.short_spans_excluded` counts them. Set it to the window or model length so that no admitted span is too short to train on and no end fragment ranks on a single window."""
+    """Spans (or whole tracks) shorter than this are no candidates (a track's short end piece included); config.json `results.budget.short_spans_excluded` counts them. The length compared is the one the budget counts: the span's extent, or under `budget_time: "present"` its present seconds. Set it to the window or model length so that no admitted span is too short to train on and no end fragment ranks on a single window."""
     budget_time: Literal["span", "present"] = "span"
     """What the hours budgets count: `span`, a candidate's whole extent (absent ticks included); `present`, only the ticks where its entity holds data (every `_s` figure of a split's budget block then counts present seconds)."""
     split: SplitModel | None = None

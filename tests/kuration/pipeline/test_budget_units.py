@@ -63,6 +63,9 @@ def test_present_budgets_count_present_ticks(rows, budget: int, min_steps: int) 
     short, gone = drop_short(t, min_steps)
     assert gone == int((np.array(steps) < min_steps).sum())
     assert len(short) == len(t) - gone and (short.n_steps >= min_steps).all()
+    # under present time the length compared is the present ticks, not the extent
+    live, gone = drop_short(t, min_steps, "present")
+    assert gone == int((t.present < min_steps).sum()) and (live.present >= min_steps).all()
 
 
 def test_min_span_steps_rounds_up() -> None:
@@ -274,6 +277,8 @@ def test_airborne_hours_on_every_runtime(adsb_time_ordered, tmp_path: Path) -> N
         assert b["dropped_tail_s"] >= 0
         assert b["admitted_s"] - b["dropped_tail_s"] == pytest.approx(b["emitted_s"], abs=1e-9)
         assert mem.manifest["splits"][split]["seconds"] >= b["emitted_s"]  # the extent
+        # min_span_seconds (120) compared with present time: no candidate holds less
+        assert b["shortest_track_s"] >= 120
     assert mem.config["job"]["segmenter"]["present_where"] == AIRBORNE
 
 

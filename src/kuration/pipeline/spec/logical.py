@@ -92,7 +92,8 @@ class HoursSelection:
     sample_hz : float, optional
         When set, must equal the schema's (no resampling).
     min_span_seconds : float
-        Spans (or whole tracks) shorter than this are no candidates.
+        Spans (or whole tracks) shorter than this are no candidates: their extent, or
+        under ``budget_time="present"`` their present seconds.
     budget_time : {"span", "present"}
         Budgets count a candidate's whole span, or only its entity's present ticks.
     tie_break : {"name", "seed"}
