@@ -598,7 +598,7 @@ class JobModel(_Model):
     merge_adjacent_spans: bool = False
     """Write the admitted spans of one track that touch (span k ends the tick before span k + 1 starts) as one track: it keeps the first span's `span_index`, first tick and features, and ends at the last one's end."""
     tie_break: Literal["name", "seed"] = "name"
-    """How candidates of equal priority are ordered: `name` (source, entity, span) or `seed` (a draw from the job's seed keyed by source, entity and span, so no name order favours some sources)."""
+    """How candidates of equal priority are ordered: `name` (source, entity, span) or `seed` (a draw from the job's seed keyed by source, entity and span, so no name order favours some sources). `kur curate --n` orders tied windows the same way (keyed by source, entity and start); a seeded count selection runs on the memory pool."""
     group_of: dict[str, str] | None = None
     """Source id to group: stratifies the split and feeds the group cap."""
     max_group_overshoot: PositiveNumber | None = None

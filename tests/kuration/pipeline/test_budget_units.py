@@ -138,6 +138,45 @@ def test_seeded_ties_change_a_tied_selection(adsb_sources, tmp_path: Path) -> No
     assert ids != ids_s
 
 
+#: windows ranked by the most aircraft seen at one tick: a small integer, so many tie
+COUNTS = {
+    "name": "busiest",
+    "define": {"aircraft_max": "field:position | speed | entities:count | max"},
+    "method": "top-k",
+    "params": {"by": "aircraft_max", "descending": True},
+    "nan_policy": "exclude",
+}
+
+
+def test_seeded_ties_on_the_count_path(adsb_sources) -> None:
+    """``kur curate --n`` takes the job's ``tie_break``: by name the first windows win the
+    tied priorities (the default selection is unchanged), by seed the seeded draw orders
+    them; the seeded plan stays in memory even with ``pool="disk"``."""
+    from kuration.pipeline.api.count import curate_job
+
+    n = 40
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        name = curate_job(_job(adsb_sources), n, strategy=COUNTS)
+        seed = curate_job(_job(adsb_sources, tie_break="seed"), n, strategy=COUNTS)
+        again = curate_job(_job(adsb_sources, tie_break="seed"), n, strategy=COUNTS, pool="disk")
+
+    def keys(res) -> list[tuple[str, int]]:
+        return [(s.source_id, s.start_idx) for s in res.selected]
+
+    prio = np.array([s.priority for s in name.pool])
+    cut = name.selected[-1].priority
+    assert (prio == cut).sum() > (np.array([s.priority for s in name.selected]) == cut).sum()
+    by_name = sorted(s.key for s in name.pool if s.priority == cut)
+    assert [s.key for s in name.selected if s.priority == cut] == by_name[
+        : len([s for s in name.selected if s.priority == cut])
+    ]  # by name: the first tied windows in canonical order
+    assert keys(seed) != keys(name) and keys(again) == keys(seed)
+    assert [s.priority for s in seed.selected] == [s.priority for s in name.selected]
+    plan = Pipeline.from_job(_job(adsb_sources, tie_break="seed")).select(n).explain().render()
+    assert "tie_break" in plan
+
+
 @pytest.mark.parametrize(
     ("key", "value", "match"),
     [

@@ -36,16 +36,21 @@ class SeamUse:
 
 @dataclass(frozen=True)
 class CountSelection:
-    """Keep the ``n`` best segments (the count path, :func:`kuration.curate`)."""
+    """Keep the ``n`` best segments (the count path, :func:`kuration.curate`); equal
+    priorities in canonical order (``tie_break="name"``) or by a seeded draw (``"seed"``)."""
 
     n: int
+    tie_break: str = "name"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"mode": "count", "n": self.n}
+        d: dict[str, Any] = {"mode": "count", "n": self.n}
+        if self.tie_break != "name":  # left out at the default: recorded bytes kept
+            d["tie_break"] = self.tie_break
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> CountSelection:
-        return cls(int(d["n"]))
+        return cls(int(d["n"]), str(d.get("tie_break", "name")))
 
 
 #: The budget-unit options of :class:`HoursSelection` and their defaults (issue 29).
