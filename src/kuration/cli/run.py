@@ -62,6 +62,9 @@ def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) ->
     plan = res.config.get("provenance", {}).get("execution", {}).get("plan") or {}
     for note in plan.get("notes", ()):  # how the planner chose the runtime
         console.print(note)
+    for warning in res.config.get("warnings", ()):
+        if warning.startswith("no strong source identity"):
+            console.print(f"[yellow]checkpoints[/]: {warning}", highlight=False)
     if sc.get("snap_collisions"):
         coll = sc["snap_collisions"]
         console.print(
