@@ -461,7 +461,8 @@ def pipeline_op_timers() -> Iterator[dict[str, float]]:
 def metrics(args: argparse.Namespace) -> None:
     from bench_metrics import DEFINE, JOB, numpy_pass, tsfresh_runner
 
-    from kuration import FeatureEngine, SchemaSpec, Segmenter
+    from kuration import SchemaSpec, Segmenter
+    from kuration.extend import FeatureEngine
     from kuration.metrics.alloc import retain_freed_memory
     from kuration.pipeline.spec.job import load_job
     from kuration.sources import adapter_from_dict

@@ -21,7 +21,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
-from kuration import BudgetGranularityWarning, SourceChangedError, run_job
+from kuration import run_job
+from kuration.errors import BudgetGranularityWarning, SourceChangedError
 
 
 def _run(job: dict[str, Any], out: Path, **kw: Any) -> Any:

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from kuration import BudgetGranularityWarning, SourceChangedError, run_job
+from kuration import run_job
+from kuration.errors import BudgetGranularityWarning, SourceChangedError
 
 
 def _run(job: dict[str, Any], out: Path, **kw: Any) -> Any:
@@ -189,7 +190,8 @@ def test_an_s3_source_overwritten_before_the_stage(
 def test_a_memory_budget_that_needs_checkpoints_names_the_identity_it_lacks(
     http_sources: tuple[dict, list[Path]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kuration import MemoryBudgetError, Pipeline
+    from kuration import Pipeline
+    from kuration.errors import MemoryBudgetError
     from kuration.pipeline.disk import pool as disk_pool
     from kuration.pipeline.spec.budget import estimate_peak
 

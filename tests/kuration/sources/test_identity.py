@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from kuration import SchemaSpec, SourceChangedError
+from kuration import SchemaSpec
 from kuration.contracts.tick import Tick
+from kuration.errors import SourceChangedError
 from kuration.sources.base import InputAdapter
 from kuration.sources.identity import FileDigests, SourceDigest, parts_fingerprint
 from kuration.sources.timeseries import TimeseriesAdapter

@@ -11,15 +11,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kuration import (
-    JoinedMediaAdapter,
-    MediaError,
-    SchemaSpec,
-    VideoAdapter,
-    motion_energy,
-)
+from kuration import JoinedMediaAdapter, SchemaSpec, VideoAdapter
+from kuration.errors import MediaError
 from kuration.sources import adapter_from_dict
-from kuration.sources.video import match_frames
+from kuration.sources.video import match_frames, motion_energy
 
 CARPHONE = {
     "name": "carphone",
@@ -191,7 +186,7 @@ def test_a_joined_source_proves_both_files_in_one_read(bunny_rms, tmp_path: Path
     adapter's fingerprint, and a read that finds either file changed is refused."""
     import shutil
 
-    from kuration import SourceChangedError
+    from kuration.errors import SourceChangedError
 
     series0, video0 = bunny_rms
     series = Path(shutil.copy(series0, tmp_path))

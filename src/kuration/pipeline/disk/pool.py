@@ -170,13 +170,23 @@ class PoolChoice:
         return f"pool: memory: the estimated in-memory peak {est} is within {budget}"
 
 
+def _count_ineligible(st: Strategy, tie_break: str) -> str | None:
+    """:func:`disk_ineligible`, and a count plan's seeded ties: the disk index's top-n
+    orders equal priorities by its row order (source, start) only."""
+    if tie_break == "seed":
+        return "tie_break 'seed' orders a count selection's ties in memory only"
+    return disk_ineligible(st)
+
+
 def _auto_eligible(p: Any) -> bool:
     """A count or hours plan (hours without analyzers), not streamed, that the disk runtime
     runs."""
     if p.opts.streaming or p.strategy_ is None:
         return False
     hours = isinstance(p.selection, HoursSelection) and not p.analyzers
-    if not (hours or isinstance(p.selection, CountSelection)):
+    if isinstance(p.selection, CountSelection):
+        return _count_ineligible(p.strategy_, p.selection.tie_break) is None
+    if not hours:
         return False
     return disk_ineligible(p.strategy_) is None
 
@@ -289,15 +299,22 @@ def _hours_ineligible(stages: Sequence[PlanStage], st: Strategy, streaming: bool
 
 
 def plan_pool(
-    stages: Sequence[PlanStage], st: Strategy, mode: str, pool: str, *, streaming: bool = False
+    stages: Sequence[PlanStage],
+    st: Strategy,
+    mode: str,
+    pool: str,
+    *,
+    streaming: bool = False,
+    tie_break: str = "name",
 ) -> tuple[tuple[PlanStage, ...], list[str]]:
     """The planner's choice of runtime: with ``pool="disk"`` and an eligible count or hours
     plan, the stages this runtime covers get :data:`DISK_RUNTIME` (and a ``runtime`` detail);
-    otherwise the stages are unchanged and a warning says why the plan stays in memory."""
+    otherwise the stages are unchanged and a warning says why the plan stays in memory
+    (a count plan with ``tie_break="seed"`` among them: see :func:`_count_ineligible`)."""
     if pool != "disk":
         return tuple(stages), []
     hours = mode != "count"
-    why = _hours_ineligible(stages, st, streaming) if hours else disk_ineligible(st)
+    why = _hours_ineligible(stages, st, streaming) if hours else _count_ineligible(st, tie_break)
     if why is not None:
         return tuple(stages), [f"pool='disk' requested, but {why}: the reference runtime runs it"]
     covered = _DISK_HOURS_STAGES if hours else _DISK_STAGES

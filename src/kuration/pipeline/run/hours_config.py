@@ -113,6 +113,8 @@ def _provenance(r: HoursRun) -> dict[str, Any]:
             "workers": workers,
             "max_in_flight": ex.max_in_flight if ex is not None else None,
             **({"streaming": True} if r.opt.get("streaming") else {}),
+            # per Ray node: tasks run there and their CPU and wall seconds
+            **({"nodes": ex.nodes} if ex is not None and ex.nodes else {}),
             # the PhysicalPlan that ran and each executed step's telemetry (this step's
             # own is not in yet: it ends with the commit)
             "plan": r.plan.to_dict() if r.plan is not None else None,

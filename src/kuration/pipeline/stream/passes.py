@@ -31,7 +31,7 @@ a source (time going back) is refused while reading it, naming the file row
 (:class:`~kuration.errors.StreamOrderError`).
 
 Each streaming step records ``streamed: true`` and the process's peak
-resident memory so far (``peak_rss_bytes``, from ``getrusage`` ``ru_maxrss``)
+resident memory so far (``peak_rss_bytes``: VmHWM of this program on Linux)
 in its :class:`~kuration.pipeline.spec.plan.StageTelemetry`.
 """
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 import kuration.metrics.features as features_mod
-from kuration import Pipeline, register_metric
+from kuration import Pipeline
+from kuration.extend import register_metric
 from kuration.metrics.features import _METRICS
 from kuration.pipeline.run import steps as hours_steps
 from kuration.pipeline.run.strategy import _ENGINES
