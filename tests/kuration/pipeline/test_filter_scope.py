@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kuration import JobError, PipelineError, Segment, run_job
+from kuration import Segment, run_job
+from kuration.errors import JobError, PipelineError
 from kuration.pipeline.api.pipeline import Pipeline
 from kuration.pipeline.run.scoring import TrackExtent
 from kuration.pipeline.spec.job import load_job
