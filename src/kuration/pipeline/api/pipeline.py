@@ -752,15 +752,19 @@ def _check_units(options: Mapping[str, Any]) -> None:
     Raises
     ------
     PipelineError
-        A negative or non-finite ``min_span_seconds``, an unknown ``budget_time`` or
-        ``tie_break``.
+        A negative or non-finite ``min_span_seconds``, an unknown ``budget_time``,
+        ``tie_break`` or ``filter_scope``.
     """
     m = options.get("min_span_seconds", 0.0)
     if isinstance(m, bool) or not isinstance(m, int | float) or not math.isfinite(m) or m < 0:
         raise PipelineError(f"min_span_seconds must be a number >= 0, got {m!r}", step="sample")
     if not isinstance(options.get("merge_adjacent_spans", False), bool):
         raise PipelineError("merge_adjacent_spans must be true or false", step="sample")
-    for key, allowed in (("budget_time", ("span", "present")), ("tie_break", ("name", "seed"))):
+    for key, allowed in (
+        ("budget_time", ("span", "present")),
+        ("tie_break", ("name", "seed")),
+        ("filter_scope", ("window", "span")),
+    ):
         v = options.get(key, allowed[0])
         if v not in allowed:
             raise PipelineError(f"{key} must be one of {list(allowed)}, got {v!r}", step="sample")

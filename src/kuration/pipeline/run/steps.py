@@ -167,6 +167,7 @@ def step_candidates(r: HoursRun) -> dict[str, Any]:
         min_steps=min_steps,
         span_steps=r.opt["span_steps"],
         group_of=r.group_fn,
+        veto=r.opt.get("filter_scope") == "span",
     )
     table = apply_span_rules(r, table)
     r.candidates, r.empty_spans = table, table.empty_excluded

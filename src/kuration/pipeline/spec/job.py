@@ -346,6 +346,7 @@ def job_selection(m: JobModel) -> HoursSelection:
         budget_time=m.budget_time,
         tie_break=m.tie_break,
         merge_adjacent_spans=m.merge_adjacent_spans,
+        filter_scope=m.filter_scope,
         split=None if m.split is None else _split_rule(m.split),
     )
 
