@@ -263,7 +263,12 @@ def _hours_ineligible(stages: Sequence[PlanStage], st: Strategy, streaming: bool
 
 
 def plan_pool(
-    stages: Sequence[PlanStage], st: Strategy, mode: str, pool: str, *, streaming: bool = False
+    stages: Sequence[PlanStage],
+    st: Strategy,
+    mode: str,
+    pool: str | None,
+    *,
+    streaming: bool = False,
 ) -> tuple[tuple[PlanStage, ...], list[str]]:
     """The planner's choice of runtime: with ``pool="disk"`` and an eligible count or hours
     plan, the stages this runtime covers get :data:`DISK_RUNTIME` (and a ``runtime`` detail);
@@ -536,6 +541,7 @@ def _group_report(
     st: Strategy, cap: int, eligible: Mapping[str, int], selected: Sequence[Segment]
 ) -> dict[str, Any]:
     """The group-cap report of the in-memory count path: per group eligible, selected, at cap."""
+    assert st.group_cap is not None  # called only under a group cap
     got = Counter(s.group for s in selected)
     return {
         "max_overshoot": float(st.group_cap["max_overshoot"]),
@@ -600,7 +606,7 @@ def _run(
     t3 = time.perf_counter()
     scored_n = sum(1 for c in scored.commits.values() if c.rows)
     assign_groups(selected, st.group)
-    tele = (
+    tele: tuple[StageTelemetry, ...] = (
         scored.telemetry(ck, t1 - t0, len(sources), batch_rows),
         StageTelemetry(
             "index", t2 - t1, rows_in=n_pool, rows_out=n_pool, partitions=len(scored.commits)
