@@ -260,7 +260,7 @@ class Signal:
             return pd.Series(np.asarray(values), index=index, name=self.name)
         masked = self.to_masked(unit)
         flat = masked.reshape(self.length, -1)
-        data = flat.astype(np.float64).filled(np.nan) if masked.mask.any() else flat.data
+        data = np.ma.filled(flat.astype(np.float64), np.nan) if masked.mask.any() else flat.data
         cols = [f"{self.name}[{','.join(map(str, i))}]" for i in np.ndindex(*self.spec.shape)]
         return pd.DataFrame(data, index=index, columns=cols)
 
@@ -553,7 +553,7 @@ class _DatasetView:
         items: list[Any] = self.annotations() if kind == "annotation" else self.tasks()
         for item in items:
             if str(item.id) == key:
-                return item  # type: ignore[no-any-return]
+                return item
         raise RecordNotFoundError(f"{kind} {key!r}")
 
 
@@ -672,6 +672,10 @@ class TimeFReader(_DatasetView):
         return f"TimeFReader({self.ref}, {self._handle.location!r})"
 
 
+def _sha256_hex(buf: Any) -> str:
+    return hashlib.sha256(memoryview(buf)).hexdigest()
+
+
 def _read_parquet_columns(handle: VersionHandle, rels: list[str]) -> dict[str, Any]:
     """Every Parquet value file's column, each file's SHA-256 checked before any is returned.
 
@@ -694,10 +698,7 @@ def _read_parquet_columns(handle: VersionHandle, rels: list[str]) -> dict[str, A
             # the buffer keeps the mapping alive; decoded columns may reference it
             mapped[rel] = pa.memory_map(str(pending)).read_buffer()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="timenet-sha256") as hasher:
-        digests = {
-            rel: hasher.submit(lambda b=buf: hashlib.sha256(memoryview(b)).hexdigest())
-            for rel, buf in mapped.items()
-        }
+        digests = {rel: hasher.submit(_sha256_hex, buf) for rel, buf in mapped.items()}
         columns: dict[str, Any] = {}
         try:
             for rel in rels:

@@ -246,7 +246,7 @@ class TorchDataset(Dataset[Any]):
         data = np.ma.getdata(masked)
         if data.dtype.kind == "M":
             data = data.view(np.int64)
-        step_mask = np.ma.getmaskarray(masked).reshape(len(data), -1).any(axis=1)
+        step_mask = np.asarray(np.ma.getmaskarray(masked).reshape(len(data), -1).any(axis=1))
         if step_mask.any():
             if self.nulls == "error":
                 raise NullValuesError(

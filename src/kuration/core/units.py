@@ -120,6 +120,7 @@ def linear_conversion(src: str, dst: str) -> tuple[float, float]:
     if not (_has_offset(src) or _has_offset(dst)):
         return a1 - b, b
     reg = get_registry()
-    fs = float(reg.get_root_units(parse_unit(src))[0])
-    fd = float(reg.get_root_units(parse_unit(dst))[0])
+    # pint types the factor as any Number, complex included; a unit's root factor is real
+    fs = float(reg.get_root_units(parse_unit(src))[0])  # type: ignore[arg-type]
+    fd = float(reg.get_root_units(parse_unit(dst))[0])  # type: ignore[arg-type]
     return fs / fd, b

@@ -48,7 +48,7 @@ ROBOT_METRICS = (
     "gap_fraction",
 )
 #: what flags a window (and so its episode): thresholds on those metrics
-ROBOT_FILTERS = (
+ROBOT_FILTERS: tuple[dict[str, Any], ...] = (
     {"feature": "static_fraction_action", "op": "<=", "value": 0.9},
     {"feature": "spike_z_state", "op": "<", "value": 30},
     {"feature": "gap_fraction", "op": "==", "value": 0},

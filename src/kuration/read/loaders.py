@@ -34,7 +34,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -91,7 +91,7 @@ def _strict(data: bytes, path: Path | str) -> Any:
         raise DatasetIntegrityError(str(exc), path=str(path)) from None
 
 
-def _is_int(v: Any) -> bool:
+def _is_int(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
@@ -163,12 +163,12 @@ class Dataset:
         self.commit_bytes = b""
         if isinstance(path, Mapping):
             self.root: Path | str | None = None
-            self._remote = None
+            self._remote: RemoteDataset | None = None
             self.manifest = dict(path)
             self._validate_manifest("<manifest dict>")
             self._init_view()
             return
-        self._remote: RemoteDataset | None = None
+        self._remote = None
         self._identity = ""
         if is_url(path):  # an object store (see kuration.read.remote)
             url = str(path).rstrip("/")

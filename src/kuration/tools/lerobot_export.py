@@ -305,7 +305,8 @@ def _write_data(
     """Episodes into data files, a new file once one holds ``size_mb``; each episode's row
     records its file.  Returns the number of files."""
     limit = size_mb * 1024 * 1024
-    file_index, held, batch = 0, 0, []
+    file_index, held = 0, 0
+    batch: list[pa.Table] = []
 
     def flush() -> None:
         path = _mk(root / DATA_PATH.format(chunk_index=0, file_index=file_index))

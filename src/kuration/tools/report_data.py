@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..contracts.schema import FieldSpec, SchemaSpec
 from ..errors import KurationError
 from ..read.loaders import Dataset, read_shard_arrays
+
+if TYPE_CHECKING:
+    from ..sources.base import InputAdapter
 
 __all__ = ["SourceReader", "feature_units", "metric_fields", "position_field", "shard_tracks"]
 
@@ -114,6 +117,7 @@ class SourceReader:
         }
         self.error: str | None = None
         self._cache: dict[str, Any] = {}
+        self.adapter: InputAdapter | None
         try:
             self.adapter = adapter_from_dict(config["pipeline"]["adapter"], schema)
         except (KurationError, KeyError, TypeError, ValueError) as exc:
@@ -172,7 +176,7 @@ def example_windows(
             table = reader.table(w["source_id"])
             for metric in axes:
                 name = fields.get(metric)
-                if table is None or name not in table.values:
+                if table is None or name is None or name not in table.values:
                     continue
                 f = schema.field(name)
                 vals = np.asarray(table.values[name][w["start_idx"] : w["end_idx"]])
