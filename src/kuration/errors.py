@@ -696,9 +696,6 @@ class SnapCollisionWarning(KurationWarning):
 class DataRepairWarning(KurationWarning):
     """An input defect was repaired because the user opted in (``source``, ``repair`` set)."""
 
-    source: str
-    repair: str
-
 
 class NonExclusiveLeaseWarning(KurationWarning):
     """A remote backend cannot create ``.kuration-writer.lock`` exclusively."""

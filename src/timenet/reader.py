@@ -672,10 +672,6 @@ class TimeFReader(_DatasetView):
         return f"TimeFReader({self.ref}, {self._handle.location!r})"
 
 
-def _sha256_hex(buf: Any) -> str:
-    return hashlib.sha256(memoryview(buf)).hexdigest()
-
-
 def _read_parquet_columns(handle: VersionHandle, rels: list[str]) -> dict[str, Any]:
     """Every Parquet value file's column, each file's SHA-256 checked before any is returned.
 
@@ -698,7 +694,9 @@ def _read_parquet_columns(handle: VersionHandle, rels: list[str]) -> dict[str, A
             # the buffer keeps the mapping alive; decoded columns may reference it
             mapped[rel] = pa.memory_map(str(pending)).read_buffer()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="timenet-sha256") as hasher:
-        digests = {rel: hasher.submit(_sha256_hex, buf) for rel, buf in mapped.items()}
+        digests = {
+            rel: hasher.submit(hashlib.sha256, memoryview(buf)) for rel, buf in mapped.items()
+        }
         columns: dict[str, Any] = {}
         try:
             for rel in rels:
@@ -710,7 +708,7 @@ def _read_parquet_columns(handle: VersionHandle, rels: list[str]) -> dict[str, A
         finally:
             # also when a decode failed: a changed file is an IntegrityError, not Arrow's
             for rel, digest in digests.items():
-                handle.mark_verified(rel, digest.result(), mapped[rel].size)
+                handle.mark_verified(rel, digest.result().hexdigest(), mapped[rel].size)
     return columns
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import pint
@@ -22,14 +23,15 @@ __all__ = [
 
 
 @lru_cache(maxsize=1)
-def get_registry() -> pint.UnitRegistry:
+def get_registry() -> pint.UnitRegistry[Any]:
     """The shared registry, built on first use (building it costs about a second).
 
     It knows the prefixed temperature units of sensor logs (``mdegC``,
     ``delta_mdegC``, ...) from :data:`timenet.units.SENSOR_UNIT_DEFINITIONS`, the
     same definitions TimeNet loads.
     """
-    return define_sensor_units(pint.UnitRegistry())
+    reg: pint.UnitRegistry[Any] = define_sensor_units(pint.UnitRegistry())
+    return reg
 
 
 @lru_cache(maxsize=256)

@@ -145,7 +145,7 @@ def _repairs(adapter: LeRobotAdapter, root: str, lines: list[str]) -> tuple[list
     found = [w.message for w in rec if isinstance(w.message, DataRepairWarning)]
     for w in found:
         lines.append(f"  defect: {w}")
-    needed = sorted({w.repair for w in found})
+    needed = sorted({w.repair for w in found})  # type: ignore[attr-defined]  # see _lerobot_meta
     if needed:
         lines.append(
             f"repairs proposed ({', '.join(needed)}): without them kur run refuses the dataset; "

@@ -504,7 +504,7 @@ def plan_identity(plan: Any) -> dict[str, Any]:
     display, fsync, where checkpoints live, which executor and how many workers score:
     the partitions are byte-identical under each) are left out, and so is each stage's
     executor, so a run resumed with other workers reuses the partitions."""
-    doc = plan.to_dict()
+    doc: dict[str, Any] = plan.to_dict()
     skip = ("progress", "durable", "checkpoint_dir", "executor", "workers", "executor_options")
     doc["options"] = {k: v for k, v in doc["options"].items() if k not in skip}
     doc.pop("notes", None)  # how the pool was chosen changes no partition
