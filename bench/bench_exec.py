@@ -26,7 +26,7 @@ counts; the machine may be shared, so the ratios are what to read):
   in the lead;
 * ``process x1`` -- a spawn pool of one worker process (pool start included);
 * ``process x2`` -- two worker processes: scoring and shard writing both run there;
-* ``ray x2``     -- Ray tasks on a local cluster of 2 CPUs, started once before the
+* ``ray x2``     -- Ray tasks on a private cluster of 2 CPUs, started once before the
   rounds (a cluster is long-lived; its start is printed separately);
 * with ``--durable-off``, ``local x1`` and ``process x2`` again with ``durable=False``
   (no fsync of the partitions' Arrow files and the staged shards; the partition commit
@@ -133,12 +133,13 @@ def main() -> None:
     import pyarrow.parquet as pq
 
     contenders = _contenders(args)
+    cluster = None
     if not args.no_ray:
-        import ray
+        from kuration.core.ray_cluster import start_private
 
         t0 = time.perf_counter()
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-        print(f"ray local cluster (2 CPUs) started in {time.perf_counter() - t0:.1f} s")
+        cluster = start_private(2)  # as kur run does: no RAY_ADDRESS or stale cluster file
+        print(f"ray private cluster (2 CPUs) started in {time.perf_counter() - t0:.1f} s")
     names = [c[0] for c in contenders]
     with tempfile.TemporaryDirectory(prefix="s13-exec-bench-") as tmp:
         tmpd = Path(tmp)
@@ -170,8 +171,8 @@ def main() -> None:
                     best[name], cpu[name], load[name] = dt, c1 - c0, os.getloadavg()
                     cfg = json.loads((out / "config.json").read_text())
                     telemetry[name] = cfg["provenance"]["execution"]["telemetry"]
-        if not args.no_ray:
-            ray.shutdown()
+        if cluster is not None:
+            cluster.stop()
     print(
         f"{len(files)} sources, {n_rows:,} rows, pool={args.pool}; best of {args.repeat} "
         f"interleaved rounds on {os.cpu_count()} cores; artifacts byte-identical "

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
+from tests.ray_netns import pytest_collection_modifyitems, pytest_runtest_logreport  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "adsb_quickstart"

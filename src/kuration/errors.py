@@ -698,7 +698,7 @@ class DataRepairWarning(KurationWarning):
 
 
 class NonExclusiveLeaseWarning(KurationWarning):
-    """A remote backend cannot create ``.kuration-writer.lock`` exclusively."""
+    """A lease taken by check-then-create, as KURATION_NON_EXCLUSIVE_LEASE accepted."""
 
 
 class PluginWarning(KurationWarning):

@@ -9,6 +9,7 @@ kept), multidimensional ones NumPy arrays of shape ``(n, *shape)``.
 
 from __future__ import annotations
 
+import bisect
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -32,6 +33,16 @@ class Source(ABC):
         """Rows ``[lo, hi)`` as a ``pa.Array`` (scalar) or ``ndarray`` (multidimensional)."""
 
 
+_FORKS = [0]  # bumped in a forked child: readers opened before the fork are reopened
+
+
+def _forked() -> None:
+    _FORKS[0] += 1
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 class ParquetSource(Source):
     """A Parquet file with one ``values`` (or ``time_ns``) column.
 
@@ -44,7 +55,7 @@ class ParquetSource(Source):
         self.locate = locate
         self._pid = -1
         self._reader: Any = None
-        self._starts: np.ndarray = np.zeros(1, dtype=np.int64)
+        self._starts: list[int] = [0]  # first global row of each row group, then the total
         self._type: pa.DataType = pa.null()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -54,18 +65,19 @@ class ParquetSource(Source):
         self.__init__(state["locate"])  # type: ignore[misc]
 
     def _open(self) -> Any:
-        if self._pid != os.getpid():
+        # a fork counter instead of os.getpid(): a system call on every single-record read
+        if self._pid != _FORKS[0]:
             # pre_buffer=False: a single-record read fetches one small row
             # group; Arrow's coalescing read-ahead only adds latency there.
             pf = pq.ParquetFile(self.locate(), memory_map=True, pre_buffer=False)
             md = pf.metadata
             rows = [md.row_group(i).num_rows for i in range(md.num_row_groups)]
-            self._starts = np.concatenate([[0], np.cumsum(rows, dtype=np.int64)])
+            self._starts = [0, *np.cumsum(rows, dtype=np.int64).tolist()]
             self._type = pf.schema_arrow.field(0).type
             # ParquetFile.reader reads row groups by column index without
             # re-resolving names: the fast path for single-record reads.
             self._reader = pf.reader
-            self._pid = os.getpid()
+            self._pid = _FORKS[0]
         return self._reader
 
     def read(self, lo: int, hi: int) -> pa.Array:
@@ -73,15 +85,18 @@ class ParquetSource(Source):
         if hi <= lo:
             return pa.array([], type=self._type)
         starts = self._starts
-        first = int(np.searchsorted(starts, lo, side="right")) - 1
-        last = int(np.searchsorted(starts, hi, side="left"))
+        # a Python list and bisect: one read is a few microseconds, numpy's call costs more
+        first = bisect.bisect_right(starts, lo) - 1
+        last = bisect.bisect_left(starts, hi)
         if last - first == 1:
             table = reader.read_row_group(first, column_indices=[0], use_threads=False)
         else:
             table = reader.read_row_groups(
                 list(range(first, last)), column_indices=[0], use_threads=False
             )
-        col = table.column(0).slice(lo - int(starts[first]), hi - lo)
+        if last - first == 1 and lo == starts[first] and hi == starts[last]:
+            return table.column(0).chunk(0)  # one whole row group: a record, usually
+        col = table.column(0).slice(lo - starts[first], hi - lo)
         return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
 
     def read_all(self) -> pa.ChunkedArray:
@@ -193,3 +208,40 @@ class ArrayHandle:
     def read(self, start: int, stop: int) -> Values:
         """Steps ``[start, stop)`` of this instance (caller validated the range)."""
         return self.source.read(self.offset + start, self.offset + stop)
+
+
+def mask_invalid(arr: pa.Array, spec: Any) -> pa.Array:
+    """``arr`` with the steps holding a declared sentinel or out-of-range value made null."""
+    import pyarrow.compute as pc
+
+    flat = arr
+    while pa.types.is_fixed_size_list(flat.type):
+        flat = flat.flatten()
+    values = np.asarray(pc.fill_null(flat, 0).to_numpy(zero_copy_only=False))
+    bad = spec.invalid_steps(values.reshape(len(arr), -1))
+    bad &= np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    if not bad.any():
+        return arr
+    out: pa.Array = pc.if_else(pa.array(bad), pa.scalar(None, arr.type), arr)
+    return out
+
+
+def decode_steps(raw: Values, spec: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """NumPy data of ``raw`` (rows read from a source) and which steps hold a value: a
+    stored null or a value ``spec`` (a ``SignalSpec``) declares missing or out of range is
+    invalid, its data 0 (``False`` for bool) for Arrow values; None when every step is valid."""
+    valid = None
+    if isinstance(raw, np.ndarray):
+        if spec.has_validity:
+            arr = mask_invalid(to_arrow(raw, spec.arrow_type), spec)
+            if arr.null_count:
+                valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        return raw, valid
+    arr = mask_invalid(raw, spec) if spec.has_validity else raw
+    if arr.null_count:
+        import pyarrow.compute as pc
+
+        valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        zero = pa.scalar(False) if pa.types.is_boolean(arr.type) else pa.scalar(0, arr.type)
+        arr = pc.fill_null(arr, zero)
+    return arr.to_numpy(zero_copy_only=False), valid

@@ -27,9 +27,11 @@ from timenet._arrays import (
     ParquetSource,
     Source,
     ZarrSource,
+    decode_steps,
     to_arrow,
     to_numpy,
 )
+from timenet._arrays import mask_invalid as _mask_invalid
 from timenet.catalog import Catalog, SignalRow
 from timenet.errors import (
     HasNullsError,
@@ -48,22 +50,6 @@ from timenet.units import convert
 from timenet.versions import Ref
 
 __all__ = ["LoadedDataset", "Signal", "TimeFReader"]
-
-
-def _mask_invalid(arr: pa.Array, spec: SignalSpec) -> pa.Array:
-    """``arr`` with the steps holding a declared sentinel or out-of-range value made null."""
-    import pyarrow.compute as pc
-
-    flat = arr
-    while pa.types.is_fixed_size_list(flat.type):
-        flat = flat.flatten()
-    values = np.asarray(pc.fill_null(flat, 0).to_numpy(zero_copy_only=False))
-    bad = spec.invalid_steps(values.reshape(len(arr), -1))
-    bad &= np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    if not bad.any():
-        return arr
-    out: pa.Array = pc.if_else(pa.array(bad), pa.scalar(None, arr.type), arr)
-    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -203,30 +189,40 @@ class Signal:
         UnitError
             If the conversion to ``unit`` is impossible.
         """
-        import pyarrow.compute as pc
-
-        start, stop = self._check_range(start, stop)
-        raw = self._values.read(start, stop)
-        valid = None
-        if isinstance(raw, np.ndarray):
-            data = raw
-            if self.spec.has_validity:
-                arr = _mask_invalid(to_arrow(raw, self.spec.arrow_type), self.spec)
-                if arr.null_count:
-                    valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-        else:
-            arr = _mask_invalid(raw, self.spec) if self.spec.has_validity else raw
-            if arr.null_count:
-                valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-                zero = pa.scalar(False) if pa.types.is_boolean(arr.type) else pa.scalar(0, arr.type)
-                arr = pc.fill_null(arr, zero)
-            data = arr.to_numpy(zero_copy_only=False)
-        if unit is not None:
-            data = convert(data, self.spec.unit, unit, signal=self.name)
+        data, valid = self.read_steps_valid(start, stop, unit=unit)
         if valid is None:
             return np.ma.MaskedArray(data, mask=np.zeros(data.shape, dtype=bool))
         step = (~valid).reshape((-1,) + (1,) * (data.ndim - 1))
         return np.ma.MaskedArray(data, mask=np.broadcast_to(step, data.shape).copy())
+
+    def read_steps_valid(
+        self, start: int, stop: int, *, unit: str | None = None
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Steps ``[start, stop)`` and which of them hold a value, without a masked array.
+
+        The data of :meth:`read_steps_masked` and its per-step mask inverted: the fast path
+        of a training loop, which needs the two arrays and not ``numpy.ma``'s wrapper.
+
+        Returns
+        -------
+        data : ndarray, shape (stop - start, *spec.shape)
+            dtype ``spec.dtype`` (float64 if converted to ``unit``); a null step's data is 0
+            (``False`` for bool).  May be a read-only view of the decoded file.
+        valid : ndarray, shape (stop - start,), bool, or None
+            False at a null step; None when every step holds a value.
+
+        Raises
+        ------
+        StepRangeError
+            If the range is reversed or outside ``[0, T]``.
+        UnitError
+            If the conversion to ``unit`` is impossible.
+        """
+        start, stop = self._check_range(start, stop)
+        data, valid = decode_steps(self._values.read(start, stop), self.spec)
+        if unit is not None:
+            data = convert(data, self.spec.unit, unit, signal=self.name)
+        return data, valid
 
     def to_pandas(self, unit: str | None = None) -> Any:
         """The signal as pandas, indexed by time (requires pandas).

@@ -168,7 +168,9 @@ class SignalSpec:
     @property
     def has_validity(self) -> bool:
         """Whether the spec declares sentinels or a valid range."""
-        return any(v is not None for v in (self.missing_value, self.valid_min, self.valid_max))
+        return not (
+            self.missing_value is None and self.valid_min is None and self.valid_max is None
+        )
 
     @property
     def sentinels(self) -> tuple[int | float, ...]:

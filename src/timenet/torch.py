@@ -142,6 +142,8 @@ class TorchDataset(Dataset[Any]):
         records = reader.records()
         self.record_ids = [r.id for r in records]
         rows = [reader._catalog.signal_rows(r.index) for r in records]
+        self._regular_axes: dict[Any, np.ndarray] = {}  # times of a rate, start and length
+        self._rows = rows  # each record's catalog rows: an item makes its handles from them
         self.signal_names = self._choose_signals(rows, signals, missing)
         self.specs: dict[str, SignalSpec] = {}
         for per_record in rows:
@@ -240,21 +242,57 @@ class TorchDataset(Dataset[Any]):
     def __len__(self) -> int:
         return len(self._item_record)
 
-    def _read(self, sig: Signal, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
-        masked = sig.read_steps_masked(start, stop, unit=self.units.get(sig.name))
-        dtype = self._dtypes[sig.name]
-        data = np.ma.getdata(masked)
+    def _signal(
+        self, sig: Signal, start: int, steps: int, size: int, axes: dict[Any, np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Values, mask and times of ``sig``'s steps ``[start, start + steps)``, padded to
+        ``size`` steps (fill value, False, 0); a null step gets the fill value (or is
+        refused).  Each array is the item's own (writable, shared with nothing)."""
+        name = sig.name
+        data, ok = sig.read_steps_valid(start, start + steps, unit=self.units.get(name))
         if data.dtype.kind == "M":
             data = data.view(np.int64)
-        step_mask = np.asarray(np.ma.getmaskarray(masked).reshape(len(data), -1).any(axis=1))
-        if step_mask.any():
+        dtype, axis = self._dtypes[name], self._time_axis(sig, start, steps, axes)
+        if steps == size:  # one allocation and copy each (the common, unpadded case)
+            v = data.astype(dtype, copy=True)
+            m = np.ones(size, dtype=bool) if ok is None else np.array(ok, dtype=bool)
+            t = axis.copy()
+        else:
+            v = np.full((size, *self.specs[name].shape), _fill_value(dtype), dtype=dtype)
+            v[:steps] = data
+            m = np.zeros(size, dtype=bool)
+            m[:steps] = True if ok is None else ok
+            t = np.zeros(size, dtype=np.int64)
+            t[:steps] = axis
+        if ok is not None:
             if self.nulls == "error":
+                n_null = int(steps - np.count_nonzero(ok))
                 raise NullValuesError(
-                    sig.name, sig.record_id, int(step_mask.sum()), hint="nulls='error' refuses them"
+                    name, sig.record_id, n_null, hint="nulls='error' refuses them"
                 )
-            data = np.array(data, dtype=dtype, copy=True)
-            data[step_mask] = _fill_value(dtype)
-        return np.asarray(data, dtype=dtype), ~step_mask
+            v[:steps][~ok] = _fill_value(dtype)
+        return v, m, t
+
+    def _time_axis(
+        self, sig: Signal, start: int, steps: int, axes: dict[Any, np.ndarray]
+    ) -> np.ndarray:
+        """Times of ``sig``'s steps (read-only: callers copy): an axis shared by several
+        signals of the item (one region of a times file) is read once, a regular axis (a
+        rate and a start) once for every record with that time base."""
+        h, spec = sig._times, sig.spec
+        if h is None:
+            key: Any = (spec.rate_hz, spec.start_ns, start, steps)
+            got = self._regular_axes.get(key)
+            if got is None:
+                if len(self._regular_axes) >= 256:  # bounded: windows of many lengths
+                    self._regular_axes.clear()
+                got = self._regular_axes[key] = sig.read_times(start, start + steps)
+            return got
+        key = (id(h.source), h.offset + start, steps)
+        got = axes.get(key)
+        if got is None:
+            got = axes[key] = sig.read_times(start, start + steps)
+        return got
 
     def __getitem__(self, index: int) -> Any:
         if not -len(self) <= index < len(self):
@@ -262,32 +300,26 @@ class TorchDataset(Dataset[Any]):
         r = int(self._item_record[index])
         start = int(self._item_start[index])
         rid, total = self.record_ids[r], int(self._lengths[r])
-        sigs = self.reader.signals(rid)
-        values: dict[str, np.ndarray] = {}
-        mask: dict[str, np.ndarray] = {}
-        times: dict[str, np.ndarray] = {}
-        axes: dict[tuple[int, int, int], np.ndarray] = {}  # a shared time axis is read once
+        rows, make = self._rows[r], self.reader._make_signal
+        sigs = {n: make(rid, rows[n]) for n in self.signal_names if n in rows}
+        values: dict[str, Any] = {}
+        mask: dict[str, Any] = {}
+        times: dict[str, Any] = {}
+        axes: dict[Any, np.ndarray] = {}
         axis: np.ndarray | None = None  # times of the first present signal
+        window = self.window
         for name in self.signal_names:
             # without windows each signal keeps its own length; a missing one takes the axis
             sig = sigs.get(name)
             length = total if sig is None else len(sig)
-            steps = length - start if self.window is None else min(self.window, length - start)
-            size = steps if self.window is None else self.window
-            dtype, shape = self._dtypes[name], self.specs[name].shape
-            v = np.full((size, *shape), _fill_value(dtype), dtype=dtype)
-            m = np.zeros(size, dtype=bool)
-            t = np.zeros(size, dtype=np.int64)
-            if sig is not None:
-                v[:steps], m[:steps] = self._read(sig, start, start + steps)
-                h = sig._times
-                key = None if h is None else (id(h.source), h.offset + start, steps)
-                if key is None or key not in axes:
-                    t[:steps] = sig.read_times(start, start + steps)
-                    if key is not None:
-                        axes[key] = t[:steps]
-                else:
-                    t[:steps] = axes[key]
+            steps = length - start if window is None else min(window, length - start)
+            size = steps if window is None else window
+            if sig is None:
+                dtype = self._dtypes[name]
+                v = np.full((size, *self.specs[name].shape), _fill_value(dtype), dtype=dtype)
+                m, t = np.zeros(size, dtype=bool), np.zeros(size, dtype=np.int64)
+            else:
+                v, m, t = self._signal(sig, start, steps, size, axes)
                 axis = t[:steps] if axis is None else axis
             values[name], mask[name], times[name] = v, m, t
         for name in self.signal_names:

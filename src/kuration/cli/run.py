@@ -141,6 +141,8 @@ def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) ->
                 console.print(f"resume note: {note}", markup=False)
     files = res.manifest.get("files") or ()
     packed = f" packed into {len(files)} file(s)" if files else ""
+    if res.manifest.get("layout") == "lerobot":
+        packed = f" rows of a LeRobot v3 folder of {len(files)} file(s)"
     console.print(
         f"shards written: {len(res.manifest['shards'])} ({res.manifest['container']}{packed}, "
         f"{res.manifest['shard_length']} steps each); modalities: "

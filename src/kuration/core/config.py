@@ -276,13 +276,15 @@ class OutputModel(_Model):
     """Shard file format: `npz`, `json`, `parquet`, `hdf5` (the [array] extra) or a registered one."""
     presence_mask: bool = True
     """Write the `_present` mask (which steps hold a value)."""
-    layout: Literal["files", "packed"] = "files"
+    layout: Literal["files", "packed", "lerobot"] = "files"
     """`files`: one file per shard; `packed`: shards packed into Parquet files of about
-    `target_file_bytes`, `<split>/part-NNNNN.parquet` (needs the `parquet` container, which is
-    then the default; see docs/format.md)."""
+    `target_file_bytes`, `<split>/part-NNNNN.parquet`; `lerobot`: a LeRobot v3 folder, one
+    episode per admitted track, data files of about `target_file_bytes` (both need the
+    `parquet` container, which is then the default; see docs/format.md, docs/lerobot.md)."""
     target_file_bytes: PositiveInt = 134217728
     """`packed` layout: a file is closed once its rows hold this many bytes (fixed-width row
-    bytes, uncompressed; see docs/format.md)."""
+    bytes, uncompressed; see docs/format.md); `lerobot` layout: a data file is closed once its
+    episodes' Arrow bytes reach this."""
     row_group_bytes: PositiveInt = 4194304
     """`packed` layout: a Parquet row group is closed once its rows hold this many bytes; a
     shard never spans two row groups."""
@@ -569,7 +571,7 @@ class JobModel(_Model):
     executor: str | None = None
     """Where the workers run: `local` (this process), `process` (a spawn-based pool; `process-pool` is the older name), `ray` (the `[ray]` extra) or a registered executor; default `local` for one worker, `process` for more."""
     executor_options: dict[str, Any] | None = None
-    """The executor's own settings, e.g. `{"address": "ray://host:10001"}` for `ray` (default: a local cluster of `workers` CPUs)."""
+    """The executor's own settings, e.g. `{"address": "ray://host:10001"}` for `ray` (default: a private cluster of `workers` CPUs; no `RAY_ADDRESS` or cluster file is read)."""
     ray_address: str | None = None
     """The older spelling of `executor_options: {"address": ...}` for `executor: "ray"`."""
     streaming: bool = False

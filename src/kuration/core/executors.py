@@ -10,8 +10,9 @@ Three executors share one interface, :class:`Executor`:
   of ``workers`` processes, created on first use and reused by every later
   call until :meth:`Executor.close` (scoring and writing share it).
 * ``ray`` -- ``ray.remote`` tasks on a Ray cluster (the ``[ray]`` extra): the
-  one already initialised in this process, the one at ``address``, or a local
-  one of ``workers`` CPUs started here (and shut down by :meth:`Executor.close`).
+  one already initialised in this process, the one at ``address``, or a private
+  one of ``workers`` CPUs started here (:func:`~kuration.core.ray_cluster.start_private`:
+  nothing on the machine decides where it runs) and shut down by :meth:`Executor.close`.
 
 :meth:`Executor.iter_batches` is the ordered scheduler all three use
 (:func:`iter_ordered`): it draws payloads lazily from an iterable, never holds
@@ -430,12 +431,13 @@ class RayExecutor(Executor):
     Parameters
     ----------
     workers : int
-        CPUs of a local cluster started here, and the default in-flight bound
+        CPUs of a private cluster started here, and the default in-flight bound
         (``2 * workers``).
     address : str, optional
-        A running cluster (``"auto"``, ``"ray://host:10001"``); None starts a local one.
-        A process that has already called ``ray.init`` keeps that cluster (``address``
-        is not consulted) and it is not shut down by :meth:`close`.
+        A running cluster (``"auto"``, ``"ray://host:10001"``); None starts a private one
+        (:func:`~kuration.core.ray_cluster.start_private`: no ``RAY_ADDRESS``, cluster
+        file or ``~/.ray`` is read).  A process that has already called ``ray.init`` keeps
+        that cluster (``address`` is not consulted) and it is not shut down by :meth:`close`.
 
     Each task's function and payload travel by cloudpickle; a task's exception comes
     back as its outcome (not a ``RayTaskError``); a lost worker or task raises
@@ -452,6 +454,7 @@ class RayExecutor(Executor):
         super().__init__(workers, max_in_flight=max_in_flight)
         self.address = address
         self._owned = False
+        self._private: Any = None
         self._remote: Any = None
         self._outstanding: set[Any] = set()
 
@@ -460,7 +463,7 @@ class RayExecutor(Executor):
         return True
 
     def describe(self) -> str:
-        where = self.address or "local cluster"
+        where = self.address or "private cluster"
         return f"ray x{self.workers} ({where}, max_in_flight={self.max_in_flight})"
 
     def _ray(self) -> Any:
@@ -471,15 +474,17 @@ class RayExecutor(Executor):
                 "executor 'ray' needs Ray: pip install 'kuration-sdk[ray]'"
             ) from exc
         if not ray.is_initialized():
+            from . import ray_cluster
+
             try:
                 if self.address is None:
-                    ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False)
+                    self._private = ray_cluster.start_private(self.workers)
                 else:
-                    ray.init(address=self.address, log_to_driver=False)
+                    ray_cluster.join(self.address)
             except Exception as exc:
+                where = f"reach the Ray cluster at {self.address}" if self.address else ""
                 raise ExecutorError(
-                    f"cannot start or reach a Ray cluster at {self.address or 'a local cluster'}: "
-                    f"{exc}",
+                    f"cannot {where or 'start a private Ray cluster'}: {exc}",
                     executor=self.name,
                 ) from exc
             self._owned = True
@@ -530,7 +535,11 @@ class RayExecutor(Executor):
         if self._owned:
             import ray
 
-            ray.shutdown()
+            private, self._private = self._private, None
+            if private is not None:
+                private.stop()
+            else:
+                ray.shutdown()
             self._owned = False
         self._remote = None
 

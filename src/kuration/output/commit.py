@@ -46,6 +46,7 @@ import json
 import os
 import shutil
 import stat
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,7 @@ __all__ = [
     "destination_path",
     "fsync_file",
     "fsync_paths",
+    "make_durable",
     "marker_document",
     "read_commit",
     "read_regular",
@@ -81,6 +83,7 @@ __all__ = [
     "run_fingerprint",
     "shard_matches",
     "staging_dir",
+    "syncfs_path",
     "write_bytes_atomic",
     "write_commit",
 ]
@@ -363,9 +366,25 @@ def remove_tree(path: Path, keep: set[str] | None = None) -> None:
             p.unlink()
 
 
-def remove_stale(root: Path, keep: set[str]) -> None:
+def remove_stale(root: Path, keep: set[str], *, trees: tuple[str, ...] = ()) -> None:
     """Remove files under the split directories that the new manifest does not list
-    (old shards, temp files of killed writers) and temp files of metadata."""
+    (old shards, temp files of killed writers) and temp files of metadata; with
+    ``trees`` (a LeRobot folder's ``data``, ``meta``, ``videos``), also every unlisted
+    file anywhere below those folders, and the folders left empty."""
+    for top in trees:
+        d = root / top
+        if not d.is_dir() or d.is_symlink():
+            continue
+        for p in sorted(d.rglob("*"), reverse=True):  # files before their folders
+            if p.relative_to(root).as_posix() in keep:
+                continue
+            if p.is_symlink() or p.is_file():
+                p.unlink()
+            elif p.is_dir():
+                with contextlib.suppress(OSError):
+                    p.rmdir()
+        with contextlib.suppress(OSError):
+            d.rmdir()
     for split in SPLITS:
         d = root / split
         if not d.is_dir() or d.is_symlink():
@@ -622,6 +641,74 @@ def fsync_paths(paths: list[Path]) -> None:
 
 
 _FSYNC_THREADS = 16
+
+
+def make_durable(paths: list[Path], anchor: Path) -> str:
+    """Every byte written to ``paths`` (files and directories) on disk when this returns.
+
+    One ``syncfs`` of ``anchor``'s filesystem when every path's folder lies on it and the
+    kernel reports write-back errors from it (Linux >= 5.8): measured 0.26x the wall time
+    of per-file ``fsync`` for a run's 370 shards (``bench/bench_sync.py``).  Else
+    :func:`fsync_paths` (the same guarantee, one call per path).
+
+    Returns
+    -------
+    str
+        ``"syncfs"`` or ``"fsync"``: how the paths were made durable.
+    """
+    if paths and _syncfs_covers(paths, anchor):
+        try:
+            syncfs_path(anchor)
+            return "syncfs"
+        except OSError:
+            pass  # an error here may be the filesystem's: the per-file calls report their own
+    fsync_paths(paths)
+    return "fsync"
+
+
+def _syncfs_covers(paths: list[Path], anchor: Path) -> bool:
+    """Whether one ``syncfs`` of ``anchor`` covers ``paths``: Linux >= 5.8 (earlier kernels
+    return 0 whatever the write-back did) and every path's folder on ``anchor``'s device."""
+    import platform
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        major, minor = (int(x) for x in platform.release().split(".")[:2])
+        dev = os.stat(anchor).st_dev
+        folders = {p if p.is_dir() else p.parent for p in paths}
+        return (major, minor) >= (5, 8) and all(os.stat(f).st_dev == dev for f in folders)
+    except (OSError, ValueError):
+        return False
+
+
+def syncfs_path(p: Path) -> None:
+    """``syncfs(2)`` of the filesystem holding ``p``: every dirty page and inode of it
+    written back (Linux only; the standard library has no wrapper, so libc's is called).
+
+    Raises
+    ------
+    OSError
+        From ``open`` or ``syncfs`` (Linux >= 5.8 reports write-back errors), or where the
+        C library has no ``syncfs``.
+    """
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if not hasattr(libc, "syncfs"):
+        raise OSError("syncfs is not available on this platform")
+    fd = os.open(p, os.O_RDONLY | (os.O_DIRECTORY if p.is_dir() else 0))
+    try:
+        if _syncfs(libc, fd) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err), str(p))
+    finally:
+        os.close(fd)
+
+
+def _syncfs(libc: Any, fd: int) -> int:
+    """libc's ``syncfs(fd)`` (one place, so a test can record the calls)."""
+    return int(libc.syncfs(fd))
 
 
 def fsync_file(p: Path) -> None:

@@ -6,11 +6,13 @@ A local destination is a :class:`~pathlib.Path` and everything in
 :class:`RemoteDestination`: the same layout as objects under the prefix,
 written through fsspec with the same protocol adapted to an object store:
 
-* the lease ``.kuration-writer.lock`` is an object created exclusively
-  (S3 ``If-None-Match: *``; ``open(mode="xb")`` elsewhere).  It persists after
-  a crashed writer: remove it by hand only after making sure no writer still
-  owns the destination.  A backend without conditional create gets a
-  :class:`~kuration.errors.NonExclusiveLeaseWarning` (check-then-create);
+* the lease ``.kuration-writer.lock`` is an object created exclusively, one
+  conditional request (S3 and Azure Blob ``If-None-Match: *``, GCS
+  ``ifGenerationMatch=0``).  It persists after a crashed writer: remove it by
+  hand only after making sure no writer still owns the destination.  A backend
+  without a conditional create is refused, unless the user accepts the risk
+  (:data:`RACING_OPT_IN`); then it is check-then-create with a
+  :class:`~kuration.errors.NonExclusiveLeaseWarning`;
 * a shard is uploaded whole as an attempt object
   ``.kuration_staging/<fingerprint>/<attempt>/<split>/<name>``, with a small
   record object next to it (``<name>.entry.json``: size, SHA-256 and the plan
@@ -40,10 +42,22 @@ from ..core.remote import object_identity, open_url
 from ..errors import DatasetExistsError, DestinationError, NonExclusiveLeaseWarning
 from .commit import LOCK_NAME, STAGING_NAME
 
-__all__ = ["ATOMIC_CREATE", "RemoteDestination", "RemoteLease", "sha256_hex", "staging_prefix"]
+__all__ = [
+    "ATOMIC_CREATE",
+    "RACING_OPT_IN",
+    "RemoteDestination",
+    "RemoteLease",
+    "sha256_hex",
+    "staging_prefix",
+]
 
-#: fsspec protocols whose conditional create is one atomic request (S3 ``If-None-Match: *``).
-ATOMIC_CREATE = frozenset({"s3", "s3a"})
+#: fsspec protocols whose ``pipe_file(mode="create")`` is one conditional request: S3
+#: (s3fs, ``If-None-Match: *``), GCS (gcsfs, ``ifGenerationMatch=0``) and Azure Blob
+#: (adlfs, ``If-None-Match: *``); an existing object fails it with FileExistsError.
+ATOMIC_CREATE = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss"})
+#: ``(variable, value)`` with which the user accepts a check-then-create lease on a
+#: backend without a conditional create (two writers starting together may both write).
+RACING_OPT_IN = ("KURATION_NON_EXCLUSIVE_LEASE", "accept-racing-writers")
 
 
 def sha256_hex(data: bytes) -> str:
@@ -129,21 +143,23 @@ class RemoteDestination:
         except Exception as exc:  # any backend error (OSError, botocore...)
             raise self._fail("write", next(iter(items)), exc) from exc
 
-    def create_exclusive(self, rel: str, data: bytes) -> bool:
+    def create_exclusive(self, rel: str, data: bytes, *, racing_ok: bool = False) -> bool:
         """Create ``rel`` only if it does not exist; returns whether the backend did it
         atomically.
 
-        On S3 (:data:`ATOMIC_CREATE`) this is one conditional PUT (``If-None-Match: *``,
-        s3fs ``mode="create"``; AWS and moto 5.x honour it).  Other backends get
-        check-then-create and a :class:`~kuration.errors.NonExclusiveLeaseWarning`: two
-        writers starting at the same instant are not kept apart there.
+        On :data:`ATOMIC_CREATE` backends this is one conditional request
+        (``pipe_file(mode="create")``: S3 and Azure ``If-None-Match: *``, GCS
+        ``ifGenerationMatch=0``).  Another backend is refused unless ``racing_ok``; then
+        it is check-then-create with a :class:`~kuration.errors.NonExclusiveLeaseWarning`:
+        two writers starting at the same instant are not kept apart there.
 
         Raises
         ------
         FileExistsError
             ``rel`` exists.
         DestinationError
-            Any other failure (names the URL).
+            A backend without a conditional create and not ``racing_ok``, or any other
+            failure (names the URL).
         """
         key = self.key(rel)
         protocols = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
@@ -155,6 +171,14 @@ class RemoteDestination:
             except Exception as exc:  # any backend error (OSError, botocore...)
                 raise self._fail("create", rel, exc) from exc
             return True
+        if not racing_ok:
+            var, value = RACING_OPT_IN
+            raise DestinationError(
+                f"the {protocols[0]} backend cannot create an object only if it is absent, "
+                "so two writers starting together could both take the writer lease and "
+                f"interleave their objects; set {var}={value} to accept that risk",
+                path=self.where(rel),
+            )
         warnings.warn(
             f"{self.where(rel)}: the {protocols[0]} backend cannot create objects "
             "exclusively; two writers starting at once are not kept apart",
@@ -239,15 +263,27 @@ class RemoteLease:
     exclusively, naming its owner (host, pid, a random token), deleted on release only
     while it still holds this lease's token.
 
+    Parameters
+    ----------
+    dest : RemoteDestination
+        The prefix to hold.
+    racing_ok : bool, optional
+        Accept a check-then-create lease on a backend without a conditional create;
+        None reads the user's choice from the environment (:data:`RACING_OPT_IN`).
+
     Raises
     ------
     DatasetExistsError
         The lease object exists: another writer holds the destination (or a crashed
         one left it; the message says when it is safe to remove it).
+    DestinationError
+        A backend without a conditional create, the risk not accepted; a
+        :data:`RACING_OPT_IN` variable holding another value.
     """
 
-    def __init__(self, dest: RemoteDestination) -> None:
+    def __init__(self, dest: RemoteDestination, *, racing_ok: bool | None = None) -> None:
         self.dest = dest
+        self.racing_ok = _racing_opt_in(dest.url) if racing_ok is None else racing_ok
         self.token = uuid.uuid4().hex
         self.held = False
         self.exclusive = True
@@ -258,7 +294,7 @@ class RemoteLease:
             sort_keys=True,
         ).encode()
         try:
-            self.exclusive = self.dest.create_exclusive(LOCK_NAME, body)
+            self.exclusive = self.dest.create_exclusive(LOCK_NAME, body, racing_ok=self.racing_ok)
         except FileExistsError:
             raise DatasetExistsError(
                 f"{self.dest.url}: another writer holds {LOCK_NAME}; wait for it to finish. "
@@ -276,6 +312,14 @@ class RemoteLease:
             data = self.dest.read(LOCK_NAME)
             if data is not None and json.loads(data).get("token") == self.token:
                 self.dest.remove([LOCK_NAME])
+
+
+def _racing_opt_in(url: str) -> bool:
+    var, value = RACING_OPT_IN
+    got = os.environ.get(var, "")
+    if got and got != value:
+        raise DestinationError(f"{var} is {got!r}; the only value it takes is {value!r}", path=url)
+    return bool(got)
 
 
 def staging_prefix(fingerprint: str) -> str:

@@ -17,7 +17,7 @@ from .containers import container_can
 __all__ = ["ModalitySpec", "OutputSpec"]
 
 _ROUTES = ("field", "segment", "encoder", "media")
-LAYOUTS = ("files", "packed")
+LAYOUTS = ("files", "packed", "lerobot")
 
 # one set of defaults: the output spec file's model (core/config.py) is where they live
 _DEFAULTS = {name: f.default for name, f in OutputModel.model_fields.items() if not f.is_required()}
@@ -112,12 +112,15 @@ class OutputSpec:
     presence_mask : bool
         Emit ``_present`` (bool, per timestep): false where the entity is absent.
     modalities : mapping of str to ModalitySpec
-    layout : {"files", "packed"}
-        One file per shard, or shards packed into Parquet files per split
-        (:mod:`kuration.output.packed`; needs ``container="parquet"``).
+    layout : {"files", "packed", "lerobot"}
+        One file per shard, shards packed into Parquet files per split
+        (:mod:`kuration.output.packed`), or a LeRobot v3 folder
+        (:mod:`kuration.output.lerobot`; numeric modalities, presence mask on); the
+        last two need ``container="parquet"``.
     target_file_bytes, row_group_bytes : int
         ``packed``: close a file (a row group) once its rows hold this many
-        fixed-width bytes (uncompressed).
+        fixed-width bytes (uncompressed); ``lerobot``: close a data file once its
+        rows hold ``target_file_bytes`` (Arrow bytes).
 
     Raises
     ------
@@ -206,9 +209,33 @@ class OutputSpec:
             return
         if not _packs(self.container):
             raise OutputSpecError(
-                f"layout 'packed' writes Parquet files: container must be 'parquet', "
+                f"layout {self.layout!r} writes Parquet files: container must be 'parquet', "
                 f"got {self.container!r} (npz and other per-file containers need layout 'files')"
             )
+
+        if self.layout == "lerobot":
+            media = [k for k, m in self.modalities.items() if m.route == "media"]
+            if media:
+                raise OutputSpecError(
+                    f"layout 'lerobot' writes numeric features; media modalities {media} are "
+                    "not written by it yet (kur export-lerobot encodes cameras)"
+                )
+            if not self.presence_mask:
+                raise OutputSpecError(
+                    "layout 'lerobot' needs presence_mask=true: it checks that every frame "
+                    "of an episode holds a value"
+                )
+
+    @property
+    def lerobot(self) -> bool:
+        """Whether the dataset is written as a LeRobot v3 folder (``layout="lerobot"``)."""
+        return self.layout == "lerobot"
+
+    @property
+    def shared_files(self) -> bool:
+        """Whether shards live in files shared by many (``packed`` or ``lerobot``), written
+        in the lead process to a local folder."""
+        return self.layout in ("packed", "lerobot")
 
     @property
     def packed(self) -> bool:
@@ -253,7 +280,7 @@ class OutputSpec:
             )
             for name, mm in m.modalities.items()
         }
-        packed = m.layout == "packed"
+        packed = m.layout in ("packed", "lerobot")
         return cls(
             shard_length=m.shard_length,
             modalities=mods,
@@ -282,7 +309,7 @@ class OutputSpec:
                     "target_file_bytes": self.target_file_bytes,
                     "row_group_bytes": self.row_group_bytes,
                 }
-                if self.packed
+                if self.shared_files
                 else {}
             ),
         }

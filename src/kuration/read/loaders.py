@@ -59,6 +59,7 @@ from ..output.commit import (
     read_regular,
 )
 from ..output.containers import Container
+from .lerobot import check_lerobot_manifest, verify_meta_files
 from .packed import FILE_KEY, check_packed_manifest
 from .remote import RemoteDataset, is_url, remote_dataset, remote_shard_rel
 from .shards import (
@@ -261,9 +262,15 @@ class Dataset:
         for e in man["shards"]:
             _check_entry(e, where)
         layout = man.get("layout", "files")
-        if layout not in ("files", "packed"):
+        if layout not in ("files", "packed", "lerobot"):
             raise DatasetIntegrityError(f"unknown layout {layout!r}", path=where)
-        self._files = check_packed_manifest(man, where) if layout == "packed" else {}
+        self._files = {}
+        if layout == "packed":
+            self._files = check_packed_manifest(man, where)
+        elif layout == "lerobot":  # a LeRobot folder: its meta/ files are checked here
+            self._files = check_lerobot_manifest(man, where)
+            if self.root is not None:
+                verify_meta_files(self.root, self._files)
 
     def _check_marker(self, marker: Any) -> None:
         where = self._where(MARKER_NAME) if self.root else MARKER_NAME

@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import DatasetIntegrityError
 from ..output.commit import read_commit, read_regular
 from ..output.containers import Container, get_container
+from .lerobot import read_lerobot_shard
 from .packed import read_packed_shard
 from .remote import is_url, remote_dataset, remote_shard_bytes
 
@@ -126,6 +127,9 @@ def read_shard_arrays(
         if "row_group" in entry:  # packed into a shared Parquet file (layout="packed")
             arrays = read_packed_shard(entry, path, verify=verify)
             _check_generation(entry, ds_root)
+        elif "lerobot_episode" in entry:  # rows of a LeRobot data file (layout="lerobot")
+            arrays = read_lerobot_shard(entry, path, verify=verify)
+            _check_generation(entry, ds_root)
         else:
             arrays = _read_file(entry, path, verify, container, registry, ds_root)
     if "_n_steps" in arrays and int(arrays["_n_steps"]) != entry.get(
@@ -185,9 +189,10 @@ def _read_remote(
 ) -> tuple[dict[str, np.ndarray], str]:
     """A shard object of a remote dataset: fetched once, checked, the commit record's
     identity re-checked (see :mod:`kuration.read.remote`), decoded from that snapshot."""
-    if "row_group" in entry:
+    if "row_group" in entry or "lerobot_episode" in entry:
         raise DatasetIntegrityError(
-            "a packed dataset (layout='packed') is read from a local folder", path=url
+            "a packed or LeRobot dataset (layout 'packed', 'lerobot') is read from a local folder",
+            path=url,
         )
     data, where = remote_shard_bytes(entry, url)
     _verify(data, entry, where, verify)

@@ -99,54 +99,88 @@ def test_a_resumed_dataset_diffs_identical_to_an_uninterrupted_one(
     assert any(c["path"].startswith("results.resume") for c in res["provenance"])
 
 
-# SIGINTs during a DuckDB query, in a child process (pytest would stop on a stray one), sent
-# every 0.2 s until the query stops; one that lands before DuckDB looks for signals is only
-# reported when the query ends, hence a query of about 3 s. DuckDB notices a signal in C and
-# reports RuntimeError('Query interrupted') (or the KeyboardInterrupt itself) while Python's
-# handler for the same signal is still pending: it raises a second KeyboardInterrupt whose
-# context is DuckDB's error, which the child takes back before ignoring SIGINT.
-_DUCK_CHILD = """
-import os, signal, threading, duckdb
+# One SIGINT during a DuckDB query, in a child process (pytest would stop on a stray one),
+# sent only once DuckDB reports the query running (query_progress() >= 0); the query would
+# run for hours, so only the signal ends it.  DuckDB looks for signals between the tasks its
+# calling thread runs; with worker threads that thread may only wait for them, and under
+# load 6 of 18 runs never saw the signal (nor 30 more, one a second), so the query runs on
+# one thread.  Python's handler raises the KeyboardInterrupt DuckDB turns into its error
+# only while the query runs (none can follow it); the verdict is the last stdout line, JSON.
+_ENDLESS = "SELECT count(*) FROM range(10000000000000) t(x) WHERE x % 7 = 3"
+_DUCK_CHILD = f"""
+import json, os, signal, sys, threading, time, duckdb
 from kuration.core.interrupts import is_interrupt
 con = duckdb.connect()
-done = threading.Event()
-caught = []
-def ctrl_c():
-    while not done.wait(0.2):
-        os.kill(os.getpid(), signal.SIGINT)
-def query():
-    try:
-        con.execute("SELECT count(*) FROM range(1000000000) t(x) WHERE x % 7 = 3").fetchall()
-        caught.append(None)
-    except BaseException as exc:
-        caught.append(exc)
-threading.Thread(target=ctrl_c, daemon=True).start()
+con.execute("SET threads = 1")
+con.execute("SET enable_progress_bar = true")
+con.execute("SET enable_progress_bar_print = false")
+stopped = threading.Event()
+def ctrl_c(signum, frame):
+    if not stopped.is_set():
+        raise KeyboardInterrupt
+signal.signal(signal.SIGINT, ctrl_c)
+def ctrl_c_once_running():
+    while con.query_progress() < 0:
+        time.sleep(0.005)
+    print("query running; SIGINT", flush=True)
+    os.kill(os.getpid(), signal.SIGINT)
+    if not stopped.wait(60):
+        print(json.dumps({{"kind": "still running 60 s after the SIGINT"}}), flush=True)
+        os._exit(3)
+threading.Thread(target=ctrl_c_once_running, daemon=True).start()
+caught = None
 try:
-    query()
+    try:
+        con.execute("{_ENDLESS}").fetchall()
+    except BaseException as exc:
+        stopped.set()
+        caught = exc
 except KeyboardInterrupt as pending:
-    caught.append(pending.__context__ or pending)
-signal.signal(signal.SIGINT, signal.SIG_IGN)
-done.set()
-exc = caught[0]
-print("finished" if exc is None else f"{type(exc).__name__} {is_interrupt(exc)}")
+    caught = caught or pending.__context__ or pending
+stopped.set()
+kind = type(caught).__name__ if caught is not None else "finished"
+print(json.dumps({{"kind": kind, "interrupt": caught is not None and is_interrupt(caught)}}))
 """
 
 
-def _interrupted_query(con) -> None:
-    """A long query on ``con`` while another thread calls ``con.interrupt()`` every 10 ms
-    until it stops (DuckDB raises its InterruptException)."""
-    import threading
+def _duckdb_child_verdict() -> dict:
+    """Run ``_DUCK_CHILD``; its verdict, or a failure showing everything it printed."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _DUCK_CHILD], capture_output=True, text=True, timeout=120
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"the child hung; stdout:\n{exc.stdout}\nstderr:\n{exc.stderr}")
+    shown = f"exit {done.returncode}; stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    lines = done.stdout.strip().splitlines()
+    try:
+        verdict = json.loads(lines[-1])
+    except (IndexError, ValueError):
+        pytest.fail(f"the child gave no verdict; {shown}")
+    assert done.returncode == 0 and lines[0] == "query running; SIGINT", shown
+    return {**verdict, "shown": shown}
 
+
+def _interrupted_query(con) -> None:
+    """A query on ``con`` that would run for hours, stopped by ``con.interrupt()`` from
+    another thread once DuckDB reports it running (DuckDB raises its InterruptException)."""
+    import threading
+    import time
+
+    con.execute("SET enable_progress_bar = true")
+    con.execute("SET enable_progress_bar_print = false")
     stop = threading.Event()
 
-    def poke() -> None:
-        while not stop.wait(0.01):
+    def interrupt_once_running() -> None:
+        while con.query_progress() < 0 and not stop.is_set():
+            time.sleep(0.005)
+        while not stop.wait(0.1):  # the first lands; more would only repeat it
             con.interrupt()
 
-    t = threading.Thread(target=poke)
+    t = threading.Thread(target=interrupt_once_running)
     t.start()
     try:
-        con.execute("SELECT count(*) FROM range(1000000000) t(x) WHERE x % 7 = 3").fetchall()
+        con.execute(_ENDLESS).fetchall()
     finally:
         stop.set()
         t.join()
@@ -162,11 +196,8 @@ def test_duckdb_reports_of_a_ctrl_c_are_interrupts() -> None:
 
     from kuration.core.interrupts import is_interrupt
 
-    done = subprocess.run(
-        [sys.executable, "-c", _DUCK_CHILD], capture_output=True, text=True, check=True
-    )
-    kind, interrupt = done.stdout.split()
-    assert kind in {"RuntimeError", "KeyboardInterrupt"} and interrupt == "True"
+    got = _duckdb_child_verdict()
+    assert got["kind"] in {"RuntimeError", "KeyboardInterrupt"} and got["interrupt"], got["shown"]
 
     con = duckdb.connect()
     with pytest.raises(duckdb.InterruptException) as info:

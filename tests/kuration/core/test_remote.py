@@ -81,7 +81,15 @@ def test_storage_options_come_from_the_environment(monkeypatch: pytest.MonkeyPat
 
 
 def test_a_missing_backend_names_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+    from types import MappingProxyType
+
+    reg = importlib.import_module("fsspec.registry")  # the module (fsspec.registry is its dict)
     monkeypatch.setitem(sys.modules, "gcsfs", None)  # as if the [gcs] extra were not installed
+    # and fsspec had not loaded it yet (it keeps a class it imported once)
+    loaded = {k: v for k, v in reg._registry.items() if k not in {"gs", "gcs"}}
+    monkeypatch.setattr(reg, "_registry", loaded)
+    monkeypatch.setattr(reg, "registry", MappingProxyType(loaded))
     with pytest.raises(MissingExtraError, match=r"gcsfs: pip install 'kuration-sdk\[gcs\]'"):
         open_url("gs://bucket/run", write=True)
 

@@ -27,21 +27,21 @@ def warn_on_odd(x: int) -> int:
 
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[None]:
-    """A local cluster (or the pipeline tests' session one); this module's task travels by
+    """A private cluster (or the pipeline tests' session one); this module's task travels by
     value, as Ray's workers cannot import a test module by the name pytest gave it."""
     import ray
     from ray import cloudpickle
 
+    from kuration.core.ray_cluster import start_private
+
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    owned = not ray.is_initialized()
-    if owned:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    own = None if ray.is_initialized() else start_private(2)
     try:
         yield
     finally:
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
-        if owned:
-            ray.shutdown()
+        if own is not None:
+            own.stop()
 
 
 def _run(name: str) -> tuple[list[object], list[tuple[type, str, dict]]]:
@@ -53,7 +53,9 @@ def _run(name: str) -> tuple[list[object], list[tuple[type, str, dict]]]:
     return outs, seen
 
 
-@pytest.mark.parametrize("name", ["process", pytest.param("ray", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "name", ["process", pytest.param("ray", marks=[pytest.mark.slow, pytest.mark.ray])]
+)
 def test_worker_warnings_reach_the_lead_in_task_order(name: str, request) -> None:
     if name == "ray":
         request.getfixturevalue("ray_cluster")

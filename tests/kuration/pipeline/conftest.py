@@ -1,4 +1,4 @@
-"""A Ray local cluster shared by every test that runs the ``ray`` executor (started once)."""
+"""A private Ray cluster shared by every test that runs the ``ray`` executor (started once)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,18 @@ import pytest
 
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[Any]:
-    """``ray.init(num_cpus=2, include_dashboard=False)`` for the session, shut down at its end.
+    """A private cluster of 2 CPUs for the session (:func:`kuration.core.ray_cluster.start_private`),
+    shut down at its end.  Tests using it run in a network namespace (tests/ray_netns.py).
 
     A :class:`~kuration.core.executors.RayExecutor` finds the initialised cluster and
     uses it (without shutting it down), so each test pays the start once.
     """
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    from kuration.core.ray_cluster import start_private
+
+    cluster = start_private(2)
     try:
         yield ray
     finally:
-        ray.shutdown()
+        cluster.stop()

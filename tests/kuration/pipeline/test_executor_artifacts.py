@@ -156,7 +156,7 @@ def test_ray_tasks_come_back_in_order_with_their_exceptions(ray_cluster) -> None
 
 
 def test_explain_names_each_stage_executor(small_job: dict) -> None:
-    plan = Pipeline.from_job(small_job).options(workers=2).explain()
+    plan = Pipeline.from_job(small_job).options(workers=2, executor="process").explain()
     assert plan.stage("features").executor == "process x2"
     assert plan.stage("write").executor == "process x2"
     assert plan.stage("bin").executor == "driver" and plan.stage("fill").executor == "driver"
@@ -211,7 +211,7 @@ def test_workers_resume_a_local_run_rebuilding_only_damaged_tracks(
     cut, empty = entries[0], entries[-1]
     (dest / cut["path"]).write_bytes((dest / cut["path"]).read_bytes()[: cut["size"] // 2])
     (dest / empty["path"]).write_bytes(b"")
-    res = run_job(job_b, dest, resume=True, workers=2)
+    res = run_job(job_b, dest, resume=True, workers=2, executor="process")
     assert digests(dest) == digests(base_b.path)
 
     def track(e: dict) -> tuple:

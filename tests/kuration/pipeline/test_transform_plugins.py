@@ -108,7 +108,7 @@ def test_plugin_transform_and_scorer_agree_across_worker_counts(
     feats, runs = {}, {}
     for w in (1, 2):
         loads.write_text("")
-        runs[w] = run_job(job, tmp_path / f"w{w}", workers=w)
+        runs[w] = run_job(job, tmp_path / f"w{w}", workers=w, executor="process" if w > 1 else None)
         feats[w] = [(s.key, s.features) for s in runs[w].scoring.segments]
         pids = loads.read_text().split()
         assert len(pids) == len(set(pids)) <= w  # built once per runner (per worker process)

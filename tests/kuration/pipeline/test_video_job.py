@@ -83,7 +83,7 @@ def test_video_job_is_byte_identical_across_worker_counts(
     job["output"]["modalities"]["frame"]["shape"] = frame["shape"]
     job["budget"] = {"train_hours": 0.0011, "test_hours": 0.00055}  # two spans, one span
     run_job(job, tmp_path / "one", workers=1)
-    run_job(job, tmp_path / "two", workers=2)
+    run_job(job, tmp_path / "two", workers=2, executor="process")
     one = _digests(tmp_path / "one")
     assert one == _digests(tmp_path / "two")
     assert {p.split("/")[0] for p in one if p.endswith(".npz")} == {"train", "test"}

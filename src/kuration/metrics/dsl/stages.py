@@ -18,7 +18,7 @@ import numpy as np
 
 from ...contracts.schema import FieldSpec, bit_indexes
 from ...core.units import conversion_factor, is_angle, linear_conversion, parse_unit
-from . import kernels, order_stats, reduces
+from . import kernels, order_reduce, reduces
 from .frame import Frame, Stream
 from .grammar import Stage, suggestion
 from .values import Ctx, Key, Op, Reduce, ReduceFn, ValueType
@@ -526,63 +526,6 @@ def _moments(s: Stream, fr: Frame, key: Key) -> reduces.Moments:
     return out
 
 
-def _sorted(s: Stream, fr: Frame, key: Key) -> tuple[reduces.Take, np.ndarray]:
-    """Order statistics of a window-level stream: each window's samples sorted."""
-
-    def make() -> tuple[reduces.Take, np.ndarray]:
-        srt, n = reduces.sorted_values(s.x)
-        return reduces.take_sorted(srt), n
-
-    out: tuple[reduces.Take, np.ndarray] = fr.memo((key, "@sorted"), True, make)
-    return out
-
-
-def _order_ticks(s: Stream, fr: Frame, key: Key) -> tuple[reduces.Take, np.ndarray]:
-    """Order statistics of the windows of a source-level stream: from the source's samples
-    ranked once (:mod:`~kuration.metrics.dsl.order_stats`) when the windows overlap enough
-    and lie on a regular grid, else from each window's valid samples sorted."""
-
-    def make() -> tuple[reduces.Take, np.ndarray]:
-        b = fr.batch
-        grid, length = b.grid, b.length - s.lag
-        starts = grid + s.lag
-        samples = fr.memo((key, "@samples"), False, lambda: order_stats.tick_samples(s.x))
-        # 0.0 and -0.0 tie, and a sort leaves them as its input's order has them: such a
-        # stream keeps the sort of every window's whole (padded) samples
-        if fr.memo((key, "@mixed_zeros"), False, lambda: reduces.mixed_zeros(samples[0])):
-            padded = fr.memo((key, "@tick_padded"), False, lambda: reduces.tick_padded(s.x))
-            srt, n = reduces.window_sorted(padded, _win(s, fr), compact=False)
-            return reduces.take_sorted(srt), n
-        step = int(grid[1] - grid[0]) if grid.size > 1 else 0
-        regular = step > 0 and bool((np.diff(grid) == step).all())
-        first = samples[1]
-        n = first[starts + length] - first[starts] if length > 0 else np.zeros(grid.size, int)
-        if not regular or not order_stats.worth_ranking(b.n_steps, grid.size, length):
-
-            def select(rows: np.ndarray, i0: np.ndarray, i1: np.ndarray) -> Any:
-                return order_stats.selected_pairs(samples, starts[rows], length, i0, i1)
-
-            return select, n
-        idx = fr.memo((key, "@ranks"), False, lambda: order_stats.rank_index(samples))
-        phase = int(starts[0]) % step
-        blocks = fr.memo(
-            (key, "@rank_blocks", step, phase),
-            False,
-            lambda: order_stats.rank_blocks(idx, step, phase),
-        )
-
-        def take(rows: np.ndarray, i0: np.ndarray, i1: np.ndarray) -> Any:
-            both = order_stats.ranked_windows(
-                idx, blocks, np.tile(starts[rows], 2), length, np.concatenate([i0, i1])
-            )
-            return np.split(both, 2)
-
-        return take, n
-
-    out: tuple[reduces.Take, np.ndarray] = fr.memo((key, "@order"), True, make)
-    return out
-
-
 def _win(s: Stream, fr: Frame) -> reduces.Win:
     """Windows of a per-tick partial of source-level stream ``s`` (its look-back dropped)."""
     return lambda a, extra: fr.batch.view(a, s.lag + extra)
@@ -742,8 +685,10 @@ def compile_reduce(
         return (
             [],
             Reduce(
-                lambda s, fr, k: order_stat(*_sorted(s, fr, k)),
-                lambda s, fr, k: order_stat(*_order_ticks(s, fr, k)),
+                lambda s, fr, k: order_stat(*order_reduce.sorted_windows(s, fr, k)),
+                order_reduce.sliding_median(order_stat)
+                if op == "median"
+                else lambda s, fr, k: order_stat(*order_reduce.order_ticks(s, fr, k)),
             ),
             unit,
             vt,

@@ -64,6 +64,7 @@ from ..spec.plan import REFERENCE_RUNTIME, PhysicalPlan, StageTelemetry
 from ..stream.passes import check_streaming
 from .hours import DatasetWriteResult, check_resume_force, run_hours
 from .planner import compile_plan
+from .workers_fit import pool_too_small, with_note
 
 if TYPE_CHECKING:
     from ..spec.view import PipelineView as Pipeline  # the fields it reads of one
@@ -152,6 +153,16 @@ def _resolve(p: Pipeline, progress: ProgressCallback | None) -> list[str]:
     return sources
 
 
+def _fit_workers(p: Pipeline, plan: PhysicalPlan, n_sources: int) -> tuple[Pipeline, PhysicalPlan]:
+    """One worker in the lead when the run's sources are too few for the pool its options
+    derive (:mod:`~kuration.pipeline.dispatch.workers_fit`); the plan says so."""
+    note = pool_too_small(p.opts, n_sources)
+    if note is None:
+        return p, plan
+    p = p.options(workers=1)
+    return p, with_note(compile_plan(p), note)
+
+
 def execute(
     p: Pipeline,
     dest: str | os.PathLike[str] | None,
@@ -207,13 +218,14 @@ def _execute(
     scope = nullcontext() if p.include_entry_points else without_entry_point_plugins()
     with scope:
         sources = _resolve(p, rec)
+        p, plan = _fit_workers(p, plan, len(sources))
         choice = budget_pool(p, sources)
         if choice is not None and choice.disk:  # the pool does not fit: the disk pool runs it
             auto = p.options(pool="disk")
-            plan = dataclasses.replace(compile_plan(auto), notes=(choice.note(),))
+            plan = dataclasses.replace(compile_plan(auto), notes=(*plan.notes, choice.note()))
             return _execute_disk(auto, plan, dest, sources, choice.index_bytes)
         if choice is not None:
-            plan = dataclasses.replace(plan, notes=(choice.note(),))
+            plan = dataclasses.replace(plan, notes=(*plan.notes, choice.note()))
         check_plan_memory(p, sources)
         _warn_unused_checkpoints(p)
         result, steps = _run_count(p, sources, rec)
@@ -271,6 +283,7 @@ def _execute_disk(
     with scope:
         if sources is None:
             sources = _resolve(p, p.opts.progress)
+        p, plan = _fit_workers(p, plan, len(sources))
         result = select_on_disk(
             p.schema,
             p.adapter,
@@ -313,16 +326,17 @@ def _execute_hours(
     with scope:
         t0 = time.perf_counter()
         sources = _resolve(p, progress) if resolved is None else resolved
+        p, plan = _fit_workers(p, plan, len(sources))
         index_bytes = None
         if plan.stage("features").runtime != DISK_RUNTIME:
             choice = budget_pool(p, sources)
             if choice is not None and choice.disk:  # the pool does not fit: the disk pool runs it
                 p = p.options(pool="disk")
-                plan = dataclasses.replace(compile_plan(p), notes=(choice.note(),))
+                plan = dataclasses.replace(compile_plan(p), notes=(*plan.notes, choice.note()))
                 index_bytes = choice.index_bytes
             else:
                 if choice is not None:
-                    plan = dataclasses.replace(plan, notes=(choice.note(),))
+                    plan = dataclasses.replace(plan, notes=(*plan.notes, choice.note()))
                 check_plan_memory(p, sources)  # from metadata, before any row is read
                 _warn_unused_checkpoints(p)
         n = len(sources)

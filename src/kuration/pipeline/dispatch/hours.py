@@ -260,10 +260,10 @@ def run_hours(
                 "whole sources); stream into a folder, then upload it",
                 step="write",
             )
-        if p.output_spec is not None and p.output_spec.packed:
+        if p.output_spec is not None and p.output_spec.shared_files:
             raise OutputSpecError(
-                f"{out}: layout='packed' writes a local destination (the remote writer "
-                "uploads one object per shard); write the packed dataset to a folder"
+                f"{out}: layout={p.output_spec.layout!r} writes a local destination (the "
+                "remote writer uploads one object per shard); write the dataset to a folder"
             )
         with tempfile.TemporaryDirectory(prefix="kuration-remote-") as scratch:
             r = _prepare(

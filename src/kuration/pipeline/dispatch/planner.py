@@ -25,6 +25,7 @@ from ..spec.plan import (
     fuse_stages,
 )
 from .hours import preflight
+from .workers_fit import countable_sources, pool_too_small
 
 if TYPE_CHECKING:
     from ..spec.logical import SeamUse
@@ -244,9 +245,12 @@ def compile_plan(p: Pipeline) -> PhysicalPlan:
                     f"{s.kind}: {c.kind} {c.name!r} declares no execution_traits "
                     f"(planned as {c.traits.scope}/{c.traits.fusion})"
                 )
+    small = pool_too_small(p.opts, countable_sources(p.sources))
+    if small is not None:  # the run keeps to the lead (execute decides it again, counted)
+        p = p.options(workers=1)
     stages = _place(stages, p)
     note = auto_pool_note(p)
-    notes = (note,) if note is not None else ()
+    notes = tuple(n for n in (small, note) if n is not None)
     return PhysicalPlan(mode, stages, tuple(warnings), p.opts.to_dict(), notes)
 
 
@@ -274,7 +278,7 @@ def _place(stages: tuple[PlanStage, ...], p: Pipeline) -> tuple[PlanStage, ...]:
     fused = read_island is not None and any(
         s.kind == "features" and s.island == read_island for s in stages
     )
-    packed = bool(getattr(p.output_spec, "packed", False))  # packed files are written here
+    packed = bool(getattr(p.output_spec, "shared_files", False))  # packed files are written here
     writes_in_workers = name != "local" and not packed and encoder_pickles(p.encoder)
 
     def executor_of(s: PlanStage) -> str:

@@ -42,7 +42,7 @@ from ...output.commit import (
     SPLITS,
     STAGING_NAME,
     Journal,
-    fsync_paths,
+    make_durable,
     read_commit,
     remove_stale,
     remove_tree,
@@ -69,6 +69,7 @@ from ..spec.split_rules import rule_splits, split_report
 from .hours_config import build_config, step_config
 from .scoring import score_sources
 from .span_rules import apply_span_rules, merge_adjacent, present_planned, unit_record
+from .stage_lerobot import LEROBOT_DIRS, stage_lerobot
 from .stage_local import stage_here
 from .stage_packed import stage_packed
 from .stage_parallel import parallel_stage_possible, stage_in_workers
@@ -394,9 +395,10 @@ def step_stage(r: HoursRun) -> dict[str, Any]:
     if not r.opt["resume"] and stage.exists():
         remove_tree(stage)
     r.journal = Journal(stage, r.fingerprint, keep=r.opt["resume"])
-    if r.spec.packed:  # shards packed into shared Parquet files (pipeline/run/stage_packed.py)
+    if r.spec.shared_files:  # packed Parquet files or a LeRobot folder (stage_packed/_lerobot)
         writer = ShardWriter(stage, r.spec, r.schema, r.encoder, on_shard=r.journal.record)
-        measured = stage_packed(r, stage, writer)
+        stage_shared = stage_lerobot if r.spec.lerobot else stage_packed
+        measured = stage_shared(r, stage, writer)
         r.journal.close()
         return measured
     work: dict[str, list[Planned]] = {}
@@ -416,7 +418,7 @@ def step_stage(r: HoursRun) -> dict[str, Any]:
     fsync_s = 0.0
     if r.opt["durable"]:
         t0 = time.perf_counter()
-        fsync_paths([stage / p for p in r.to_move])
+        make_durable([stage / p for p in r.to_move], stage)
         fsync_s = time.perf_counter() - t0
     parts = (("fsync", fsync_s),) + ((("read", read_s),) if read_s is not None else ())
     return {
@@ -453,11 +455,19 @@ def step_publish(r: HoursRun) -> dict[str, Any]:
     write_commit(r.root, r.records["writing"])
     r.published = True  # after the record: a failed write leaves the last commit standing
     for rel in r.to_move:
-        ensure_dir(r.root / rel.split("/", 1)[0])
+        if r.spec.lerobot:  # nested folders (data/chunk-000/...), made one level at a time
+            for parent in reversed(Path(rel).parents[:-1]):
+                ensure_dir(r.root / parent)
+        else:
+            ensure_dir(r.root / rel.split("/", 1)[0])
         os.replace(stage / rel, r.root / rel)
-    remove_stale(r.root, {e["path"] for e in r.entries})
+    if r.spec.lerobot:
+        keep = {f["path"] for f in r.packed_files}
+        remove_stale(r.root, keep, trees=LEROBOT_DIRS)
+    else:
+        remove_stale(r.root, {e["path"] for e in r.entries})
     if r.opt["durable"]:
-        fsync_paths([r.root / s for s in SPLITS if (r.root / s).is_dir()] + [r.root])
+        make_durable([r.root / s for s in SPLITS if (r.root / s).is_dir()] + [r.root], r.root)
     return {"rows_in": len(r.to_move), "rows_out": len(r.entries)}
 
 
@@ -504,8 +514,8 @@ def step_manifest(r: HoursRun) -> dict[str, Any]:
         "budget": budget,
         "shards": r.entries,
     }
-    if spec.packed:  # the files the entries point into (see kuration.output.packed)
-        r.manifest["layout"] = "packed"
+    if spec.shared_files:  # the files the entries point into (kuration.output.packed, .lerobot)
+        r.manifest["layout"] = spec.layout
         r.manifest["files"] = r.packed_files
     return {"rows_in": len(r.entries), "rows_out": 1}
 

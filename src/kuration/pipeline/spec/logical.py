@@ -170,7 +170,7 @@ class PipelineOptions:
 
     ``executor`` is ``local`` (this process, one worker), ``process`` (a spawn-based
     pool of ``workers`` processes; ``process-pool`` is read as ``process``) or
-    ``ray`` (Ray tasks on ``workers`` CPUs of a local cluster, or of the cluster at
+    ``ray`` (Ray tasks on ``workers`` CPUs of a private local cluster, or of the cluster at
     ``executor_options={"address": ...}``), or any executor registered with
     :func:`kuration.core.executors.register_executor`; None derives it from ``workers``
     (``local`` for 1, ``process`` for more).  ``executor_options`` are the chosen

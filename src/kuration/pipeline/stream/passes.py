@@ -50,7 +50,7 @@ from ...core.ids import tag_entity_id
 from ...core.progress import ProgressCallback, emit
 from ...errors import StreamingError
 from ...metrics.features import FeatureEngine
-from ...output.commit import Journal, fsync_paths, remove_tree, staging_dir
+from ...output.commit import Journal, make_durable, remove_tree, staging_dir
 from ...output.containers import container_can
 from ...output.stream import StreamTrack, write_stream
 from ...output.writer import ShardWriter
@@ -74,7 +74,7 @@ __all__ = ["STREAMING_STEPS", "check_streaming", "stream_score_sources"]
 
 def _packed(spec: Any) -> bool:
     """Whether an output spec asks for the packed (partitioned Parquet dataset) layout."""
-    return bool(getattr(spec, "packed", False))
+    return bool(getattr(spec, "shared_files", False))
 
 
 def check_streaming(p: Pipeline) -> None:
@@ -133,8 +133,8 @@ def _check_output(spec: Any, encoder: Any) -> None:
         )
     if _packed(spec):
         raise StreamingError(
-            "the partitioned Parquet dataset (layout 'packed') orders shards across a whole "
-            "split, which a bounded stream cannot; use layout 'files' (container parquet, "
+            f"layout {spec.layout!r} orders shards across a whole split into shared files, "
+            "which a bounded stream cannot; use layout 'files' (container parquet, "
             "json or hdf5)",
             step="output",
         )
@@ -373,7 +373,7 @@ def step_stream_stage(r: HoursRun) -> list[StageTelemetry]:
         emit(r.progress, "writing", "advance", current=i, total=len(work), source=sid)
     r.journal.close()
     if r.opt["durable"]:
-        fsync_paths([stage / p for p in r.to_move])
+        make_durable([stage / p for p in r.to_move], stage)
     island = r.plan.stage("write").island if r.plan is not None else None
     return [
         StageTelemetry(

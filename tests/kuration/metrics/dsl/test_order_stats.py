@@ -159,3 +159,47 @@ def test_mixed_zeros_is_both_signs_of_zero(vals: list[float], strided: bool) -> 
     want = bool(np.signbit(zero).any() and not np.signbit(zero).all())
     assert reduces.mixed_zeros(v) is want
     assert reduces.mixed_zeros(v.astype(np.float32)) is want  # the general path
+
+
+@given(streams())
+@settings(max_examples=150, deadline=None)
+def test_sliding_median_equals_numpy(case) -> None:
+    """The sliding median of every tick range is numpy's median of its valid samples,
+    bit for bit (NaN for a range without one)."""
+    x, starts, length = case
+    got = order_stats.sliding_median(x, starts, length)
+    for g, s in enumerate(starts):
+        w = x[s : s + length, :, 0]
+        w = w[~np.isnan(w)]
+        want = np.median(w) if w.size else np.nan
+        assert got[g].tobytes() == np.float64(want).tobytes(), (s, w)
+
+
+@pytest.mark.parametrize(("length", "stride"), [(25, 1), (49, 2), (121, 5)])
+def test_engine_sliding_median_equals_single_windows(length, stride, monkeypatch) -> None:
+    """Dense grids take the sliding median; each window equals its window scored alone,
+    and the other order statistics of the same stream keep the ranked path."""
+    calls: list[int] = []
+    real = order_stats.sliding_median
+    monkeypatch.setattr(order_stats, "sliding_median", lambda *a: calls.append(1) or real(*a))
+    n, e = 160, 4
+    rng = np.random.default_rng(length + stride)
+    present = rng.random((n, e)) < 0.6
+    vals = random_values(rng, n, e)
+    vals["hp"] = np.round(rng.normal(50, 10, (n, e, 1)))  # ties
+    table = make_table(vals, present)
+    eng = FeatureEngine(
+        {
+            "sp_med": "field:pos | speed | median",
+            "hp_med": "field:hp | median",
+            "hp_p90": "field:hp | p90",
+        },
+        SCHEMA,
+    )
+    starts = np.arange(0, n - length + 1, stride)
+    got = eng.score_table(table, starts, length)
+    assert len(calls) == 2
+    for i, s in enumerate(starts):
+        one = eng.score_window(build_window(table, int(s), int(s) + length))
+        for name, v in got.items():
+            assert np.array_equal(v[i], one[name], equal_nan=True), (name, s)
