@@ -269,7 +269,7 @@ class Dataset:
             self._files = check_packed_manifest(man, where)
         elif layout == "lerobot":  # a LeRobot folder: its meta/ files are checked here
             self._files = check_lerobot_manifest(man, where)
-            if self.root is not None:
+            if isinstance(self.root, Path):  # a remote root (a URL string) is not walked here
                 verify_meta_files(self.root, self._files)
 
     def _check_marker(self, marker: Any) -> None:
