@@ -40,7 +40,8 @@ what, arg, repeat, corpus = {what!r}, {arg!r}, {repeat!r}, {corpus!r}
 best = float("inf")
 if what == "features":
     from bench_metrics import DEFINE, JOB
-    from kuration import FeatureEngine, SchemaSpec, Segmenter
+    from kuration import SchemaSpec, Segmenter
+    from kuration.extend import FeatureEngine
     from kuration.metrics.alloc import retain_freed_memory
     from kuration.pipeline.spec.job import load_job
     from kuration.sources import adapter_from_dict

@@ -23,7 +23,7 @@ counts, so a busy machine slows them alike):
 Both report rows/s over the same total row count (removing the previous
 round's output is not timed).  Two per-stage breakdowns are printed: the
 StageTelemetry the run records in ``config.json``, with the parts a stage
-measured (``parts_s``: read, segment, features and fingerprint inside the
+measured (``parts_s``: read -- the source's SHA-256 included --, segment and features inside the
 fused scoring call; the admitted sources read again and the fsync inside staging),
 and timing wrappers the benchmark puts around the stage entry points (read,
 segment, features, rank/fill, tracks/write; the rest is "other").
@@ -66,8 +66,8 @@ def job_for(files: list[Path]) -> dict[str, Any]:
 
 STAGES = {
     "read": [
-        ("kuration.sources.timeseries", "TimeseriesAdapter", "read_table"),
-        ("kuration.sources.timeseries", "TimeseriesAdapter", "read_entities"),
+        # every pass reads through read_checked (one read, hashed and parsed)
+        ("kuration.sources.timeseries", "TimeseriesAdapter", "read_checked"),
     ],
     "segment": [("kuration.contracts.segment", "Segmenter", "segments")],
     "features": [("kuration.metrics.features", "FeatureEngine", "score_segments")],

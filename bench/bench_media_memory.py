@@ -51,8 +51,9 @@ def remux_repeated(src: Path, dst: Path, times: int) -> Path:
 
 
 def child(video: str, container: str, shard_length: int, out: str) -> dict[str, float]:
-    from kuration import OutputSpec, SchemaSpec, ShardWriter, VideoAdapter
+    from kuration import OutputSpec, SchemaSpec, VideoAdapter
     from kuration.contracts.track import track_from_table
+    from kuration.extend import ShardWriter
 
     schema = SchemaSpec.from_dict(
         {

@@ -40,7 +40,8 @@ import numpy as np
 import pymap3d
 from numpy.lib.stride_tricks import sliding_window_view
 
-from kuration import FeatureEngine, SchemaSpec, Segmenter, build_window
+from kuration import SchemaSpec, Segmenter
+from kuration.extend import FeatureEngine, build_window
 from kuration.metrics.alloc import retain_freed_memory
 from kuration.pipeline.spec.job import load_job
 from kuration.sources import adapter_from_dict

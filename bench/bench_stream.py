@@ -23,7 +23,7 @@ Both files are written with ``row_group_size=65536``.  Each run is the
 quickstart job (container ``parquet``: npz refuses streaming; 2 h of train, no
 test split: one source is one split) in a fresh subprocess, so that its peak
 resident set (``getrusage`` ``ru_maxrss``) is its own.  Printed per run: wall
-seconds, measured peak RSS, the :func:`kuration.estimate_peak` estimate made
+seconds, measured peak RSS, the :func:`kuration.pipeline.spec.budget.estimate_peak` estimate made
 before reading, the peak when the first (streamed) pass ended, the number of
 fill candidates (spans of every track: the pool the fill ranks between the
 passes), and the ratios Nx / 1x (target for streaming: <= 1.2x).
@@ -75,8 +75,8 @@ def child(source: str, out: str, streaming: bool) -> None:
     """One run, in this (fresh) process: prints a JSON line with its measurements."""
     import warnings
 
-    from kuration import Pipeline, estimate_peak
-    from kuration.pipeline.spec.budget import peak_rss_bytes
+    from kuration import Pipeline
+    from kuration.pipeline.spec.budget import estimate_peak, peak_rss_bytes
     from kuration.pipeline.spec.job import load_job
 
     job, _ = load_job(JOB)

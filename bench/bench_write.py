@@ -10,7 +10,7 @@ Run on demand (not part of the test suite)::
 
 Three figures per container, all over the same arrays and in the same run:
 
-* ``writer``: :class:`kuration.ShardWriter` end to end -- modality routing,
+* ``writer``: :class:`kuration.extend.ShardWriter` end to end -- modality routing,
   zero-fill, chunking and padding, encoding, SHA-256, temp file + ``os.replace``;
 * ``container``: only ``dumps`` + SHA-256 + the atomic write of chunks prepared beforehand;
 * ``np.savez``: ``numpy.savez`` of those same prepared chunks to plain files;
@@ -42,7 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from kuration import OutputSpec, SchemaSpec, ShardWriter, Track, get_container
+from kuration import OutputSpec, SchemaSpec, Track
+from kuration.extend import ShardWriter, get_container
 from kuration.output.commit import fsync_paths
 from kuration.output.writer import write_bytes_atomic
 

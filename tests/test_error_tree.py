@@ -165,9 +165,10 @@ def test_moved_classes_are_re_exported_where_callers_import_them() -> None:
 
 
 def test_user_mistakes_raise_package_errors() -> None:
-    from kuration import AdapterError, RegistrationError, SchemaSpec, StrictJSONError
+    from kuration import SchemaSpec
     from kuration.core.jsonio import loads_strict
     from kuration.core.registry import Registry
+    from kuration.errors import AdapterError, RegistrationError, StrictJSONError
     from kuration.sources.timeseries import TimeseriesAdapter
     from timenet.errors import InvalidRefError, OptionError
 

@@ -12,7 +12,8 @@
     ├── SourceError (ValueError)            raw input is malformed (names source and row)
     │   ├── EntityIdError                   an entity id is missing or has no canonical form (names column)
     │   ├── TimeRangeError                  a time is outside the int64-nanosecond range (names column)
-    │   └── StreamOrderError                a streamed source is not time-ordered (names source and row)
+    │   ├── StreamOrderError                a streamed source is not time-ordered (names source and row)
+    │   └── SourceChangedError              a source's bytes differ from the ones its fingerprint names
     ├── EmptyPoolError (RuntimeError)       scoring produced no segments at all
     ├── OutputSpecError (ValueError)        an OutputSpec is invalid or a modality cannot be filled
     │   └── OutputValueError                a value does not fit its modality's dtype (range, integrality)
@@ -42,7 +43,8 @@
     ├── PluginError (ImportError)           an explicitly listed plugin module could not be imported
     └── MissingExtraError (ImportError)     an optional feature's extra is not installed
 
-Warnings: ``KurationWarning`` (root), ``DataOrderWarning`` (input rows were reordered),
+Warnings (defined in :mod:`kuration.warning_types`, exported here too): ``KurationWarning`` (root),
+``DataOrderWarning`` (input rows were reordered),
 ``SnapCollisionWarning`` (rows of one entity snapped to one grid point; all but one dropped),
 ``DataRepairWarning`` (an input defect repaired because the user opted into that repair),
 ``BudgetGranularityWarning`` (a split's admitted hours miss its request by more than 10% because
@@ -53,6 +55,16 @@ installed entry-point plugin failed and was rolled back); ``NonExclusiveLeaseWar
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+from .warning_types import (
+    BudgetGranularityWarning,
+    DataOrderWarning,
+    DataRepairWarning,
+    KurationWarning,
+    NonExclusiveLeaseWarning,
+    PluginWarning,
+    SnapCollisionWarning,
+)
 
 __all__ = [
     "AdapterError",
@@ -90,6 +102,7 @@ __all__ = [
     "SchemaError",
     "ScorerError",
     "SnapCollisionWarning",
+    "SourceChangedError",
     "SourceError",
     "StrategyError",
     "StreamOrderError",
@@ -328,6 +341,38 @@ class TimeRangeError(SourceError):
 class StreamOrderError(SourceError):
     """A streamed source goes back in time: a bounded stream cannot sort a whole source
     (``streaming=True`` needs time-ordered input).  ``source`` and ``row`` name the file row."""
+
+
+class SourceChangedError(SourceError):
+    """A source's bytes are not the ones the run fingerprinted: it was rewritten, truncated or
+    replaced between two reads of one run (or since the run whose record pins it).
+
+    Raised by the read that noticed, before anything is published; it is never skipped by
+    ``on_error="skip"`` (the run's record would otherwise name bytes it did not read).
+
+    Attributes
+    ----------
+    source : str
+        The source URI.
+    source_id : str
+        The source id.
+    expected : str
+        The digest the run recorded (a SHA-256 hex digest, or a remote object's
+        ``version:...``/``etag:...`` identity).
+    actual : str
+        The digest of what the read found (same kind; ``""`` when the object is gone).
+    """
+
+    def __init__(self, *, source: str, source_id: str, expected: str, actual: str) -> None:
+        super().__init__(
+            f"the source changed during the run (source {source_id!r}: the run recorded "
+            f"{expected or '(none)'}, the read found {actual or '(nothing)'}); nothing was "
+            "published -- run again to use its new bytes",
+            source=source,
+        )
+        self.source_id = source_id
+        self.expected = expected
+        self.actual = actual
 
 
 class EmptyPoolError(KurationError, RuntimeError):
@@ -668,43 +713,6 @@ class PluginError(KurationError, ImportError):
     """An explicitly listed plugin module could not be imported."""
 
 
-class KurationWarning(UserWarning):
-    """Root of kuration's warnings."""
-
-
-class DataOrderWarning(KurationWarning):
-    """Input rows were out of time order within an entity and were sorted."""
-
-
-class SnapCollisionWarning(KurationWarning):
-    """Rows of one entity snapped to one grid point and all but the nearest were dropped.
-
-    Attributes
-    ----------
-    source : str
-        The source URI or id.
-    count : int
-        Rows dropped in that source (also recorded per source in ``config.json``).
-    """
-
-    def __init__(self, message: str, *, source: str = "", count: int = 0) -> None:
-        super().__init__(message)
-        self.source = source
-        self.count = count
-
-
-class DataRepairWarning(KurationWarning):
-    """An input defect was repaired because the user opted in (``source``, ``repair`` set)."""
-
-
-class NonExclusiveLeaseWarning(KurationWarning):
-    """A lease taken by check-then-create, as KURATION_NON_EXCLUSIVE_LEASE accepted."""
-
-
-class PluginWarning(KurationWarning):
-    """An installed entry-point plugin failed and was rolled back."""
-
-
 def _where(kind: str, name: str, source: str | None, segment: str | None, token: str | None) -> str:
     parts = [f"{kind} {name!r}"]
     if source is not None:
@@ -767,34 +775,6 @@ class ScorerError(KurationError, RuntimeError):
         segment: str | None = None,
     ) -> None:
         super().__init__(f"{_where('scorer', scorer, source, segment, None)}: {message}")
-        self.scorer, self.source, self.segment = scorer, source, segment
-
-
-class BudgetGranularityWarning(KurationWarning):
-    """A split's admitted hours exceed its request by more than 10% because whole tracks
-    (or spans) are admitted and the last one admitted is long next to the request.
-
-    The fix is ``span_seconds`` (job key): tracks are cut into spans of that length, so the
-    fill can stop within one span of the request.
-
-    Attributes
-    ----------
-    split : str
-    requested_s, admitted_s : float
-        Seconds requested and admitted.
-    unit_s : float
-        Length of the longest admitted unit (track or span), seconds.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        split: str = "",
-        requested_s: float = 0.0,
-        admitted_s: float = 0.0,
-        unit_s: float = 0.0,
-    ) -> None:
-        super().__init__(message)
-        self.split, self.requested_s = split, requested_s
-        self.admitted_s, self.unit_s = admitted_s, unit_s
+        self.scorer = scorer
+        self.source = source
+        self.segment = segment

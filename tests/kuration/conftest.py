@@ -57,7 +57,8 @@ def all_bytes() -> Callable[[Path], dict[str, bytes]]:
 def _quiet_run(job: dict[str, Any], out: Path) -> Any:
     """``run_job`` for the session fixtures: their 0.1 h test split filled with whole
     15-minute tracks overshoots on purpose, so the overshoot warning is expected here."""
-    from kuration import BudgetGranularityWarning, run_job
+    from kuration import run_job
+    from kuration.errors import BudgetGranularityWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BudgetGranularityWarning)

@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from kuration.errors import EntityIdError, SourceError, TimeRangeError
+from kuration.errors import EntityIdError, SourceChangedError, SourceError, TimeRangeError
 
 
 @pytest.mark.parametrize(
@@ -16,6 +16,7 @@ from kuration.errors import EntityIdError, SourceError, TimeRangeError
         EntityIdError("missing entity id", source="a.csv", row=4, column="id"),
         EntityIdError("no canonical form"),
         TimeRangeError("out of range", source="a.csv", row=5, column="t"),
+        SourceChangedError(source="a.csv", source_id="a", expected="ab12", actual="cd34"),
     ],
 )
 def test_pickle_round_trip(err: SourceError) -> None:

@@ -12,22 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kuration import (
-    FieldSpec,
-    MetricCompileError,
-    OutputSpec,
-    OutputValueError,
-    SchemaError,
-    SchemaSpec,
-    SourceError,
-    Tick,
-    TimeseriesAdapter,
-    WindowBatch,
-    build_window,
-    compile_metric,
-)
+from kuration import FieldSpec, OutputSpec, SchemaSpec, Tick, TimeseriesAdapter
 from kuration.contracts.tick import table_from_ticks
 from kuration.contracts.track import track_from_table
+from kuration.errors import MetricCompileError, OutputValueError, SchemaError, SourceError
+from kuration.extend import WindowBatch, build_window, compile_metric
 from kuration.output.containers import get_container
 from kuration.output.writer import track_arrays
 

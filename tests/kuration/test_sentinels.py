@@ -12,17 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kuration import (
-    FieldSpec,
-    SchemaError,
-    SchemaSpec,
-    Tick,
-    TickTable,
-    TimeseriesAdapter,
-    build_window,
-    compile_metric,
-)
+from kuration import FieldSpec, SchemaSpec, Tick, TickTable, TimeseriesAdapter
 from kuration.contracts.tick import table_from_ticks
+from kuration.errors import SchemaError
+from kuration.extend import build_window, compile_metric
 
 N = 12
 LOST = [4, 5, 6]  # "not tracked": z = -10

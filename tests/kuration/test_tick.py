@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kuration import EntityIdError, SchemaSpec, SourceError, TimeRangeError
+from kuration import SchemaSpec
 from kuration.contracts.tick import Tick, table_from_ticks
+from kuration.errors import EntityIdError, SourceError, TimeRangeError
 
 SCHEMA = SchemaSpec.from_dict({"sample_hz": 1.0, "fields": [{"name": "v", "kind": "scalar"}]})
 

@@ -18,6 +18,7 @@ from ..tools.check import check_dataset
 from ..tools.diff import compare_datasets
 from ..tools.inspect import InspectReport, inspect_dataset
 from ._console import report_console
+from ._split_note import split_excluded_line
 
 __all__ = ["cmd_check", "cmd_diff", "cmd_inspect", "print_inspect"]
 
@@ -60,6 +61,9 @@ def print_inspect(rep: InspectReport, console: Console) -> None:
             _hours(b.get("underfill_s", 0)),
         )
     console.print(t)
+    excluded = split_excluded_line(rep.split_report)
+    if excluded:
+        console.print(excluded, style="yellow", highlight=False, markup=False)
     for split, b in sorted(rep.budget.items()):
         if isinstance(b, dict) and b.get("binding"):
             console.print(

@@ -179,6 +179,13 @@ def _print_disk(res: DiskSelection, wall: float, console: Console) -> None:
         f"{ck['hits']} reused, {ck['misses']} built ({ck['rejected']} rejected) "
         f"under {ck['root'] or 'a temporary directory'}"
     )
+    if ck.get("unidentified") and ck.get("root"):
+        first = ck["unidentified"][0]
+        console.print(
+            f"[yellow]checkpoints[/]: no strong source identity: {len(ck['unidentified'])} "
+            f"source(s), e.g. {first}, were scored afresh and are never reused",
+            highlight=False,
+        )
     t = Table(title="stages")
     for col in ("stage", "wall s", "rows in", "rows out", "partitions"):
         t.add_column(col)

@@ -6,7 +6,7 @@
     kur operators [--markdown] [--all]
 
 ``explain`` compiles the job into a :class:`~kuration.Pipeline` and prints
-its :class:`~kuration.PhysicalPlan` as a tree (``--json``: as JSON) without
+its :class:`~kuration.pipeline.spec.plan.PhysicalPlan` as a tree (``--json``: as JSON) without
 resolving, fetching or reading any source; ``--n`` plans the count path
 (``kur curate``) instead of the job's hours budget.  ``operators`` lists
 every built-in operator, analyzer and output preset (``--all``: plugins'

@@ -20,6 +20,7 @@ from ..errors import JobError
 from ..pipeline.api.entry import run_job
 from ..pipeline.dispatch.hours import DatasetWriteResult
 from ._console import report_console
+from ._split_note import split_excluded_line
 
 __all__ = ["cmd_run", "print_run_summary"]
 
@@ -61,6 +62,9 @@ def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) ->
     plan = res.config.get("provenance", {}).get("execution", {}).get("plan") or {}
     for note in plan.get("notes", ()):  # how the planner chose the runtime
         console.print(note)
+    for warning in res.config.get("warnings", ()):
+        if warning.startswith("no strong source identity"):
+            console.print(f"[yellow]checkpoints[/]: {warning}", highlight=False)
     if sc.get("snap_collisions"):
         coll = sc["snap_collisions"]
         console.print(
@@ -122,6 +126,9 @@ def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) ->
             f"spans left out: {budget['empty_spans_excluded']} (the entity is present at none "
             "of their ticks)"
         )
+    excluded = split_excluded_line(res.config["results"].get("split_report"))
+    if excluded:
+        console.print(excluded, style="yellow", highlight=False, markup=False)
     for split in ("train", "test"):
         b = budget[split]
         if b.get("binding"):

@@ -371,7 +371,7 @@ class MediaProvider(ABC):
     Subclasses implement :meth:`_probe`, :meth:`_iter_refs` and
     :meth:`_decode_batch`; the public methods validate arguments and results.
     A provider is rebuilt by registered name in worker processes
-    (:func:`kuration.register_media_provider`), so it must be constructible
+    (:func:`kuration.extend.register_media_provider`), so it must be constructible
     without arguments.
     """
 

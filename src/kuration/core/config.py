@@ -592,7 +592,7 @@ class JobModel(_Model):
     span_seconds: PositiveNumber | None = None
     """The same in seconds (use where tracks are long compared with the budget)."""
     min_span_seconds: NonNegativeNumber = 0.0
-    """Spans (or whole tracks) shorter than this are no candidates (a track's short end piece included); config.json `results.budget.short_spans_excluded` counts them. Set it to the window or model length so that no admitted span is too short to train on and no end fragment ranks on a single window."""
+    """Spans (or whole tracks) shorter than this are no candidates (a track's short end piece included); config.json `results.budget.short_spans_excluded` counts them. The length compared is the one the budget counts: the span's extent, or under `budget_time: "present"` its present seconds. Set it to the window or model length so that no admitted span is too short to train on and no end fragment ranks on a single window."""
     budget_time: Literal["span", "present"] = "span"
     """What the hours budgets count: `span`, a candidate's whole extent (absent ticks included); `present`, only the ticks where its entity holds data (every `_s` figure of a split's budget block then counts present seconds)."""
     split: SplitModel | None = None
@@ -600,7 +600,7 @@ class JobModel(_Model):
     merge_adjacent_spans: bool = False
     """Write the admitted spans of one track that touch (span k ends the tick before span k + 1 starts) as one track: it keeps the first span's `span_index`, first tick and features, and ends at the last one's end."""
     tie_break: Literal["name", "seed"] = "name"
-    """How candidates of equal priority are ordered: `name` (source, entity, span) or `seed` (a draw from the job's seed keyed by source, entity and span, so no name order favours some sources)."""
+    """How candidates of equal priority are ordered: `name` (source, entity, span) or `seed` (a draw from the job's seed keyed by source, entity and span, so no name order favours some sources). `kur curate --n` orders tied windows the same way (keyed by source, entity and start); a seeded count selection runs on the memory pool."""
     group_of: dict[str, str] | None = None
     """Source id to group: stratifies the split and feeds the group cap."""
     max_group_overshoot: PositiveNumber | None = None

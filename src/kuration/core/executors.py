@@ -43,6 +43,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import signal
 import sys
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -201,6 +202,10 @@ class Executor:
         The largest number in flight seen by any :meth:`iter_batches` so far.
     tasks : int
         Tasks submitted so far.
+    nodes : dict of str to dict
+        Per cluster node that ran tasks (``ray`` only; empty for the others): ``tasks``
+        collected, and their summed ``cpu_s`` (the worker's ``process_time``) and
+        ``wall_s`` (seconds), keyed by Ray node id.
     """
 
     name = "executor"
@@ -216,6 +221,7 @@ class Executor:
         self.max_in_flight = max_in_flight or 2 * workers
         self.peak_in_flight = 0
         self.tasks = 0
+        self.nodes: dict[str, dict[str, Any]] = {}
 
     @property
     def parallel(self) -> bool:
@@ -417,12 +423,18 @@ def _leave_ctrl_c_to_the_lead() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _ray_call(fn: Callable[[Any], Any], payload: Any) -> Any:
-    """Run one task on a Ray worker; an exception comes back as the outcome, not a RayTaskError."""
+def _ray_call(fn: Callable[[Any], Any], payload: Any) -> tuple[str, float, float, Any]:
+    """Run one task on a Ray worker: ``(node id, CPU s, wall s, outcome)``; an exception
+    comes back as the outcome, not a RayTaskError."""
+    import ray
+
+    cpu0, wall0 = time.process_time(), time.perf_counter()
     try:
-        return fn(payload)
+        out = fn(payload)
     except Exception as exc:
-        return exc
+        out = exc
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    return ray.get_runtime_context().get_node_id(), cpu, wall, out
 
 
 class RayExecutor(Executor):
@@ -489,7 +501,10 @@ class RayExecutor(Executor):
                 ) from exc
             self._owned = True
         if self._remote is None:
-            self._remote = ray.remote(num_cpus=1, max_retries=0)(_ray_call)
+            # on a cluster the user named (maybe several nodes), spread the tasks over the
+            # nodes rather than packing the first; a private cluster is one node
+            spread = {"scheduling_strategy": "SPREAD"} if self.address else {}
+            self._remote = ray.remote(num_cpus=1, max_retries=0, **spread)(_ray_call)
         return ray
 
     def _start(
@@ -516,9 +531,17 @@ class RayExecutor(Executor):
                     executor=self.name,
                     task=label(p),
                 ) from exc
-            return replay(out)
+            node, cpu, wall, outcome = out
+            self._tally(node, cpu, wall)
+            return replay(outcome)
 
         return submit, collect
+
+    def _tally(self, node: str, cpu_s: float, wall_s: float) -> None:
+        seen = self.nodes.setdefault(node, {"tasks": 0, "cpu_s": 0.0, "wall_s": 0.0})
+        seen["tasks"] += 1
+        seen["cpu_s"] += cpu_s
+        seen["wall_s"] += wall_s
 
     def close(self) -> None:
         """Cancel the tasks submitted and never collected (a run that stopped early) and wait

@@ -21,7 +21,7 @@ import os
 import re
 from typing import Any
 
-from ..errors import MissingExtraError, SourceError, UnsupportedURLError
+from ..errors import MissingExtraError, SourceChangedError, UnsupportedURLError
 
 __all__ = [
     "READ_SCHEMES",
@@ -183,15 +183,22 @@ def remote_identity(url: str) -> str:
     return object_identity(fs.info(path))
 
 
-def read_remote(url: str) -> tuple[bytes, str]:
-    """The bytes of the object at ``url`` and its identity, checked unchanged by the read.
+def read_remote(url: str, *, pin: str = "", source_id: str = "") -> tuple[bytes, str]:
+    """The bytes of the object at ``url`` and its identity, read pinned to one version.
+
+    The read is pinned to ``pin`` (an identity from :func:`object_identity`) when given,
+    else to the identity the object has when the read starts: on S3 a ``version:...``
+    is read by its ``VersionId`` (an overwritten object still yields the pinned bytes)
+    and an ``etag:...`` with ``If-Match`` on every request; other backends compare the
+    identity before and after the read.
 
     Raises
     ------
     FileNotFoundError
         No object there.
-    SourceError
-        The object was replaced while it was read (names the URL).
+    SourceChangedError
+        The object is no longer the pinned one, or it was replaced while it was read
+        (names the URL and both identities).
     UnsupportedURLError
         A scheme kuration does not read.
     MissingExtraError
@@ -200,11 +207,54 @@ def read_remote(url: str) -> tuple[bytes, str]:
     fs, path = open_url(url, write=False)
     fs.invalidate_cache(path)
     before = object_identity(fs.info(path))
+    want = pin or before
+
+    def changed(found: str) -> SourceChangedError:
+        return SourceChangedError(
+            source=url, source_id=source_id or url, expected=want, actual=found
+        )
+
+    if _is_s3(fs):
+        return _read_s3(fs, path, want, changed)
+    if pin and before != pin:
+        raise changed(before)
     data: bytes = fs.cat_file(path)
     after = remote_identity(url)
-    if before != after:
-        raise SourceError(f"the object changed while it was read ({before} -> {after})", source=url)
+    if after != before:
+        raise changed(after)
     return data, after
+
+
+def _is_s3(fs: Any) -> bool:
+    proto = getattr(fs, "protocol", ())
+    return "s3" in (proto if isinstance(proto, tuple | list) else (proto,))
+
+
+def _read_s3(fs: Any, path: str, want: str, changed: Any) -> tuple[bytes, str]:
+    """Read an S3 object at version ``want`` (``version:...``, by its ``VersionId``) or with
+    ``If-Match`` on its ETag (s3fs sends the ETag it opened with on every ranged GET)."""
+    version = want.removeprefix("version:") if want.startswith("version:") else None
+    try:
+        if version is not None:
+            data: bytes = fs.cat_file(path, version_id=version)
+            return data, want
+        with fs.open(path, "rb") as fh:
+            found = object_identity(dict(fh.details))
+            if want and found != want:
+                raise changed(found)
+            data = fh.read()
+        return data, found
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, FileNotFoundError) and version is None:
+            raise
+        fs.invalidate_cache(path)
+        try:
+            now = object_identity(fs.info(path))
+        except FileNotFoundError:
+            now = ""
+        if version is not None or now != want:  # a pinned version gone, or a failed If-Match
+            raise changed(now) from exc
+        raise
 
 
 def remote_exists(url: str) -> bool:

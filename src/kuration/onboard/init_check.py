@@ -67,7 +67,7 @@ def dry_read(job: Mapping[str, Any], out: Path) -> tuple[DryRead, list[str]]:
     merge = getattr(adapter, "collisions", "nearest") == "mean"
     for uri in uris[:MAX_SOURCES]:
         try:
-            rows = adapter._read_arrow(uri).num_rows
+            rows = adapter._read_arrow(uri)[0].num_rows
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # counted below, not repeated
                 table = adapter.read_table(uri)

@@ -407,12 +407,19 @@ class _Pick:
 
 
 def _start(
-    prio: np.ndarray, n: int, groups: Sequence[str | None] | None, max_overshoot: float | None
+    prio: np.ndarray,
+    n: int,
+    groups: Sequence[str | None] | None,
+    max_overshoot: float | None,
+    tie: np.ndarray | None = None,
 ) -> _Pick:
-    """Priority ranks (stable: ties keep row order) and, with a cap, group ids and the cap."""
+    """Priority ranks (ties by ``tie``, then row order) and, with a cap, group ids and
+    the cap."""
     size = prio.size
     eligible = np.isfinite(prio)
-    order = np.lexsort((np.arange(size), -np.where(eligible, prio, 0.0)))
+    rows = np.arange(size)
+    keys = (rows,) if tie is None else (rows, np.asarray(tie, np.int64))
+    order = np.lexsort((*keys, -np.where(eligible, prio, 0.0)))
     order = order[eligible[order]]
     rank = np.full(size, -1, dtype=np.int64)
     rank[order] = np.arange(order.size)
@@ -573,12 +580,14 @@ def constrained_select(
     groups: Sequence[str | None] | None = None,
     max_overshoot: float | None = None,
     excluded: Sequence[str | None] | None = None,
+    tie: np.ndarray | None = None,
 ) -> Selection:
     """Select at most ``n`` rows by priority under tag floors and a group cap.
 
     Tag floors are reserved first (tag by tag, in name order, spread over
     groups by a max-flow allocation), then the remaining rows are taken in
-    priority order, ties in row order, skipping groups at their cap.
+    priority order, ties by ``tie`` (when given) then row order, skipping groups
+    at their cap.
 
     Parameters
     ----------
@@ -594,6 +603,9 @@ def constrained_select(
         Enables the group cap ``ceil(max_overshoot * n / G)``.
     excluded : sequence of N reasons, optional
         Why a non-finite row was excluded (used in ``reasons``).
+    tie : ndarray, shape (N,), int64, optional
+        Orders rows of equal priority, lowest first (``tie_break: "seed"``: a seeded
+        draw per row); None keeps row order.
 
     Returns
     -------
@@ -606,7 +618,7 @@ def constrained_select(
     """
     prio = np.asarray(priorities, dtype=np.float64)
     n = max(int(n), 0)
-    st = _start(prio, n, groups, max_overshoot)
+    st = _start(prio, n, groups, max_overshoot, tie)
     tag_report = _reserve_floors(st, n, tags, label_sets, floors or {})
     _fill_by_priority(st, n, groups)
     reasons = _reasons(st, n, excluded)

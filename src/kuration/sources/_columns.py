@@ -38,6 +38,7 @@ __all__ = [
     "narrow_codes",
     "open_parquet",
     "padded_id_error",
+    "parse_bytes",
     "pooled_empty",
     "read_partitioned",
 ]
@@ -325,3 +326,51 @@ def narrow_codes(codes: np.ndarray, n_codes: int) -> np.ndarray:
     if n_codes <= np.iinfo(np.int16).max:
         return codes.astype(np.int16)
     return codes
+
+
+def parse_bytes(
+    buf: pa.Buffer,
+    fmt: str,
+    cols: list[str],
+    src: str,
+    entity_column: str | None,
+    dictionary: list[str],
+) -> pa.Table:
+    """One CSV or Parquet file's bytes (``buf``, read whole and already hashed), parsed.
+
+    A CSV entity column is read as text (never ``0042`` -> 42); Parquet decodes only
+    ``cols`` when the file has them all once, with ``dictionary`` columns
+    dictionary-encoded.  A compressed CSV (``.csv.gz``) is named by ``src``'s suffix.
+
+    Raises
+    ------
+    pyarrow.ArrowInvalid, OSError
+        Bytes that do not parse (the caller names the source).
+    """
+    if fmt == "csv":
+        import pyarrow.csv as pacsv
+
+        types = {entity_column: pa.string()} if entity_column else {}
+        codec = _compression(src)  # a random-access reader parses faster than a stream
+        where = pa.BufferReader(buf) if codec is None else pa.input_stream(buf, compression=codec)
+        return pacsv.read_csv(
+            where,
+            parse_options=csv_parse_options(src),
+            convert_options=pacsv.ConvertOptions(column_types=types),
+        )
+    # decode only the mapped columns (a file's other columns, e.g. text, cost more to
+    # decode than the rest of the read); the caller's checks see them all
+    with open_parquet(pa.BufferReader(buf), dictionary) as pf:
+        names = pf.schema_arrow.names
+        whole = not set(cols) <= set(names) or len(set(names)) < len(names)
+        # one thread: a source is small, and the pipeline overlaps sources
+        # (read-ahead thread, workers); Arrow's pool only adds hand-offs
+        return pf.read(columns=None if whole else cols, use_threads=False)
+
+
+def _compression(path: str) -> str | None:
+    """The compression a file's name declares (``.gz``, ``.bz2``, ...), as Arrow names it."""
+    try:
+        return str(pa.Codec.detect(path).name)
+    except (TypeError, ValueError, pa.ArrowInvalid):  # no compression suffix
+        return None

@@ -16,7 +16,8 @@ from ..core.jsonio import sha256_file
 from ..core.registry import Registry
 from ..core.remote import is_url, remote_identity
 from ..core.traits import ExecutionTraits, register_with_traits
-from ..errors import JobError, SourceError
+from ..errors import JobError, SourceChangedError, SourceError
+from .identity import SHARED_FILES, SourceDigest, check_digest, parts_fingerprint
 
 __all__ = [
     "SOURCE_READER_TRAITS",
@@ -83,6 +84,64 @@ class InputAdapter(ABC):
         :meth:`read_table`.  Callers look entities up by id, never by position.
         """
         return self.read_table(uri)
+
+    def read_checked(
+        self,
+        uri: str,
+        *,
+        entities: Iterable[Any] | None = None,
+        expect: SourceDigest | None = None,
+    ) -> tuple[TickTable, SourceDigest]:
+        """Decode the source (all of it, or as :meth:`read_entities` with ``entities``) and
+        prove which bytes were decoded: every read a run makes goes through here.
+
+        This generic version fingerprints the source before and after the decode (an
+        adapter that can hash the buffer it parses overrides it, as the built-in
+        ``timeseries`` adapter does, and reads the bytes once).
+
+        Parameters
+        ----------
+        expect : SourceDigest, optional
+            The run's record of the source (from its first read); the read must find it.
+
+        Returns
+        -------
+        (TickTable, SourceDigest)
+
+        Raises
+        ------
+        SourceChangedError
+            The source is not what ``expect`` names, or it changed during the decode.
+        SourceError
+            As :meth:`read_table`.
+        """
+        sid = self.source_id(uri)
+        try:
+            before = SourceDigest(self.fingerprint(uri))
+        except (SourceError, FileNotFoundError) as exc:
+            if expect is None or not expect.fingerprint or is_url(uri) or os.path.exists(uri):
+                raise
+            raise SourceChangedError(  # gone since the run read it
+                source=str(uri), source_id=sid, expected=expect.fingerprint, actual=""
+            ) from exc
+        check_digest(uri, sid, expect, before)
+        table = self.read_table(uri) if entities is None else self.read_entities(uri, entities)
+        after = SourceDigest(self.fingerprint(uri))
+        check_digest(uri, sid, before, after)
+        local = before.fingerprint if not is_url(uri) else ""
+        return table, SourceDigest(before.fingerprint, local)
+
+    def file_parts(self, uri: str) -> Sequence[tuple[str, int, int]] | None:
+        """For sources that are row ranges of files shared with other sources: the
+        ``(file path, first row, stop row)`` parts ``uri`` is decoded from; None (the
+        default) for a source that owns its file.
+
+        With parts, :meth:`fingerprint` hashes each shared file once per run and process
+        (:data:`~kuration.sources.identity.SHARED_FILES`, keyed by the file's stat so a
+        file rewritten in place is hashed again) and covers the row ranges, instead of
+        hashing a large file for every source cut from it.
+        """
+        return None
 
     #: ids assigned to the sources of the current run (see :meth:`assign_source_ids`)
     _source_ids: Mapping[str, str] | None = None
@@ -190,6 +249,9 @@ class InputAdapter(ABC):
         if is_url(uri):
             return remote_identity(str(uri))
         try:
+            parts = self.file_parts(uri)
+            if parts is not None:
+                return parts_fingerprint(parts, SHARED_FILES)
             return tree_sha256(str(uri)) if os.path.isdir(uri) else sha256_file(uri)
         except OSError as exc:
             raise SourceError(f"cannot read: {exc.strerror or exc}", source=str(uri)) from exc

@@ -36,6 +36,7 @@ import datetime as dt
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
@@ -45,11 +46,10 @@ import pyarrow.compute as pc
 from ..contracts.schema import FieldSpec, SchemaSpec
 from ..contracts.tick import Tick, TickTable, field_ints, is_int_field
 from ..core.ids import ENTITY_DTYPES, entity_sort_key, tag_entity_id
-from ..core.remote import is_url, read_remote
+from ..core.remote import is_url
 from ..errors import AdapterError, DataOrderWarning, EntityIdError, SourceError, TimeRangeError
 from ._columns import (
     cell_rows,
-    csv_parse_options,
     dictionary_entity_codes,
     event_flags,
     first_non_number,
@@ -57,8 +57,8 @@ from ._columns import (
     float_column,
     gather_cells,
     narrow_codes,
-    open_parquet,
     padded_id_error,
+    parse_bytes,
     read_partitioned,
 )
 from ._formats import FORMATS, format_of, read_rows, record_sha256
@@ -68,6 +68,7 @@ from ._snap import COLLISION_POLICIES, group_starts, merge_groups, snap_ticks, w
 from ._timeunit import check_epoch_unit, shown_time, text_time_error, unit_hint
 from ._units import declared_unit, to_field_unit
 from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
+from .identity import SourceDigest, decode_between, read_source_bytes
 
 __all__ = ["TimeseriesAdapter"]
 
@@ -221,42 +222,32 @@ class TimeseriesAdapter(InputAdapter):
         }
 
     # -- reading -----------------------------------------------------------------------
-    def _read_arrow(self, uri: str) -> pa.Table:
+    def _read_arrow(
+        self, uri: str, expect: SourceDigest | None = None
+    ) -> tuple[pa.Table, SourceDigest]:
+        """The mapped columns and the digest of the bytes they were parsed from: a CSV or
+        Parquet file is read once, hashed and parsed from that buffer; other formats and
+        partitioned folders are fingerprinted before and after their decode."""
         fmt = format_of(str(uri)) if self.format == "auto" else self.format
         if os.path.islink(uri):
             raise SourceError("refusing to read a symbolic link", source=str(uri))
         if os.path.isdir(uri) and not any(files for _, _, files in os.walk(uri)):
             raise SourceError("is a directory with no data files", source=str(uri))
-        cols = self._needed_columns()
-        where: Any = uri
-        if is_url(uri):  # an object store: the whole object, checked unchanged by the read
-            where = pa.BufferReader(read_remote(str(uri))[0])
+        cols, sid = self._needed_columns(), self.source_id(uri)
         try:
-            if fmt not in ("csv", "parquet"):
-                table = read_rows(str(uri), fmt)
-            elif fmt == "csv":
-                import pyarrow.csv as pacsv
-
-                # ids are text: never let CSV type inference turn "0042" into 42
-                types = {self.entity_column: pa.string()} if self.entity_column else {}
-                table = pacsv.read_csv(
-                    where,
-                    parse_options=csv_parse_options(str(uri)),
-                    convert_options=pacsv.ConvertOptions(column_types=types),
+            if fmt in ("csv", "parquet") and (is_url(uri) or not os.path.isdir(uri)):
+                buf, got = read_source_bytes(str(uri), sid, expect)
+                dictionary = self._dictionary_columns()
+                table = parse_bytes(buf, fmt, cols, str(uri), self.entity_column, dictionary)
+            else:  # a partitioned folder, or a format read from its path (WFDB: two files)
+                rows = fmt not in ("csv", "parquet")
+                read = (
+                    partial(read_rows, str(uri), fmt)
+                    if rows
+                    else partial(read_partitioned, uri, self.entity_column)
                 )
-            else:
-                # decode only the mapped columns (a file's other columns, e.g. text, cost
-                # more to decode than the rest of the read); the checks below see them all
-                if not is_url(uri) and os.path.isdir(uri):  # a partitioned dataset
-                    table = read_partitioned(uri, self.entity_column)
-                else:
-                    with open_parquet(where, self._dictionary_columns()) as pf:
-                        names = pf.schema_arrow.names
-                        whole = not set(cols) <= set(names) or len(set(names)) < len(names)
-                        # one thread: a source is small, and the pipeline overlaps sources
-                        # (read-ahead thread, workers); Arrow's pool only adds hand-offs
-                        table = pf.read(columns=None if whole else cols, use_threads=False)
-        except FileNotFoundError:
+                table, got = decode_between(uri, sid, self.fingerprint, expect, read)
+        except (FileNotFoundError, SourceError):
             raise
         except (pa.ArrowInvalid, pa.ArrowException, OSError) as exc:
             raise SourceError(f"cannot read {fmt}: {exc}", source=str(uri)) from exc
@@ -267,7 +258,7 @@ class TimeseriesAdapter(InputAdapter):
         missing = [c for c in cols if c not in names]
         if missing:
             raise SourceError(f"missing columns {missing} (file has {names})", source=str(uri))
-        return table.select(cols)
+        return table.select(cols), got
 
     def _drop_timeless(self, table: pa.Table, src: str) -> tuple[pa.Table, int]:
         """With ``missing_time="drop"``, the rows without a time removed, and their count."""
@@ -317,7 +308,7 @@ class TimeseriesAdapter(InputAdapter):
             unknown categorical labels, infinite values, an event column value other
             than true/false/1/0, an empty file.
         """
-        return self._read(uri, None)
+        return self._read(uri, None)[0]
 
     def read_entities(self, uri: str, entity_ids: Iterable[Any]) -> TickTable:
         """The source's table with only the ``entity_ids`` laid out (see the base class).
@@ -332,13 +323,23 @@ class TimeseriesAdapter(InputAdapter):
         SourceError
             As :meth:`read_table`.
         """
-        return self._read(uri, {tag_entity_id(e) for e in entity_ids})
+        return self._read(uri, {tag_entity_id(e) for e in entity_ids})[0]
 
-    def _read(self, uri: str, wanted: set[str] | None) -> TickTable:
-        """read_table, optionally restricted to the entities whose tagged ids are ``wanted``."""
+    def read_checked(
+        self, uri: str, *, entities: Iterable[Any] | None = None, expect: SourceDigest | None = None
+    ) -> tuple[TickTable, SourceDigest]:
+        """As the base class, in one read (:meth:`_read_arrow`); raises as :meth:`read_table`
+        and ``SourceChangedError`` for bytes other than ``expect``'s."""
+        wanted = None if entities is None else {tag_entity_id(e) for e in entities}
+        return self._read(uri, wanted, expect)
+
+    def _read(
+        self, uri: str, wanted: set[str] | None, expect: SourceDigest | None = None
+    ) -> tuple[TickTable, SourceDigest]:
+        """read_checked: the table (only the ``wanted`` tagged ids when given) and its digest."""
         src = str(uri)
         sid = self.source_id(uri)
-        table = self._read_arrow(uri)
+        table, digest = self._read_arrow(uri, expect)
         if table.num_rows == 0:
             raise SourceError("the source has no rows (a header and nothing under it)", source=src)
         table, timeless = self._drop_timeless(table, src)
@@ -400,9 +401,8 @@ class TimeseriesAdapter(InputAdapter):
                 [i for i, e in enumerate(roster) if tag_entity_id(e) in wanted], dtype=np.intp
             )
         more = {**counts, **({"timeless_dropped": timeless} if timeless else {})}
-        return self._lay_out(
-            table, order, starts, k, ent_codes, roster, src, sid, keep=keep, more_counts=more
-        )
+        args = (table, order, starts, k, ent_codes, roster, src, sid)
+        return self._lay_out(*args, keep=keep, more_counts=more), digest
 
     def _dup_error(
         self, table: pa.Table, r: int, n: int, t_sec: np.ndarray, entity: Any, src: str

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, ClassVar
@@ -41,6 +41,7 @@ from ..contracts.schema import SchemaSpec
 from ..contracts.tick import Tick, TickTable
 from ..errors import AdapterError, MediaError, SchemaError, SourceError
 from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
+from .identity import SourceDigest, check_digest
 from .timeseries import TimeseriesAdapter
 
 __all__ = ["JoinedMediaAdapter", "VideoAdapter", "grid_rate", "match_frames", "motion_energy"]
@@ -383,10 +384,32 @@ class JoinedMediaAdapter(_MediaSource, InputAdapter):
 
     def fingerprint(self, uri: str) -> str:
         """SHA-256 over the series' and the video's content identities."""
-        h = hashlib.sha256()
-        h.update(self.series.fingerprint(uri).encode())
-        h.update(InputAdapter.fingerprint(self, self.video_uri(uri)).encode())
-        return h.hexdigest()
+        return _joined(self.series.fingerprint(uri), self._video_identity(uri))
+
+    def _video_identity(self, uri: str) -> str:
+        return InputAdapter.fingerprint(self, self.video_uri(uri))
+
+    def read_checked(
+        self,
+        uri: str,
+        *,
+        entities: Iterable[Any] | None = None,
+        expect: SourceDigest | None = None,
+    ) -> tuple[TickTable, SourceDigest]:
+        """The joined table and its digest: the series read once and hashed as it is parsed,
+        the video hashed once (its frames are decoded later, by reference).
+
+        Raises
+        ------
+        SourceChangedError
+            The series or the video is not what ``expect`` names.
+        SourceError, MediaError
+            As :meth:`read_table`.
+        """
+        series, digest = self.series.read_checked(uri, entities=entities)
+        got = SourceDigest(_joined(digest.fingerprint, self._video_identity(uri)))
+        check_digest(uri, self.source_id(uri), expect, got)
+        return self._join(series, str(uri)), got
 
     def read_table(self, uri: str) -> TickTable:
         """The series' table with the video's frames joined as a lazy media column.
@@ -398,8 +421,11 @@ class JoinedMediaAdapter(_MediaSource, InputAdapter):
         MediaError
             Unreadable video, or a declared time base it does not have.
         """
-        table = self.series.read_table(uri)
-        video = self.video_uri(str(uri))
+        return self._join(self.series.read_table(uri), str(uri))
+
+    def _join(self, table: TickTable, uri: str) -> TickTable:
+        """The series ``table`` of ``uri`` with its video's frames as a lazy media column."""
+        video = self.video_uri(uri)
         if not os.path.isfile(video):
             raise SourceError(f"video {video!r} not found", source=str(uri))
         col = self._column(self._refs(video), table.k0, table.n_steps)
@@ -417,6 +443,14 @@ class JoinedMediaAdapter(_MediaSource, InputAdapter):
 
     def ticks(self, uri: str) -> Iterator[Tick]:
         return self.read_table(uri).iter_ticks()
+
+
+def _joined(series: str, video: str) -> str:
+    """A joined source's fingerprint: SHA-256 over its series' and its video's identities."""
+    h = hashlib.sha256()
+    h.update(series.encode())
+    h.update(video.encode())
+    return h.hexdigest()
 
 
 register_adapter("video", VideoAdapter, execution_traits=SOURCE_READER_TRAITS)

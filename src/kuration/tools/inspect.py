@@ -16,7 +16,8 @@ __all__ = ["InspectReport", "inspect_dataset"]
 class InspectReport:
     """Summary of a dataset: ``splits`` (shards, tracks, sources, seconds), ``modalities``
     (dtype and shape), ``padding``, ``budget``, ``errors`` (skipped sources), ``provenance``,
-    ``execution`` and, with ``verify=True``, ``verification``."""
+    ``execution``, ``split_report`` (config.json's, empty without a ``split`` rule) and, with
+    ``verify=True``, ``verification``."""
 
     path: str
     splits: dict[str, Any]
@@ -30,6 +31,7 @@ class InspectReport:
     shard_length: int
     verification: dict[str, Any] = field(default_factory=dict)
     packed_files: int = 0  # files holding the shards in packed mode (0: one file per shard)
+    split_report: dict[str, Any] = field(default_factory=dict)  # config's, when a rule split
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -87,4 +89,5 @@ def inspect_dataset(path: str | os.PathLike[str], verify: bool = False) -> Inspe
         shard_length=int(man.get("shard_length", 0)),
         verification=verification,
         packed_files=len(man.get("files", ())),
+        split_report=results.get("split_report", {}),
     )

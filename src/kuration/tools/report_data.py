@@ -17,6 +17,7 @@ import numpy as np
 from ..contracts.schema import FieldSpec, SchemaSpec
 from ..errors import KurationError
 from ..read.loaders import Dataset, read_shard_arrays
+from ..sources.identity import SourceDigest
 
 if TYPE_CHECKING:
     from ..sources.base import InputAdapter
@@ -112,9 +113,10 @@ class SourceReader:
     def __init__(self, config: Mapping[str, Any], schema: SchemaSpec) -> None:
         from ..sources.base import adapter_from_dict
 
-        self.uris = {
-            r["source_id"]: r["uri"] for r in config.get("pipeline", {}).get("sources", [])
-        }
+        recorded = config.get("pipeline", {}).get("sources", [])
+        self.uris = {r["source_id"]: r["uri"] for r in recorded}
+        # what the run read: a source changed since then is not shown as the run's
+        self.digests = {r["source_id"]: str(r.get("sha256") or "") for r in recorded}
         self.error: str | None = None
         self._cache: dict[str, Any] = {}
         self.adapter: InputAdapter | None
@@ -129,7 +131,9 @@ class SourceReader:
             return None
         if source_id not in self._cache:
             try:
-                self._cache[source_id] = self.adapter.read_table(self.uris[source_id])
+                expect = SourceDigest(self.digests.get(source_id, ""))
+                uri = self.uris[source_id]
+                self._cache[source_id] = self.adapter.read_checked(uri, expect=expect)[0]
             except (KurationError, OSError, ValueError) as exc:
                 self.error = f"source {source_id} cannot be read again: {exc}"
                 self._cache[source_id] = None

@@ -8,14 +8,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from kuration import (
-    FrameRef,
-    MediaSpec,
-    MetricCompileError,
-    SchemaError,
-    SchemaSpec,
-    compile_metric,
-)
+from kuration import MediaSpec, SchemaSpec
+from kuration.errors import MetricCompileError, SchemaError
+from kuration.extend import FrameRef, compile_metric
 
 SCHEMA = {
     "name": "cam",

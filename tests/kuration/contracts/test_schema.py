@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from kuration import FieldSpec, SchemaError, SchemaSpec
+from kuration import FieldSpec, SchemaSpec
+from kuration.errors import SchemaError
 
 
 def test_adsb_schema_round_trips(adsb_schema: SchemaSpec) -> None:

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kuration import SchemaSpec, SourceError, TickTable, TimeseriesAdapter
+from kuration import SchemaSpec, TickTable, TimeseriesAdapter
+from kuration.errors import SourceError
 
 
 def _schema(unit: str = "deg", **validity: object) -> SchemaSpec:

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import kuration.core.plugins as plugins
-from kuration import registered_metrics
+from kuration.extend import registered_metrics
 from kuration.metrics.features import _METRICS
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kuration import UnsupportedURLError, open_dataset, run_job
+from kuration import open_dataset, run_job
 from kuration.cli.main import main as cli_main
 from kuration.core.remote import (
     is_url,
@@ -19,7 +19,7 @@ from kuration.core.remote import (
     storage_options,
     url_scheme,
 )
-from kuration.errors import MissingExtraError
+from kuration.errors import MissingExtraError, UnsupportedURLError
 
 
 def test_local_paths_and_file_urls_are_not_remote(tmp_path: Path) -> None:
@@ -102,7 +102,7 @@ def test_object_identity_prefers_a_version_and_never_a_name() -> None:
 
 
 def test_streaming_into_a_remote_destination_is_refused_before_reading(small_job: dict) -> None:
-    from kuration import StreamingError
+    from kuration.errors import StreamingError
 
     job = {**small_job, "output": {**small_job["output"], "container": "parquet"}}
     with pytest.raises(StreamingError, match="streaming=True writes a local destination"):
@@ -110,7 +110,7 @@ def test_streaming_into_a_remote_destination_is_refused_before_reading(small_job
 
 
 def test_packed_output_into_a_remote_destination_is_refused(small_job: dict) -> None:
-    from kuration import OutputSpecError
+    from kuration.errors import OutputSpecError
 
     out = {**small_job["output"], "container": "parquet", "layout": "packed"}
     with pytest.raises(OutputSpecError, match="layout='packed' writes a local destination"):

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from kuration import ExecutionTraits, ExecutionTraitsError, register_filter, register_metric
 from kuration.core.traits import DEFAULT_TRAITS, declared_traits, traits_of
+from kuration.errors import ExecutionTraitsError
+from kuration.extend import ExecutionTraits, register_filter, register_metric
 from kuration.selection.filters import _FILTERS
 from kuration.selection.methods import get_method, register_method
 from kuration.selection.methods.base import _METHODS

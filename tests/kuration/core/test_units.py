@@ -7,8 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kuration import FieldSpec, SchemaError, SchemaSpec, TickTable, build_window, compile_metric
+from kuration import FieldSpec, SchemaSpec, TickTable
 from kuration.core.units import conversion_factor, parse_unit, to_unit
+from kuration.errors import SchemaError
+from kuration.extend import build_window, compile_metric
 
 
 @pytest.mark.parametrize("unit", ["mdegC", "millidegC", "millidegree_Celsius", "millicelsius"])

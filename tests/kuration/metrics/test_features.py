@@ -12,16 +12,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "dsl"))
 from dsl_support import SCHEMA, make_buf, make_table, random_values
 
-from kuration import (
-    FeatureEngine,
-    MetricCompileError,
-    Segment,
-    StrategyError,
-    build_window,
-    load_strategy,
-    register_metric,
-    registered_metrics,
-)
+from kuration import Segment, load_strategy
+from kuration.errors import MetricCompileError, StrategyError
+from kuration.extend import FeatureEngine, build_window, register_metric, registered_metrics
 from kuration.metrics.features import _METRICS
 
 

@@ -7,16 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kuration import (
-    BatchTransform,
-    MediaRequest,
-    SchemaSpec,
-    Segmenter,
-    TransformError,
-    load_strategy,
-    register_transform,
-    score_sources,
-)
+from kuration import SchemaSpec, Segmenter, load_strategy, score_sources
+from kuration.errors import TransformError
+from kuration.extend import BatchTransform, MediaRequest, register_transform
 from kuration.sources import adapter_from_dict
 
 CARPHONE = {

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kuration import ksg_mutual_information, load_strategy
-from kuration.metrics.mutual_info import MutualInformationScorer
+from kuration import load_strategy
+from kuration.metrics.mutual_info import MutualInformationScorer, ksg_mutual_information
 from kuration.pipeline.api.count import curate_job
 from kuration.pipeline.spec.job import load_job
 
@@ -74,7 +74,7 @@ def test_mi_scorer_on_football_weighted_inside_coverage_bins(
     sources = resolve_sources(p.sources, p.base, adapter=adapter)
     seg = res.pool[0]
     table = adapter.read_table(next(u for u in sources if adapter.source_id(u) == seg.source_id))
-    from kuration import build_window
+    from kuration.extend import build_window
 
     scorer = MutualInformationScorer(**MI)
     obs, act = scorer.samples(build_window(table, seg.start_idx, seg.end_idx))

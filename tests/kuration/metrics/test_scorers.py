@@ -14,18 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import cdist
 
-from kuration import (
-    ScorerContext,
-    ScorerError,
-    Segment,
-    Segmenter,
-    SegmentScorer,
-    curate,
-    ksg_mutual_information,
-    load_strategy,
-    register_scorer,
-    score_sources,
-)
+from kuration import Segment, Segmenter, curate, load_strategy, score_sources
+from kuration.errors import ScorerError
+from kuration.extend import ScorerContext, SegmentScorer, register_scorer
+from kuration.metrics.mutual_info import ksg_mutual_information
 
 
 def _gaussian(rho: float, n: int, seed: int, dims: int = 1) -> tuple[np.ndarray, np.ndarray]:

@@ -10,16 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kuration import (
-    BatchTransform,
-    SchemaSpec,
-    Segmenter,
-    TransformContext,
-    TransformError,
-    load_strategy,
-    register_transform,
-    score_sources,
-)
+from kuration import SchemaSpec, Segmenter, load_strategy, score_sources
+from kuration.errors import TransformError
+from kuration.extend import BatchTransform, TransformContext, register_transform
 
 SEEN: list[tuple[dict[str, Any], TransformContext]] = []
 

@@ -85,7 +85,7 @@ def measure(name: str, folder: Path) -> dict[str, Any]:
     raw, _ = load_job(job_dir / "job.json")
     schema, adapter, _seg = job_components(raw)
     table = adapter.read_table(str(path))  # as the run read it
-    rows = adapter._read_arrow(str(path)).num_rows
+    rows = adapter._read_arrow(str(path))[0].num_rows
     kept = int(table.present.sum())
     config = json.loads((out / "config.json").read_text())
     scoring = config["results"]["scoring"]

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kuration import InitError, init_job, inspect_dataset
+from kuration import init_job, inspect_dataset
 from kuration.cli.main import main as kur_main
+from kuration.errors import InitError
 
 ROOT = Path(__file__).resolve().parents[3]
 QUICKSTART = ROOT / "examples" / "adsb_quickstart"

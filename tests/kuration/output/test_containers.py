@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from kuration import get_container, register_container, registered_containers
+from kuration.extend import get_container, register_container, registered_containers
 from kuration.output.containers import require_container
 
 BUILTIN = ("hdf5", "json", "npz", "parquet")

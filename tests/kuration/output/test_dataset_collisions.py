@@ -12,7 +12,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from kuration import SnapCollisionWarning, run_job
+from kuration import run_job
+from kuration.errors import SnapCollisionWarning
 
 # small budgets filled with whole 15-minute tracks overshoot their request on purpose here
 pytestmark = pytest.mark.filterwarnings("ignore::kuration.errors.BudgetGranularityWarning")

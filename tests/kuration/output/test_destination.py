@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import fsspec
 import pytest
 
-from kuration import DatasetExistsError, DestinationError, NonExclusiveLeaseWarning
+from kuration.errors import DatasetExistsError, DestinationError, NonExclusiveLeaseWarning
 from kuration.output.commit import LOCK_NAME
 from kuration.output.destination import RemoteDestination, RemoteLease
 

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from kuration import DatasetExistsError, DatasetIntegrityError, iter_shards, run_job
+from kuration import iter_shards, run_job
 from kuration.cli.main import main as cli_main
+from kuration.errors import DatasetExistsError, DatasetIntegrityError
 
 # small budgets filled with whole 15-minute tracks overshoot their request on purpose here
 pytestmark = pytest.mark.filterwarnings("ignore::kuration.errors.BudgetGranularityWarning")

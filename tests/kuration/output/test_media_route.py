@@ -9,16 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kuration import (
-    OutputSpec,
-    OutputSpecError,
-    SchemaSpec,
-    ShardWriter,
-    VideoAdapter,
-    iter_shards,
-    run_job,
-)
+from kuration import OutputSpec, SchemaSpec, VideoAdapter, iter_shards, run_job
 from kuration.contracts.track import track_from_table
+from kuration.errors import OutputSpecError
+from kuration.extend import ShardWriter
 from kuration.pipeline.spec.job import load_job
 
 # one 30-frame span against a 0.9 s request overshoots it on purpose here

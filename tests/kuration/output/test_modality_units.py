@@ -6,7 +6,8 @@ from typing import ClassVar
 
 import pytest
 
-from kuration import OutputSpec, OutputSpecError
+from kuration import OutputSpec
+from kuration.errors import OutputSpecError
 
 
 def _spec(**extra) -> OutputSpec:

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kuration import OutputSpec, OutputSpecError, OutputValueError, SchemaSpec, Track
+from kuration import OutputSpec, SchemaSpec, Track
+from kuration.errors import OutputSpecError, OutputValueError
 from kuration.output.writer import track_arrays
 
 SCHEMA = SchemaSpec.from_dict({"sample_hz": 1.0, "fields": [{"name": "x"}]})

@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kuration import OutputSpec, SchemaSpec, ShardWriter, TickTable
+from kuration import OutputSpec, SchemaSpec, TickTable
 from kuration.contracts.track import track_from_table
+from kuration.extend import ShardWriter
 from kuration.output.stream import StreamTrack, write_stream
 from kuration.output.writer import plan_entries
 

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kuration import BudgetGranularityWarning, run_job
-from kuration.errors import OutputSpecError
+from kuration import run_job
+from kuration.errors import BudgetGranularityWarning, OutputSpecError
 from kuration.output import packed
 from kuration.output.packed import shard_digest, shard_view
 from kuration.output.packed_build import row_group_digests
@@ -167,7 +167,8 @@ def test_an_encoder_modality_is_built_track_by_track_with_the_per_file_values(
 ) -> None:
     """An encoder hook is per track, so those row groups are built track by track through the
     same writer: every shard reads back as the per-file layout's."""
-    from kuration import iter_shards, register_encoder
+    from kuration import iter_shards
+    from kuration.extend import register_encoder
     from kuration.output.encoders import _ENCODERS
 
     class FeetToMetres:

@@ -8,14 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kuration import (
-    OutputSpec,
-    OutputSpecError,
-    get_preset,
-    load_job,
-    register_preset,
-    registered_presets,
-)
+from kuration import OutputSpec, load_job
+from kuration.errors import OutputSpecError
+from kuration.extend import get_preset, register_preset, registered_presets
 from kuration.output.presets import _PRESETS, resolve_output
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "adsb_quickstart"

@@ -7,22 +7,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kuration import (
-    OutputSpec,
-    OutputSpecError,
+from kuration import OutputSpec, SchemaSpec, Segment, Tick, read_shard_arrays, write_track
+from kuration.contracts.tick import table_from_ticks
+from kuration.errors import OutputSpecError
+from kuration.extend import (
     PassthroughEncoder,
-    SchemaSpec,
-    Segment,
-    Tick,
     get_encoder,
-    read_shard_arrays,
     register_encoder,
     registered_encoders,
     tracks_from_segment,
     tracks_from_ticks,
-    write_track,
 )
-from kuration.contracts.tick import table_from_ticks
 from kuration.output.encoders import _ENCODERS
 
 SCHEMA = SchemaSpec.from_dict(
@@ -266,7 +261,7 @@ def test_unsupported_entity_ids_are_refused(tmp_path: Path) -> None:
 
 
 def test_an_unwritable_destination_names_the_path(tmp_path: Path) -> None:
-    from kuration import DestinationError
+    from kuration.errors import DestinationError
 
     in_the_way = tmp_path / "file"
     in_the_way.write_text("a file where the dataset folder should be")
@@ -283,7 +278,8 @@ def test_a_read_only_destination_as_nobody(tmp_path: Path, read_only_dir: Path, 
 import sys
 sys.path.insert(0, {str(Path(__file__).parent)!r})
 from test_writer import SCHEMA, _spec, _track
-from kuration import DestinationError, write_track
+from kuration import write_track
+from kuration.errors import DestinationError
 try:
     write_track({str(read_only_dir)!r}, _track(), _spec(), schema=SCHEMA)
 except DestinationError as exc:

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hst
 
-from kuration import JobError, KurationError, Pipeline, PipelineError, run_job
+from kuration import KurationError, Pipeline, run_job
+from kuration.errors import JobError, PipelineError
 from kuration.pipeline.run.span_rules import drop_short, min_span_steps
 from kuration.pipeline.spec.job import load_job
 from kuration.selection.candidates import CandidateTable
@@ -63,6 +64,9 @@ def test_present_budgets_count_present_ticks(rows, budget: int, min_steps: int) 
     short, gone = drop_short(t, min_steps)
     assert gone == int((np.array(steps) < min_steps).sum())
     assert len(short) == len(t) - gone and (short.n_steps >= min_steps).all()
+    # under present time the length compared is the present ticks, not the extent
+    live, gone = drop_short(t, min_steps, "present")
+    assert gone == int((t.present < min_steps).sum()) and (live.present >= min_steps).all()
 
 
 def test_min_span_steps_rounds_up() -> None:
@@ -133,6 +137,45 @@ def test_seeded_ties_change_a_tied_selection(adsb_sources, tmp_path: Path) -> No
     ids = {(c.source_id, c.entity_id, c.span_index) for c in name.fill.admitted["train"]}
     ids_s = {(c.source_id, c.entity_id, c.span_index) for c in seed.fill.admitted["train"]}
     assert ids != ids_s
+
+
+#: windows ranked by the most aircraft seen at one tick: a small integer, so many tie
+COUNTS = {
+    "name": "busiest",
+    "define": {"aircraft_max": "field:position | speed | entities:count | max"},
+    "method": "top-k",
+    "params": {"by": "aircraft_max", "descending": True},
+    "nan_policy": "exclude",
+}
+
+
+def test_seeded_ties_on_the_count_path(adsb_sources) -> None:
+    """``kur curate --n`` takes the job's ``tie_break``: by name the first windows win the
+    tied priorities (the default selection is unchanged), by seed the seeded draw orders
+    them; the seeded plan stays in memory even with ``pool="disk"``."""
+    from kuration.pipeline.api.count import curate_job
+
+    n = 40
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        name = curate_job(_job(adsb_sources), n, strategy=COUNTS)
+        seed = curate_job(_job(adsb_sources, tie_break="seed"), n, strategy=COUNTS)
+        again = curate_job(_job(adsb_sources, tie_break="seed"), n, strategy=COUNTS, pool="disk")
+
+    def keys(res) -> list[tuple[str, int]]:
+        return [(s.source_id, s.start_idx) for s in res.selected]
+
+    prio = np.array([s.priority for s in name.pool])
+    cut = name.selected[-1].priority
+    assert (prio == cut).sum() > (np.array([s.priority for s in name.selected]) == cut).sum()
+    by_name = sorted(s.key for s in name.pool if s.priority == cut)
+    assert [s.key for s in name.selected if s.priority == cut] == by_name[
+        : len([s for s in name.selected if s.priority == cut])
+    ]  # by name: the first tied windows in canonical order
+    assert keys(seed) != keys(name) and keys(again) == keys(seed)
+    assert [s.priority for s in seed.selected] == [s.priority for s in name.selected]
+    plan = Pipeline.from_job(_job(adsb_sources, tie_break="seed")).select(n).explain().render()
+    assert "tie_break" in plan
 
 
 @pytest.mark.parametrize(
@@ -267,8 +310,15 @@ def test_airborne_hours_on_every_runtime(adsb_time_ordered, tmp_path: Path) -> N
     ):
         other = _run(_airborne(adsb_time_ordered, **keys), tmp_path / f"o{i}")
         assert (Path(other.path) / "dataset_manifest.json").read_bytes() == man
-    b = mem.config["results"]["budget"]["train"]
-    assert b["admitted_s"] == b["present_s"] <= b["emitted_s"]
+    for split in ("train", "test"):
+        b = mem.config["results"]["budget"][split]
+        # every figure counts present seconds: what was admitted is emitted or dropped
+        assert b["admitted_s"] == b["present_s"] and b["emitted_s"] == b["emitted_present_s"]
+        assert b["dropped_tail_s"] >= 0
+        assert b["admitted_s"] - b["dropped_tail_s"] == pytest.approx(b["emitted_s"], abs=1e-9)
+        assert mem.manifest["splits"][split]["seconds"] >= b["emitted_s"]  # the extent
+        # min_span_seconds (120) compared with present time: no candidate holds less
+        assert b["shortest_track_s"] >= 120
     assert mem.config["job"]["segmenter"]["present_where"] == AIRBORNE
 
 

@@ -18,8 +18,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kuration import BudgetGranularityWarning, Pipeline
+from kuration import Pipeline
 from kuration.cli.main import main
+from kuration.errors import BudgetGranularityWarning
 from kuration.sources.samples import build_adsb_sources
 
 T0_MS = 1_633_608_000_000  # 2021-10-07, the sample's day

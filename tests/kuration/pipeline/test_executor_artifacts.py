@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from kuration import ExecutorError, JobError, Pipeline, PipelineError, run_job
+from kuration import Pipeline, run_job
 from kuration.cli.main import main as kur_main
 from kuration.core.executors import RayExecutor
 from kuration.core.plugins import load_plugins
+from kuration.errors import ExecutorError, JobError, PipelineError
 from kuration.pipeline.spec.job import load_job
 from kuration.tools.diff import compare_datasets
 
@@ -28,7 +29,7 @@ JOB = ROOT / "examples" / "adsb_quickstart" / "job.json"
 PLUGIN = '''
 import numpy as np
 
-from kuration import register_metric
+from kuration.extend import register_metric
 
 
 @register_metric("s13_exec_gap_frac", clobber=True)

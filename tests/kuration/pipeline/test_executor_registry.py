@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from kuration import JobError, Pipeline, PipelineError, run_job
+from kuration import Pipeline, run_job
 from kuration.core.executors import (
     _EXECUTORS,
     Executor,
@@ -22,6 +22,7 @@ from kuration.core.executors import (
     register_executor,
     registered_executors,
 )
+from kuration.errors import JobError, PipelineError
 
 pytestmark = pytest.mark.filterwarnings("ignore::kuration.errors.BudgetGranularityWarning")
 

@@ -10,17 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kuration import (
+from kuration import iter_shards, run_job, shard_entries
+from kuration.core.ids import tag_entity_id
+from kuration.errors import (
     DatasetExistsError,
     DatasetIntegrityError,
     EmptyPoolError,
     OutputSpecError,
-    iter_shards,
-    register_encoder,
-    run_job,
-    shard_entries,
 )
-from kuration.core.ids import tag_entity_id
+from kuration.extend import register_encoder
 from kuration.output.encoders import _ENCODERS
 
 # small budgets filled with whole 15-minute tracks overshoot their request on purpose here

@@ -14,14 +14,16 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from kuration import iter_shards, register_metric
+from kuration import iter_shards
 from kuration.core.plugins import code_identity, run_code, used_names
+from kuration.extend import register_metric
 from kuration.metrics.features import _METRICS
 
 PLUGIN = {
     "__init__.py": (
-        "from kuration import register_metric\n"
+        "from kuration.extend import register_metric\n"
         "from .helpers import level\n\n\n"
         '@register_metric("plug_level")\n'
         "def plug_level(buf):\n"
@@ -99,6 +101,7 @@ def _levels(root: Path) -> set[float]:
     return {float(np.unique(a["level"])[0]) for a in iter_shards(root)}
 
 
+@pytest.mark.slow  # three `kur run` processes (a fresh import of the edited plugin each time)
 def test_editing_a_plugin_helper_rebuilds_on_resume(tmp_path: Path) -> None:
     pkg = tmp_path / "kur_resume_plug"
     pkg.mkdir()

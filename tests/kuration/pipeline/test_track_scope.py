@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hst
 
-from kuration import JobError, Pipeline, PipelineError, SchemaSpec, run_job
+from kuration import Pipeline, SchemaSpec, run_job
 from kuration.contracts.buffer import build_window
 from kuration.contracts.segment import Segmenter
 from kuration.contracts.tick import TickTable
 from kuration.core.ids import tag_entity_id
-from kuration.errors import KurationError
+from kuration.errors import JobError, KurationError, PipelineError
 from kuration.metrics.features import FeatureEngine
 from kuration.metrics.transforms import BatchTransform, register_transform
 from kuration.pipeline.spec.job import load_job

@@ -22,7 +22,7 @@ import os
 
 import numpy as np
 
-from kuration import BatchTransform, SegmentScorer, register_scorer, register_transform
+from kuration.extend import BatchTransform, SegmentScorer, register_scorer, register_transform
 
 
 class AbsQuantile(BatchTransform):

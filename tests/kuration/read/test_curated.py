@@ -10,13 +10,13 @@ import pytest
 from kuration import (
     CuratedDatasetAdapter,
     OutputSpec,
-    SchemaError,
     Segmenter,
     iter_shards,
     load_strategy,
     run_job,
     write_dataset,
 )
+from kuration.errors import SchemaError
 from kuration.sources import adapter_from_dict, registered_adapters
 
 # small budgets filled with whole 15-minute tracks overshoot their request on purpose here

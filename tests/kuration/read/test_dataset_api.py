@@ -8,14 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kuration import (
-    FeatureInfo,
-    UnknownModalityError,
-    UnknownSplitError,
-    iter_shards,
-    open_dataset,
-    shard_entries,
-)
+from kuration import FeatureInfo, iter_shards, open_dataset, shard_entries
+from kuration.errors import UnknownModalityError, UnknownSplitError
 
 
 @pytest.fixture(scope="module")

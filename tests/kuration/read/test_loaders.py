@@ -12,14 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kuration import (
-    DatasetIntegrityError,
-    get_container,
-    iter_shards,
-    open_dataset,
-    read_shard_arrays,
-    shard_entries,
-)
+from kuration import iter_shards, open_dataset, read_shard_arrays, shard_entries
+from kuration.errors import DatasetIntegrityError
+from kuration.extend import get_container
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from kuration import BudgetGranularityWarning, iter_shards, open_dataset, run_job
-from kuration.errors import DatasetIntegrityError
+from kuration import iter_shards, open_dataset, run_job
+from kuration.errors import BudgetGranularityWarning, DatasetIntegrityError
 from kuration.tools.check import check_dataset
 from kuration.tools.diff import compare_datasets
 from kuration.tools.inspect import inspect_dataset

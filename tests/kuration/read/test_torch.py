@@ -123,14 +123,14 @@ def test_pad_collate_pads_to_the_longest_item_of_the_batch(kept) -> None:
                 b["altitude"][row, :n], it["altitude"], rtol=0, atol=0, equal_nan=True
             )
             assert not b["_present"][row, n:].any() and b["_time_s"][row, n:].isnan().all()
-    with pytest.raises(kuration.ReaderOptionError, match="pad_to"):
+    with pytest.raises(kuration.errors.ReaderOptionError, match="pad_to"):
         ShardDataset(kept.path, pad_to=3)
 
 
 def test_an_unknown_split_is_an_error_not_an_empty_dataset(kept) -> None:
-    with pytest.raises(kuration.UnknownSplitError, match="'test', 'train'"):
+    with pytest.raises(kuration.errors.UnknownSplitError, match="'test', 'train'"):
         ShardDataset(kept.path, split="nope")
-    with pytest.raises(kuration.UnknownSplitError):
+    with pytest.raises(kuration.errors.UnknownSplitError):
         FrameDataset(kept.path, split="validation")
 
 
@@ -171,9 +171,11 @@ def test_frames_with_delta_timestamps_match_hand_computed_neighbours(kept) -> No
 
 
 def test_delta_timestamps_must_sit_on_the_sample_grid(kept) -> None:
-    with pytest.raises(kuration.ReaderOptionError, match=r"0.5 s is not a multiple of 1/1 s"):
+    with pytest.raises(
+        kuration.errors.ReaderOptionError, match=r"0.5 s is not a multiple of 1/1 s"
+    ):
         FrameDataset(kept.path, delta_timestamps={"position": [0.0, 0.5]})
-    with pytest.raises(kuration.ReaderOptionError, match="'speed', which is not one of"):
+    with pytest.raises(kuration.errors.ReaderOptionError, match="'speed', which is not one of"):
         FrameDataset(kept.path, delta_timestamps={"speed": [0.0]})
     frames = FrameDataset(kept.path, split="test")
     batch = next(iter(DataLoader(frames, batch_size=8, num_workers=0)))

@@ -10,13 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hst
 
-from kuration import (
-    ReaderOptionError,
-    UnknownModalityError,
-    UnknownSplitError,
-    model_windows,
-    open_dataset,
-)
+from kuration import model_windows, open_dataset
+from kuration.errors import ReaderOptionError, UnknownModalityError, UnknownSplitError
 
 
 @pytest.fixture(scope="module")

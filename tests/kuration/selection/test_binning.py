@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kuration import Segment, StrategyError, bin_segments, quantile_bins
-from kuration.selection.binning import feature_matrix, joint_bins
+from kuration import Segment
+from kuration.errors import StrategyError
+from kuration.selection.binning import bin_segments, feature_matrix, joint_bins, quantile_bins
 
 
 def _segs(**cols: list[float]) -> list[Segment]:

@@ -15,9 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from kuration import Segmenter, StrategyError, curate, load_strategy
+from kuration import Segmenter, curate, load_strategy
 from kuration.contracts.buffer import build_window
 from kuration.contracts.segment import Segment
+from kuration.errors import StrategyError
 from kuration.selection.dedup import (
     ExactDedup,
     TableWindowReader,
@@ -219,7 +220,8 @@ def test_dedup_in_an_hours_job(corpus, adsb_job_dict, tmp_path) -> None:
     """The hours writer installs the window reader too: replica windows never rank."""
     import warnings
 
-    from kuration import BudgetGranularityWarning, run_job
+    from kuration import run_job
+    from kuration.errors import BudgetGranularityWarning
 
     _schema, adapter, sources, _seg, replica = corpus
     job = json.loads(json.dumps(adsb_job_dict))

@@ -155,7 +155,7 @@ def test_spans_are_budgeted_independently() -> None:
 
 
 def test_a_cap_that_starves_every_group_is_refused_naming_the_ways_out() -> None:
-    from kuration import GroupCapError
+    from kuration.errors import GroupCapError
     from kuration.selection.fill import check_group_cap
 
     cands = [_c("s", i, 100 + i, 1.0, f"g{i}") for i in range(3)]
@@ -178,7 +178,7 @@ def test_a_cap_that_starves_every_group_is_refused_naming_the_ways_out() -> None
 
 
 def test_the_suggested_overshoot_admits_a_first_track_in_every_split() -> None:
-    from kuration import GroupCapError
+    from kuration.errors import GroupCapError
     from kuration.selection.fill import check_group_cap
 
     # train needs 100 s x 3 groups / 100 s = 3.0; test needs 70 s x 2 groups / 40 s = 3.5
@@ -326,7 +326,7 @@ def test_build_candidates_matches_per_span_aggregate(src, how, span, min_steps) 
 
 
 def test_a_long_last_track_warns_and_names_span_seconds() -> None:
-    from kuration import BudgetGranularityWarning
+    from kuration.errors import BudgetGranularityWarning
     from kuration.selection.fill import warn_coarse_units
 
     # a 0.1 h request met by one 45-minute track (a football player's half): +650%

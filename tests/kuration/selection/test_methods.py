@@ -17,7 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import zscore
 
-from kuration import Segment, StrategyError, registered_methods
+from kuration import Segment
+from kuration.errors import StrategyError
+from kuration.extend import registered_methods
 from kuration.selection.binning import bin_segments
 from kuration.selection.methods import get_method, register_method
 from kuration.selection.methods.base import normalize_columns, order_to_priorities

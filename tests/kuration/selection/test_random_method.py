@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as hst
 from scipy.stats import kstest
 
-from kuration import StrategyError, load_strategy, run_job
+from kuration import load_strategy, run_job
 from kuration.contracts.segment import Segment
+from kuration.errors import StrategyError
 from kuration.pipeline.memory.pool import compare_strategies
 from kuration.pipeline.spec.job import load_job
 from kuration.selection.draws import candidate_key, seeded_uniform, segment_key

@@ -19,17 +19,11 @@ from _selection_pools import make_pool, strategy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kuration import (
-    Segment,
-    StrategyError,
-    apply_strategy,
-    assign_splits,
-    register_filter,
-    registered_filters,
-    select_segments,
-)
+from kuration import Segment, select_segments
+from kuration.errors import StrategyError
+from kuration.extend import register_filter, registered_filters
 from kuration.selection.filters import apply_filters, get_filter, normalize_filters
-from kuration.selection.select import rank_pool, select_top
+from kuration.selection.select import apply_strategy, assign_splits, rank_pool, select_top
 
 METHODS = {
     "uniform-bins": {"bin": {"axes": ["a", "b"], "n_bins": 2}},

@@ -7,7 +7,8 @@ import json
 import pytest
 from _selection_pools import DEFINE, SCHEMA, strategy
 
-from kuration import MetricCompileError, StrategyError, load_strategy
+from kuration import load_strategy
+from kuration.errors import MetricCompileError, StrategyError
 
 
 def test_round_trip_with_every_block() -> None:

@@ -16,7 +16,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
-from kuration import EntityIdError, SourceError, TimeseriesAdapter
+from kuration import TimeseriesAdapter
+from kuration.errors import EntityIdError, SourceError
 from kuration.sources.stream import TickStream
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kuration import ExecutionTraitsError
 from kuration.core.traits import declared_traits
+from kuration.errors import ExecutionTraitsError
 from kuration.sources.base import (
     SOURCE_READER_TRAITS,
     get_adapter,

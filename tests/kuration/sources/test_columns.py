@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kuration import EntityIdError, SchemaSpec, SourceError, TimeseriesAdapter
+from kuration import SchemaSpec, TimeseriesAdapter
 from kuration.contracts.track import track_from_table
+from kuration.errors import EntityIdError, SourceError
 from kuration.sources._columns import cell_rows, dictionary_entity_codes, gather_cells
 
 SCHEMA = SchemaSpec.from_dict(
@@ -76,7 +77,7 @@ def _same(a, b) -> None:
         np.testing.assert_array_equal(a.events[name], b.events[name])
 
 
-@pytest.mark.filterwarnings("ignore::kuration.SnapCollisionWarning")
+@pytest.mark.filterwarnings("ignore::kuration.errors.SnapCollisionWarning")
 @pytest.mark.parametrize("collisions", ["nearest", "mean"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_dictionary_parquet_equals_the_text_path(
@@ -91,7 +92,7 @@ def test_dictionary_parquet_equals_the_text_path(
     assert fast.entity_ids == tuple(sorted(set(rows.column("id").to_pylist())))
 
 
-@pytest.mark.filterwarnings("ignore::kuration.SnapCollisionWarning")
+@pytest.mark.filterwarnings("ignore::kuration.errors.SnapCollisionWarning")
 @pytest.mark.parametrize("collisions", ["nearest", "mean"])
 def test_read_entities_cuts_only_the_roster(tmp_path: Path, collisions: str) -> None:
     pq.write_table(_rows(3, 400), tmp_path / "s.parquet")
@@ -116,7 +117,7 @@ def test_read_entities_cuts_only_the_roster(tmp_path: Path, collisions: str) -> 
     assert a.read_entities(uri, []).entity_ids == ()
 
 
-@pytest.mark.filterwarnings("ignore::kuration.SnapCollisionWarning")
+@pytest.mark.filterwarnings("ignore::kuration.errors.SnapCollisionWarning")
 def test_read_entities_checks_every_row(tmp_path: Path) -> None:
     rows = _rows(4, 50)
     v = rows.column("v").to_numpy(zero_copy_only=False).copy()

@@ -11,7 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kuration import SchemaSpec, SourceError, TimeseriesAdapter
+from kuration import SchemaSpec, TimeseriesAdapter
+from kuration.errors import SourceError
 from kuration.sources.stream import TickStream
 
 

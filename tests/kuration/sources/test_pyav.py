@@ -7,16 +7,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from kuration import (
-    FrameRef,
-    MediaError,
-    MediaProvider,
-    get_media_provider,
-    register_media_provider,
-)
 from kuration.contracts.media import _PROVIDERS
 from kuration.core.registry import UnknownNameError
-from kuration.errors import MissingExtraError
+from kuration.errors import MediaError, MissingExtraError
+from kuration.extend import FrameRef, MediaProvider, get_media_provider, register_media_provider
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 import s3fs
 
-from kuration import BudgetGranularityWarning, JobError, run_job
+from kuration import run_job
+from kuration.errors import BudgetGranularityWarning, JobError
 
 
 def _fs() -> s3fs.S3FileSystem:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kuration import SourceError
 from kuration.cli.main import main as kur_main
+from kuration.errors import SourceError
 from kuration.sources.base import adapter_from_dict, file_source_id, folder_source_ids
 
 

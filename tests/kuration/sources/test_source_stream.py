@@ -19,16 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kuration import (
-    SchemaSpec,
-    SnapCollisionWarning,
-    SourceError,
-    StreamingError,
-    StreamOrderError,
-    TickStream,
-    TickTable,
-    TimeseriesAdapter,
-)
+from kuration import SchemaSpec, TickStream, TickTable, TimeseriesAdapter
+from kuration.errors import SnapCollisionWarning, SourceError, StreamingError, StreamOrderError
 
 
 @pytest.fixture(scope="module")

@@ -10,13 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kuration import (
-    DataOrderWarning,
-    SchemaSpec,
-    SnapCollisionWarning,
-    SourceError,
-    TimeseriesAdapter,
-)
+from kuration import SchemaSpec, TimeseriesAdapter
+from kuration.errors import DataOrderWarning, SnapCollisionWarning, SourceError
 
 SCHEMA = SchemaSpec.from_dict(
     {

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kuration import SchemaSpec, SnapCollisionWarning, SourceError, TimeseriesAdapter
+from kuration import SchemaSpec, TimeseriesAdapter
+from kuration.errors import SnapCollisionWarning, SourceError
 
 SCHEMA = SchemaSpec.from_dict(
     {

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kuration import EntityIdError, SchemaSpec, SourceError, TimeseriesAdapter
+from kuration import SchemaSpec, TimeseriesAdapter
 from kuration.core.ids import tag_entity_id
+from kuration.errors import EntityIdError, SourceError
 
 SCHEMA = SchemaSpec.from_dict({"sample_hz": 1.0, "fields": [{"name": "v", "kind": "scalar"}]})
 

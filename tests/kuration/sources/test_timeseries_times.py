@@ -13,7 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kuration import SchemaSpec, SourceError, TimeRangeError, TimeseriesAdapter
+from kuration import SchemaSpec, TimeseriesAdapter
+from kuration.errors import SourceError, TimeRangeError
 
 SCHEMA = SchemaSpec.from_dict({"sample_hz": 1.0, "fields": [{"name": "v", "kind": "scalar"}]})
 

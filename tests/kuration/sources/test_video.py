@@ -11,15 +11,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kuration import (
-    JoinedMediaAdapter,
-    MediaError,
-    SchemaSpec,
-    VideoAdapter,
-    motion_energy,
-)
+from kuration import JoinedMediaAdapter, SchemaSpec, VideoAdapter
+from kuration.errors import MediaError
 from kuration.sources import adapter_from_dict
-from kuration.sources.video import match_frames
+from kuration.sources.video import match_frames, motion_energy
 
 CARPHONE = {
     "name": "carphone",
@@ -184,3 +179,24 @@ def test_joined_shards_hold_the_matched_frames_and_zeros_elsewhere(
     _, direct = direct_frames(video, size=(72, 128))
     np.testing.assert_array_equal(frame[0::2], direct[:30])
     assert not frame[1::2].any()  # absent frames are zeros, never the previous frame
+
+
+def test_a_joined_source_proves_both_files_in_one_read(bunny_rms, tmp_path: Path) -> None:
+    """The series is hashed as it is parsed and the video once per read; the digest is the
+    adapter's fingerprint, and a read that finds either file changed is refused."""
+    import shutil
+
+    from kuration.errors import SourceChangedError
+
+    series0, video0 = bunny_rms
+    series = Path(shutil.copy(series0, tmp_path))
+    video = Path(shutil.copy(video0, tmp_path))
+    opts = {"series": {"time_column": "time", "fields": {"rms": "rms"}}, "video": str(video)}
+    adapter = JoinedMediaAdapter(_bunny_schema(), **opts)
+    table, digest = adapter.read_checked(str(series))
+    assert digest.fingerprint == adapter.fingerprint(str(series))
+    assert table.media["frame"].index[0] == 0
+    video.write_bytes(video.read_bytes() + b"\0")  # the video alone changes
+    with pytest.raises(SourceChangedError) as info:
+        adapter.read_checked(str(series), expect=digest)
+    assert info.value.expected == digest.fingerprint

@@ -6,14 +6,9 @@ import numpy as np
 import pytest
 from scipy.stats import ks_2samp, spearmanr
 
-from kuration import (
-    AnalysisSubject,
-    ExecutionTraitsError,
-    PipelineError,
-    Segment,
-    get_analyzer,
-    register_analyzer,
-)
+from kuration import Segment
+from kuration.errors import ExecutionTraitsError, PipelineError
+from kuration.extend import AnalysisSubject, get_analyzer, register_analyzer
 from kuration.tools.analyzers import _ANALYZERS, overlapping_rows
 
 

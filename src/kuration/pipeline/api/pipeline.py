@@ -305,18 +305,28 @@ class Pipeline:
         new_s = p.scorers[len(self.scorers) :]
         return p._with(strategy_=_with_uses(self.strategy_.to_dict(), new_t, new_s, self.schema))
 
-    def select(self, n: int) -> Pipeline:
+    def select(self, n: int, *, tie_break: str | None = None) -> Pipeline:
         """Keep the ``n`` best segments (the count path; replaces :meth:`sample`).
         ``n=0`` selects nothing but still audits the pool.
+
+        ``tie_break`` orders equal priorities: ``"name"`` (source, start) or ``"seed"``
+        (a seeded draw per window); None keeps the job's (its ``tie_break`` key, read
+        with the hours options) or ``"name"``.
 
         Raises
         ------
         PipelineError
-            ``n`` is not an integer >= 0.
+            ``n`` is not an integer >= 0, or ``tie_break`` is neither name nor seed.
         """
         if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
             raise PipelineError(f"n must be an integer >= 0, got {n!r}", step="select")
-        return self._with(selection=CountSelection(int(n)))
+        if tie_break is None:
+            tie_break = getattr(self.selection, "tie_break", "name")
+        if tie_break not in ("name", "seed"):
+            raise PipelineError(
+                f"tie_break must be 'name' or 'seed', got {tie_break!r}", step="select"
+            )
+        return self._with(selection=CountSelection(int(n), tie_break))
 
     def sample(self, *, hours: float, test_hours: float = 0.0, **options: Any) -> Pipeline:
         """Fill ``hours`` of train and ``test_hours`` of test tracks (the hours path; replaces
@@ -438,7 +448,7 @@ class Pipeline:
         return self._with(plugin_modules=tuple(modules), include_entry_points=include_entry_points)
 
     def apply(self, operator: str, **params: Any) -> Pipeline:
-        """Apply the registered operator ``operator`` (see :func:`kuration.registered_operators`):
+        """Apply the registered operator ``operator`` (see :func:`kuration.extend.registered_operators`):
         any built-in method or filter by name, or a user macro.
 
         Raises

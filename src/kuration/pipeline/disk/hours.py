@@ -67,6 +67,7 @@ from ...selection.candidates import build_candidate_table
 from ...selection.constraints import source_group
 from ...selection.fill import FillResult
 from ...selection.strategy import Strategy
+from ..run.reread import reread
 from ..run.scoring import ScoringResult, SourceInfo, _checked_sources
 from ..run.span_rules import apply_span_rules
 from ..run.steps import step_fill
@@ -121,6 +122,7 @@ class _DiskHours:
     label_sets: dict[str, list[str]] = field(default_factory=dict)
     distributions: dict[str, Any] = field(default_factory=dict)
     examples: dict[str, Any] = field(default_factory=dict)
+    unidentified: list[str] = field(default_factory=list)  # sources never reused
 
     def close(self) -> None:
         if self.con is not None:
@@ -242,6 +244,7 @@ def step_disk_score(r: HoursRun) -> list[StageTelemetry]:
             errors={**scored.errors, **skipped},
         )
     d.commits = scored.commits
+    d.unidentified = list(scored.unidentified)
     timing = {"read+segment+features": wall}
     ex = dict(scored.execution)
     r.scoring = DiskScoringResult([], infos, dict(scored.errors), skipped, timing, ex, n_pool)
@@ -265,9 +268,8 @@ def step_disk_rank(r: HoursRun) -> list[StageTelemetry]:
     d.con = connect(d.ck.dir.parent, d.memory_limit)
     load_partitions(d.con, d.ck, d.commits, len(st.feature_names))
     t1 = time.perf_counter()
-    uris = {c.meta["source_id"]: c.meta["uri"] for c in d.commits.values()}
     for entry in st.filters:
-        apply_filter(d.con, st, entry, lambda sid: r.adapter.read_table(uris[sid]))
+        apply_filter(d.con, st, entry, lambda sid: reread(r.adapter, r.pool().sources[sid]))
     r.edges = bin_pool(d.con, st) if st.bin_axes else {}
     d.label_sets = tag_pool(d.con, st) if st.tags else {}
     rank_pool_sql(d.con, st, r.opt["seed"])

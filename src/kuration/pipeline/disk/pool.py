@@ -49,6 +49,7 @@ hours also analyzers (they read the whole pool's segments) and ``streaming=True`
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import shutil
 import tempfile
@@ -62,10 +63,11 @@ from typing import Any
 from ...contracts.schema import SchemaSpec
 from ...contracts.segment import Segment, Segmenter
 from ...core.executors import Executor, make_executor, worker_environment
-from ...errors import EmptyPoolError, PipelineError
+from ...errors import EmptyPoolError, MemoryBudgetError, PipelineError
 from ...selection.constraints import assign_groups, resolve_floors, source_group
 from ...selection.strategy import Strategy
 from ...sources.base import InputAdapter
+from ...sources.identity import SourceDigest
 from ..spec.budget import default_memory_budget, estimate_peak
 from ..spec.logical import CountSelection, HoursSelection
 from ..spec.plan import PlanStage, StageTelemetry
@@ -168,13 +170,23 @@ class PoolChoice:
         return f"pool: memory: the estimated in-memory peak {est} is within {budget}"
 
 
+def _count_ineligible(st: Strategy, tie_break: str) -> str | None:
+    """:func:`disk_ineligible`, and a count plan's seeded ties: the disk index's top-n
+    orders equal priorities by its row order (source, start) only."""
+    if tie_break == "seed":
+        return "tie_break 'seed' orders a count selection's ties in memory only"
+    return disk_ineligible(st)
+
+
 def _auto_eligible(p: Any) -> bool:
     """A count or hours plan (hours without analyzers), not streamed, that the disk runtime
     runs."""
     if p.opts.streaming or p.strategy_ is None:
         return False
     hours = isinstance(p.selection, HoursSelection) and not p.analyzers
-    if not (hours or isinstance(p.selection, CountSelection)):
+    if isinstance(p.selection, CountSelection):
+        return _count_ineligible(p.strategy_, p.selection.tie_break) is None
+    if not hours:
         return False
     return disk_ineligible(p.strategy_) is None
 
@@ -209,7 +221,31 @@ def budget_pool(p: Any, sources: Sequence[str]) -> PoolChoice | None:
         if not default:
             return None  # check_plan_memory says what would meet it
         index = INDEX_MEMORY_MIN
+    elif not default:  # the user's hard budget needs the checkpoints
+        _require_identity(p.adapter, sources)
     return PoolChoice(True, int(est.in_memory), int(budget), by, index, how)
+
+
+def _require_identity(adapter: InputAdapter, sources: Sequence[str]) -> None:
+    """Checkpoints need every source's strong identity (spec 000, Parallelism & scale): a
+    local file has its content hash; anything else must have an adapter fingerprint (a
+    remote object's version or ETag).
+
+    Raises
+    ------
+    MemoryBudgetError
+        Naming the first source without one and what would give it one.
+    """
+    for uri in sources:
+        if os.path.exists(str(uri)):
+            continue  # a local file or folder: its bytes are hashed
+        if not adapter.fingerprint(str(uri)):
+            raise MemoryBudgetError(
+                f"memory_budget needs the disk-backed pool's checkpoints, and {uri} has no "
+                "strong identity to key them by (no object version, ETag or content hash); "
+                "serve it with an ETag or a versioned bucket, copy it to a local file, or give "
+                "the adapter a fingerprint (InputAdapter.fingerprint)"
+            )
 
 
 def auto_pool_note(p: Any) -> str | None:
@@ -269,14 +305,16 @@ def plan_pool(
     pool: str | None,
     *,
     streaming: bool = False,
+    tie_break: str = "name",
 ) -> tuple[tuple[PlanStage, ...], list[str]]:
     """The planner's choice of runtime: with ``pool="disk"`` and an eligible count or hours
     plan, the stages this runtime covers get :data:`DISK_RUNTIME` (and a ``runtime`` detail);
-    otherwise the stages are unchanged and a warning says why the plan stays in memory."""
+    otherwise the stages are unchanged and a warning says why the plan stays in memory
+    (a count plan with ``tie_break="seed"`` among them: see :func:`_count_ineligible`)."""
     if pool != "disk":
         return tuple(stages), []
     hours = mode != "count"
-    why = _hours_ineligible(stages, st, streaming) if hours else disk_ineligible(st)
+    why = _hours_ineligible(stages, st, streaming) if hours else _count_ineligible(st, tie_break)
     if why is not None:
         return tuple(stages), [f"pool='disk' requested, but {why}: the reference runtime runs it"]
     covered = _DISK_HOURS_STAGES if hours else _DISK_STAGES
@@ -314,6 +352,7 @@ class DiskSelection:
         Skipped source URIs and why.
     checkpoint : dict
         ``root`` (None for a temporary one, removed), ``run`` (the run fingerprint), ``hits``, ``misses``, ``rejected``,
+        ``unidentified`` (sources without a strong identity: scored afresh, never reused),
         ``bytes_read``, ``bytes_written``.
     telemetry : tuple of StageTelemetry
     groups : dict or None
@@ -594,8 +633,13 @@ def _run(
         load_partitions(con, ck, scored.commits, len(st.feature_names))
         t2 = time.perf_counter()
         uris = {c.meta["source_id"]: c.meta["uri"] for c in scored.commits.values()}
+        fps = {c.meta["source_id"]: c.meta.get("fingerprint", "") for c in scored.commits.values()}
+
+        def reread(sid: str) -> Any:  # the bytes the partition was scored from, or fail
+            return adapter.read_checked(uris[sid], expect=SourceDigest(fps[sid]))[0]
+
         for entry in st.filters:
-            apply_filter(con, st, entry, lambda sid: adapter.read_table(uris[sid]))
+            apply_filter(con, st, entry, reread)
         edges = bin_pool(con, st) if st.bin_axes else {}
         rank_pool_sql(con, st, seed)
         eligible = n_eligible(con)
@@ -637,6 +681,7 @@ def _run(
             "hits": ck.hits,
             "misses": ck.misses,
             "rejected": ck.rejected,
+            "unidentified": list(scored.unidentified),
             "bytes_read": ck.bytes_read,
             "bytes_written": ck.bytes_written,
         },

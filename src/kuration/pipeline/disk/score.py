@@ -50,13 +50,14 @@ from ...core.executors import (
     worker_environment,
 )
 from ...core.progress import ProgressCallback, emit
-from ...errors import KurationError, PipelineError
+from ...errors import KurationError, PipelineError, SourceChangedError
 from ...metrics.alloc import retain_freed_memory
 from ...metrics.features import FeatureEngine
 from ...metrics.transform_exec import TransformRunner, runner_for
 from ...selection.dedup import window_digest
 from ...selection.strategy import Strategy
 from ...sources.base import InputAdapter, adapter_from_dict
+from ...sources.identity import SourceDigest
 from ..run.strategy import load_strategy, resolve_uses, strategy_engine
 from ..spec.plan import StageTelemetry
 from .checkpoint import PartitionCommit, StageCheckpoint, key_digest
@@ -64,9 +65,10 @@ from .segment_batch import SegmentBatch
 
 __all__ = ["Describe", "ScoredStage", "score_stage", "score_task"]
 
-#: ``describe(uri, fingerprint, table, segments)``: what a partition's meta records of its
-#: source; it runs where the source is scored (a worker: a module-level function)
-Describe = Callable[[str, str, Any, list[Segment]], Mapping[str, Any]]
+#: ``describe(uri, digest, table, segments)``: what a partition's meta records of its source
+#: (``digest``: the SourceDigest of the bytes decoded); it runs where the source is scored
+#: (a worker: a module-level function)
+Describe = Callable[[str, SourceDigest, Any, list[Segment]], Mapping[str, Any]]
 #: a miss's outcome: its commit or (``on_error="skip"``) its error, and seconds per part
 Outcome = tuple[PartitionCommit | str, dict[str, float]]
 
@@ -89,12 +91,17 @@ class ScoredStage:
         Seconds per part summed over the scored sources, where they ran: ``read``,
         ``segment``, ``features`` (metrics, transforms, digests), ``write`` (the
         partition, commit included) and ``fsync`` (of ``write``).
+    unidentified : list of str
+        Sources without a strong identity (their adapter fingerprint is ``""``: a
+        remote object with neither version nor ETag, a logical id): scored afresh,
+        never taken from a checkpoint.
     """
 
     commits: dict[str, PartitionCommit] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     execution: dict[str, Any] = field(default_factory=dict)
     parts_s: dict[str, float] = field(default_factory=dict)
+    unidentified: list[str] = field(default_factory=list)
 
     @property
     def n_pool(self) -> int:
@@ -173,13 +180,18 @@ class _Stage:
 
 
 def _score_source(
-    sc: _Scorer, uri: str, describe: Callable[[Any, list[Segment]], Mapping[str, Any]] | None
+    sc: _Scorer,
+    uri: str,
+    fp: str,
+    describe: Callable[[SourceDigest, Any, list[Segment]], Mapping[str, Any]] | None,
 ) -> tuple[list[Segment], list[bytes] | None, dict[str, Any], dict[str, float]]:
-    """One source read, windowed and scored; the digests of its windows when dedup needs
-    them; its partition's meta (``describe`` adds to it); seconds per part."""
+    """One source read (it must be the bytes its fingerprint ``fp``, the partition key's,
+    names), windowed and scored; the digests of its windows when dedup needs them; its
+    partition's meta (``describe`` adds to it); seconds per part."""
     retain_freed_memory()  # whole sources: their temporaries stay mapped (metrics.alloc)
     t0 = time.perf_counter()
-    table = sc.segmenter.presence(sc.adapter.read_table(uri))  # present_where, when set
+    table, digest = sc.adapter.read_checked(uri, expect=SourceDigest(fp))
+    table = sc.segmenter.presence(table)  # present_where, when set
     t1 = time.perf_counter()
     segs = sc.segmenter.segments(table.source_id, table.present, table.entity_ids)
     t2 = time.perf_counter()
@@ -199,7 +211,7 @@ def _score_source(
         ]
     meta = {"source_id": table.source_id, "uri": uri, "n_steps": table.n_steps, "n": len(segs)}
     if describe is not None:
-        meta.update(describe(table, segs))
+        meta.update(describe(digest, table, segs))
     parts = {"read": t1 - t0, "segment": t2 - t1, "features": time.perf_counter() - t2}
     return segs, digests, meta, parts
 
@@ -214,11 +226,11 @@ def _score_miss(sc: _Scorer, stage: _Stage, source: tuple[str, str, str]) -> Out
         or does not read back (``DatasetIntegrityError``), whatever ``on_error``.
     """
     uri, fp, key = source
-    desc = None if stage.describe is None else functools.partial(stage.describe, uri, fp)
+    desc = None if stage.describe is None else functools.partial(stage.describe, uri)
     try:
-        segs, dig, meta, parts = _score_source(sc, uri, desc)
+        segs, dig, meta, parts = _score_source(sc, uri, fp, desc)
     except Exception as exc:
-        if stage.on_error == "raise":
+        if stage.on_error == "raise" or isinstance(exc, SourceChangedError):
             raise
         return f"{type(exc).__name__}: {exc}", {}
     meta["fingerprint"] = fp
@@ -347,7 +359,10 @@ class _Fold:
                 continue
             sid = self.adapter.source_id(uri)  # an id assigned anew invalidates the partition
             key = self.ck.partition_key(uri, {"uri": uri, "fingerprint": fp, "source_id": sid})
-            hit = self.ck.lookup(uri, key)
+            # a source without a strong identity never authorizes reuse (spec 000)
+            hit = self.ck.lookup(uri, key) if fp else None
+            if not fp:
+                self.out.unidentified.append(uri)
             yield Done(hit) if hit is not None else {**self.extra, "source": (uri, fp, key)}
 
     def fold(self, payload: Any, outcome: Any) -> None:
@@ -422,7 +437,7 @@ def score_stage(
     durable : bool
         fsync each attempt file before its commit is published.
     describe : callable, optional
-        ``describe(uri, fingerprint, table, segments)`` adds to each new partition's meta;
+        ``describe(uri, digest, table, segments)`` adds to each new partition's meta;
         it runs where the source is scored (a module-level function for ``process``/``ray``).
     progress : callable, optional
         Gets a ``scoring`` advance event per source, in canonical order.

@@ -155,11 +155,12 @@ def source_info_from_doc(doc: Mapping[str, Any]) -> SourceInfo:
     return info
 
 
-def describe_source(uri: str, fingerprint: str, table: Any, segs: list[Any]) -> dict[str, Any]:
-    """What a partition's meta records of its source: its :class:`SourceInfo`."""
+def describe_source(uri: str, digest: Any, table: Any, segs: list[Any]) -> dict[str, Any]:
+    """What a partition's meta records of its source: its :class:`SourceInfo` (``digest``:
+    the :class:`~kuration.sources.identity.SourceDigest` of the bytes decoded)."""
     from ..run.scoring import source_info
 
-    return {"info": source_info_doc(source_info(table, uri, fingerprint, len(segs)))}
+    return {"info": source_info_doc(source_info(table, uri, digest, len(segs)))}
 
 
 class CommittedTracks(Sequence[TrackExtent]):

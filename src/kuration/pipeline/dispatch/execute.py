@@ -397,6 +397,7 @@ def _run_count(
             seed=p.opts.seed,
             source_steps=steps,
             progress=rec,
+            tie_break=p.selection.tie_break,  # type: ignore[union-attr]
         )
     return with_scoring(res, scoring, scoring_s), steps
 

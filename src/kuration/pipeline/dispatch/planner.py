@@ -163,6 +163,11 @@ def _selection_components(st: Strategy) -> tuple[PlanComponent, ...]:
     return (*filters, _component("method", st.method, dict(st.params)))
 
 
+def _tie(sel: CountSelection) -> dict[str, str]:
+    """The count selection's ``tie_break`` for the plan, only where it is not the default."""
+    return {} if sel.tie_break == "name" else {"tie_break": sel.tie_break}
+
+
 def _selection_stages(p: Pipeline, st: Strategy, sel: Any) -> list[PlanStage]:
     bin_detail = {"axes": list(st.bin_axes), "n_bins": st.n_bins}
     stages = [PlanStage("bin", _POOL, detail=bin_detail, empty=not st.bin_axes)]
@@ -175,7 +180,10 @@ def _selection_stages(p: Pipeline, st: Strategy, sel: Any) -> list[PlanStage]:
     if isinstance(sel, CountSelection):
         stages.append(
             PlanStage(
-                "select", _RANK, _selection_components(st), detail={"n": sel.n, **constraints}
+                "select",
+                _RANK,
+                _selection_components(st),
+                detail={"n": sel.n, **constraints, **_tie(sel)},
             )
         )
         return stages
@@ -232,7 +240,14 @@ def compile_plan(p: Pipeline) -> PhysicalPlan:
     enrich = _seam_stage("enrich", "analyzer", p.analyzers, _POOL)
     stages = fuse_stages([*_input_stages(p, st), *_selection_stages(p, st, sel), enrich])
     mode = "hours" if isinstance(sel, HoursSelection) else "count"
-    stages, warnings = plan_pool(stages, st, mode, p.opts.pool, streaming=p.opts.streaming)
+    stages, warnings = plan_pool(
+        stages,
+        st,
+        mode,
+        p.opts.pool,
+        streaming=p.opts.streaming,
+        tie_break=getattr(sel, "tie_break", "name") if mode == "count" else "name",
+    )
     if p.opts.streaming and mode == "hours":
         stages = _stream_stages(stages)
     for s in stages:

@@ -30,7 +30,8 @@ from ...core.progress import ProgressCallback, emit
 from ...errors import PipelineError, StrategyError
 from ...selection.binning import feature_matrix
 from ...selection.constraints import constrained_select, resolve_floors, tag_label_sets
-from ...selection.select import rank_pool
+from ...selection.draws import seeded_ranks, segment_key
+from ...selection.select import method_seed, rank_pool
 from ...selection.strategy import Strategy
 from ...tools.analyzers import AnalysisSubject, get_analyzer
 from ...tools.audit import coverage_metrics, distribution_shift
@@ -182,6 +183,7 @@ def select_segments(
     seed: int = 0,
     source_steps: Mapping[str, int] | None = None,
     progress: ProgressCallback | None = None,
+    tie_break: str = "name",
 ) -> CurationResult:
     """Rank a scored pool with ``strategy`` and keep at most ``n`` segments.
 
@@ -205,6 +207,9 @@ def select_segments(
         For the source-duration audit (default: each source's last segment end).
     progress : callable, optional
         ``selection`` start/advance/complete events.
+    tie_break : {"name", "seed"}
+        Equal priorities in canonical order (source, start), or by a seeded draw per
+        window (:func:`seeded_ties`).
 
     Returns
     -------
@@ -225,7 +230,8 @@ def select_segments(
     ranking = rank_pool(segments, strategy, seed, progress=progress)
     pool = ranking.segments
     label_sets = tag_label_sets(pool, strategy.tags)
-    sel = _constrained(ranking, strategy, label_sets, n)
+    tie = seeded_ties(pool, strategy, seed) if tie_break == "seed" else None
+    sel = _constrained(ranking, strategy, label_sets, n, tie)
     selection_s = time.perf_counter() - t0
     t1 = time.perf_counter()
     is_sel = np.zeros(len(pool), dtype=bool)
@@ -254,7 +260,22 @@ def select_segments(
     )
 
 
-def _constrained(ranking: Any, strategy: Strategy, label_sets: Mapping[str, Any], n: int) -> Any:
+def seeded_ties(pool: Sequence[Segment], strategy: Strategy, seed: int) -> np.ndarray:
+    """One seeded order key per window (int64, shape ``(len(pool),)``) that orders equal
+    priorities (``tie_break: "seed"``).  It hashes each window's source, entity and start
+    with a seed of its own (the method seed xor ``0x5EED``, as the hours path does), so it
+    is not the ``random`` method's draw and depends on no other window."""
+    keys = (segment_key(s.source_id, s.entity, s.start_idx) for s in pool)
+    return seeded_ranks(method_seed(strategy.seed, seed) ^ 0x5EED, keys)
+
+
+def _constrained(
+    ranking: Any,
+    strategy: Strategy,
+    label_sets: Mapping[str, Any],
+    n: int,
+    tie: np.ndarray | None = None,
+) -> Any:
     """The ``n`` best of a ranked pool under the strategy's tag floors and group cap."""
     pool = ranking.segments
     floors = {}
@@ -270,6 +291,7 @@ def _constrained(ranking: Any, strategy: Strategy, label_sets: Mapping[str, Any]
         groups=[s.group for s in pool],
         max_overshoot=(cap or {}).get("max_overshoot") if cap else None,
         excluded=ranking.excluded,
+        tie=tie,
     )
 
 

@@ -48,7 +48,18 @@ def _warnings(r: HoursRun) -> list[str]:
     for split in SPLITS:
         if r.binding[split][0] is not None:
             out.append(f"{split} under-filled: {r.binding[split][0]}: {r.binding[split][1]}")
+    unidentified = getattr(r.disk, "unidentified", None)
+    if unidentified and r.opt.get("checkpoint_dir") is not None:
+        out.append(
+            f"{IDENTITY_NOTE}: {len(unidentified)} source(s), e.g. {unidentified[0]}, were "
+            "scored afresh and their checkpoints are never reused (a remote object needs a "
+            "version or an ETag, a custom adapter a fingerprint)"
+        )
     return out
+
+
+#: The start of the warning a run records for sources that cannot authorize reuse.
+IDENTITY_NOTE = "no strong source identity"
 
 
 def _pipeline_block(r: HoursRun) -> dict[str, Any]:
@@ -102,6 +113,8 @@ def _provenance(r: HoursRun) -> dict[str, Any]:
             "workers": workers,
             "max_in_flight": ex.max_in_flight if ex is not None else None,
             **({"streaming": True} if r.opt.get("streaming") else {}),
+            # per Ray node: tasks run there and their CPU and wall seconds
+            **({"nodes": ex.nodes} if ex is not None and ex.nodes else {}),
             # the PhysicalPlan that ran and each executed step's telemetry (this step's
             # own is not in yet: it ends with the commit)
             "plan": r.plan.to_dict() if r.plan is not None else None,

@@ -28,7 +28,7 @@ from ...contracts.buffer import WindowBuffer, build_window
 from ...contracts.schema import SchemaSpec
 from ...contracts.segment import Segment
 from ...core.progress import ProgressCallback, emit
-from ...errors import EmptyPoolError, ScorerError
+from ...errors import EmptyPoolError, ScorerError, SourceChangedError
 from ...metrics.scorers import ScorerContext, ScorerUse, get_scorer
 from ...metrics.transform_exec import segment_id
 from ...sources.base import InputAdapter
@@ -55,11 +55,14 @@ def _buffers(
         by_source.setdefault(s.source_id, []).append(s)
     for sid, segs in sorted(by_source.items()):
         try:
-            table = adapter.read_table(result.sources[sid].uri)
+            info = result.sources[sid]  # read again: must be the bytes scored
+            table, _ = adapter.read_checked(info.uri, expect=info.expected)
             bufs = {
                 s.key: build_window(table, s.start_idx, s.end_idx, entity=s.entity) for s in segs
             }
         except Exception as exc:
+            if isinstance(exc, SourceChangedError):
+                raise
             _skip(result, sid, f"scorer buffers: {type(exc).__name__}: {exc}", on_error, exc)
             continue
         out.update(bufs)

@@ -49,7 +49,7 @@ from ...core.executors import (
 )
 from ...core.ids import tag_entity_id
 from ...core.progress import ProgressCallback, emit
-from ...errors import EmptyPoolError, KurationError, PipelineError
+from ...errors import EmptyPoolError, KurationError, PipelineError, SourceChangedError
 from ...metrics.alloc import retain_freed_memory
 from ...metrics.features import FeatureEngine
 from ...metrics.transform_exec import TransformRunner, runner_for
@@ -57,6 +57,7 @@ from ...metrics.transforms import resolve_transform
 from ...selection.presence import absent_runs, gap_tuples
 from ...selection.strategy import Strategy
 from ...sources.base import InputAdapter, adapter_from_dict
+from ...sources.identity import SourceDigest
 from .scorer_pass import run_scorers
 from .strategy import resolve_uses, strategy_engine
 
@@ -95,9 +96,12 @@ class SourceInfo:
     """What scoring learned of one source, enough to plan output without rereading it.
 
     ``counts`` holds the adapter's input-policy counters (``TickTable.counts``,
-    e.g. ``snap_collisions``).  ``wall_s`` is where the source's time went
-    (seconds per stage kind: ``read``, ``segment``, ``features``,
-    ``fingerprint``); a measurement, so it takes no part in equality.
+    e.g. ``snap_collisions``).  ``fingerprint`` and ``digest`` are the
+    :class:`~kuration.sources.identity.SourceDigest` of the bytes the score pass
+    decoded (every later read of the run must find the same: :attr:`expected`).
+    ``wall_s`` is where the source's time went (seconds per stage kind: ``read``
+    -- hashing included --, ``segment``, ``features``); a measurement, so it takes
+    no part in equality.
     """
 
     source_id: str
@@ -108,7 +112,14 @@ class SourceInfo:
     n_segments: int
     tracks: Sequence[TrackExtent]  # a tuple, or lazy CommittedTracks on the disk pool
     counts: Mapping[str, int] = field(default_factory=dict)
+    digest: str = ""
     wall_s: Mapping[str, float] = field(default_factory=dict, compare=False)
+
+    @property
+    def expected(self) -> SourceDigest:
+        """What a later read of this source must find (see :meth:`InputAdapter.read_checked
+        <kuration.sources.base.InputAdapter.read_checked>`)."""
+        return SourceDigest(self.fingerprint, self.digest)
 
 
 @dataclass
@@ -195,20 +206,20 @@ def _score_one(
     return _finish(_read_segment(adapter, uri, segmenter), segmenter, engine, runner)
 
 
-# uri, TickTable, its windows, fingerprint, seconds spent so far (read, segment, fingerprint)
-_Read = tuple[str, Any, list[Segment], str, dict[str, float]]
+# uri, TickTable, its windows, the digest of the bytes read, seconds spent (read, segment)
+_Read = tuple[str, Any, list[Segment], SourceDigest, dict[str, float]]
 
 
 def _read_segment(adapter: InputAdapter, uri: str, segmenter: Segmenter) -> _Read:
-    """The first half of a source's fused pass: read it and cut its windows."""
+    """The first half of a source's fused pass: read it (hashing the bytes it decodes, in
+    the same pass) and cut its windows."""
     t0 = time.perf_counter()
-    table = segmenter.presence(adapter.read_table(uri))  # present_where, when set
+    table, digest = adapter.read_checked(uri)
+    table = segmenter.presence(table)  # present_where, when set
     t1 = time.perf_counter()
     segs = segmenter.segments(table.source_id, table.present, table.entity_ids)
-    t2 = time.perf_counter()
-    fingerprint = adapter.fingerprint(uri)
-    wall = {"read": t1 - t0, "segment": t2 - t1, "fingerprint": time.perf_counter() - t2}
-    return str(uri), table, segs, fingerprint, wall
+    wall = {"read": t1 - t0, "segment": time.perf_counter() - t1}
+    return str(uri), table, segs, digest, wall
 
 
 def _finish(
@@ -218,7 +229,7 @@ def _finish(
     runner: TransformRunner | None,
 ) -> tuple[SourceInfo, list[Segment], str | None]:
     """The second half: score the windows (metrics, then transforms) and describe the source."""
-    uri, table, segs, fingerprint, wall = read
+    uri, table, segs, digest, wall = read
     t0 = time.perf_counter()
     if engine is not None:
         engine.score_segments(table, segs)
@@ -231,23 +242,28 @@ def _finish(
             if table.n_steps < segmenter.window_steps
             else "no window holds an entity"
         )
-    return source_info(table, uri, fingerprint, len(segs), wall), segs, reason
+    return source_info(table, uri, digest, len(segs), wall), segs, reason
 
 
 def source_info(
-    table: Any, uri: str, fingerprint: str, n_segments: int, wall: Mapping[str, float] | None = None
+    table: Any,
+    uri: str,
+    digest: SourceDigest,
+    n_segments: int,
+    wall: Mapping[str, float] | None = None,
 ) -> SourceInfo:
-    """What scoring learned of one source read into ``table`` (a TickTable): its extents,
-    gaps included, and the adapter's counts."""
+    """What scoring learned of one source read into ``table`` (a TickTable) from the bytes
+    ``digest`` names: its extents, gaps included, and the adapter's counts."""
     return SourceInfo(
         source_id=table.source_id,
         uri=uri,
         n_steps=table.n_steps,
         k0=table.k0,
-        fingerprint=fingerprint,
+        fingerprint=digest.fingerprint,
         n_segments=n_segments,
         tracks=_track_extents(table.present, table.entity_ids),
         counts=dict(sorted(table.counts.items())),
+        digest=digest.sha256,
         wall_s=dict(wall or {}),
     )
 
@@ -271,11 +287,12 @@ def _features_pass(
         if not segs:
             continue
         try:
-            table = segmenter.presence(adapter.read_table(uri))
+            expect = results[uri][0].expected  # the bytes the first pass read
+            table = segmenter.presence(adapter.read_checked(uri, expect=expect)[0])
             engine.score_segments(table, segs)
             _run_transforms(runner, table, segs)
         except Exception as exc:
-            if on_error == "raise":
+            if on_error == "raise" or isinstance(exc, SourceChangedError):
                 raise
             msg = f"{type(exc).__name__}: {exc}"
             print(f"kuration: skipped source {uri}: {msg}", file=sys.stderr)

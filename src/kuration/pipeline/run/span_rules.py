@@ -4,7 +4,9 @@ After :func:`~kuration.selection.candidates.build_candidate_table` cuts tracks i
 candidates (in memory once, on the disk pool a chunk of sources at a time):
 
 * ``min_span_seconds``: candidates shorter than ``ceil(min_span_seconds * sample_hz)``
-  steps are dropped (counted as ``short_spans_excluded``);
+  steps are dropped (counted as ``short_spans_excluded``); the length compared is the one
+  the budget counts: the span's extent, or under ``budget_time: "present"`` the steps where
+  its entity is present (a 10-minute span holding 8 s of data is 8 s long there);
 * the ``random`` method: each candidate's own seeded draw replaces the aggregate of its
   windows' draws (:func:`~kuration.selection.draws.draw_candidates`);
 * ``tie_break: "seed"``: each candidate gets a seeded order key
@@ -47,12 +49,17 @@ def min_span_steps(min_span_seconds: float, hz: float) -> int:
     return max(1, math.ceil(float(min_span_seconds) * float(hz) - 1e-9))
 
 
-def drop_short(table: CandidateTable, min_steps: int) -> tuple[CandidateTable, int]:
+def drop_short(
+    table: CandidateTable, min_steps: int, count: str = "span"
+) -> tuple[CandidateTable, int]:
     """``table`` without its rows of fewer than ``min_steps`` steps, and how many went.
 
-    Rosters, groups and tag sets are kept as they are (indices stay valid).
+    ``count`` says which steps: ``"span"`` every step of the row's extent, ``"present"``
+    only those where its entity is present (``CandidateTable.present``).  Rosters, groups
+    and tag sets are kept as they are (indices stay valid).
     """
-    keep = table.n_steps >= int(min_steps)
+    length = table.present if count == "present" else table.n_steps
+    keep = length >= int(min_steps)
     gone = int(keep.size - keep.sum())
     if not gone:
         return table, 0
@@ -76,7 +83,8 @@ def apply_span_rules(r: HoursRun, table: CandidateTable) -> CandidateTable:
     (see the module docs); ``r.short_spans`` counts the rows dropped."""
     o: Any = r.opt
     if o.get("min_span_seconds", 0.0) > 0:
-        table, gone = drop_short(table, min_span_steps(o["min_span_seconds"], r.hz))
+        steps = min_span_steps(o["min_span_seconds"], r.hz)
+        table, gone = drop_short(table, steps, o.get("budget_time", "span"))
         r.short_spans += gone
     seed = method_seed(r.strategy.seed, o["seed"])
     if r.strategy.method == "random":

@@ -24,6 +24,7 @@ from ...core.ids import tag_entity_id
 from ...core.progress import emit
 from ...errors import KurationWarning, OutputSpecError
 from ...output.writer import ShardWriter
+from .reread import reread
 
 if TYPE_CHECKING:
     from .state import HoursRun, Planned
@@ -89,7 +90,7 @@ def stage_source(
         if table is None:
             t0 = time.perf_counter()
             with reread_quietly():
-                table = r.adapter.read_entities(*args)
+                table = reread(r.adapter, r.pool().sources[sid], args[1])
             read_s += time.perf_counter() - t0
             roster = {tag_entity_id(e): j for j, e in enumerate(table.entity_ids)}
         meta = {**c.features, "priority": c.priority}

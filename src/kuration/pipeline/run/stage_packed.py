@@ -31,6 +31,7 @@ from ...output.packed import PackedFile, file_digest, pack_plan, write_packed_fi
 from ...output.packed_build import ShardCut
 from ...output.writer import PLAN_KEYS, ShardWriter
 from ...selection.fill import Candidate
+from .reread import reread
 from .stage_local import reread_quietly
 
 if TYPE_CHECKING:
@@ -148,7 +149,7 @@ class _Tracks:
     def _read(self, source_id: str) -> Any:
         """The source's grid (the adapter's read; sources come in order, each read once)."""
         with reread_quietly():
-            return self.r.adapter.read_table(self.r.pool().sources[source_id].uri)
+            return reread(self.r.adapter, self.r.pool().sources[source_id])
 
     def _source(self, c: Candidate) -> None:
         if c.source_id != self.sid:

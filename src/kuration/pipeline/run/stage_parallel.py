@@ -5,7 +5,9 @@ One task per batch of sources (in sorted source order,
 :func:`~kuration.core.executors.batch_size_for` of them) carries each source's URI
 and its admitted tracks that an earlier run cannot supply (``resume``).  The worker
 rebuilds the adapter, output spec and encoder once per process (after the
-job's plugins, as the scoring workers do), rereads the source, cuts each track
+job's plugins, as the scoring workers do), rereads the source (checked against the
+digest of the bytes the score pass read: a changed source fails with
+:class:`~kuration.errors.SourceChangedError` before anything is published), cuts each track
 and writes its shards with a :class:`~kuration.output.writer.ShardWriter`
 rooted at the staging directory, so a shard's bytes and path are those the
 lead would write.  The lead folds the results in submission order: each entry
@@ -109,7 +111,10 @@ def stage_in_workers(
             todo = [(split, c, [e["path"] for e in planned]) for split, c, planned in work[sid]]
             todo = [t for t, item in zip(todo, work[sid], strict=True) if not reuse(item[2])]
             if todo:
-                batch.append({"uri": uri_of[sid], "source_id": sid, "items": todo})
+                expect = r.pool().sources[sid].expected  # the bytes the score pass read
+                batch.append(
+                    {"uri": uri_of[sid], "source_id": sid, "items": todo, "expect": expect}
+                )
             else:  # every shard reused: nothing to send
                 done += 1
                 emit(r.progress, "writing", "advance", current=done, total=len(work), source=sid)
@@ -176,7 +181,9 @@ def _write_one(
     adapter: InputAdapter, writer: ShardWriter, src: Mapping[str, Any]
 ) -> list[dict[str, Any]]:
     with reread_quietly():
-        table = adapter.read_entities(src["uri"], [item[1].entity_id for item in src["items"]])
+        table, _ = adapter.read_checked(
+            src["uri"], entities=[item[1].entity_id for item in src["items"]], expect=src["expect"]
+        )
     roster = {tag_entity_id(e): j for j, e in enumerate(table.entity_ids)}
     out: list[dict[str, Any]] = []
     for split, c, paths in src["items"]:

@@ -471,6 +471,20 @@ def step_publish(r: HoursRun) -> dict[str, Any]:
     return {"rows_in": len(r.to_move), "rows_out": len(r.entries)}
 
 
+def _counted_steps(r: HoursRun) -> dict[str, int]:
+    """Per split, the steps of the shards written in the budget's own unit: every step, or
+    under ``budget_time: "present"`` the steps where the entity is present, so that
+    ``emitted_s`` and ``dropped_tail_s`` count what ``admitted_s`` counts."""
+    out: dict[str, int] = {}
+    if r.opt.get("budget_time") == "present":
+        for split, _, entries in present_planned(r):
+            out[split] = out.get(split, 0) + sum(int(e["n_steps"]) for e in entries)
+        return out
+    for e in r.entries:
+        out[e["split"]] = out.get(e["split"], 0) + int(e["n_steps"])
+    return out
+
+
 def step_manifest(r: HoursRun) -> dict[str, Any]:
     """The manifest document: splits, budget blocks (with their binding) and every shard."""
     o, spec, fill = r.opt, r.spec, r.filled()
@@ -483,10 +497,11 @@ def step_manifest(r: HoursRun) -> dict[str, Any]:
         **unit_record(r, with_counts=True),
     }
     splits: dict[str, Any] = {}
+    counted = _counted_steps(r)
     for split in SPLITS:
         b = dict(fill.budget[split])
         es = [e for e in r.entries if e["split"] == split]
-        b["emitted_s"] = sum(e["n_steps"] for e in es) / r.hz
+        b["emitted_s"] = counted.get(split, 0) / r.hz
         b["dropped_tail_s"] = b["admitted_s"] - b["emitted_s"]
         b["binding"], b["binding_detail"] = r.binding[split]
         budget[split] = b
@@ -494,7 +509,7 @@ def step_manifest(r: HoursRun) -> dict[str, Any]:
             "shards": len(es),
             "tracks": len({(e["source_id"], e["entity_id"], e["span_index"]) for e in es}),
             "sources": sorted({e["source_id"] for e in es}),
-            "seconds": b["emitted_s"],
+            "seconds": sum(e["n_steps"] for e in es) / r.hz,  # the shards' extent
         }
     r.manifest = {
         "format": FORMAT,

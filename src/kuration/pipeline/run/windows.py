@@ -6,6 +6,7 @@ from contextlib import AbstractContextManager
 
 from ...selection.dedup import TableWindowReader, use_window_reader
 from ...sources.base import InputAdapter
+from .reread import checked_reader
 from .scoring import ScoringResult
 
 __all__ = ["window_reader_scope"]
@@ -17,4 +18,5 @@ def window_reader_scope(
     """A ``with`` scope in which the scored sources' windows can be read again through
     ``adapter`` (:class:`~kuration.selection.dedup.TableWindowReader`)."""
     uris = {sid: info.uri for sid, info in scoring.sources.items()}
-    return use_window_reader(TableWindowReader(adapter.read_table, uris))
+    read = checked_reader(adapter, scoring.sources.values())
+    return use_window_reader(TableWindowReader(read, uris))

@@ -135,8 +135,19 @@ def default_memory_budget() -> tuple[int, str] | None:
 
 
 def peak_rss_bytes() -> int:
-    """Peak resident set size of this process so far, in bytes (``getrusage`` ``ru_maxrss``,
-    which Linux counts in KiB and macOS in bytes)."""
+    """Peak resident set size of this process so far, in bytes.
+
+    On Linux this is ``VmHWM`` of ``/proc/self/status`` (the high-water mark of this
+    program's own memory map): ``getrusage``'s ``ru_maxrss`` survives ``execve`` and so
+    counts the peak of whatever forked this process (a 2 GB test runner made a 300 MB
+    ``kur run`` look 2 GB large).  Elsewhere ``ru_maxrss`` (macOS counts it in bytes)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024  # the kernel writes kB
+    except OSError:
+        pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return int(peak) if sys.platform == "darwin" else int(peak) * 1024
 

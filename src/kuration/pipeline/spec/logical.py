@@ -36,16 +36,21 @@ class SeamUse:
 
 @dataclass(frozen=True)
 class CountSelection:
-    """Keep the ``n`` best segments (the count path, :func:`kuration.curate`)."""
+    """Keep the ``n`` best segments (the count path, :func:`kuration.curate`); equal
+    priorities in canonical order (``tie_break="name"``) or by a seeded draw (``"seed"``)."""
 
     n: int
+    tie_break: str = "name"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"mode": "count", "n": self.n}
+        d: dict[str, Any] = {"mode": "count", "n": self.n}
+        if self.tie_break != "name":  # left out at the default: recorded bytes kept
+            d["tie_break"] = self.tie_break
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> CountSelection:
-        return cls(int(d["n"]))
+        return cls(int(d["n"]), str(d.get("tie_break", "name")))
 
 
 #: The budget-unit options of :class:`HoursSelection` and their defaults (issue 29).
@@ -92,7 +97,8 @@ class HoursSelection:
     sample_hz : float, optional
         When set, must equal the schema's (no resampling).
     min_span_seconds : float
-        Spans (or whole tracks) shorter than this are no candidates.
+        Spans (or whole tracks) shorter than this are no candidates: their extent, or
+        under ``budget_time="present"`` their present seconds.
     budget_time : {"span", "present"}
         Budgets count a candidate's whole span, or only its entity's present ticks.
     tie_break : {"name", "seed"}

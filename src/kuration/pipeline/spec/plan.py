@@ -372,7 +372,7 @@ class StageTelemetry:
     streamed : bool or None
         True when the stage read its sources lazily (``streaming=True``).
     peak_rss_bytes : int or None
-        The process's peak resident memory when the stage ended (``ru_maxrss``),
+        The process's peak resident memory when the stage ended (``peak_rss_bytes``: VmHWM on Linux),
         recorded by streaming stages.
     executor : str or None
         The executor that ran the stage's batches (``local``, ``process``, ``ray``);

@@ -31,7 +31,7 @@ a source (time going back) is refused while reading it, naming the file row
 (:class:`~kuration.errors.StreamOrderError`).
 
 Each streaming step records ``streamed: true`` and the process's peak
-resident memory so far (``peak_rss_bytes``, from ``getrusage`` ``ru_maxrss``)
+resident memory so far (``peak_rss_bytes``: VmHWM of this program on Linux)
 in its :class:`~kuration.pipeline.spec.plan.StageTelemetry`.
 """
 
@@ -48,7 +48,7 @@ import numpy as np
 from ...contracts.segment import Segment, Segmenter
 from ...core.ids import tag_entity_id
 from ...core.progress import ProgressCallback, emit
-from ...errors import StreamingError
+from ...errors import SourceChangedError, StreamingError
 from ...metrics.features import FeatureEngine
 from ...output.commit import Journal, make_durable, remove_tree, staging_dir
 from ...output.containers import container_can
@@ -57,6 +57,7 @@ from ...output.writer import ShardWriter
 from ...selection.presence import absent_runs, gap_tuples
 from ...sources.stream import DEFAULT_BATCH_ROWS, TickStream
 from ...sources.timeseries import TimeseriesAdapter
+from ..run.reread import held_still
 from ..run.scorer_pass import run_scorers
 from ..run.scoring import ScoringResult, SourceInfo, TrackExtent, _merge, _Tally
 from ..run.steps import STEPS, HoursRun, _reuse
@@ -172,11 +173,12 @@ def _stream_one(
     ext = _Extents()
     segs: list[Segment] = []
     blocks = (segmenter.presence(b) for b in ts.blocks())  # present_where, when set
-    for seg, window in segmenter.stream(ts.source_id, ext.watch(blocks)):
-        one = Segment(seg.source_id, 0, seg.n_steps, entity=seg.entity)
-        engine.score_segments(window, [one])
-        seg.features = one.features
-        segs.append(seg)
+    with held_still(adapter, uri) as digest:  # a stream is not hashed as it is parsed
+        for seg, window in segmenter.stream(ts.source_id, ext.watch(blocks)):
+            one = Segment(seg.source_id, 0, seg.n_steps, entity=seg.entity)
+            engine.score_segments(window, [one])
+            seg.features = one.features
+            segs.append(seg)
     reason = None
     if not segs:
         reason = (
@@ -189,7 +191,7 @@ def _stream_one(
         uri=str(uri),
         n_steps=ext.n_steps,
         k0=ext.k0,
-        fingerprint=adapter.fingerprint(uri),
+        fingerprint=digest.fingerprint,
         n_segments=len(segs),
         tracks=ext.tracks(ts.roster),
         counts=dict(sorted(ts.counts.items())),
@@ -328,6 +330,37 @@ def step_stream_score(r: HoursRun) -> list[StageTelemetry]:
 # ---- the second pass ---------------------------------------------------------------------
 
 
+def _stream_write(
+    r: HoursRun, writer: ShardWriter, info: SourceInfo, todo: list[Any], batch_rows: int
+) -> tuple[int, list[StreamTrack]]:
+    """Stream one source again and flush its admitted tracks' shards (the largest number
+    of tracks open at once, and the tracks)."""
+    ts = TickStream(r.adapter, info.uri, batch_rows=batch_rows)
+    row = {tag_entity_id(e): j for j, e in enumerate(ts.roster)}
+    tracks = [
+        StreamTrack(
+            split,
+            c.entity_id,
+            row[tag_entity_id(c.entity_id)],
+            c.first,
+            c.last,
+            c.span_index,
+            {**c.features, "priority": c.priority},
+            [dict(e) for e in planned],
+        )
+        for split, c, planned in todo
+    ]
+    return write_stream(writer, info.source_id, info.k0, ts.blocks(), tracks), tracks
+
+
+def _forget_attempt(r: HoursRun) -> None:
+    """Drop this attempt's staging journal: its shards may hold bytes of a changed source,
+    and a resumed run must rebuild rather than adopt them."""
+    assert r.journal is not None
+    r.journal.close()
+    r.journal.path.unlink(missing_ok=True)
+
+
 def step_stream_stage(r: HoursRun) -> list[StageTelemetry]:
     """Streaming ``stage``: each source with a shard to build is read again, block by block,
     and its shards are flushed from the stream into the staging namespace."""
@@ -350,23 +383,15 @@ def step_stream_stage(r: HoursRun) -> list[StageTelemetry]:
         todo = [(split, c, planned) for split, c, planned in work[sid]]
         todo = [x for x in todo if not _reuse(r, stage, x[2])]
         if todo:
-            ts = TickStream(r.adapter, pool.sources[sid].uri, batch_rows=batch_rows)
-            row = {tag_entity_id(e): j for j, e in enumerate(ts.roster)}
-            tracks = [
-                StreamTrack(
-                    split,
-                    c.entity_id,
-                    row[tag_entity_id(c.entity_id)],
-                    c.first,
-                    c.last,
-                    c.span_index,
-                    {**c.features, "priority": c.priority},
-                    [dict(e) for e in planned],
-                )
-                for split, c, planned in todo
-            ]
-            most = max(most, write_stream(writer, sid, pool.sources[sid].k0, ts.blocks(), tracks))
-            for t in tracks:
+            info = pool.sources[sid]
+            try:  # roster and blocks: the bytes the score pass streamed, or fail
+                with held_still(r.adapter, info.uri, info.expected):
+                    tracks = _stream_write(r, writer, info, todo, batch_rows)
+            except SourceChangedError:
+                _forget_attempt(r)  # shards streamed from other bytes: none may be reused
+                raise
+            most = max(most, tracks[0])
+            for t in tracks[1]:
                 r.entries.extend(t.planned)
                 r.to_move.extend(e["path"] for e in t.planned)
                 r.rebuilt += len(t.planned)

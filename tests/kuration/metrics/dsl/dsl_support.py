@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from kuration import SchemaSpec, TickTable, WindowBuffer
+from kuration import SchemaSpec, TickTable
+from kuration.extend import WindowBuffer
 
 HZ = 2.0
 

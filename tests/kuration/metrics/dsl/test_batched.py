@@ -8,7 +8,8 @@ from dsl_support import SCHEMA, make_table, random_values
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kuration import FeatureEngine, Segmenter, WindowBatch, build_window, compile_metric
+from kuration import Segmenter
+from kuration.extend import FeatureEngine, WindowBatch, build_window, compile_metric
 
 # every token appears at least once
 DEFINE = {

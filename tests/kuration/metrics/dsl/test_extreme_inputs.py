@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from kuration import FeatureEngine, MetricCompileError, build_window, compile_metric
+from kuration.errors import MetricCompileError
+from kuration.extend import FeatureEngine, build_window, compile_metric
 from kuration.metrics.dsl.grammar import TOKENS
 from kuration.metrics.dsl.hull import hull_area
 

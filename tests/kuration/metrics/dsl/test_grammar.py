@@ -11,7 +11,8 @@ from dsl_support import SCHEMA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kuration import MetricCompileError, compile_metric
+from kuration.errors import MetricCompileError
+from kuration.extend import compile_metric
 from kuration.metrics.dsl import grammar
 from kuration.metrics.dsl.grammar import TOKENS, parse_metric
 

@@ -8,7 +8,7 @@ from dsl_support import SCHEMA, make_table, random_values
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kuration import FeatureEngine, build_window
+from kuration.extend import FeatureEngine, build_window
 from kuration.metrics.dsl import order_stats, reduces
 
 

@@ -16,7 +16,8 @@ from scipy import stats
 from scipy.spatial import ConvexHull, QhullError
 from scipy.spatial.distance import cdist
 
-from kuration import MetricCompileError, compile_metric
+from kuration.errors import MetricCompileError
+from kuration.extend import compile_metric
 
 FAST = settings(max_examples=30, deadline=None)
 CMPS = {
@@ -719,7 +720,7 @@ def test_bit_beyond_dtype_width_fails_at_compile_even_if_the_schema_let_it_throu
 
 def test_geodetic_speed_matches_reported_groundspeed(adsb_adapter, adsb_sources) -> None:
     """On real ADS-B: speed from lat/lon agrees with the reported groundspeed."""
-    from kuration import build_window
+    from kuration.extend import build_window
 
     table = adsb_adapter.read_table(str(adsb_sources[3]))
     buf = build_window(table, 0, table.n_steps)
@@ -733,7 +734,7 @@ def test_geodetic_speed_matches_reported_groundspeed(adsb_adapter, adsb_sources)
 
 def test_geodetic_heading_matches_reported_track(adsb_adapter, adsb_sources) -> None:
     """On real ADS-B: the heading of motion agrees with the reported track of fast aircraft."""
-    from kuration import build_window
+    from kuration.extend import build_window
 
     table = adsb_adapter.read_table(str(adsb_sources[3]))
     buf = build_window(table, 0, table.n_steps)
@@ -769,7 +770,7 @@ def test_random_windows_never_warn_or_raise(buf) -> None:
 
 
 def test_absent_values_and_partial_vectors_are_missing() -> None:
-    from kuration import WindowBuffer
+    from kuration.extend import WindowBuffer
 
     pos = np.arange(12, dtype=float).reshape(3, 2, 2) * 100
     pos[1, 1, 0] = np.nan  # half a vector is no vector

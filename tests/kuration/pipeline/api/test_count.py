@@ -9,15 +9,9 @@ import numpy as np
 import pytest
 from scipy.stats import ks_2samp, spearmanr, wasserstein_distance
 
-from kuration import (
-    Segmenter,
-    StrategyError,
-    compare_strategies,
-    curate,
-    load_strategy,
-    run_experiment,
-)
+from kuration import Segmenter, compare_strategies, curate, load_strategy, run_experiment
 from kuration.cli.main import main
+from kuration.errors import StrategyError
 from kuration.tools.audit import coverage_metrics, distribution_shift, ks_statistic
 
 STRATEGIES = Path(__file__).resolve().parents[4] / "examples" / "adsb_quickstart" / "strategies"

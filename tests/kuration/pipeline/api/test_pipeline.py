@@ -10,14 +10,8 @@ from typing import Any
 
 import pytest
 
-from kuration import (
-    JobError,
-    OutputSpec,
-    Pipeline,
-    PipelineError,
-    curate,
-    run_job,
-)
+from kuration import OutputSpec, Pipeline, curate, run_job
+from kuration.errors import JobError, PipelineError
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "adsb_quickstart"
 SKIP = {"config.json", "dataset.commit.json", ".kuration-writer.lock"}

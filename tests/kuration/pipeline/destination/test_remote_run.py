@@ -20,16 +20,9 @@ import numpy as np
 import pytest
 import s3fs
 
-from kuration import (
-    BudgetGranularityWarning,
-    CuratedDatasetAdapter,
-    DatasetExistsError,
-    DatasetIntegrityError,
-    iter_shards,
-    open_dataset,
-    run_job,
-)
+from kuration import CuratedDatasetAdapter, iter_shards, open_dataset, run_job
 from kuration.cli.main import main as cli_main
+from kuration.errors import BudgetGranularityWarning, DatasetExistsError, DatasetIntegrityError
 from kuration.output.commit import COMMIT_NAME, LOCK_NAME, MANIFEST_NAME, STAGING_NAME
 
 CHILD = Path(__file__).with_name("_remote_fault_child.py")
@@ -235,7 +228,7 @@ def test_a_failure_at_a_remote_step_keeps_or_names_the_dataset(
 ) -> None:
     """The remote steps follow the local order: up to ``config`` the committed dataset stays
     as it was; a failure while publishing leaves ``writing``, named with ``--resume``."""
-    from kuration import PipelineError
+    from kuration.errors import PipelineError
     from kuration.pipeline.destination import remote as remote_run
 
     url = f"{s3_bucket}/fail-{step}"

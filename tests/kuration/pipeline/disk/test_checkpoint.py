@@ -15,8 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kuration import DatasetIntegrityError, Segmenter, load_strategy
+from kuration import Segmenter, load_strategy
 from kuration.contracts.segment import Segment
+from kuration.errors import DatasetIntegrityError
 from kuration.pipeline.disk.checkpoint import StageCheckpoint
 from kuration.pipeline.disk.pool import select_on_disk
 from kuration.pipeline.disk.segment_batch import SegmentBatch

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from kuration import PipelineError, run_job
+from kuration import run_job
 from kuration.cli.main import main as kur_main
+from kuration.errors import PipelineError
 from kuration.pipeline.api.pipeline import Pipeline
 from kuration.pipeline.disk.pool import DiskSelection
 from kuration.pipeline.spec.budget import (

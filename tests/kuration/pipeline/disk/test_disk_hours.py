@@ -345,7 +345,7 @@ def test_a_remote_write_on_the_disk_pool_reads_back_like_local(
 
     from tests.kuration.pipeline.destination.test_remote_run import _local_bytes, _remote_bytes
 
-    from kuration import BudgetGranularityWarning
+    from kuration.errors import BudgetGranularityWarning
 
     url = f"{s3_bucket}/runs/disk"
     with warnings.catch_warnings():

@@ -8,16 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kuration import (
-    DiskSelection,
-    Pipeline,
-    PipelineError,
-    PipelineOptions,
-    Segmenter,
-    curate,
-    load_strategy,
-)
-from kuration.pipeline.disk.pool import DISK_RUNTIME, select_on_disk
+from kuration import Pipeline, PipelineOptions, Segmenter, curate, load_strategy
+from kuration.errors import PipelineError
+from kuration.pipeline.disk.pool import DISK_RUNTIME, DiskSelection, select_on_disk
 from kuration.pipeline.spec.plan import REFERENCE_RUNTIME
 
 STRATEGIES = Path(__file__).resolve().parents[4] / "examples" / "adsb_quickstart" / "strategies"

@@ -8,16 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from kuration import (
-    JobError,
-    PhysicalPlan,
-    Pipeline,
-    StageTelemetry,
-    TimeseriesAdapter,
-    register_metric,
-)
+from kuration import Pipeline, TimeseriesAdapter
 from kuration.cli.main import main
+from kuration.errors import JobError
+from kuration.extend import register_metric
 from kuration.metrics.features import _METRICS
+from kuration.pipeline.spec.plan import PhysicalPlan, StageTelemetry
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "adsb_quickstart"
 
@@ -98,7 +94,7 @@ def test_declaring_a_metric_non_fusible_changes_the_islands(job: Pipeline, barri
 
 
 def test_hours_options_are_checked_by_explain(job: Pipeline) -> None:
-    from kuration import OutputSpecError
+    from kuration.errors import OutputSpecError
 
     with pytest.raises(OutputSpecError, match="clip_aggregate"):
         job.sample(hours=1.0, clip_aggregate="median").explain()

@@ -24,8 +24,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kuration import DatasetIntegrityError, DestinationError, PipelineError, iter_shards, run_job
+from kuration import iter_shards, run_job
 from kuration.cli.main import main as cli_main
+from kuration.errors import DatasetIntegrityError, DestinationError, PipelineError
 from kuration.output.commit import read_commit
 from kuration.pipeline.dispatch import hours
 from kuration.pipeline.run import steps as hours_steps

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kuration import EmptyPoolError, KurationError, Segmenter, load_strategy, score_sources
+from kuration import KurationError, Segmenter, load_strategy, score_sources
+from kuration.errors import EmptyPoolError
 from kuration.pipeline.api.count import select_segments
 
 

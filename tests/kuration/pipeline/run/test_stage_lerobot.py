@@ -20,8 +20,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from kuration import DatasetIntegrityError, PipelineError, iter_shards
+from kuration import iter_shards
 from kuration.cli.main import main as kur_main
+from kuration.errors import DatasetIntegrityError, PipelineError
 from kuration.output.commit import read_commit
 from kuration.pipeline.dispatch import hours
 from kuration.pipeline.run import steps as hours_steps

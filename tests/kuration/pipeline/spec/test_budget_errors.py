@@ -18,8 +18,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from kuration import EmptySplitError, GroupCapError, run_job
+from kuration import run_job
 from kuration.core.jsonio import loads_strict
+from kuration.errors import EmptySplitError, GroupCapError
 
 # small budgets filled with whole 15-minute tracks overshoot their request on purpose here
 pytestmark = pytest.mark.filterwarnings("ignore::kuration.errors.BudgetGranularityWarning")
@@ -100,7 +101,7 @@ def test_a_split_that_would_end_empty_fails_unless_allowed(
 
 
 def test_allow_empty_split_must_be_a_boolean(small_job: dict, tmp_path: Path):
-    from kuration import JobError
+    from kuration.errors import JobError
 
     with pytest.raises(JobError, match="allow_empty_split"):
         run_job({**small_job, "allow_empty_split": "yes"}, tmp_path / "out")
@@ -138,3 +139,23 @@ def test_an_underfilled_split_exits_0_and_names_its_binding_constraint(
         check.stdout
     )
     assert "NOTE  train under-filled, binding constraint: pool size" in check.stdout
+
+
+def test_the_baseline_is_this_programs_own_peak_not_its_parents() -> None:
+    """``ru_maxrss`` survives ``fork`` + ``execve``: a ``kur run`` started by a 2 GB test
+    runner measured a 2 GB baseline and refused a 2 GB budget it fits in (README's streaming
+    example, inside the full suite)."""
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    ballast = np.ones(400 * 2**20 // 8)  # 400 MiB resident in this process
+    ballast += 1.0
+    code = "from kuration.pipeline.spec.budget import peak_rss_bytes; print(peak_rss_bytes())"
+    # bash forks (a copy of this process's map), then execs python: the case kur meets
+    out = subprocess.run(
+        ["bash", "-c", f"{sys.executable} -c '{code}'"], capture_output=True, text=True, check=True
+    )
+    assert int(out.stdout) < 300 * 2**20, out.stdout
+    assert ballast[0] == 2.0

@@ -11,14 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kuration import (
-    DatasetExistsError,
-    DatasetIntegrityError,
-    EmptyPoolError,
-    iter_shards,
-    run_job,
-    shard_entries,
-)
+from kuration import iter_shards, run_job, shard_entries
+from kuration.errors import DatasetExistsError, DatasetIntegrityError, EmptyPoolError
 
 # small budgets filled with whole 15-minute tracks overshoot their request on purpose here
 pytestmark = pytest.mark.filterwarnings("ignore::kuration.errors.BudgetGranularityWarning")

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hst
 
-from kuration import JobError, Pipeline, PipelineError, run_job
+from kuration import Pipeline, run_job
+from kuration.errors import JobError, PipelineError
 from kuration.pipeline.run.scoring import TrackExtent
 from kuration.pipeline.spec.job import load_job
 from kuration.pipeline.spec.split_rules import check_split_rule, rule_splits, split_report

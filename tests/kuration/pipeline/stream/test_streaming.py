@@ -14,17 +14,16 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from kuration import (
+from kuration import Pipeline
+from kuration.cli.main import main
+from kuration.errors import (
     BudgetGranularityWarning,
     MemoryBudgetError,
-    Pipeline,
     StreamingError,
     StreamOrderError,
-    estimate_peak,
 )
-from kuration.cli.main import main
 from kuration.metrics.scorers import register_scorer
-from kuration.pipeline.spec.budget import check_memory_budget, check_plan_memory
+from kuration.pipeline.spec.budget import check_memory_budget, check_plan_memory, estimate_peak
 
 
 @pytest.fixture(scope="module")

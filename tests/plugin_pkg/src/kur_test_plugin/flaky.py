@@ -10,7 +10,7 @@ def half(buf) -> float:
 
 
 def register() -> None:
-    from kuration import register_metric
+    from kuration.extend import register_metric
 
     register_metric("test_plugin_half", clobber=True)(half)
     if os.environ.get("KUR_TEST_PLUGIN_FAIL"):

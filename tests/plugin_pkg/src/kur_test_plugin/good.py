@@ -8,6 +8,6 @@ def entity_count(buf) -> float:
 
 
 def register() -> None:
-    from kuration import register_metric
+    from kuration.extend import register_metric
 
     register_metric("test_plugin_entity_count", clobber=True)(entity_count)
