@@ -136,6 +136,12 @@ class _Recorder:
                 emit(self, seam, "complete", total=0)
 
 
+def _decided(notes: tuple[str, ...], decision: str) -> tuple[str, ...]:
+    """The plan's notes once the run has chosen its pool: the decision first, in place of the
+    planner's "chosen when the run starts" note; the other notes (workers, ...) kept."""
+    return (decision, *(n for n in notes if not n.startswith("pool:")))
+
+
 def _resolve(p: Pipeline, progress: ProgressCallback | None) -> list[str]:
     emit(progress, "provenance", "start", total=None)
     if isinstance(p.sources, Mapping) and "uris" in p.sources:  # resolved already (curate())
@@ -222,10 +228,10 @@ def _execute(
         choice = budget_pool(p, sources)
         if choice is not None and choice.disk:  # the pool does not fit: the disk pool runs it
             auto = p.options(pool="disk")
-            plan = dataclasses.replace(compile_plan(auto), notes=(*plan.notes, choice.note()))
+            plan = dataclasses.replace(compile_plan(auto), notes=_decided(plan.notes, choice.note()))
             return _execute_disk(auto, plan, dest, sources, choice.index_bytes)
         if choice is not None:
-            plan = dataclasses.replace(plan, notes=(*plan.notes, choice.note()))
+            plan = dataclasses.replace(plan, notes=_decided(plan.notes, choice.note()))
         check_plan_memory(p, sources)
         _warn_unused_checkpoints(p)
         result, steps = _run_count(p, sources, rec)
@@ -333,11 +339,11 @@ def _execute_hours(
             choice = budget_pool(p, sources)
             if choice is not None and choice.disk:  # the pool does not fit: the disk pool runs it
                 p = p.options(pool="disk")
-                plan = dataclasses.replace(compile_plan(p), notes=(*plan.notes, choice.note()))
+                plan = dataclasses.replace(compile_plan(p), notes=_decided(plan.notes, choice.note()))
                 index_bytes = choice.index_bytes
             else:
                 if choice is not None:
-                    plan = dataclasses.replace(plan, notes=(*plan.notes, choice.note()))
+                    plan = dataclasses.replace(plan, notes=_decided(plan.notes, choice.note()))
                 check_plan_memory(p, sources)  # from metadata, before any row is read
                 _warn_unused_checkpoints(p)
         n = len(sources)
