@@ -231,7 +231,9 @@ class CandidateTable(Sequence[Candidate]):
         g_of: dict[str, int] = {}
         t_of: dict[frozenset[str], int] = {frozenset(): 0}
         n = len(candidates)
-        cols = {k: np.empty(n, np.int64) for k in ("source", "entity", "first", "last", "span")}
+        cols: dict[str, np.ndarray] = {
+            k: np.empty(n, np.int64) for k in ("source", "entity", "first", "last", "span")
+        }
         cols.update(priority=np.empty(n), group=np.empty(n, np.int64), tags=np.empty(n, np.int64))
         for i, c in enumerate(candidates):
             s = s_of[c.source_id]
@@ -245,7 +247,18 @@ class CandidateTable(Sequence[Candidate]):
             cols["group"][i] = -1 if c.group is None else g_of.setdefault(c.group, len(g_of))
             cols["tags"][i] = t_of.setdefault(frozenset(c.tags), len(t_of))
         table = cls(
-            source_ids=sids, entity_ids=ents, groups=list(g_of), tag_sets=list(t_of), **cols
+            source_ids=sids,
+            entity_ids=ents,
+            groups=list(g_of),
+            tag_sets=list(t_of),
+            source=cols["source"],
+            entity=cols["entity"],
+            first=cols["first"],
+            last=cols["last"],
+            span=cols["span"],
+            priority=cols["priority"],
+            group=cols["group"],
+            tags=cols["tags"],
         )
         table._objects = candidates
         return table
@@ -352,7 +365,7 @@ class CandidateTable(Sequence[Candidate]):
         :attr:`tie` key first among equal priorities when the table has one."""
         s, e = self._rank()
         span0 = np.maximum(self.span[rows], 0)
-        keys = (span0, e[rows], s[rows])
+        keys: tuple[np.ndarray, ...] = (span0, e[rows], s[rows])
         if self.tie is not None:
             keys = (*keys, self.tie[rows])
         return rows[np.lexsort((*keys, -self.priority[rows]))]
@@ -678,8 +691,10 @@ def build_candidate_table(
         for sg in segs:  # track-scoped windows: a span sees its own entity's only
             by_ent.setdefault(sg.entity, []).append(sg)
         track = e_idx.size > 0 and bool(by_ent) and None not in by_ent
-        bounds = np.flatnonzero(np.r_[True, e_idx[1:] != e_idx[:-1], True]) if track else []
-        for lo, hi in itertools.pairwise(list(bounds)):
+        bounds: list[int] = (
+            np.flatnonzero(np.r_[True, e_idx[1:] != e_idx[:-1], True]).tolist() if track else []
+        )
+        for lo, hi in itertools.pairwise(bounds):
             c = slice(lo, hi)
             ent = by_ent.get(tag_entity_id(exts[int(e_idx[lo])].entity_id), [])
             parts.append((s_idx, e_idx[c], k[c], a[c], b[c], ent, present[c]))

@@ -69,8 +69,10 @@ def to_arrow(obj: Any) -> pa.Table:
         if type(obj).__module__.split(".")[0] == "pandas":
             return pa.Table.from_pandas(obj, preserve_index=False)
     except (pa.ArrowException, TypeError, ValueError) as exc:
-        raise SourceError(f"cannot turn the in-memory source into an Arrow table: {exc}") from exc
-    raise SourceError(f"not an in-memory source: {type(obj).__name__}")
+        raise SourceError(
+            f"cannot turn it into an Arrow table: {exc}", source="in-memory source"
+        ) from exc
+    raise SourceError(f"not an in-memory source: {type(obj).__name__}", source="sources")
 
 
 def ipc_bytes(table: pa.Table) -> bytes:
@@ -87,8 +89,8 @@ def _spill(obj: Any, name: str | None, root: Path) -> str:
     name = name or f"memory-{digest[:12]}"
     if not _NAME.match(name):
         raise SourceError(
-            f"in-memory source name {name!r}: use letters, digits, '_' and '-' (it is the "
-            "source id)"
+            "an in-memory source name uses letters, digits, '_' and '-' (it is the source id)",
+            source=name,
         )
     path = root / digest / f"{name}.arrows"
     if not path.exists():
@@ -133,5 +135,7 @@ def spill_sources(sources: Any, root: str | os.PathLike[str] | None = None) -> l
         if all(mem):
             return [_spill(s, None, base) for s in sources]
         if any(mem):
-            raise SourceError("sources mix in-memory objects and paths: give one kind")
+            raise SourceError(
+                "in-memory objects and paths are mixed: give one kind", source="sources"
+            )
     return None

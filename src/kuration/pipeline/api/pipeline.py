@@ -533,7 +533,7 @@ class Pipeline:
 
     def write(
         self, dest: str | os.PathLike[str], *, force: bool = False, resume: bool = False
-    ) -> DatasetWriteResult | CurationResult:
+    ) -> DatasetWriteResult | CurationResult | DiskSelection:
         """Run and write: hours selections write a dataset (``write_dataset``); count
         selections write the curation result as JSON to the file ``dest``.
 
@@ -543,7 +543,7 @@ class Pipeline:
         """
         return self.execute(dest, force=force, resume=resume).result
 
-    def run(self) -> CurationResult:
+    def run(self) -> CurationResult | DiskSelection:
         """Run a count selection (``curate``) and return its result (a
         :class:`~kuration.pipeline.disk.pool.DiskSelection` when the plan runs on the
         disk-backed pool, ``options(pool="disk")``).
@@ -557,7 +557,7 @@ class Pipeline:
             raise PipelineError("run() is for .select(n=...); write an hours budget", step="run")
         res = self.execute().result
         assert isinstance(res, CurationResult | DiskSelection)
-        return res  # type: ignore[return-value]
+        return res
 
     def compare(
         self,

@@ -292,6 +292,7 @@ def _execute_disk(
         if sources is None:
             sources = _resolve(p, p.opts.progress)
         p, plan = _fit_workers(p, plan, len(sources))
+        assert p.schema and p.adapter and p.segmenter and p.strategy_  # the fitted copy too
         result = select_on_disk(
             p.schema,
             p.adapter,

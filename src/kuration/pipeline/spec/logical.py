@@ -262,7 +262,7 @@ class PipelineOptions:
     def to_dict(self) -> dict[str, Any]:
         """JSON form (the callback is not serializable: only whether one is set;
         ``executor_options`` only when some are set)."""
-        d = {
+        d: dict[str, Any] = {
             "workers": self.workers,
             "executor": self.resolved_executor,
             "seed": self.seed,
