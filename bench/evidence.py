@@ -94,6 +94,10 @@ def arms_for(domain: ed.Domain) -> list[ea.Arm]:
     # the same through kuration's hours path with track-scoped windows (segmenter scope)
     arms.append(ea.Arm("sdk-track:shipped", shipped, "sdk-track", **opts))
     arms.append(ea.Arm("sdk-track:quality+uniform-bins", qb, "sdk-track", **opts))
+    # the quality arm as a shipped strategy: random spans, filters vetoing whole spans
+    qr = {**sdk_random, "name": "quality-random", "define": qb["define"], "filters": q["filters"]}
+    arms.append(ea.Arm("sdk-track:quality-random", qr, "sdk-track", **opts))
+    arms.append(ea.Arm("sdk-track:quality-random+veto", qr, "sdk-track", **opts, veto=True))
     return arms
 
 

@@ -59,6 +59,7 @@ class Arm:
     clip_aggregate: str = "mean"
     min_track_seconds: float = 0.0
     group_cap: bool = True
+    veto: bool = False  # the job's filter_scope "span": a failed window keeps its span out
 
 
 @dataclass
@@ -238,6 +239,7 @@ def _scene_order(
         min_steps=max(1, int(np.ceil(arm.min_track_seconds * hz))),
         span_steps=round(loaded.domain.span_seconds * hz),
         group_of=group_of,
+        veto=arm.veto,
     )
     if strategy.method == "random":  # each span its own draw, as the hours path does
         draw_candidates(table, method_seed(strategy.seed, seed))

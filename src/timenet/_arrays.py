@@ -14,7 +14,7 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from timenet.errors import HasNullsError
 
-Values = pa.Array | np.ndarray
+Values: TypeAlias = "pa.Array | np.ndarray"
 
 
 class Source(ABC):

@@ -65,7 +65,7 @@ def run_guarded(prog: str, fn: Callable[[], int], errors: tuple[type[BaseExcepti
         # the interpreter's final flush cannot fail again (the Python docs' SIGPIPE recipe)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except (*errors, OSError) as exc:
+    except (*errors, OSError) as exc:  # type: ignore[misc]  # mypy cannot type a starred except tuple
         print(f"{prog}: error: {describe(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -191,9 +191,9 @@ def check_signal_times(
             f"times have shape {ts.shape}, values have {length} steps", signal=name, record=record
         )
     if length > 1:
-        bad = np.flatnonzero(np.diff(ts) <= 0)
-        if bad.size:
-            i = int(bad[0])
+        unordered = np.flatnonzero(np.diff(ts) <= 0)
+        if unordered.size:
+            i = int(unordered[0])
             raise SchemaError(
                 f"times must be strictly increasing; step {i + 1} ({ts[i + 1]}) does not "
                 f"follow step {i} ({ts[i]})",

@@ -73,7 +73,7 @@ def open_store(
     """
     store = NameStore(name, f"{index:04d}-{_slug(name)}", spec.dtype, spec.shape, spec.unit, kind)
     path = staging / store.file
-    attrs = {"name": name, "unit": spec.unit}
+    attrs: dict[str, Any] = {"name": name, "unit": spec.unit}
     if kind == "parquet":
         store.writer = pq.ParquetWriter(
             path,

@@ -292,7 +292,8 @@ class Catalog:
         self, record_index: int | None = None, signal: str | None = None
     ) -> list[Annotation]:
         """Annotations, optionally filtered by record and signal."""
-        where, params = [], []
+        where: list[str] = []
+        params: list[Any] = []
         if record_index is not None:
             where.append("a.record_idx = ?")
             params.append(record_index)
@@ -332,7 +333,8 @@ class Catalog:
 
     def tasks(self, record_index: int | None = None, name: str | None = None) -> list[Task]:
         """Tasks, optionally filtered by record and task name."""
-        where, params = [], []
+        where: list[str] = []
+        params: list[Any] = []
         if record_index is not None:
             where.append("t.record_idx = ?")
             params.append(record_index)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -29,8 +29,10 @@ __all__ = [
     "SignalSchema",
 ]
 
-FORMAT_NAME = "timef"
-FORMAT_VERSION = 1
+FORMAT_NAME: Final = "timef"
+FORMAT_VERSION: Final = 1
+
+AccessLevel = Literal["open", "registration", "credentialed", "restricted"]
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -51,7 +53,7 @@ class AccessRequirements(_Frozen):
         Where to obtain access.
     """
 
-    level: Literal["open", "registration", "credentialed", "restricted"] = "open"
+    level: AccessLevel = "open"
     terms: str = ""
     url: str | None = None
 
@@ -61,7 +63,7 @@ class AccessRequirements(_Frozen):
         return ACCESS_LEVELS.index(self.level)
 
 
-ACCESS_LEVELS = ("open", "registration", "credentialed", "restricted")
+ACCESS_LEVELS: tuple[AccessLevel, ...] = ("open", "registration", "credentialed", "restricted")
 
 
 class InheritedAccess(_Frozen):
@@ -83,7 +85,7 @@ class EffectiveAccess(_Frozen):
         first (if it has one), then its parents' effective sources, each once.
     """
 
-    level: Literal["open", "registration", "credentialed", "restricted"] = "open"
+    level: AccessLevel = "open"
     sources: tuple[InheritedAccess, ...] = ()
 
     @classmethod

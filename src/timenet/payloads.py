@@ -144,7 +144,7 @@ class PayloadVersionHandle(VersionHandle):
             self.entry(prefix)
         for vpath in inside:
             self.path(vpath)
-        return self.releases[split[0]].locate(split[1])  # type: ignore[no-any-return]
+        return self.releases[split[0]].locate(split[1])
 
     def unverified_path(self, rel: str) -> Path | None:
         split = split_payload_path(rel)
@@ -152,7 +152,7 @@ class PayloadVersionHandle(VersionHandle):
             return self.inner.unverified_path(rel)
         if self.verify and rel not in self._verified:
             self.entry(rel)
-            return self.releases[split[0]].locate(split[1])  # type: ignore[no-any-return]
+            return self.releases[split[0]].locate(split[1])
         return None
 
     def mark_verified(self, rel: str, digest: str, size: int) -> None:

@@ -256,7 +256,7 @@ class Signal:
             return pd.Series(np.asarray(values), index=index, name=self.name)
         masked = self.to_masked(unit)
         flat = masked.reshape(self.length, -1)
-        data = flat.astype(np.float64).filled(np.nan) if masked.mask.any() else flat.data
+        data = np.ma.filled(flat.astype(np.float64), np.nan) if masked.mask.any() else flat.data
         cols = [f"{self.name}[{','.join(map(str, i))}]" for i in np.ndindex(*self.spec.shape)]
         return pd.DataFrame(data, index=index, columns=cols)
 
@@ -549,7 +549,7 @@ class _DatasetView:
         items: list[Any] = self.annotations() if kind == "annotation" else self.tasks()
         for item in items:
             if str(item.id) == key:
-                return item  # type: ignore[no-any-return]
+                return item
         raise RecordNotFoundError(f"{kind} {key!r}")
 
 
@@ -691,8 +691,7 @@ def _read_parquet_columns(handle: VersionHandle, rels: list[str]) -> dict[str, A
             mapped[rel] = pa.memory_map(str(pending)).read_buffer()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="timenet-sha256") as hasher:
         digests = {
-            rel: hasher.submit(lambda b=buf: hashlib.sha256(memoryview(b)).hexdigest())
-            for rel, buf in mapped.items()
+            rel: hasher.submit(hashlib.sha256, memoryview(buf)) for rel, buf in mapped.items()
         }
         columns: dict[str, Any] = {}
         try:
@@ -705,7 +704,7 @@ def _read_parquet_columns(handle: VersionHandle, rels: list[str]) -> dict[str, A
         finally:
             # also when a decode failed: a changed file is an IntegrityError, not Arrow's
             for rel, digest in digests.items():
-                handle.mark_verified(rel, digest.result(), mapped[rel].size)
+                handle.mark_verified(rel, digest.result().hexdigest(), mapped[rel].size)
     return columns
 
 

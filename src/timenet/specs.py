@@ -201,7 +201,7 @@ class SignalSpec:
             bad |= x < self.valid_min
         if self.valid_max is not None:
             bad |= x > self.valid_max
-        return bad.reshape(x.shape[0], -1).any(axis=1) if x.ndim > 1 else bad
+        return np.asarray(bad.reshape(x.shape[0], -1).any(axis=1)) if x.ndim > 1 else bad
 
     @property
     def origin_ns(self) -> int | None:

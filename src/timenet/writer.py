@@ -635,7 +635,7 @@ class TimeFWriter:
                 )
             manifest = Manifest(
                 card=self.card,
-                dataset_schema=self._derive_schema(),
+                schema=self._derive_schema(),
                 counts=Counts(
                     records=len(self._rows["records"]),
                     signals=len(self._rows["signals"]),

@@ -18,6 +18,7 @@ import importlib
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from typing import TextIO
 
 from timenet._cli import OneLineParser, run_guarded
 from timenet.errors import TimeNetError
@@ -380,7 +381,14 @@ def _dispatch(prog: str, args: argparse.Namespace) -> int:
         # our own warnings are messages to the user: one line each, no source excerpt
         default = warnings.showwarning
 
-        def show(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+        def show(
+            message: Warning | str,
+            category: type[Warning],
+            filename: str,
+            lineno: int,
+            file: TextIO | None = None,
+            line: str | None = None,
+        ) -> None:
             if issubclass(category, KurationWarning):
                 print(f"{prog}: warning: {message}", file=sys.stderr)
             else:

@@ -316,7 +316,9 @@ class MediaColumn:
     def __post_init__(self) -> None:
         idx = np.asarray(self.index, dtype=np.int64)
         if idx.ndim != 1 or (idx.size and (idx.min() < -1 or idx.max() >= len(self.refs))):
-            raise MediaError("MediaColumn.index must be (T,) int64 in [-1, len(refs))")
+            raise MediaError(
+                "MediaColumn.index must be (T,) int64 in [-1, len(refs))", uri=self.spec.name
+            )
         object.__setattr__(self, "index", idx)
 
     @property

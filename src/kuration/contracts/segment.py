@@ -206,8 +206,8 @@ class Segmenter:
             )
         csum = np.concatenate([np.zeros((1, present.shape[1]), np.int64), np.cumsum(present, 0)])
         occupied = (csum[starts + w] - csum[starts]) > 0  # (W, E)
-        out = []
-        for e in np.flatnonzero(occupied.any(axis=0)):
+        out: list[Segment] = []
+        for e in np.flatnonzero(occupied.any(axis=0)).tolist():
             tag = tag_entity_id(entity_ids[e])
             out.extend(
                 Segment(source_id, int(s), int(s) + w, entity=tag) for s in starts[occupied[:, e]]
@@ -266,7 +266,7 @@ class Segmenter:
             # the absent ticks of a gap follow the last block's ticks out of the deque;
             # once one window of them is in, every later window of the gap is empty
             gap = [(None, 0, False)] * min(at - nxt, w)
-            occ = blk.present.any(axis=1).tolist()
+            occ: list[bool] = np.asarray(blk.present.any(axis=1)).tolist()
             for pos, item in [
                 *((nxt + i, g) for i, g in enumerate(gap)),
                 *((at + t, (blk, t, o)) for t, o in enumerate(occ)),

@@ -200,7 +200,10 @@ def _check_geodetic(table: TickTable) -> None:
         for d, (name, (lo, hi)) in enumerate(
             zip(("latitude", "longitude"), _GEODETIC_DEG, strict=True)
         ):
-            unit = str(f.unit[d])  # a geodetic field has one unit per component
+            assert isinstance(
+                f.unit, tuple
+            )  # FieldSpec checks a geodetic one has one per component
+            unit = str(f.unit[d])
             k = conversion_factor("deg", unit)
             with np.errstate(invalid="ignore"):
                 bad = (x[..., d] < lo * k * (1 + 1e-12)) | (x[..., d] > hi * k * (1 + 1e-12))

@@ -599,6 +599,8 @@ class JobModel(_Model):
     """What the hours budgets count: `span`, a candidate's whole extent (absent ticks included); `present`, only the ticks where its entity holds data (every `_s` figure of a split's budget block then counts present seconds)."""
     split: SplitModel | None = None
     """How sources are split: absent, a seeded draw stratified by group (test share = test_hours over all hours); or pinned/time rules (see Job `split`)."""
+    filter_scope: Literal["window", "span"] = "window"
+    """What a strategy's `filters` (and any window it excludes, priority -inf) exclude: `window`, only that window, so a candidate keeps the priority of its other windows; `span`, every candidate (track or span) the window overlaps, on every method including `random` (config.json `results.budget` counts them with the non-finite exclusions). Use `span` for quality filters: one spike or frozen window then keeps its whole span out."""
     merge_adjacent_spans: bool = False
     """Write the admitted spans of one track that touch (span k ends the tick before span k + 1 starts) as one track: it keeps the first span's `span_index`, first tick and features, and ends at the last one's end."""
     tie_break: Literal["name", "seed"] = "name"

@@ -503,7 +503,7 @@ class RayExecutor(Executor):
         if self._remote is None:
             # on a cluster the user named (maybe several nodes), spread the tasks over the
             # nodes rather than packing the first; a private cluster is one node
-            spread = {"scheduling_strategy": "SPREAD"} if self.address else {}
+            spread: dict[str, Any] = {"scheduling_strategy": "SPREAD"} if self.address else {}
             self._remote = ray.remote(num_cpus=1, max_retries=0, **spread)(_ray_call)
         return ray
 

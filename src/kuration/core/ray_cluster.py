@@ -35,7 +35,8 @@ def _reload_auth() -> None:
     caches both; without this a token set after ``import ray`` is not used).  Ray releases
     without token authentication have neither hook, and nothing to reload."""
     try:
-        from ray._raylet import AuthenticationTokenLoader, Config
+        # only Ray releases with token authentication have these (ImportError otherwise)
+        from ray._raylet import AuthenticationTokenLoader, Config  # type: ignore[attr-defined]
     except ImportError:
         return
     Config.initialize("")

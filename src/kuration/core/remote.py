@@ -189,8 +189,9 @@ def read_remote(url: str, *, pin: str = "", source_id: str = "") -> tuple[bytes,
     The read is pinned to ``pin`` (an identity from :func:`object_identity`) when given,
     else to the identity the object has when the read starts: on S3 a ``version:...``
     is read by its ``VersionId`` (an overwritten object still yields the pinned bytes)
-    and an ``etag:...`` with ``If-Match`` on every request; other backends compare the
-    identity before and after the read.
+    and an ``etag:...`` with ``If-Match`` on every request; on GCS a ``version:...`` is
+    read by its generation; over HTTP a strong ETag is sent as ``If-Match``; the other
+    reads also compare the identity before and after the read.
 
     Raises
     ------
@@ -214,20 +215,53 @@ def read_remote(url: str, *, pin: str = "", source_id: str = "") -> tuple[bytes,
             source=url, source_id=source_id or url, expected=want, actual=found
         )
 
-    if _is_s3(fs):
+    if _has_protocol(fs, "s3"):
         return _read_s3(fs, path, want, changed)
+    if _has_protocol(fs, "gs") and want.startswith("version:"):
+        return _read_generation(fs, path, want, changed)
     if pin and before != pin:
         raise changed(before)
-    data: bytes = fs.cat_file(path)
+    data: bytes = _read_if_match(fs, path, want, changed)
     after = remote_identity(url)
     if after != before:
         raise changed(after)
     return data, after
 
 
-def _is_s3(fs: Any) -> bool:
+def _has_protocol(fs: Any, name: str) -> bool:
     proto = getattr(fs, "protocol", ())
-    return "s3" in (proto if isinstance(proto, tuple | list) else (proto,))
+    return name in (proto if isinstance(proto, tuple | list) else (proto,))
+
+
+def _read_generation(fs: Any, path: str, want: str, changed: Any) -> tuple[bytes, str]:
+    """Read a GCS object at generation ``want`` (``version:<generation>``): a bucket that
+    keeps noncurrent generations still yields the pinned bytes; otherwise the pinned
+    generation is gone and the read fails naming the object's current identity."""
+    try:
+        data: bytes = fs.cat_file(path, generation=want.removeprefix("version:"))
+    except FileNotFoundError:
+        fs.invalidate_cache(path)
+        try:
+            now = object_identity(fs.info(path))
+        except FileNotFoundError:
+            now = ""
+        raise changed(now) from None
+    return data, want
+
+
+def _read_if_match(fs: Any, path: str, want: str, changed: Any) -> bytes:
+    """The bytes at ``path``; over HTTP with ``If-Match`` on a strong ETag ``want``, so a
+    server that honours it refuses (412) an object replaced since it was fingerprinted."""
+    tag = want.removeprefix("etag:") if want.startswith("etag:") else ""
+    if not (tag and _has_protocol(fs, "http")) or tag.startswith("W/"):
+        return bytes(fs.cat_file(path))  # a weak ETag never matches If-Match
+    try:
+        return bytes(fs.cat_file(path, headers={"If-Match": f'"{tag}"'}))
+    except Exception as exc:
+        if getattr(exc, "status", None) != 412:
+            raise
+        fs.invalidate_cache(path)
+        raise changed(object_identity(fs.info(path))) from None
 
 
 def _read_s3(fs: Any, path: str, want: str, changed: Any) -> tuple[bytes, str]:

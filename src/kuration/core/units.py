@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import pint
@@ -22,14 +23,15 @@ __all__ = [
 
 
 @lru_cache(maxsize=1)
-def get_registry() -> pint.UnitRegistry:
+def get_registry() -> pint.UnitRegistry[Any]:
     """The shared registry, built on first use (building it costs about a second).
 
     It knows the prefixed temperature units of sensor logs (``mdegC``,
     ``delta_mdegC``, ...) from :data:`timenet.units.SENSOR_UNIT_DEFINITIONS`, the
     same definitions TimeNet loads.
     """
-    return define_sensor_units(pint.UnitRegistry())
+    reg: pint.UnitRegistry[Any] = define_sensor_units(pint.UnitRegistry())
+    return reg
 
 
 @lru_cache(maxsize=256)
@@ -120,6 +122,7 @@ def linear_conversion(src: str, dst: str) -> tuple[float, float]:
     if not (_has_offset(src) or _has_offset(dst)):
         return a1 - b, b
     reg = get_registry()
-    fs = float(reg.get_root_units(parse_unit(src))[0])
-    fd = float(reg.get_root_units(parse_unit(dst))[0])
+    # pint types the factor as any Number, complex included; a unit's root factor is real
+    fs = float(reg.get_root_units(parse_unit(src))[0])  # type: ignore[arg-type]
+    fd = float(reg.get_root_units(parse_unit(dst))[0])  # type: ignore[arg-type]
     return fs / fd, b

@@ -120,7 +120,7 @@ def _category(name: str) -> type[Warning] | None:
 
 
 def _portable(w: warnings.WarningMessage) -> _Record:
-    message: Warning | str = w.message  # type: ignore[assignment]
+    message: Warning | str = w.message
     category: type[Warning] = w.category
     try:
         pickle.loads(pickle.dumps((message, category)))

@@ -242,13 +242,13 @@ def _check_output(
                 segment=seg,
                 token=o,
             )
-        bad = np.flatnonzero(~np.isfinite(v))
-        if bad.size:
+        nonfinite = np.flatnonzero(~np.isfinite(v))
+        if nonfinite.size:
             raise TransformError(
-                f"non-finite output {v[bad[0]]!r}",
+                f"non-finite output {v[nonfinite[0]]!r}",
                 transform=use.name,
                 source=source,
-                segment=ids[int(bad[0])],
+                segment=ids[int(nonfinite[0])],
                 token=o,
             )
         res[o] = v.tolist()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import InitError, KurationError
 from ..pipeline.spec.job import job_components, load_job
@@ -24,7 +24,14 @@ __all__ = ["DryRead", "dry_read"]
 MAX_SOURCES = 8
 
 
-class DryRead(dict):  # type: ignore[type-arg]
+@runtime_checkable
+class _ReadsRows(Protocol):
+    """An adapter that reads a source's raw rows (the file adapters: timeseries, mcap)."""
+
+    def _read_arrow(self, uri: str) -> Any: ...
+
+
+class DryRead(dict[str, int]):
     """Totals of the dry read: ``rows``, ``kept``, ``retimed``, ``merged``, ``duplicates_dropped``,
     ``timeless_dropped``, ``collisions_dropped``, ``sources`` (read) and ``of`` (all)."""
 
@@ -55,6 +62,8 @@ def dry_read(job: Mapping[str, Any], out: Path) -> tuple[DryRead, list[str]]:
         sources=0,
         of=len(uris),
     )
+    if not isinstance(adapter, _ReadsRows):
+        raise InitError(f"the proposed job's adapter {adapter.name!r} has no raw rows to dry-read")
     merge = getattr(adapter, "collisions", "nearest") == "mean"
     for uri in uris[:MAX_SOURCES]:
         try:

@@ -48,7 +48,7 @@ ROBOT_METRICS = (
     "gap_fraction",
 )
 #: what flags a window (and so its episode): thresholds on those metrics
-ROBOT_FILTERS = (
+ROBOT_FILTERS: tuple[dict[str, Any], ...] = (
     {"feature": "static_fraction_action", "op": "<=", "value": 0.9},
     {"feature": "spike_z_state", "op": "<", "value": 30},
     {"feature": "gap_fraction", "op": "==", "value": 0},
@@ -145,7 +145,7 @@ def _repairs(adapter: LeRobotAdapter, root: str, lines: list[str]) -> tuple[list
     found = [w.message for w in rec if isinstance(w.message, DataRepairWarning)]
     for w in found:
         lines.append(f"  defect: {w}")
-    needed = sorted({w.repair for w in found})
+    needed = sorted({w.repair for w in found})  # type: ignore[attr-defined]  # see _lerobot_meta
     if needed:
         lines.append(
             f"repairs proposed ({', '.join(needed)}): without them kur run refuses the dataset; "

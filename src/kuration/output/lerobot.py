@@ -209,7 +209,8 @@ def _mk(path: Path) -> Path:
 def _write_data(root: Path, rows: list[pa.Table], ep_rows: list[dict[str, Any]], limit: int) -> int:
     """Episodes into data files, a new file once one holds ``limit`` bytes; each episode's
     row records its file.  Returns the number of files."""
-    file_index, held, batch = 0, 0, []
+    file_index, held = 0, 0
+    batch: list[pa.Table] = []
 
     def flush() -> None:
         path = _mk(root / DATA_PATH.format(chunk_index=0, file_index=file_index))

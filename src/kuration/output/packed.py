@@ -173,7 +173,7 @@ def _body(a: np.ndarray) -> memoryview | bytes:
         return str(a.item()).encode()
     if a.dtype.byteorder == ">":
         a = a.astype(a.dtype.newbyteorder("<"))
-    return memoryview(np.ascontiguousarray(a).reshape(-1)).cast("B")
+    return np.ascontiguousarray(a).reshape(-1).data.cast("B")
 
 
 def shard_digest(arrays: Mapping[str, np.ndarray]) -> tuple[int, str]:

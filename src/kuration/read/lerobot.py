@@ -70,6 +70,7 @@ def check_lerobot_manifest(manifest: Mapping[str, Any], where: str) -> dict[str,
                 f"lerobot shard entry {e.get('shard', e['path'])!r} lacks a data file or rows",
                 path=where,
             )
+        assert f is not None  # ok above
         if e["row_start"] + e["n_steps"] > f["rows"] or e["n_steps"] > e["n_rows"]:
             raise DatasetIntegrityError(
                 f"lerobot shard entry {e.get('shard')!r}: rows outside {e['path']!r}", path=where

@@ -34,7 +34,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -92,7 +92,7 @@ def _strict(data: bytes, path: Path | str) -> Any:
         raise DatasetIntegrityError(str(exc), path=str(path)) from None
 
 
-def _is_int(v: Any) -> bool:
+def _is_int(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
@@ -164,12 +164,12 @@ class Dataset:
         self.commit_bytes = b""
         if isinstance(path, Mapping):
             self.root: Path | str | None = None
-            self._remote = None
+            self._remote: RemoteDataset | None = None
             self.manifest = dict(path)
             self._validate_manifest("<manifest dict>")
             self._init_view()
             return
-        self._remote: RemoteDataset | None = None
+        self._remote = None
         self._identity = ""
         if is_url(path):  # an object store (see kuration.read.remote)
             url = str(path).rstrip("/")
@@ -269,7 +269,7 @@ class Dataset:
             self._files = check_packed_manifest(man, where)
         elif layout == "lerobot":  # a LeRobot folder: its meta/ files are checked here
             self._files = check_lerobot_manifest(man, where)
-            if self.root is not None:
+            if isinstance(self.root, Path):  # a remote root (a URL string) is not walked here
                 verify_meta_files(self.root, self._files)
 
     def _check_marker(self, marker: Any) -> None:

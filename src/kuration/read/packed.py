@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import DatasetIntegrityError
-from ..output.packed import STRING_COLUMNS, file_digest, shard_digest, shard_view
+from ..output.packed import file_digest, shard_digest, shard_view
+from ..output.packed_build import STRING_COLUMNS
 
 __all__ = ["FILE_KEY", "check_packed_manifest", "read_packed_shard"]
 

@@ -231,7 +231,9 @@ class CandidateTable(Sequence[Candidate]):
         g_of: dict[str, int] = {}
         t_of: dict[frozenset[str], int] = {frozenset(): 0}
         n = len(candidates)
-        cols = {k: np.empty(n, np.int64) for k in ("source", "entity", "first", "last", "span")}
+        cols: dict[str, np.ndarray] = {
+            k: np.empty(n, np.int64) for k in ("source", "entity", "first", "last", "span")
+        }
         cols.update(priority=np.empty(n), group=np.empty(n, np.int64), tags=np.empty(n, np.int64))
         for i, c in enumerate(candidates):
             s = s_of[c.source_id]
@@ -245,7 +247,18 @@ class CandidateTable(Sequence[Candidate]):
             cols["group"][i] = -1 if c.group is None else g_of.setdefault(c.group, len(g_of))
             cols["tags"][i] = t_of.setdefault(frozenset(c.tags), len(t_of))
         table = cls(
-            source_ids=sids, entity_ids=ents, groups=list(g_of), tag_sets=list(t_of), **cols
+            source_ids=sids,
+            entity_ids=ents,
+            groups=list(g_of),
+            tag_sets=list(t_of),
+            source=cols["source"],
+            entity=cols["entity"],
+            first=cols["first"],
+            last=cols["last"],
+            span=cols["span"],
+            priority=cols["priority"],
+            group=cols["group"],
+            tags=cols["tags"],
         )
         table._objects = candidates
         return table
@@ -352,7 +365,7 @@ class CandidateTable(Sequence[Candidate]):
         :attr:`tie` key first among equal priorities when the table has one."""
         s, e = self._rank()
         span0 = np.maximum(self.span[rows], 0)
-        keys = (span0, e[rows], s[rows])
+        keys: tuple[np.ndarray, ...] = (span0, e[rows], s[rows])
         if self.tie is not None:
             keys = (*keys, self.tie[rows])
         return rows[np.lexsort((*keys, -self.priority[rows]))]
@@ -417,6 +430,7 @@ def aggregate_segments(
     how: str,
     features: Sequence[str],
     entity: str | None = None,
+    veto: bool = False,
 ) -> tuple[float, dict[str, float]]:
     """Priority and features of the span ``[first, last]`` from the segments overlapping it.
 
@@ -427,6 +441,8 @@ def aggregate_segments(
     mean is ``np.add.reduceat`` over the values divided by their count), so the
     one span computed here is bit for bit the one computed there; it can differ
     from ``np.mean`` in the last bit, whose summation order numpy does not fix.
+    With ``veto``, one overlapping segment of priority ``-inf`` (a filter failed it)
+    makes the span's priority ``-inf`` too.
     """
     over = [
         s
@@ -436,6 +452,8 @@ def aggregate_segments(
     idx, off = np.arange(len(over)), np.array([0, len(over)])
     pr = np.array([s.priority for s in over], dtype=np.float64)
     p = _reduce_runs(pr, idx, off, how)[0]
+    if veto and _vetoed(pr, idx, off)[0]:
+        p = -math.inf
     feats: dict[str, float] = {}
     for name in features:
         v = np.array([s.features.get(name, np.nan) for s in over], dtype=np.float64)
@@ -469,6 +487,12 @@ def _overlap_runs(
         return idx, off
     rows, idx = np.nonzero((starts[None, :] <= b[:, None]) & (ends[None, :] > a[:, None]))
     return idx, np.r_[0, np.cumsum(np.bincount(rows, minlength=a.size))]
+
+
+def _vetoed(prio: np.ndarray, idx: np.ndarray, off: np.ndarray) -> np.ndarray:
+    """Whether each run (``off`` over ``prio[idx]``) holds a ``-inf`` priority, bool ``(n_runs,)``."""
+    cb = np.r_[0, np.cumsum(np.isneginf(prio[idx]))]
+    return (cb[off[1:]] - cb[off[:-1]]) > 0
 
 
 def _reduce_runs(vals: np.ndarray, idx: np.ndarray, off: np.ndarray, how: str) -> np.ndarray:
@@ -599,6 +623,7 @@ def build_candidate_table(
     min_steps: int = 1,
     span_steps: int | None = None,
     group_of: Callable[[str], str | None] | None = None,
+    veto: bool = False,
 ) -> tuple[CandidateTable, int]:
     """One candidate row per entity extent (or per span of ``span_steps``), as columns.
 
@@ -625,6 +650,10 @@ def build_candidate_table(
     group_of : callable, optional
         Source id to group label; without it a span takes the first group
         label of its overlapping segments.
+    veto : bool
+        A span overlapping any segment of priority ``-inf`` (one a filter failed) gets
+        ``-inf`` itself (the job's ``filter_scope: "span"``); by default only finite
+        segment priorities aggregate, so such a span keeps its other segments' priority.
 
     Returns
     -------
@@ -662,14 +691,16 @@ def build_candidate_table(
         for sg in segs:  # track-scoped windows: a span sees its own entity's only
             by_ent.setdefault(sg.entity, []).append(sg)
         track = e_idx.size > 0 and bool(by_ent) and None not in by_ent
-        bounds = np.flatnonzero(np.r_[True, e_idx[1:] != e_idx[:-1], True]) if track else []
-        for lo, hi in itertools.pairwise(list(bounds)):
+        bounds: list[int] = (
+            np.flatnonzero(np.r_[True, e_idx[1:] != e_idx[:-1], True]).tolist() if track else []
+        )
+        for lo, hi in itertools.pairwise(bounds):
             c = slice(lo, hi)
             ent = by_ent.get(tag_entity_id(exts[int(e_idx[lo])].entity_id), [])
             parts.append((s_idx, e_idx[c], k[c], a[c], b[c], ent, present[c]))
         if e_idx.size and not track:
             parts.append((s_idx, e_idx, k, a, b, segs, present))
-    cols = _aggregate_sources(parts, how, names, intern, group_of is None)
+    cols = _aggregate_sources(parts, how, names, intern, group_of is None, veto)
     if group_of is not None:
         codes = np.array([intern.group(group_of(sids[p[0]])) for p in parts], np.int64)
         cols["group"] = np.repeat(codes, [p[1].size for p in parts])
@@ -693,6 +724,7 @@ def _aggregate_sources(
     names: tuple[str, ...],
     intern: _Interner,
     by_label: bool,
+    veto: bool = False,
 ) -> dict[str, np.ndarray]:
     """The columns of every source's spans ``(source index, entity, span, first, last,
     segments)``, aggregated in one pass: each source's ticks are shifted past the previous
@@ -726,13 +758,10 @@ def _aggregate_sources(
     }
     if np.all(ends_s[1:] >= ends_s[:-1]):  # every source of one window length
         a_s, b_s = a + shift[span_part], b + shift[span_part]
-        cols.update(
-            _aggregate(
-                segs, a_s, b_s, how, names, intern, by_label, starts + shift[seg_part], ends_s
-            )
-        )
+        s_s = starts + shift[seg_part]
+        cols.update(_aggregate(segs, a_s, b_s, how, names, intern, by_label, s_s, ends_s, veto))
         return cols
-    each = [_aggregate(p[5], p[3], p[4], how, names, intern, by_label) for p in parts]
+    each = [_aggregate(p[5], p[3], p[4], how, names, intern, by_label, veto=veto) for p in parts]
     cols.update({c: np.concatenate([x[c] for x in each]) for c in each[0]})
     return cols
 
@@ -747,6 +776,7 @@ def _aggregate(
     by_label: bool,
     starts: np.ndarray | None = None,
     ends: np.ndarray | None = None,
+    veto: bool = False,
 ) -> dict[str, np.ndarray]:
     """Priority, features, tag set and group label of the spans ``[a, b]`` over ``segs``
     (one source's, or every source's on one shifted axis with their ``starts``/``ends``)."""
@@ -756,10 +786,11 @@ def _aggregate(
         idx, off = _overlaps(segs, a, b)
     else:
         idx, off = np.zeros(0, np.intp), np.zeros(a.size + 1, np.int64)
-    prio = _reduce_runs(
-        np.fromiter((s.priority for s in segs), np.float64, len(segs)), idx, off, how
-    )
+    seg_prio = np.fromiter((s.priority for s in segs), np.float64, len(segs))
+    prio = _reduce_runs(seg_prio, idx, off, how)
     prio[np.isnan(prio)] = -math.inf
+    if veto:
+        prio[_vetoed(seg_prio, idx, off)] = -math.inf
     feats = np.empty((a.size, len(names)))
     for j, name in enumerate(names):
         vals = np.fromiter((s.features.get(name, np.nan) for s in segs), np.float64, len(segs))

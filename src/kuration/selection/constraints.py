@@ -368,9 +368,9 @@ def max_flow_alloc(
             rows.append(src)
             cols.append(lab0 + lab)
             caps.append(int(deficit[lab]))
-            for g in np.flatnonzero(cells[lab] > 0):
+            for g in np.flatnonzero(cells[lab] > 0).tolist():
                 rows.append(lab0 + lab)
-                cols.append(grp0 + int(g))
+                cols.append(grp0 + g)
                 caps.append(int(cells[lab, g]))
     for g in range(n_g):
         if room[g] > 0:
@@ -423,11 +423,10 @@ def _start(
     order = order[eligible[order]]
     rank = np.full(size, -1, dtype=np.int64)
     rank[order] = np.arange(order.size)
-    use_cap = max_overshoot is not None
     g_names = sorted(
         {g for g, e in zip(groups or [], eligible, strict=False) if e and g is not None}
     )
-    if not use_cap:
+    if max_overshoot is None:
         return _Pick(eligible, order, rank, np.zeros(size, dtype=np.int64), n, False, g_names)
     if groups is None:
         raise StrategyError("a group cap needs segment groups")

@@ -259,7 +259,7 @@ class ExactDedup:
         keep = np.ones(n, dtype=bool)
         rows = np.flatnonzero(shared_digests(digests))
         if rows.size:
-            sub = [segments[i] for i in rows]
+            sub = [segments[i] for i in rows.tolist()]
             payloads = {int(rows[j]): window_payload(b) for j, b in _reader().windows(sub)}
             drop = resolve_collisions(digest_groups(digests, rows), payloads)
             keep[sorted(drop)] = False

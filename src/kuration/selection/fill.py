@@ -99,6 +99,7 @@ def build_candidates(
     min_steps: int = 1,
     span_steps: int | None = None,
     group_of: Callable[[str], str | None] | None = None,
+    veto: bool = False,
 ) -> tuple[list[Candidate], int]:
     """One candidate per entity extent (or per span of ``span_steps``), as objects.
 
@@ -120,6 +121,8 @@ def build_candidates(
     group_of : callable, optional
         Source id to group label; without it a candidate takes the first
         group label of its overlapping segments.
+    veto : bool
+        A candidate overlapping a segment of priority ``-inf`` gets ``-inf`` itself.
 
     Returns
     -------
@@ -139,6 +142,7 @@ def build_candidates(
         min_steps=min_steps,
         span_steps=span_steps,
         group_of=group_of,
+        veto=veto,
     )
     return list(table), too_short
 

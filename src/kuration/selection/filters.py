@@ -363,7 +363,7 @@ def apply_filters(
         flt = get_filter(name)
         if getattr(flt, "kept_only", False):  # sees only the segments kept so far (dedup)
             rows = np.flatnonzero(keep)
-            sub = np.asarray(flt.mask([segments[i] for i in rows], params), dtype=bool)
+            sub = np.asarray(flt.mask([segments[i] for i in rows.tolist()], params), dtype=np.bool_)
             if sub.shape != rows.shape:
                 raise StrategyError(
                     f"filter {name!r} returned a mask of shape {sub.shape}, not {rows.shape}"

@@ -170,9 +170,10 @@ def rank_pool(
         why = list(explain(sub, strategy.params)) if callable(explain) else [None] * len(sub)
         for j, i in enumerate(rows):
             if not np.isfinite(p[j]):
+                said = why[j]
                 reasons[i] = (
-                    f"filtered out by method 'filter': {why[j].removeprefix('filtered out: ')}"
-                    if why[j]
+                    f"filtered out by method 'filter': {said.removeprefix('filtered out: ')}"
+                    if said
                     else _minus_inf_reason(segs[i], strategy)
                 )
     step(3)

@@ -43,7 +43,7 @@ class WholeSource:
     def mask(self, segments: Sequence[Segment], params: Mapping[str, Any]) -> np.ndarray:
         entries = normalize_filters(params["where"], _features(segments), "whole_source.where")
         keep, _ = apply_filters(segments, entries)
-        flagged = {segments[i].source_id for i in np.flatnonzero(~keep)}
+        flagged = {segments[i].source_id for i in np.flatnonzero(~keep).tolist()}
         return np.array([s.source_id not in flagged for s in segments], dtype=bool)
 
     def describe(self, params: Mapping[str, Any]) -> str:

@@ -394,7 +394,8 @@ def refuse_or_repair(
             f"{problem} (adapter option repair: [{repair!r}] accepts it)", source=source
         )
     w = DataRepairWarning(f"{source}: {problem}; repaired ({repair})")
-    w.source, w.repair = source, repair
+    # the class documents these; typing them there would push errors.py past 800 lines
+    w.source, w.repair = source, repair  # type: ignore[attr-defined]
     warnings.warn(w, stacklevel=3)
     key = f"repaired_{repair}"
     counts[key] = counts.get(key, 0) + 1

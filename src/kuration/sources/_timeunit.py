@@ -166,14 +166,14 @@ def text_time_error(col: pa.Array, name: str, src: str) -> SourceError:
             row=min(a, b),
         )
     if is_iso.all():
-        r = _first_unparsable(text, pa.timestamp("ns", "UTC" if zoned.all() else None))
-        if r is not None:
+        bad = _first_unparsable(text, pa.timestamp("ns", "UTC" if zoned.all() else None))
+        if bad is not None:
             return SourceError(
-                f"time column {name!r}: row {r} holds {value(r)}, which names no instant "
+                f"time column {name!r}: row {bad} holds {value(bad)}, which names no instant "
                 "(a day past its month's end, an hour past 23, a leap second :60 or a "
                 "time out of range)",
                 source=src,
-                row=r,
+                row=bad,
             )
     return SourceError(
         f"time column {name!r} is text that does not read as one kind of time (numbers and "

@@ -72,9 +72,9 @@ def to_arrow(obj: Any) -> pa.Table:
             return pa.Table.from_pandas(obj, preserve_index=False)
     except (pa.ArrowException, TypeError, ValueError) as exc:
         raise SourceError(
-            f"cannot turn the in-memory source into an Arrow table: {exc}", source="<memory>"
+            f"cannot turn it into an Arrow table: {exc}", source="in-memory source"
         ) from exc
-    raise SourceError(f"not an in-memory source: {type(obj).__name__}", source="<memory>")
+    raise SourceError(f"not an in-memory source: {type(obj).__name__}", source="sources")
 
 
 def ipc_bytes(table: pa.Table) -> bytes:
@@ -139,6 +139,6 @@ def spill_sources(sources: Any, root: str | os.PathLike[str] | None = None) -> l
             return [_spill(s, None, base) for s in sources]
         if any(mem):
             raise SourceError(
-                "sources mix in-memory objects and paths: give one kind", source="<memory>"
+                "in-memory objects and paths are mixed: give one kind", source="sources"
             )
     return None

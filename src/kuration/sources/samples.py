@@ -334,7 +334,8 @@ def audio_rms_envelope(video: str | os.PathLike[str], hz: int = 25) -> pa.Table:
         frames = list(c.decode(stream))
     if not frames or rate % hz:
         raise SampleFetchError(f"{video}: audio rate {rate} Hz is not a multiple of {hz} Hz")
-    start = float(frames[0].pts * frames[0].time_base) if frames[0].pts is not None else 0.0
+    pts, tb = frames[0].pts, frames[0].time_base
+    start = float(pts * tb) if pts is not None and tb is not None else 0.0
     chunks = [f.to_ndarray() for f in frames]
     if chunks[0].dtype.kind != "f" or not frames[0].format.is_planar:
         raise SampleFetchError(f"{video}: audio format {frames[0].format.name} is not planar float")

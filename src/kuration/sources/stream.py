@@ -47,6 +47,7 @@ from ..core.ids import entity_sort_key
 from ..errors import SourceError, StreamingError, StreamOrderError
 from ._columns import csv_parse_options
 from ._snap import group_starts, snap_ticks, warn_dropped
+from .base import InputAdapter
 from .timeseries import TimeseriesAdapter, _entity_array
 
 __all__ = ["TickStream"]
@@ -60,7 +61,8 @@ class TickStream:
 
     Parameters
     ----------
-    adapter : TimeseriesAdapter
+    adapter : InputAdapter
+        A TimeseriesAdapter (any other raises StreamingError).
     uri : str
         A local CSV or Parquet file (a partitioned Parquet directory is refused).
     batch_rows : int
@@ -74,7 +76,7 @@ class TickStream:
     """
 
     def __init__(
-        self, adapter: TimeseriesAdapter, uri: str, *, batch_rows: int = DEFAULT_BATCH_ROWS
+        self, adapter: InputAdapter, uri: str, *, batch_rows: int = DEFAULT_BATCH_ROWS
     ) -> None:
         if not isinstance(adapter, TimeseriesAdapter):
             raise StreamingError(

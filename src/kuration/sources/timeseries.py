@@ -411,9 +411,9 @@ class TimeseriesAdapter(InputAdapter):
             keep = np.array(
                 [i for i, e in enumerate(roster) if tag_entity_id(e) in wanted], dtype=np.intp
             )
-        out = self._lay_out(table, order, starts, k, ent_codes, roster, src, sid, keep=keep)
-        out.counts.update({**counts, **({"timeless_dropped": timeless} if timeless else {})})
-        return out, digest
+        more = {**counts, **({"timeless_dropped": timeless} if timeless else {})}
+        args = (table, order, starts, k, ent_codes, roster, src, sid)
+        return self._lay_out(*args, keep=keep, more_counts=more), digest
 
     def _dup_error(
         self, table: pa.Table, r: int, n: int, t_sec: np.ndarray, entity: Any, src: str
@@ -477,9 +477,10 @@ class TimeseriesAdapter(InputAdapter):
         sid: str,
         *,
         keep: np.ndarray | None = None,
+        more_counts: Mapping[str, int] | None = None,
     ) -> TickTable:
         """The grouped rows as a TickTable (collisions merged by the policy); with ``keep``
-        (sorted roster indices), only those entities' arrays."""
+        (sorted roster indices), only those entities' arrays; ``more_counts`` join its counts."""
         kept = order[starts]
         k_kept = k[kept]
         e_kept = ent_codes[kept]
@@ -497,9 +498,9 @@ class TimeseriesAdapter(InputAdapter):
             roster = tuple(roster[i] for i in keep)
         n_e = len(roster)
         cell = ti * n_e + e_kept  # flat (tick, entity) index of every kept row
-        present = np.zeros(n_t * n_e, dtype=bool)
-        present[cell] = True
-        present = present.reshape(n_t, n_e)
+        flat = np.zeros(n_t * n_e, dtype=bool)
+        flat[cell] = True
+        present = flat.reshape(n_t, n_e)
         values: dict[str, np.ndarray] = {}
         ints: dict[str, np.ndarray] = {}
         merged = self.collisions == "mean" and starts.size < order.size
@@ -539,7 +540,7 @@ class TimeseriesAdapter(InputAdapter):
                 vals = event_flags(table.column(self.events[ev]), self.events[ev], src)
                 np.logical_or.at(flag, k[order] - k0, vals[order])  # any row, collided or not
             events[ev] = flag
-        counts = {"snap_collisions": int(order.size - starts.size)}
+        counts = {"snap_collisions": int(order.size - starts.size), **(more_counts or {})}
         return TickTable(
             sid, self.schema, k0, roster, values, present, glob, events, counts=counts, ints=ints
         )

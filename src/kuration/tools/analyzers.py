@@ -60,7 +60,7 @@ class AnalysisSubject:
 
     Attributes
     ----------
-    pool : tuple of Segment
+    pool : sequence of Segment
         Every scored segment, in canonical ``(source_id, start_idx)`` order.
     selected : tuple of int
         Indices into ``pool`` of the kept segments (count path), or of the
@@ -73,7 +73,7 @@ class AnalysisSubject:
         Ticks per source.
     """
 
-    pool: tuple[Segment, ...]
+    pool: Sequence[Segment]
     selected: tuple[int, ...]
     features: tuple[str, ...]
     axes: tuple[str, ...] = ()
@@ -84,7 +84,10 @@ class AnalysisSubject:
 class Analyzer(Protocol):
     """A registered audit (see the module docs)."""
 
-    scope: str
+    @property
+    def scope(self) -> str:
+        """Where it runs (a class attribute is enough: it is only read)."""
+        ...
 
     def validate(self, params: Mapping[str, Any]) -> None: ...
 

@@ -43,7 +43,7 @@ _EP_URI = re.compile(r"^(?P<root>.+)#episode=(?P<ep>\d+)$")
 def _episodes(ds: Any, modalities: Sequence[str]) -> list[dict[str, Any]]:
     """Admitted tracks in episode order: train first, then test; within a split by source,
     entity and span; each track's shards concatenated in order."""
-    tracks: dict[tuple, dict[str, Any]] = {}
+    tracks: dict[tuple[Any, ...], dict[str, Any]] = {}
     for arrays, e in iter_shards(ds, modalities=list(modalities), with_meta=True):
         key = (e["split"] != "train", e["source_id"], e["entity_id"], e["span_index"] or -1)
         t = tracks.setdefault(key, {"split": e["split"], "source_id": e["source_id"], "parts": []})

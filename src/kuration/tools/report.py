@@ -165,7 +165,7 @@ def _map_plot(tracks: Mapping[str, list[Any]], pool: list[Any], f: Any, title: s
 
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.5, 6.0))
-    labels = ("", "")
+    labels: list[str] = ["", ""]
     for values in pool:
         x, y, *labels = plane(thin(values), f)
         ax.add_collection(
@@ -246,7 +246,7 @@ def _data_sections(ds: Any, config: Mapping[str, Any], units: Mapping[str, str])
     )
     if f is not None and mod is not None:
         tracks = shard_tracks(ds, mod)
-        pool = []
+        pool: list[Any] = []
         for sid in sorted(reader.uris):
             table = reader.table(sid)
             if table is not None and f.name in table.values:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,6 +18,9 @@ from ..contracts.schema import FieldSpec, SchemaSpec
 from ..errors import KurationError
 from ..read.loaders import Dataset, read_shard_arrays
 from ..sources.identity import SourceDigest
+
+if TYPE_CHECKING:
+    from ..sources.base import InputAdapter
 
 __all__ = ["SourceReader", "feature_units", "metric_fields", "position_field", "shard_tracks"]
 
@@ -116,6 +119,7 @@ class SourceReader:
         self.digests = {r["source_id"]: str(r.get("sha256") or "") for r in recorded}
         self.error: str | None = None
         self._cache: dict[str, Any] = {}
+        self.adapter: InputAdapter | None
         try:
             self.adapter = adapter_from_dict(config["pipeline"]["adapter"], schema)
         except (KurationError, KeyError, TypeError, ValueError) as exc:
@@ -176,7 +180,7 @@ def example_windows(
             table = reader.table(w["source_id"])
             for metric in axes:
                 name = fields.get(metric)
-                if table is None or name not in table.values:
+                if table is None or name is None or name not in table.values:
                     continue
                 f = schema.field(name)
                 vals = np.asarray(table.values[name][w["start_idx"] : w["end_idx"]])

@@ -83,12 +83,12 @@ def hours_selection_review(result: _WriteResult, max_examples: int = 5) -> dict[
     for split, pool in fill.pools.items():
         why = fill.decisions.get(split, {})
         counts: Counter[str] = Counter()
-        secs: Counter[str] = Counter()
+        secs: dict[str, float] = {}
         examples: dict[str, list[dict[str, Any]]] = {}
         for c in sorted(pool, key=lambda c: c.sort_key()):
             reason = why.get(c.ident(), "budget-full")
             counts[reason] += 1
-            secs[reason] += c.n_steps / hz
+            secs[reason] = secs.get(reason, 0) + c.n_steps / hz
             ex = examples.setdefault(reason, [])
             if len(ex) < max_examples:
                 ex.append(

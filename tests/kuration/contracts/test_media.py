@@ -5,6 +5,7 @@ from __future__ import annotations
 import pickle
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 from kuration import MediaSpec, SchemaSpec
@@ -85,3 +86,14 @@ def test_frame_ref_is_a_pickle_safe_exact_locator() -> None:
 def test_media_spec_direct_construction_parses_rationals() -> None:
     m = MediaSpec("frame", (2, 2, 1), pixel_format="gray", frame_rate="25", start_offset=3)
     assert m.frame_rate == 25 and m.start_offset == 3 and m.size == (2, 2)
+
+
+def test_a_media_column_with_an_out_of_range_index_raises_media_error() -> None:
+    # it raised TypeError (MediaError takes a keyword uri) before mypy caught it
+    from kuration.contracts.media import MediaColumn
+    from kuration.errors import MediaError
+
+    m = MediaSpec("frame", (2, 2, 1), pixel_format="gray", frame_rate="25")
+    ref = FrameRef("clip.mp4", 0, 0, Fraction(1, 25), 0)
+    with pytest.raises(MediaError, match=r"^frame: MediaColumn.index"):
+        MediaColumn(m, (ref,), np.array([0, 1]))

@@ -28,17 +28,48 @@ def _run(job: dict[str, Any], out: Path, **kw: Any) -> Any:
         return run_job(job, out, **kw)
 
 
-def _serve(folder: Path, etag: bool) -> tuple[http.server.ThreadingHTTPServer, str]:
+def _tag(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()[:32] if p.is_file() else ""
+
+
+def _serve(
+    folder: Path,
+    etag: bool,
+    seen: list[tuple[str, str, int]] | None = None,
+    after_head: Callable[[], None] | None = None,
+) -> tuple[http.server.ThreadingHTTPServer, str]:
+    """Serve ``folder``; with ``etag``, each file's ETag, and ``If-Match`` is honoured
+    (412 on a mismatch); ``seen`` collects (method, If-Match, status) of each request;
+    ``after_head`` runs after each HEAD is answered."""
+
     class Handler(http.server.SimpleHTTPRequestHandler):
         def __init__(self, *a: Any, **kw: Any) -> None:
             super().__init__(*a, directory=str(folder), **kw)
 
+        def send_head(self) -> Any:
+            match = self.headers.get("If-Match")
+            if etag and match and match != f'"{_tag(folder / self.path.lstrip("/"))}"':
+                self.send_error(412)
+                return None
+            return super().send_head()
+
+        def do_HEAD(self) -> None:
+            super().do_HEAD()
+            if after_head is not None:
+                after_head()
+
+        def send_response(self, code: int, message: str | None = None) -> None:
+            if seen is not None:
+                seen.append((self.command, self.headers.get("If-Match", ""), code))
+            super().send_response(code, message)
+
         def end_headers(self) -> None:
-            if etag and self.command in ("GET", "HEAD"):
-                p = folder / self.path.lstrip("/")
-                if p.is_file():
-                    tag = hashlib.sha256(p.read_bytes()).hexdigest()[:32]
-                    self.send_header("ETag", f'"{tag}"')
+            if (
+                etag
+                and self.command in ("GET", "HEAD")
+                and (tag := _tag(folder / self.path.lstrip("/")))
+            ):
+                self.send_header("ETag", f'"{tag}"')
             super().end_headers()
 
         def log_message(self, *a: Any) -> None:  # quiet
@@ -281,3 +312,86 @@ def test_kur_curate_on_the_disk_pool_reuses_nothing_without_identity(
     assert again["selected"] != first["selected"]  # the new bytes, not the old partitions
     assert main([*args, ck]) == 0
     assert "no strong source identity: 4 source(s)" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("versioned", [False, True], ids=["plain", "versioned"])
+def test_a_gcs_source_overwritten_before_the_stage(
+    gs_bucket: str,
+    adsb_sources: list[Path],
+    adsb_job_dict: dict,
+    tmp_path: Path,
+    versioned: bool,
+    digests: Callable[..., dict[str, str]],
+) -> None:
+    """The read is pinned to the generation the run fingerprinted (fake-gcs-server on
+    loopback): a bucket that keeps old generations still yields them; one that does not
+    fails the run naming both generations, and publishes nothing."""
+    import os
+
+    from gcsfs import GCSFileSystem
+
+    opts = json.loads(os.environ["KURATION_STORAGE_OPTIONS"])["gs"]
+    fs = GCSFileSystem(**opts)
+    bucket = gs_bucket.removeprefix("gs://")
+    if versioned:
+        bucket += "-v"
+        fs.mkdir(bucket, enable_versioning=True)
+    urls = []
+    for p in adsb_sources[:4]:
+        fs.put_file(str(p), f"{bucket}/src/{p.name}")
+        urls.append(f"gs://{bucket}/src/{p.name}")
+    job = json.loads(json.dumps(adsb_job_dict))
+    job["sources"] = urls
+    job["budget"] = {"train_hours": 0.5, "test_hours": 0.1}
+    calm = _run(job, tmp_path / "calm")
+    shards = json.loads((calm.path / "dataset_manifest.json").read_text())["shards"]
+    victim = next(
+        u for u in sorted(urls) if any(u.endswith(f"/{s['source_id']}.parquet") for s in shards)
+    )
+    before = calm.config["pipeline"]["sources"]
+    want = next(s["sha256"] for s in before if victim.endswith(f"/{s['source_id']}.parquet"))
+    assert want.startswith("version:")
+
+    def cb(event: dict) -> None:
+        if event["phase"] == "writing" and event["event"] == "start":
+            fs.pipe_file(victim.removeprefix("gs://"), adsb_sources[5].read_bytes())
+
+    if versioned:
+        res = _run(job, tmp_path / "out", progress=cb)
+        assert digests(res.path) == digests(calm.path)
+        return
+    with pytest.raises(SourceChangedError) as info:
+        _run(job, tmp_path / "out", progress=cb)
+    assert info.value.expected == want
+    assert info.value.actual.startswith("version:") and info.value.actual != want
+    assert victim in str(info.value)
+    assert not (tmp_path / "out" / "dataset_manifest.json").exists()
+
+
+def test_an_http_read_sends_if_match_and_a_replaced_object_fails(
+    adsb_sources: list[Path], tmp_path: Path
+) -> None:
+    """The ETag the read was pinned to goes out as ``If-Match``; the server refuses (412)
+    the object replaced since, and the error names both identities."""
+    from kuration.core.remote import read_remote, remote_identity
+
+    folder = tmp_path / "served"
+    folder.mkdir()
+    p = Path(shutil.copy(adsb_sources[0], folder))
+    seen: list[tuple[str, str, int]] = []
+    swap: list[bytes] = []
+    server, base = _serve(folder, True, seen, lambda: swap and p.write_bytes(swap.pop()))
+    try:
+        url = f"{base}/{p.name}"
+        pin = remote_identity(url)
+        data, ident = read_remote(url, pin=pin)
+        assert data == p.read_bytes() and ident == pin == f"etag:{_tag(p)}"
+        assert ("GET", f'"{_tag(p)}"', 200) in seen
+        swap.append(adsb_sources[1].read_bytes())  # replaced between the HEAD and the GET
+        with pytest.raises(SourceChangedError) as info:
+            read_remote(url)
+        assert (info.value.expected, info.value.actual) == (pin, f"etag:{_tag(p)}")
+        assert ("GET", f'"{pin.removeprefix("etag:")}"', 412) in seen
+    finally:
+        server.shutdown()
+        server.server_close()

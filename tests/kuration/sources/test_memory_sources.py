@@ -22,13 +22,13 @@ def test_not_a_memory_source_is_a_source_error() -> None:
 
 
 def test_rows_arrow_cannot_type_are_a_source_error() -> None:
-    with pytest.raises(SourceError, match="cannot turn the in-memory source"):
+    with pytest.raises(SourceError, match="cannot turn it into an Arrow table"):
         to_arrow([{"a": 1}, {"a": "x"}])
 
 
 def test_mixed_sources_are_a_source_error(tmp_path: Path) -> None:
     t = pa.table({"time": [1, 2]})
-    with pytest.raises(SourceError, match="mix in-memory objects and paths"):
+    with pytest.raises(SourceError, match="in-memory objects and paths are mixed"):
         spill_sources([t, "x.csv"], tmp_path)
 
 

@@ -14,7 +14,7 @@ both run the same kernels, see :mod:`kuration.metrics.dsl.frame`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -30,6 +30,11 @@ __all__ = ["CompiledMetric", "ValueType", "compile_metric"]
 
 
 _NAN = np.nan
+
+
+def _const(stream: Stream) -> Callable[[], Stream]:
+    """A maker that returns ``stream`` (bound now, not to the caller's loop variable)."""
+    return lambda: stream
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,7 +81,7 @@ class CompiledMetric:
             if hit is None:
                 inp = frame.to_windows(st, key) if op.window else st
                 hit = _finite(op.fn(inp, frame, key))
-                frame.memo(nxt, hit.windowed, lambda hit=hit: hit)
+                frame.memo(nxt, hit.windowed, _const(hit))
             st, key = hit, nxt
         return st, key
 

@@ -116,7 +116,7 @@ def hull_area(points: np.ndarray, *, prefilter: bool = False) -> np.ndarray:
     pts = np.asarray(points, dtype=np.float64)
     if pts.ndim != 3 or pts.shape[-1] != 2:
         raise ValueError(f"points must have shape (B, M, 2), got {pts.shape}")
-    ok = ~np.isnan(pts).any(axis=-1)
+    ok = ~np.asarray(np.isnan(pts).any(axis=-1))
     n = ok.sum(axis=1)
     area = np.where(n > 0, 0.0, np.nan)
     sel = np.flatnonzero(n >= 3)

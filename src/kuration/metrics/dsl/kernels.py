@@ -264,6 +264,7 @@ def geodetic_speed(
     for comp in _ecef(flat[:, 0][idx], flat[:, 1][idx], h):
         d = (comp[ci] - comp[pi]) * sample_hz  # step_velocity's difference, then its norm
         acc = d * d if acc is None else acc + d * d
+    assert acc is not None  # _ecef yields three components
     out[cur, 0] = clamp_speed(np.sqrt(acc), max_rate)
     return out.reshape(n_t, n_e, 1)
 

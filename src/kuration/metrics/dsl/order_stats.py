@@ -34,6 +34,7 @@ the engine keeps sorting every window's padded samples for a stream holding both
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import bottleneck
 import numpy as np
@@ -134,7 +135,9 @@ def rank_index(samples: Samples) -> RankIndex:
     vals, first = samples
     # quicksort degrades on one much repeated value (a turn rate is mostly 0.0): timsort then
     # (2.5x faster on the ADS-B turn rates, 1.8x slower on speeds)
-    kind = "stable" if np.count_nonzero(vals == 0.0) * 20 > vals.size else None
+    kind: Literal["stable"] | None = (
+        "stable" if np.count_nonzero(vals == 0.0) * 20 > vals.size else None
+    )
     order = np.argsort(vals, kind=kind)
     ranks = np.empty(vals.size, dtype=np.intp)
     ranks[order] = np.arange(vals.size, dtype=np.intp)

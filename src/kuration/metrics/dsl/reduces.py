@@ -435,7 +435,7 @@ def tick_hits(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per tick: valid (true) samples, support samples, whether any sample is valid (true)."""
     hits = _hits(x, boolean)
-    return hits.sum(axis=-1), support.sum(axis=-1), hits.any(axis=-1)
+    return hits.sum(axis=-1), support.sum(axis=-1), np.asarray(hits.any(axis=-1))
 
 
 def window_hits(

@@ -219,8 +219,8 @@ def _compile_motion(
         d = kernels.angle_delta(s.x, turn, max_rate, hz)
         return _next(s, d * hz if rate else d, 1)
 
-    unit = f"{vt.unit}/s" if rate else vt.unit
-    return [Op(text, ang)], replace(scalar, unit=unit)
+    ang_unit = f"{vt.unit}/s" if rate else vt.unit
+    return [Op(text, ang)], replace(scalar, unit=ang_unit)
 
 
 def _compile_is(st: Stage, vt: ValueType, cx: Ctx, scalar: ValueType) -> tuple[list[Op], ValueType]:

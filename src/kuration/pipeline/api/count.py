@@ -23,6 +23,7 @@ from ...core.config import check_seed, check_workers
 from ...core.progress import ProgressCallback
 from ...selection.strategy import Strategy
 from ...sources.base import InputAdapter
+from ..disk.pool import DiskSelection
 from ..memory.pool import CurationResult, ExperimentResult, compare_strategies, select_segments
 from ..run.strategy import load_strategy
 from .pipeline import Pipeline
@@ -57,7 +58,7 @@ def curate(
     on_error: str = "skip",
     progress: ProgressCallback | None = None,
     plugins: Sequence[str] = (),
-) -> CurationResult:
+) -> CurationResult | DiskSelection:
     """Score ``sources`` and select ``n`` segments with ``strategy`` (the count path).
 
     A wrapper over :class:`~kuration.Pipeline`::
@@ -176,7 +177,7 @@ def curate_job(
     progress: ProgressCallback | None = None,
     pool: str | None = None,
     checkpoint_dir: str | os.PathLike[str] | None = None,
-) -> CurationResult:
+) -> CurationResult | DiskSelection:
     """:func:`curate` with the job's schema, adapter, sources and segmenter:
     ``Pipeline.from_job(job).select(n)``.
 

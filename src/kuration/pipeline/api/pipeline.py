@@ -535,7 +535,7 @@ class Pipeline:
 
     def write(
         self, dest: str | os.PathLike[str], *, force: bool = False, resume: bool = False
-    ) -> DatasetWriteResult | CurationResult:
+    ) -> DatasetWriteResult | CurationResult | DiskSelection:
         """Run and write: hours selections write a dataset (``write_dataset``); count
         selections write the curation result as JSON to the file ``dest``.
 
@@ -545,7 +545,7 @@ class Pipeline:
         """
         return self.execute(dest, force=force, resume=resume).result
 
-    def run(self) -> CurationResult:
+    def run(self) -> CurationResult | DiskSelection:
         """Run a count selection (``curate``) and return its result (a
         :class:`~kuration.pipeline.disk.pool.DiskSelection` when the plan runs on the
         disk-backed pool, ``options(pool="disk")``).
@@ -559,7 +559,7 @@ class Pipeline:
             raise PipelineError("run() is for .select(n=...); write an hours budget", step="run")
         res = self.execute().result
         assert isinstance(res, CurationResult | DiskSelection)
-        return res  # type: ignore[return-value]
+        return res
 
     def compare(
         self,
@@ -754,15 +754,19 @@ def _check_units(options: Mapping[str, Any]) -> None:
     Raises
     ------
     PipelineError
-        A negative or non-finite ``min_span_seconds``, an unknown ``budget_time`` or
-        ``tie_break``.
+        A negative or non-finite ``min_span_seconds``, an unknown ``budget_time``,
+        ``tie_break`` or ``filter_scope``.
     """
     m = options.get("min_span_seconds", 0.0)
     if isinstance(m, bool) or not isinstance(m, int | float) or not math.isfinite(m) or m < 0:
         raise PipelineError(f"min_span_seconds must be a number >= 0, got {m!r}", step="sample")
     if not isinstance(options.get("merge_adjacent_spans", False), bool):
         raise PipelineError("merge_adjacent_spans must be true or false", step="sample")
-    for key, allowed in (("budget_time", ("span", "present")), ("tie_break", ("name", "seed"))):
+    for key, allowed in (
+        ("budget_time", ("span", "present")),
+        ("tie_break", ("name", "seed")),
+        ("filter_scope", ("window", "span")),
+    ):
         v = options.get(key, allowed[0])
         if v not in allowed:
             raise PipelineError(f"{key} must be one of {list(allowed)}, got {v!r}", step="sample")

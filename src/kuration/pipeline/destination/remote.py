@@ -56,10 +56,10 @@ from ...output.writer import ShardWriter
 from ..disk.hours import disk_session, disk_steps
 from ..run.hours_config import step_config
 from ..run.stage_local import stage_source
+from ..run.state import Planned
 from ..run.steps import (
     STEPS,
     HoursRun,
-    Planned,
     Step,
     adopt_all,
     first_reusable,

@@ -331,6 +331,7 @@ class StageCheckpoint:
     def stage_commit(self) -> dict[str, Any] | None:
         """The published stage commit, or None."""
         try:
-            return json.loads((self.dir / "_stage.commit.json").read_text(encoding="utf-8"))
+            doc = json.loads((self.dir / "_stage.commit.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
+        return doc if isinstance(doc, dict) else None

@@ -190,7 +190,8 @@ class _Refused:
     def ties(self) -> np.ndarray:
         if not self.n:
             return np.zeros(0, np.int64)
-        return pq.read_table(self.path)["tie"].to_numpy()
+        ties: np.ndarray = pq.read_table(self.path)["tie"].to_numpy()
+        return ties
 
 
 def _rows(con: Any, split: str, ties: Sequence[int]) -> dict[int, _Row]:

@@ -354,6 +354,7 @@ def step_disk_candidates(r: HoursRun) -> dict[str, Any]:
         min_steps=min_steps,
         span_steps=r.opt["span_steps"],
         group_of=r.group_fn,
+        veto=r.opt.get("filter_scope") == "span",
     )
     store = CandidateStore.temporary(r.strategy.feature_names)
     stream = _by_source(d.reopen(), r.strategy, d.label_sets)

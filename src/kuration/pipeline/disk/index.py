@@ -437,6 +437,7 @@ def cap_groups(
     con.unregister("_g")
     rows = _q(con, "SELECT grp, count(*) FROM pool WHERE prio > -'inf'::DOUBLE GROUP BY grp")
     eligible = {str(g): int(c) for g, c in sorted(rows)}
+    assert st.group_cap is not None  # called only under a group cap
     over = float(st.group_cap["max_overshoot"])
     cap = math.ceil(over * n / len(eligible)) if eligible else 0
     return cap, eligible

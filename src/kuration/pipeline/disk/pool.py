@@ -302,7 +302,7 @@ def plan_pool(
     stages: Sequence[PlanStage],
     st: Strategy,
     mode: str,
-    pool: str,
+    pool: str | None,
     *,
     streaming: bool = False,
     tie_break: str = "name",
@@ -543,7 +543,7 @@ def plan_identity(plan: Any) -> dict[str, Any]:
     display, fsync, where checkpoints live, which executor and how many workers score:
     the partitions are byte-identical under each) are left out, and so is each stage's
     executor, so a run resumed with other workers reuses the partitions."""
-    doc = plan.to_dict()
+    doc: dict[str, Any] = plan.to_dict()
     skip = ("progress", "durable", "checkpoint_dir", "executor", "workers", "executor_options")
     doc["options"] = {k: v for k, v in doc["options"].items() if k not in skip}
     doc.pop("notes", None)  # how the pool was chosen changes no partition
@@ -580,6 +580,7 @@ def _group_report(
     st: Strategy, cap: int, eligible: Mapping[str, int], selected: Sequence[Segment]
 ) -> dict[str, Any]:
     """The group-cap report of the in-memory count path: per group eligible, selected, at cap."""
+    assert st.group_cap is not None  # called only under a group cap
     got = Counter(s.group for s in selected)
     return {
         "max_overshoot": float(st.group_cap["max_overshoot"]),
@@ -649,7 +650,7 @@ def _run(
     t3 = time.perf_counter()
     scored_n = sum(1 for c in scored.commits.values() if c.rows)
     assign_groups(selected, st.group)
-    tele = (
+    tele: tuple[StageTelemetry, ...] = (
         scored.telemetry(ck, t1 - t0, len(sources), batch_rows),
         StageTelemetry(
             "index", t2 - t1, rows_in=n_pool, rows_out=n_pool, partitions=len(scored.commits)

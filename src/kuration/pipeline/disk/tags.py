@@ -173,7 +173,11 @@ def tag_report(
         total = sum(fl.values())
         rep: dict[str, Any] = {}
         for i, lab in enumerate(label_sets[tag]):
-            row = {"pool": pool.get(i, 0), "eligible": elig.get(i, 0), "selected": got.get(i, 0)}
+            row: dict[str, Any] = {
+                "pool": pool.get(i, 0),
+                "eligible": elig.get(i, 0),
+                "selected": got.get(i, 0),
+            }
             if lab in fl:
                 row.update(floor=int(fl[lab]), met=row["selected"] >= fl[lab])
                 if not row["met"]:

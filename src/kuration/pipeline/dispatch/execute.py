@@ -228,7 +228,9 @@ def _execute(
         choice = budget_pool(p, sources)
         if choice is not None and choice.disk:  # the pool does not fit: the disk pool runs it
             auto = p.options(pool="disk")
-            plan = dataclasses.replace(compile_plan(auto), notes=_decided(plan.notes, choice.note()))
+            plan = dataclasses.replace(
+                compile_plan(auto), notes=_decided(plan.notes, choice.note())
+            )
             return _execute_disk(auto, plan, dest, sources, choice.index_bytes)
         if choice is not None:
             plan = dataclasses.replace(plan, notes=_decided(plan.notes, choice.note()))
@@ -290,6 +292,7 @@ def _execute_disk(
         if sources is None:
             sources = _resolve(p, p.opts.progress)
         p, plan = _fit_workers(p, plan, len(sources))
+        assert p.schema and p.adapter and p.segmenter and p.strategy_  # the fitted copy too
         result = select_on_disk(
             p.schema,
             p.adapter,
@@ -338,7 +341,9 @@ def _execute_hours(
             choice = budget_pool(p, sources)
             if choice is not None and choice.disk:  # the pool does not fit: the disk pool runs it
                 p = p.options(pool="disk")
-                plan = dataclasses.replace(compile_plan(p), notes=_decided(plan.notes, choice.note()))
+                plan = dataclasses.replace(
+                    compile_plan(p), notes=_decided(plan.notes, choice.note())
+                )
                 index_bytes = choice.index_bytes
             else:
                 if choice is not None:

@@ -425,6 +425,7 @@ def _prepare(
         "budget_time": sel.budget_time,
         "tie_break": sel.tie_break,
         "merge_adjacent_spans": sel.merge_adjacent_spans,
+        "filter_scope": sel.filter_scope,
         "split": sel.split,
         "seed": o.seed,
         "workers": o.workers,

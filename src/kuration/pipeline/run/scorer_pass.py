@@ -47,9 +47,9 @@ def _skip(result: Any, source_id: str, msg: str, on_error: str, exc: BaseExcepti
 
 def _buffers(
     result: Any, adapter: InputAdapter, on_error: str
-) -> dict[tuple[str, int], WindowBuffer]:
+) -> dict[tuple[str, int] | tuple[str, str, int], WindowBuffer]:
     """Every segment's WindowBuffer, each source read once (failing sources are skipped)."""
-    out: dict[tuple[str, int], WindowBuffer] = {}
+    out: dict[tuple[str, int] | tuple[str, str, int], WindowBuffer] = {}
     by_source: dict[str, list[Segment]] = {}
     for s in result.segments:
         by_source.setdefault(s.source_id, []).append(s)
@@ -125,7 +125,7 @@ def run_scorers(
         If skipping sources empties the pool.
     """
     emit(progress, "scorers", "start", total=len(uses))
-    buffers: dict[tuple[str, int], WindowBuffer] | None = None
+    buffers: dict[tuple[str, int] | tuple[str, str, int], WindowBuffer] | None = None
     for i, use in enumerate(uses):
         impl = get_scorer(use.name).factory(**dict(use.params))
         while True:

@@ -110,7 +110,7 @@ class SourceInfo:
     k0: int
     fingerprint: str
     n_segments: int
-    tracks: tuple[TrackExtent, ...]
+    tracks: Sequence[TrackExtent]  # a tuple, or lazy CommittedTracks on the disk pool
     counts: Mapping[str, int] = field(default_factory=dict)
     digest: str = ""
     wall_s: Mapping[str, float] = field(default_factory=dict, compare=False)
@@ -191,7 +191,7 @@ def _track_extents(present: np.ndarray, entity_ids: Sequence[Any]) -> tuple[Trac
     gaps = gap_tuples(*absent_runs(present), n_e)
     return tuple(
         TrackExtent(entity_ids[e], int(first[e]), int(last[e]), int(count[e]), gaps[e])
-        for e in np.flatnonzero(any_e)
+        for e in np.flatnonzero(any_e).tolist()
     )
 
 
@@ -431,9 +431,9 @@ def score_sources(
     size = 1
     own = not isinstance(executor, Executor)
     ex = (
-        make_executor(executor, workers, options=executor_options, address=ray_address)
-        if own
-        else executor
+        executor
+        if isinstance(executor, Executor)
+        else make_executor(executor, workers, options=executor_options, address=ray_address)
     )
     assert isinstance(ex, Executor)
     try:

@@ -213,14 +213,15 @@ def stage_packed(r: HoursRun, stage: Path, writer: ShardWriter) -> dict[str, Any
             rec = write_packed_file(
                 stage, plan, writer, track_of, fsync=r.opt["durable"], cut_of=track_of.cut
             )
-            digests = [[e["size"], e["sha256"]] for e in plan.entries]
+            # JSON lists: the journal line reads back as [size, sha256] pairs
+            pairs = [[e["size"], e["sha256"]] for e in plan.entries]
             r.journal.record(
                 {
                     "path": plan.path,
                     "packed": True,
                     "file": rec,
                     "plan": plan_digest(plan.entries),
-                    "digests": digests,
+                    "digests": pairs,
                 }
             )
             r.to_move.append(plan.path)

@@ -6,7 +6,7 @@ type without importing the steps.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,7 +57,8 @@ class HoursRun:
     started: str = ""
     scoring: ScoringResult | None = None
     edges: Any = None
-    candidates: Sequence[Candidate] = field(default_factory=list)  # a CandidateTable
+    # a CandidateTable, or the disk runtime's CandidateStore (no Sequence: rows stay on disk)
+    candidates: Any = field(default_factory=list)
     too_short: int = 0
     short_spans: int = 0  # candidates shorter than min_span_seconds (dropped)
     split_report: dict[str, Any] | None = None  # with a split rule (spec.split_rules)

@@ -167,6 +167,7 @@ def step_candidates(r: HoursRun) -> dict[str, Any]:
         min_steps=min_steps,
         span_steps=r.opt["span_steps"],
         group_of=r.group_fn,
+        veto=r.opt.get("filter_scope") == "span",
     )
     table = apply_span_rules(r, table)
     r.candidates, r.empty_spans = table, table.empty_excluded
@@ -298,8 +299,8 @@ def step_shard_plan(r: HoursRun) -> dict[str, Any]:
                 spec=r.spec,
             )
             r.admitted.append((split, c, planned))
-    planned = present_planned(r) if r.opt.get("budget_time") == "present" else r.admitted
-    r.binding = settle_splits(fill, planned, r.hz, r.too_short, r.opt["allow_empty_split"])
+    counted = present_planned(r) if r.opt.get("budget_time") == "present" else r.admitted
+    r.binding = settle_splits(fill, counted, r.hz, r.too_short, r.opt["allow_empty_split"])
     n_shards = sum(len(p) for _, _, p in r.admitted)
     return {"rows_in": len(r.admitted), "rows_out": n_shards}
 

@@ -226,9 +226,11 @@ def _file_meta(uri: str) -> SourceMeta:
 def _count_entities(p: Pipeline, uri: str) -> int:
     """Distinct entity ids of a source, from its entity column alone, batch by batch."""
     from ...sources.stream import TickStream
+    from ...sources.timeseries import TimeseriesAdapter
 
     adapter = p.adapter
-    if adapter is None or not adapter.streams or not os.path.isfile(uri):
+    # TickStream reads only the timeseries adapter (any other streams=True one raises)
+    if not isinstance(adapter, TimeseriesAdapter) or not os.path.isfile(uri):
         return 1
     try:
         return len(TickStream(adapter, uri).roster)
@@ -245,7 +247,7 @@ def source_meta(p: Pipeline, uri: str) -> SourceMeta:
 def _source_meta(p: Pipeline, uri: str) -> SourceMeta:
     adapter = p.adapter
     hz = float(p.schema.sample_hz) if p.schema is not None else 1.0
-    cols = getattr(adapter, "_needed_columns", lambda: [])()
+    cols: list[str] = getattr(adapter, "_needed_columns", lambda: [])()
     time_column = getattr(adapter, "time_column", "")
     unit = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}.get(getattr(adapter, "time_unit", "s"))
     low = uri.lower()

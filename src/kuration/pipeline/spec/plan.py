@@ -26,6 +26,7 @@ hits and misses, queue depth).
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -331,7 +332,7 @@ class PhysicalPlan:
         """The tree as plain text."""
         from rich.console import Console
 
-        console = Console(width=width, record=True, color_system=None, file=_Null())
+        console = Console(width=width, record=True, color_system=None, file=io.StringIO())
         console.print(self.tree())
         return console.export_text()
 
@@ -341,14 +342,6 @@ def _short(params: Mapping[str, Any], limit: int = 70) -> str:
         return ""
     text = json.dumps(dict(params), sort_keys=True, default=str)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-class _Null:
-    def write(self, s: str) -> int:
-        return len(s)
-
-    def flush(self) -> None:
-        pass
 
 
 @dataclass(frozen=True)
@@ -445,7 +438,7 @@ class StageTelemetry:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> StageTelemetry:
-        kw = {k: d.get(k) for k in cls.__dataclass_fields__}
+        kw: dict[str, Any] = {k: d.get(k) for k in cls.__dataclass_fields__}
         if kw["parts_s"] is not None:
             kw["parts_s"] = tuple((str(k), float(v)) for k, v in dict(kw["parts_s"]).items())
         return cls(**kw)

@@ -230,13 +230,15 @@ class _Extents:
             yield blk
 
     def tracks(self, roster: Sequence[Any]) -> tuple[TrackExtent, ...]:
-        runs = [np.concatenate(c) for c in zip(*self.gaps, strict=True)] if self.gaps else []
-        gaps = gap_tuples(*runs, self.first.size) if runs else [()] * self.first.size
+        gaps: list[tuple[int, ...]] = [()] * self.first.size
+        if self.gaps:
+            ent, start, stop = (np.concatenate(c) for c in zip(*self.gaps, strict=True))
+            gaps = gap_tuples(ent, start, stop, self.first.size)
         return tuple(
             TrackExtent(
                 roster[e], int(self.first[e]), int(self.last[e]), int(self.count[e]), gaps[e]
             )
-            for e in np.flatnonzero(self.first >= 0)
+            for e in np.flatnonzero(self.first >= 0).tolist()
         )
 
 

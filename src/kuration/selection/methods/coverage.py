@@ -202,7 +202,7 @@ def greedy_facility_location(
             step += 1
             continue
         # refresh the stale top of the heap in one vectorised block
-        stale = []
+        stale: list[int] = []
         while heap and heap[0][2] != step and len(stale) < _REFRESH:
             stale.append(heapq.heappop(heap)[1])
         cols = np.asarray(stale)

@@ -170,6 +170,6 @@ class FilterMethod:
             prio[rows] = np.random.default_rng(seed).random(rows.size)
         else:
             inner = get_method(then["method"])
-            sub = [segments[i] for i in rows]
+            sub = [segments[i] for i in rows.tolist()]
             prio[rows] = inner.priorities(sub, then.get("params", {}) or {}, seed, nan_policy)
         return prio

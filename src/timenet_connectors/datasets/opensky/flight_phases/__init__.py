@@ -8,7 +8,7 @@ parent's values with the thresholds below (also stated in the card).
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -83,7 +83,7 @@ class FlightPhasesConnector(Connector):
             pid = child_id.removeprefix("fp-")
             sigs = reader.signals(pid)
 
-            def values(name: str, sigs: dict = sigs) -> np.ndarray:  # type: ignore[type-arg]
+            def values(name: str, sigs: dict[str, Any] = sigs) -> np.ndarray:
                 arr = sigs[name].to_arrow()
                 return np.asarray(
                     arr.cast("float64").fill_null(np.nan).to_numpy(zero_copy_only=False)
