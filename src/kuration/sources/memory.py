@@ -91,8 +91,8 @@ def _spill(obj: Any, name: str | None, root: Path) -> str:
     name = name or f"memory-{digest[:12]}"
     if not _NAME.match(name) or ".." in name:
         raise SourceError(
-            f"in-memory source name {name!r}: use letters, digits, '_', '-' and '.', starting "
-            "with a letter or digit, no '..' (it is the source id)",
+            "an in-memory source name uses letters, digits, '_', '-' and '.', starts with a "
+            "letter or digit and holds no '..' (it is the source id)",
             source=name,
         )
     path = root / digest / f"{name}.arrows"

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kuration import InitError, init_job
+from kuration import init_job
+from kuration.errors import InitError
 
 
 def _csv(path: Path, n: int = 1200, t0: int = 1_700_000_000, header: bool = True) -> Path:
