@@ -123,7 +123,9 @@ def test_every_exception_class_is_defined_in_its_package_errors_module() -> None
     for pkg in PACKAGES:
         for path in _modules(pkg):
             rel = path.relative_to(SRC).as_posix()
-            if rel == f"{pkg}/errors.py":
+            # warning_types.py holds errors.py's warning classes (re-exported there; errors.py
+            # reached the 800-line limit)
+            if rel in (f"{pkg}/errors.py", f"{pkg}/warning_types.py"):
                 continue
             names = _exception_classes(path)
             if names:

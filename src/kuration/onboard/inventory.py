@@ -182,7 +182,7 @@ def _headerless(names: Sequence[str]) -> bool:
 
 
 def _is_stamp(t: pa.DataType) -> bool:
-    return pa.types.is_timestamp(t) or pa.types.is_date(t)
+    return bool(pa.types.is_timestamp(t) or pa.types.is_date(t))
 
 
 def _text_format(table: pa.Table, name: str, where: str) -> tuple[str, str]:

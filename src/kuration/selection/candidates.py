@@ -33,6 +33,10 @@ from ..core.ids import tag_entity_id
 from ..errors import PipelineError
 from .decisions import REASONS, DecisionMap
 from .presence import present_ticks
+from .span_overlap import overlap_runs as _overlap_runs
+from .span_overlap import overlaps as _overlaps
+from .span_overlap import reduce_runs as _reduce_runs
+from .span_overlap import vetoed as _vetoed
 
 __all__ = [
     "REASONS",
@@ -459,67 +463,6 @@ def aggregate_segments(
         v = np.array([s.features.get(name, np.nan) for s in over], dtype=np.float64)
         feats[name] = float(_reduce_runs(v, idx, off, how)[0])
     return (-math.inf if math.isnan(p) else float(p)), feats
-
-
-def _overlaps(
-    segs: Sequence[Segment], a: np.ndarray, b: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each span's overlapping segments, flattened: segment indices and per-span offsets.
-
-    Span ``i`` overlaps ``idx[off[i]:off[i + 1]]``, in segment order (``start_idx <= b``
-    and ``end_idx > a``).
-    """
-    starts = np.fromiter((s.start_idx for s in segs), np.int64, len(segs))
-    ends = np.fromiter((s.end_idx for s in segs), np.int64, len(segs))
-    return _overlap_runs(starts, ends, a, b)
-
-
-def _overlap_runs(
-    starts: np.ndarray, ends: np.ndarray, a: np.ndarray, b: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_overlaps` over the segments' ``start_idx`` and ``end_idx`` columns."""
-    if np.all(ends[1:] >= ends[:-1]):  # one window length: a contiguous run per span
-        lo = np.searchsorted(ends, a, side="right")
-        hi = np.maximum(np.searchsorted(starts, b, side="right"), lo)
-        n = hi - lo
-        off = np.r_[0, np.cumsum(n)]
-        idx = np.arange(off[-1]) - np.repeat(off[:-1] - lo, n)
-        return idx, off
-    rows, idx = np.nonzero((starts[None, :] <= b[:, None]) & (ends[None, :] > a[:, None]))
-    return idx, np.r_[0, np.cumsum(np.bincount(rows, minlength=a.size))]
-
-
-def _vetoed(prio: np.ndarray, idx: np.ndarray, off: np.ndarray) -> np.ndarray:
-    """Whether each run (``off`` over ``prio[idx]``) holds a ``-inf`` priority, bool ``(n_runs,)``."""
-    cb = np.r_[0, np.cumsum(np.isneginf(prio[idx]))]
-    return (cb[off[1:]] - cb[off[:-1]]) > 0
-
-
-def _reduce_runs(vals: np.ndarray, idx: np.ndarray, off: np.ndarray, how: str) -> np.ndarray:
-    """``how`` of the finite ``vals[idx]`` of each run (runs given by ``off``), NaN when none.
-
-    ``np.maximum/minimum.reduceat`` give ``np.max/min`` exactly; a mean is the run's
-    ``np.add.reduceat`` sum over its count, which can differ from ``np.mean`` in the last
-    bit (numpy sums short runs in a different order); :func:`aggregate_segments` uses
-    this same kernel, so the two always agree.
-    """
-    v = vals[idx]
-    fin = np.isfinite(v)
-    v = v[fin]
-    cf = np.r_[0, np.cumsum(fin)]
-    first = cf[off[:-1]]  # each run's first finite value in v
-    n = cf[off[1:]] - first
-    out = np.full(n.size, np.nan)
-    has = n > 0
-    if v.size:
-        # non-empty runs only: each ends where the next non-empty one starts
-        ufunc = {"max": np.maximum, "min": np.minimum, "mean": np.add}[how]
-        red = ufunc.reduceat(v, first[has])
-        if how == "mean":
-            # np.sum starts short runs from +0.0, so a lone -0.0 sums to 0.0 there
-            red = np.where(n[has] < 8, red + 0.0, red) / n[has]
-        out[has] = red
-    return out
 
 
 def _spans(
