@@ -318,7 +318,42 @@ def _entity_column(
                 f"entity column: {n} ({k} distinct values in {where}; the name reads as an "
                 "identifier)"
             )
+    found = _separating_column(table, time, ok)
+    if found is not None:
+        n, k, dup = found
+        return n, (
+            f"entity column: {n} ({k} distinct values in {where}: {dup} rows repeat a time "
+            f"and each repeat is another {n}, so each {n} is a track; --entity names another)"
+        )
     return None, "entity column: none found (each file is one entity)"
+
+
+def _separating_column(
+    table: pa.Table, time: str, ok: Sequence[str]
+) -> tuple[str, int, int] | None:
+    """A column not named like an id that tells apart the rows sharing a time stamp.
+
+    Several stations, sites or units logged in one table repeat every stamp once per unit;
+    read as one entity, their rows would interleave (and look like coarse stamps).  A text
+    column (or an integer one of at most 16 values, so no signal qualifies) is the entity
+    when the table repeats at least 5% of its stamps and (time, column) leaves at most a
+    twentieth of those repeats: ``(column, distinct values, repeated rows)``, or None.
+    """
+    rows = table.num_rows
+    dup = rows - len(pc.unique(table.column(time)))
+    if rows == 0 or dup < max(1, rows // 20):
+        return None
+    best: tuple[str, int, int] | None = None
+    left_best = dup
+    for n in ok:
+        k = len(pc.unique(table.column(n)))
+        limit = 16 if _kind(table.schema.field(n).type) == "int" else max(2, rows // 10)
+        if not 2 <= k <= limit:
+            continue
+        left = rows - table.group_by([time, n]).aggregate([]).num_rows
+        if left * 20 <= dup and left < left_best:
+            best, left_best = (n, k, dup), left
+    return best
 
 
 def _seconds(

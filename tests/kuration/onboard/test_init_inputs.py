@@ -163,6 +163,39 @@ def test_vega_date_columns_are_time_columns(
     assert kur_main(["init", str(path), "--out", str(tmp_path / "job")]) == 0
     out = capsys.readouterr().out
     assert f"time_format {fmt!r}" in out
-    assert f"{rows} rows, {rows} kept" in out and "none dropped" in out
+    assert f"as kur run reads them): {rows} rows, " in out and "none dropped" in out
     job = json.loads((tmp_path / "job" / "job.json").read_text())
     assert job["adapter"]["time_format"] == fmt
+    if member == "stocks.csv":  # five tickers in one table: each one a track, none re-timed
+        assert job["adapter"]["entity_column"] == "symbol"
+        assert "duplicates" not in job["adapter"]
+
+
+@pytest.mark.parametrize(("column", "values"), [("station", ["A", "B"]), ("unit", [3, 7])])
+def test_a_column_that_tells_apart_repeated_stamps_is_the_entity(
+    tmp_path: Path, column: str, values: list[object]
+) -> None:
+    """Two stations logged in one table repeat every stamp; named like no id, the station
+    column was missed and the stations' rows interleaved as one re-timed track."""
+    lines = [f"time,{column},temp"]
+    for i in range(60):
+        for j, v in enumerate(values):
+            lines.append(f"{i * 60},{v},{20 + i * 0.1 + j:.2f}")
+    src = tmp_path / "stations.csv"
+    src.write_text("\n".join(lines) + "\n")
+    res = init_job([src], tmp_path / "j")
+    ad = res.job["adapter"]
+    assert ad["entity_column"] == column
+    assert "duplicates" not in ad and "collisions" not in ad  # nothing re-timed or merged
+    assert res.job["schema"]["sample_hz"] == pytest.approx(1 / 60, rel=1e-4)  # 1/60 s, few digits
+
+
+def test_a_signal_column_is_not_taken_for_the_entity(tmp_path: Path) -> None:
+    """An integer signal with many values never separates stamps as an entity would."""
+    lines = ["time,level"] + [f"{i // 2},{(i * 37) % 500}" for i in range(400)]
+    src = tmp_path / "coarse.csv"
+    src.write_text("\n".join(lines) + "\n")
+    from kuration.onboard.inventory import inventory_files
+
+    inv = inventory_files([src], hints={})
+    assert inv.entity_column is None
