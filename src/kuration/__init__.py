@@ -114,7 +114,9 @@ def __getattr__(name: str) -> Any:
 
     module = WHERE.get(name)
     if module is None:
-        raise AttributeError(f"module 'kuration' has no attribute {name!r}")
+        errors = importlib.import_module(".errors", __name__)
+        hint = f"; it is kuration.errors.{name}" if name in errors.__all__ else ""
+        raise AttributeError(f"module 'kuration' has no attribute {name!r}{hint}")
     # not cached, so every use of the old path warns
     warnings.warn(
         f"kuration.{name} moved to {module}.{name}; import it from there",

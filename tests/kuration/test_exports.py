@@ -138,3 +138,11 @@ def test_import_is_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split("\n")[:2] == ["[]", "kuration.pipeline.api.entry"]
+
+
+def test_an_error_class_asked_of_the_top_level_names_kuration_errors() -> None:
+    """Error classes added after the surface was trimmed live only in ``kuration.errors``."""
+    with pytest.raises(AttributeError, match=r"it is kuration\.errors\.SourceChangedError"):
+        _ = kuration.SourceChangedError  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError, match=r"no attribute 'no_such_name'$"):
+        _ = kuration.no_such_name  # type: ignore[attr-defined]
