@@ -19,6 +19,7 @@ path they shortcut.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -199,6 +200,7 @@ def read_partitioned(path: str, entity_column: str | None) -> pa.Table:
     import pyarrow.dataset as pads
     import pyarrow.parquet as pq
 
+    _parquet_folder_only(path)
     found = pads.dataset(path, format="parquet", partitioning="hive").partitioning
     keys = found.schema if found is not None else pa.schema([])
     if entity_column is None or entity_column not in keys.names:
@@ -207,6 +209,20 @@ def read_partitioned(path: str, entity_column: str | None) -> pa.Table:
         [pa.field(f.name, pa.string()) if f.name == entity_column else f for f in keys]
     )
     return pq.read_table(path, partitioning=pads.partitioning(text, flavor="hive"))
+
+
+def _parquet_folder_only(path: str) -> None:
+    """A folder source is a partitioned Parquet dataset; one of other files (CSVs, say) is
+    a :class:`SourceError` that says how to name its files, not a Parquet decode error."""
+    files = [p for p in Path(path).rglob("*") if p.is_file() and not p.name.startswith(".")]
+    if files and not any(p.suffix == ".parquet" for p in files):
+        kinds = sorted({p.suffix or p.name for p in files})[:4]
+        raise SourceError(
+            f"a folder source is read as a partitioned Parquet dataset, and this one holds no "
+            f".parquet file (it holds {', '.join(kinds)}); name its files instead, e.g. "
+            f'"sources": {{"glob": "{Path(path).name}/*{kinds[0]}"}}',
+            source=path,
+        )
 
 
 def csv_parse_options(uri: str) -> Any:

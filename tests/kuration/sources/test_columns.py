@@ -173,3 +173,16 @@ def test_gather_equals_a_nan_grid_scatter(n_t: int, n_e: int, dims: int, data) -
     got = gather_cells(cols, cell_rows(n_rows, n_cells, cell, kept))
     np.testing.assert_array_equal(got, want)
     assert got.shape == (n_cells, dims) and got.dtype == np.float64
+
+
+def test_a_folder_of_csvs_as_a_source_says_how_to_name_them(tmp_path) -> None:
+    """A folder source is a partitioned Parquet dataset; one of CSVs failed with a Parquet
+    magic-bytes error (a fresh user's check)."""
+    from kuration.errors import SourceError
+    from kuration.sources._columns import read_partitioned
+
+    folder = tmp_path / "csv"
+    folder.mkdir()
+    (folder / "a.csv").write_text("time,v\n0,1\n")
+    with pytest.raises(SourceError, match=r'no \.parquet file.*"glob": "csv/\*\.csv"'):
+        read_partitioned(str(folder), None)
