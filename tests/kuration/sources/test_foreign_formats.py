@@ -45,8 +45,13 @@ def _schema(folder: Path) -> dict:
 
 
 def test_a_millisecond_timer_is_read_as_the_flag_or_hint_says(ecg_117, tmp_path, capsys) -> None:
+    # a timer whose median step is 8.548 reads as milliseconds (and says how to get seconds)
     assert kur_main(["init", str(ecg_117), "--out", str(tmp_path / "plain")]) == 0
-    assert "relative seconds" in capsys.readouterr().out  # and how to say otherwise
+    assert "relative milliseconds" in capsys.readouterr().out
+    assert abs(_schema(tmp_path / "plain")["sample_hz"] - 116.99) < 0.01
+    assert kur_main(["init", str(ecg_117), "--out", str(tmp_path / "s"), "--time-unit", "s"]) == 0
+    assert _job(tmp_path / "s")["adapter"].get("time_unit", "s") == "s"
+    capsys.readouterr()
     assert kur_main(["init", str(ecg_117), "--out", str(tmp_path / "f"), "--time-unit", "ms"]) == 0
     printed = capsys.readouterr().out
     assert abs(_schema(tmp_path / "f")["sample_hz"] - 116.99) < 0.01  # never rounded to 100
@@ -158,7 +163,7 @@ def test_memory_sources_of_every_kind_write_the_same_shards(air, tmp_path) -> No
     seen = {}
     for kind, obj in frames.items():
         run = p.source(p.adapter, {"pvlib_air": obj})
-        (uri,) = run.sources["uris"]
+        (uri,) = run.sources["named"].values()  # a frame's id is its name
         data = ipc_bytes(pa.ipc.open_stream(Path(uri).read_bytes()).read_all())
         assert p.adapter.fingerprint(uri) == hashlib.sha256(data).hexdigest()
         run.write(tmp_path / kind)
