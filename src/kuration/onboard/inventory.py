@@ -172,13 +172,17 @@ def _kind(t: pa.DataType) -> str:
 
 
 def _headerless(names: Sequence[str]) -> bool:
-    """Whether every column name reads as a number: a first row of data taken for a header."""
+    """Whether half or more of the column names read as numbers: a first row of data taken
+    for a header (a name like ``2`` or ``0.5`` is rare; a data row with a text id still has
+    numbers in most of its other cells)."""
+    numeric = 0
     for n in names:
         try:
             float(n)
         except ValueError:
-            return False
-    return bool(names)
+            continue
+        numeric += 1
+    return bool(names) and 2 * numeric >= len(names)
 
 
 def _is_stamp(t: pa.DataType) -> bool:
@@ -266,7 +270,7 @@ def _time_column(
         cands = texts[:1]
     if not cands and _headerless(names):
         raise InitError(
-            f"{where}: the file looks headerless (its first row, {names[:4]}, is all numbers, "
+            f"{where}: the file looks headerless (its first row, {names[:4]}, is mostly numbers, "
             "so it was read as column names); add a first line naming the columns (e.g. "
             "time,value) and rerun kur init",
             source=where,

@@ -42,6 +42,14 @@ def test_a_headerless_csv_says_it_looks_headerless(tmp_path: Path) -> None:
         init_job([path], tmp_path / "job")
     assert "no time column" not in str(info.value)
     assert "add a first line naming the columns" in str(info.value)
+    # a first data row with a text id in it is no header either (it lost that row, named
+    # fields after its values and suggested --time with a value)
+    mixed = tmp_path / "mixed.csv"
+    mixed.write_text(
+        "".join(f"{i * 0.1:.1f},p,{i * 1.5:.4f},{-i * 0.5:.4f}\n" for i in range(1, 51))
+    )
+    with pytest.raises(InitError, match="looks headerless"):
+        init_job([mixed], tmp_path / "job2")
 
 
 @pytest.mark.network
