@@ -36,27 +36,25 @@ def _serve(
     folder: Path,
     etag: bool,
     seen: list[tuple[str, str, int]] | None = None,
-    after_head: Callable[[], None] | None = None,
+    before_get: Callable[[], None] | None = None,
 ) -> tuple[http.server.ThreadingHTTPServer, str]:
     """Serve ``folder``; with ``etag``, each file's ETag, and ``If-Match`` is honoured
     (412 on a mismatch); ``seen`` collects (method, If-Match, status) of each request;
-    ``after_head`` runs after each HEAD is answered."""
+    ``before_get`` runs when a GET arrives, before it is answered (so a change "between the
+    HEAD and the GET" does not race the client's next request)."""
 
     class Handler(http.server.SimpleHTTPRequestHandler):
         def __init__(self, *a: Any, **kw: Any) -> None:
             super().__init__(*a, directory=str(folder), **kw)
 
         def send_head(self) -> Any:
+            if self.command == "GET" and before_get is not None:
+                before_get()
             match = self.headers.get("If-Match")
             if etag and match and match != f'"{_tag(folder / self.path.lstrip("/"))}"':
                 self.send_error(412)
                 return None
             return super().send_head()
-
-        def do_HEAD(self) -> None:
-            super().do_HEAD()
-            if after_head is not None:
-                after_head()
 
         def send_response(self, code: int, message: str | None = None) -> None:
             if seen is not None:
