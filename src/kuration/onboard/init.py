@@ -42,7 +42,7 @@ from .guess import guess_fields
 from .init_check import dry_read
 from .init_files import compose_files
 from .init_lerobot import compose_lerobot
-from .init_parts import adapter_options, starter_strategy
+from .init_parts import adapter_options, starter_job, starter_strategy
 from .init_rate import exact_rate
 from .inventory import Inventory, inventory_files, inventory_timenet
 
@@ -181,31 +181,20 @@ def _compose(
     budget, blines = _budget(inv, window_s, fraction)
     lines.extend(blines)
     span = _span(inv, budget, window_s)
-    schema = {"name": name, "sample_hz": hz, "fields": [f.spec for f in fields]}
-    output = {
-        "shard_length": 128,
-        "short_policy": "pad",
-        "container": "npz",
-        "presence_mask": True,
-        "modalities": {
-            **{f.name: f.output for f in fields},
-            axes[0]: {"dtype": "float32", "shape": [], "source": f"segment:{axes[0]}"},
-        },
-    }
-    job: dict[str, Any] = {
-        "name": name,
-        "description": f"Written by kur init from {', '.join(inv.job_sources(out))}.",
-        "schema": schema,
-        "adapter": adapter_options(inv, fields, out),
-        "sources": inv.job_sources(out),
-        "segmenter": {"window": window_s, "stride": window_s / 2, "unit": "seconds"},
-        "strategy": strategy,
-        "output": output,
-        "budget": budget,
-        "seed": 0,
-        "clip_aggregate": "mean",
-        "min_track_seconds": window_s,
-    }
+    job = starter_job(
+        inv,
+        out,
+        name=name,
+        fields=fields,
+        hz=hz,
+        axes=axes,
+        adapter=adapter_options(inv, fields, out),
+        segmenter={"window": window_s, "stride": window_s / 2, "unit": "seconds"},
+        strategy=strategy,
+        budget=budget,
+        shard_length=128,
+        min_track_s=window_s,
+    )
     lines.append(
         f"windows: {window_s:g} s, stride {window_s / 2:g} s ({round(window_s * hz)} steps)"
     )

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import InitError
 from .guess import guess_fields
-from .init_parts import adapter_options, starter_strategy
+from .init_parts import adapter_options, starter_job, starter_strategy
 from .init_plan import presence
 from .init_rate import choose_rate
 from .inventory import Inventory
@@ -144,35 +144,24 @@ def compose_files(
         adapter["collisions"] = "mean"
     if inv.timeless:
         adapter["missing_time"] = "drop"
-    schema = {"name": name, "sample_hz": hz, "fields": [f.spec for f in fields]}
-    output = {
-        "shard_length": pres.window_steps,
-        "short_policy": "pad",
-        "container": "npz",
-        "presence_mask": True,
-        "modalities": {
-            **{f.name: f.output for f in fields},
-            axes[0]: {"dtype": "float32", "shape": [], "source": f"segment:{axes[0]}"},
-        },
-    }
-    job: dict[str, Any] = {
-        "name": name,
-        "description": f"Written by kur init from {', '.join(inv.job_sources(out))}.",
-        "schema": schema,
-        "adapter": adapter,
-        "sources": inv.job_sources(out),
-        "segmenter": {
+    job = starter_job(
+        inv,
+        out,
+        name=name,
+        fields=fields,
+        hz=hz,
+        axes=axes,
+        adapter=adapter,
+        segmenter={
             "window": pres.window_steps,
             "stride": max(1, pres.window_steps // 2),
             "unit": "steps",
         },
-        "strategy": strategy,
-        "output": output,
-        "budget": budget,
-        "seed": 0,
-        "clip_aggregate": "mean",
-        "min_track_seconds": window_s,
-    }
+        strategy=strategy,
+        budget=budget,
+        shard_length=pres.window_steps,
+        min_track_s=window_s,
+    )
     lines.append(
         f"windows: {pres.window_steps} steps ({window_s:.6g} s), stride "
         f"{max(1, pres.window_steps // 2)} steps; shards of {pres.window_steps} steps (one "

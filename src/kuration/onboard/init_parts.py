@@ -78,3 +78,47 @@ def adapter_options(inv: Inventory, fields: Sequence[FieldGuess], out: Path) -> 
     if inv.irregular:
         ad["collisions"] = "mean"
     return ad
+
+
+def starter_job(
+    inv: Inventory,
+    out: Path,
+    *,
+    name: str,
+    fields: Sequence[FieldGuess],
+    hz: float,
+    axes: Sequence[str],
+    adapter: dict[str, Any],
+    segmenter: dict[str, Any],
+    strategy: dict[str, Any],
+    budget: dict[str, float],
+    shard_length: int,
+    min_track_s: float,
+) -> dict[str, Any]:
+    """The job ``kur init`` writes, in the key order of the files it wrote before: schema
+    from the fields, npz shards padded to ``shard_length`` with the first bin axis as a
+    ``segment:`` modality, the starter strategy and a seeded, mean-aggregated hours fill."""
+    output = {
+        "shard_length": shard_length,
+        "short_policy": "pad",
+        "container": "npz",
+        "presence_mask": True,
+        "modalities": {
+            **{f.name: f.output for f in fields},
+            axes[0]: {"dtype": "float32", "shape": [], "source": f"segment:{axes[0]}"},
+        },
+    }
+    return {
+        "name": name,
+        "description": f"Written by kur init from {', '.join(inv.job_sources(out))}.",
+        "schema": {"name": name, "sample_hz": hz, "fields": [f.spec for f in fields]},
+        "adapter": adapter,
+        "sources": inv.job_sources(out),
+        "segmenter": segmenter,
+        "strategy": strategy,
+        "output": output,
+        "budget": budget,
+        "seed": 0,
+        "clip_aggregate": "mean",
+        "min_track_seconds": min_track_s,
+    }
