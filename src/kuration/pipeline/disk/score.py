@@ -386,10 +386,19 @@ class _Fold:
         self.done = 0
 
     def payloads(self, todo: Sequence[str]) -> Iterator[Any]:
-        """A :class:`Done` hit or a task for each source, drawn lazily by the scheduler."""
+        """A :class:`Done` hit or a task for each source, drawn lazily by the scheduler.
+
+        Where the lead reads ahead and no commit of the source exists (a fresh stage),
+        nothing can be reused: the lead's read comes first and its digest is the
+        fingerprint (the read hashes the bytes it decodes), so the file is not hashed once
+        more for the key.
+        """
         for uri in todo:
+            read: _Read | Exception | None = None
+            if self.ahead is not None and self.ck.committed(uri) is None:
+                read = self.ahead(uri, "")
             try:
-                fp = self.adapter.fingerprint(uri)
+                fp = self._fingerprint(uri, read)
             except Exception as exc:
                 if self.on_error == "raise":
                     raise
@@ -406,7 +415,15 @@ class _Fold:
             elif self.ahead is None:
                 yield {**self.extra, "source": (uri, fp, key)}
             else:
-                yield {**self.extra, "source": (uri, fp, key), "ahead": self.ahead(uri, fp)}
+                ahead = read if read is not None else self.ahead(uri, fp)
+                yield {**self.extra, "source": (uri, fp, key), "ahead": ahead}
+
+    def _fingerprint(self, uri: str, read: _Read | Exception | None) -> str:
+        """The source's fingerprint: what its read found (a read that any fingerprint taken
+        before it would have had to match), else the adapter's."""
+        if isinstance(read, _Read) and read.digest.fingerprint:
+            return read.digest.fingerprint
+        return self.adapter.fingerprint(uri)
 
     def fold(self, payload: Any, outcome: Any) -> None:
         """Keep one source's commit (or record its error), then emit its advance event.
