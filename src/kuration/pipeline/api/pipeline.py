@@ -340,24 +340,15 @@ class Pipeline:
         Raises
         ------
         PipelineError
-            An unknown option or a non-finite number of hours.
+            An unknown option, or hours that are not finite numbers >= 0 or sum to zero
+            (the job file's budget check, the only one the hours get).
         """
-        names = {f.name for f in dataclasses.fields(HoursSelection)} - {"train_hours", "test_hours"}
+        names = HoursSelection.option_names()
         extra = set(options) - names
         if extra:
             raise PipelineError(
                 f"unknown options {sorted(extra)} (take {sorted(names)})", step="sample"
             )
-        for what, h in (("hours", hours), ("test_hours", test_hours)):
-            if (
-                isinstance(h, bool)
-                or not isinstance(h, int | float)
-                or not math.isfinite(h)
-                or h < 0
-            ):
-                raise PipelineError(
-                    f"{what} must be a finite number >= 0, got {h!r}", step="sample"
-                )
         gof = options.get("group_of")
         if gof is not None and not (
             isinstance(gof, Mapping) and all(isinstance(v, str) for v in gof.values())
@@ -366,8 +357,7 @@ class Pipeline:
         _check_units(options)
         if options.get("split") is not None:
             options = {**options, "split": check_split_rule(options["split"])}
-        sel = HoursSelection(float(hours), float(test_hours), **options)
-        return self._with(selection=sel)
+        return self._with(selection=HoursSelection.checked(hours, test_hours, **options))
 
     def output(
         self, spec: OutputSpec | Mapping[str, Any] | str | os.PathLike[str], *, encoder: Any = None
@@ -690,9 +680,7 @@ def _select_from_dict(p: Pipeline, d: Mapping[str, Any]) -> Pipeline:
     if mode == "count":
         return p.select(d["n"])
     if mode == "hours":
-        sel = HoursSelection.from_dict(d).to_dict()
-        del sel["mode"]
-        return p.sample(hours=sel.pop("train_hours"), **sel)
+        return p.sample(**HoursSelection.from_dict(d).sample_args())
     raise PipelineError(f"selection mode is 'count' or 'hours', got {mode!r}", step="from_dict")
 
 

@@ -109,11 +109,6 @@ class DatasetWriteResult:
         return self.config[key]
 
 
-def _check_hours(name: str, h: Any) -> None:
-    if isinstance(h, bool) or not (isinstance(h, int | float) and np.isfinite(h) and h >= 0):
-        raise OutputSpecError(f"{name} must be a finite number >= 0, got {h!r}")
-
-
 def _resolve_span(
     span_steps: int | None, span_seconds: float | None, hz: float, spec: OutputSpec
 ) -> int | None:
@@ -187,8 +182,6 @@ def preflight(
     strategy: Strategy,
     spec: OutputSpec,
     encoder: Any = None,
-    train_hours: float = 0.0,
-    test_hours: float = 0.0,
     sample_hz: float | None = None,
     clip_aggregate: str = "max",
     span_steps: int | None = None,
@@ -198,7 +191,8 @@ def preflight(
     resume: bool = False,
     force: bool = False,
 ) -> tuple[int | None, Any]:
-    """Validate the write options of :func:`write_dataset` without touching any data.
+    """Validate the write options of :func:`write_dataset` without touching any data (the
+    hours are not among them: the selection's budget model checked them when it was built).
 
     Returns
     -------
@@ -220,10 +214,6 @@ def preflight(
         )
     if clip_aggregate not in ("max", "mean", "min"):
         raise OutputSpecError(f"clip_aggregate must be max, mean or min, got {clip_aggregate!r}")
-    _check_hours("train_hours", train_hours)
-    _check_hours("test_hours", test_hours)
-    if train_hours + test_hours <= 0:
-        raise OutputSpecError("train_hours + test_hours must be positive")
     if max_group_overshoot is not None and not (
         isinstance(max_group_overshoot, int | float)
         and math.isfinite(max_group_overshoot)
@@ -417,6 +407,8 @@ def _prepare(
     o = p.opts
     options = {
         **sel.write_options(),
+        "train_hours": sel.train_hours,
+        "test_hours": sel.test_hours,
         "span_steps": span,
         "min_track_seconds": sel.min_track_seconds,
         "tag_coverage": sel.tag_coverage,
