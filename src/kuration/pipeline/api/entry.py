@@ -180,7 +180,9 @@ def write_dataset(
         include_entry_points=include_entry_points,
         job=job,
     )
-    run = execute(p, out, force=force, resume=resume, resolved_sources=[str(s) for s in sources])
+    run = execute(
+        p.run_spec(), out, force=force, resume=resume, resolved_sources=[str(s) for s in sources]
+    )
     assert isinstance(run.result, DatasetWriteResult)
     return run.result
 

@@ -24,7 +24,9 @@ A job file compiles to exactly this object (:meth:`Pipeline.from_job`).
 The Pipeline holds resolved logical state (schema, adapter, segmenter,
 strategy, seams, selection, output, options).  Planning lives in
 :mod:`kuration.pipeline.dispatch.planner` and execution in
-:mod:`kuration.pipeline.dispatch.execute`; both take a Pipeline.
+:mod:`kuration.pipeline.dispatch.execute`; both take the frozen
+:class:`~kuration.pipeline.spec.runspec.RunSpec` of :meth:`Pipeline.run_spec`, never the
+Pipeline itself.
 """
 
 from __future__ import annotations
@@ -58,11 +60,12 @@ from ...tools.analyzers import get_analyzer
 from ..disk.pool import DiskSelection
 from ..dispatch.execute import PipelineRun, compare, execute, review
 from ..dispatch.planner import compile_plan
-from ..memory.pool import CurationResult, ExperimentResult
+from ..memory.pool import CurationResult, ExperimentResult, merged_pool_strategy
 from ..run.strategy import load_strategy
 from ..spec.job import job_components, job_encoder, job_selection, parse_job
 from ..spec.logical import CountSelection, HoursSelection, PipelineOptions, SeamUse
 from ..spec.plan import PhysicalPlan
+from ..spec.runspec import RunSpec
 from ..spec.split_rules import check_split_rule
 from .operators import get_operator
 
@@ -493,6 +496,11 @@ class Pipeline:
             job=raw,
         )
 
+    def run_spec(self) -> RunSpec:
+        """The frozen run specification planning and the runtimes take (its parts, as
+        checked by the builders; nothing is checked again)."""
+        return RunSpec.of(self)
+
     def explain(self) -> PhysicalPlan:
         """Compile the physical plan without reading (or fetching) any source.
 
@@ -503,7 +511,7 @@ class Pipeline:
         OutputSpecError
             Hours options or an output spec that do not fit the schema and strategy.
         """
-        return compile_plan(self)
+        return compile_plan(self.run_spec())
 
     def execute(
         self,
@@ -521,7 +529,7 @@ class Pipeline:
         KurationError
             From scoring, selection and writing.
         """
-        return execute(self, dest, force=force, resume=resume)
+        return execute(self.run_spec(), dest, force=force, resume=resume)
 
     def write(
         self, dest: str | os.PathLike[str], *, force: bool = False, resume: bool = False
@@ -581,7 +589,8 @@ class Pipeline:
             else load_strategy(_read_json(s, self.base, "compare"), self.schema)
             for s in strategies
         ]
-        return compare(self, sts, n, axes=axes, n_bins=n_bins)
+        pool = self.metrics(merged_pool_strategy(sts)).select(n) if sts else self
+        return compare(pool.run_spec(), sts, n, axes=axes, n_bins=n_bins)
 
     def review(
         self,
@@ -600,7 +609,7 @@ class Pipeline:
         PipelineError
             An hours budget without ``path``.
         """
-        return review(self, path, max_examples=max_examples, force=force, resume=resume)
+        return review(self.run_spec(), path, max_examples=max_examples, force=force, resume=resume)
 
     def to_dict(self) -> dict[str, Any]:
         """The logical pipeline as JSON (the adapter and encoder by their registered form; no

@@ -67,7 +67,7 @@ from ..spec.plan import PhysicalPlan, StageTelemetry
 from ..stream.passes import STREAMING_STEPS
 
 if TYPE_CHECKING:
-    from ..spec.view import PipelineView as Pipeline  # the fields it reads of one
+    from ..spec.runspec import RunSpec
 
 __all__ = ["DatasetWriteResult", "check_resume_force", "preflight", "run_hours"]
 
@@ -232,7 +232,7 @@ def preflight(
 
 
 def run_hours(
-    p: Pipeline,
+    p: RunSpec,
     out: str | os.PathLike[str],
     sources: list[str],
     plan: PhysicalPlan,
@@ -386,7 +386,7 @@ def streaming_steps() -> Any:
 
 
 def _prepare(
-    p: Pipeline,
+    p: RunSpec,
     root: Path,
     sources: list[str],
     plan: PhysicalPlan,
@@ -402,51 +402,15 @@ def _prepare(
     assert isinstance(sel, HoursSelectionT)
     assert p.schema and p.adapter and p.segmenter and p.strategy_ and p.output_spec
     check_resume_force(resume, force)
-    span = plan.stage("fill").detail.get("span_steps")
-    encoder = p.encoder if p.encoder is not None else PassthroughEncoder()
-    o = p.opts
-    options = {
-        **sel.write_options(),
-        "train_hours": sel.train_hours,
-        "test_hours": sel.test_hours,
-        "span_steps": span,
-        "min_track_seconds": sel.min_track_seconds,
-        "tag_coverage": sel.tag_coverage,
-        "allow_empty_split": sel.allow_empty_split,
-        "min_span_seconds": sel.min_span_seconds,
-        "budget_time": sel.budget_time,
-        "tie_break": sel.tie_break,
-        "merge_adjacent_spans": sel.merge_adjacent_spans,
-        "filter_scope": sel.filter_scope,
-        "split": sel.split,
-        "seed": o.seed,
-        "workers": o.workers,
-        "executor": o.resolved_executor,
-        "executor_options": dict(o.executor_options or {}),
-        "on_error": o.on_error,
-        "durable": o.durable,
-        "streaming": o.streaming,
-        "batch_rows": o.stream_batch_rows,
-        "resume": resume,
-        "force": force,
-        "pool": o.pool,
-        "checkpoint_dir": o.checkpoint_dir,
-        "index_bytes": index_bytes,
-    }
     return HoursRun(
         root=root,
-        schema=p.schema,
-        adapter=p.adapter,
+        runspec=p,
         sources=list(sources),
-        strategy=p.strategy_,
-        segmenter=p.segmenter,
-        spec=p.output_spec,
-        encoder=encoder,
-        options=options,
-        group_fn=_group_fn(sel.group_of),
         plan=plan,
-        progress=o.progress,
-        job=p.job,
-        plugins=list(p.plugin_modules),
-        include_entry_points=p.include_entry_points,
+        encoder=p.encoder if p.encoder is not None else PassthroughEncoder(),
+        group_fn=_group_fn(sel.group_of),
+        span_steps=plan.stage("fill").detail.get("span_steps"),
+        resume=resume,
+        force=force,
+        index_bytes=index_bytes,
     )

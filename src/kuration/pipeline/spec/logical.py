@@ -140,6 +140,10 @@ class HoursSelection:
                 del d[k]
         return {"mode": "hours", **d}
 
+    def budget(self) -> dict[str, float]:
+        """The two budgets as the run record and ``config.json`` hold them (hours)."""
+        return {"train_hours": float(self.train_hours), "test_hours": float(self.test_hours)}
+
     def unit_options(self) -> dict[str, Any]:
         """The budget-unit options that differ from their defaults (for plans and records)."""
         return {k: getattr(self, k) for k, v in UNIT_DEFAULTS.items() if getattr(self, k) != v}
