@@ -111,7 +111,7 @@ def remux_span(refs: Sequence[FrameRef], out: Path, fps: int, size: tuple[int, i
     Parameters
     ----------
     refs : sequence of FrameRef
-        The span's frames in presentation order.
+        The span's frames in presentation order (of the ``pyav`` provider).
     out : Path
         The MP4 to write (its folder exists).
     fps : int
@@ -123,8 +123,8 @@ def remux_span(refs: Sequence[FrameRef], out: Path, fps: int, size: tuple[int, i
     -------
     bool
         Whether ``out`` was written; False (nothing written) when the frames are not
-        one run of one stream, the size differs, the cut is not on keyframes, or the
-        frames are off the ``1/fps`` grid.
+        one run of one stream, the file is not one PyAV reads, the size differs, the cut
+        is not on keyframes, or the frames are off the ``1/fps`` grid.
     """
     if not refs or not _contiguous(refs):
         return False
@@ -136,7 +136,11 @@ def remux_span(refs: Sequence[FrameRef], out: Path, fps: int, size: tuple[int, i
     )
     if off_grid:
         return False
-    with av.open(refs[0].uri) as src:
+    try:
+        src = av.open(refs[0].uri)
+    except (av.FFmpegError, OSError):
+        return False  # not a file PyAV reads: the frames are encoded instead
+    with src:
         vs = src.streams[refs[0].stream]
         if (int(vs.codec_context.height), int(vs.codec_context.width)) != tuple(size):
             return False

@@ -21,10 +21,10 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from kuration import run_job
+from kuration import iter_shards, run_job
 from kuration.contracts.media import get_media_provider
 from kuration.contracts.schema import SchemaSpec
-from kuration.errors import AdapterError, MediaError
+from kuration.errors import AdapterError, MediaError, OutputSpecError
 from kuration.sources.mcap import McapAdapter
 from kuration.sources.mcap_media import McapImageProvider
 
@@ -184,7 +184,7 @@ def test_decoded_frames_are_the_recorded_ones(recording, file, column, topic, st
     assert (info.height, info.width, info.n_frames) == (120, 160, N // step)
 
 
-def test_a_run_writes_the_images_of_its_spans(recording, tmp_path: Path) -> None:
+def _job(recording: dict, tmp: Path, modalities: dict, **output: object) -> Path:
     job = {
         "schema": SCHEMA,
         "adapter": {
@@ -205,28 +205,56 @@ def test_a_run_writes_the_images_of_its_spans(recording, tmp_path: Path) -> None
             "presence_mask": True,
             "modalities": {
                 "state": {"dtype": "float64", "shape": [6], "source": "field:state"},
-                "raw": {"dtype": "uint8", "shape": [120, 160, 3], "source": "media:raw"},
-                "jpeg": {"dtype": "uint8", "shape": [120, 160, 3], "source": "media:jpeg"},
+                **{
+                    m: {"dtype": "uint8", "shape": [120, 160, 3], "source": f"media:{m}"}
+                    for m in modalities
+                },
             },
+            **output,
         },
         "budget": {"train_hours": 3.0 / 3600, "test_hours": 0.0},
         "allow_empty_split": True,
         "min_track_seconds": 1.0,
     }
-    path = tmp_path / "job.json"
+    path = tmp / "job.json"
     path.write_text(json.dumps(job))
-    run_job(path, tmp_path / "out")
-    from kuration import iter_shards
+    return path
 
+
+def _ticks(arrays: dict, k: int) -> np.ndarray:
+    first = round(arrays["_time_s"][0] * 30) - T0 * 30 // 10**9
+    return np.arange(first, first + k)
+
+
+def test_a_run_writes_the_images_of_its_spans(recording, tmp_path: Path) -> None:
+    run_job(_job(recording, tmp_path, ["raw", "jpeg"]), tmp_path / "out")
     n = 0
     for arrays, e in iter_shards(tmp_path / "out", with_meta=True):
         k = e["n_steps"]
-        first = round(arrays["_time_s"][0] * 30) - T0 * 30 // 10**9
-        ticks = np.arange(first, first + k)
+        ticks = _ticks(arrays, k)
         np.testing.assert_array_equal(arrays["raw"][:k], recording["frames"][ticks])
         np.testing.assert_array_equal(arrays["_present_jpeg"][:k], ticks % 2 == 0)
         n += k
     assert n == N
+
+
+def test_images_become_a_lerobot_camera(recording, tmp_path: Path) -> None:
+    """In the ``lerobot`` layout an MCAP image topic is encoded (it cannot be remuxed); a
+    topic without an image at every tick cannot be a camera."""
+    lr = {"layout": "lerobot", "container": "parquet"}
+    run_job(_job(recording, tmp_path, ["raw"], **lr), tmp_path / "lr")
+    config = json.loads((tmp_path / "lr" / "config.json").read_text())
+    assert config["results"]["lerobot_videos"]["reencoded"] == 1
+    assert config["results"]["lerobot_videos"]["remuxed"] == 0
+    n = 0
+    for arrays, e in iter_shards(tmp_path / "lr", with_meta=True):
+        k = e["n_steps"]
+        diff = np.abs(arrays["raw"][:k].astype(int) - recording["frames"][_ticks(arrays, k)])
+        assert diff.mean() < 3.0  # the codec's loss
+        n += k
+    assert n == N
+    with pytest.raises(OutputSpecError, match="lacks frames of 'jpeg'"):
+        run_job(_job(recording, tmp_path, ["raw", "jpeg"], **lr), tmp_path / "lr2")
 
 
 def test_media_options_are_checked() -> None:

@@ -42,6 +42,7 @@ from ...errors import KurationError, OutputSpecError
 from ...output.commit import remove_tree
 from ...output.lerobot import DATA_PATH, feature_keys, write_lerobot
 from ...output.lerobot_cameras import (
+    PROVIDER,
     camera_feature,
     encode_frames,
     read_frames,
@@ -178,7 +179,8 @@ class _Cameras:
             out = self.stage / rel
             out.parent.mkdir(parents=True, exist_ok=True)
             frames = cols[m][real]
-            how = "remuxed" if remux_span(refs, out, int(r.hz), spec.size) else "reencoded"
+            copy = spec.provider == PROVIDER and remux_span(refs, out, int(r.hz), spec.size)
+            how = "remuxed" if copy else "reencoded"
             got = read_frames(out, 0, len(real), spec.size) if how == "remuxed" else None
             if got is None or not np.array_equal(got, frames):
                 how = "reencoded"

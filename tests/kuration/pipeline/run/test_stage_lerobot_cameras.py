@@ -185,6 +185,20 @@ def test_a_changed_video_is_refused(written, tmp_path: Path) -> None:
         list(iter_shards(copy))
 
 
+def test_resume_rewrites_only_a_changed_video(written, tmp_path: Path) -> None:
+    dest = tmp_path / "ds"
+    shutil.copytree(written["rekeyed_lerobot"], dest)
+    cams = dest / "videos" / "observation.images.cam_top" / "chunk-000"
+    bad, good = cams / "file-002.mp4", cams / "file-001.mp4"
+    bad.write_bytes(bad.read_bytes()[:-10])
+    good_inode = good.stat().st_ino
+    assert _run(written["rekeyed_job"], dest, "--resume") == 0
+    for p in sorted((written["rekeyed_lerobot"] / "videos").rglob("*.mp4")):
+        assert p.read_bytes() == (dest / p.relative_to(written["rekeyed_lerobot"])).read_bytes()
+    assert good.stat().st_ino == good_inode  # its bytes matched: left in place
+    assert len(list(iter_shards(dest))) == len(list(iter_shards(written["rekeyed_lerobot"])))
+
+
 def test_a_camera_must_be_rgb_uint8() -> None:
     spec = {
         "layout": "lerobot",
