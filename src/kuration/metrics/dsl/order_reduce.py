@@ -31,8 +31,9 @@ def sorted_windows(s: Stream, fr: Frame, key: Key) -> tuple[reduces.Take, np.nda
 def order_ticks(s: Stream, fr: Frame, key: Key) -> tuple[reduces.Take, np.ndarray]:
     """Order statistics of the windows of a source-level stream: each window's valid samples
     sorted in a row, or, where the windows overlap so much that the rows would hold each
-    sample dozens of times, the source's samples ranked once into a wavelet matrix
-    (:mod:`~kuration.metrics.dsl.order_stats`)."""
+    sample dozens of times, the samples they span ranked once into a wavelet matrix
+    (:mod:`~kuration.metrics.dsl.order_stats`; per chunk of windows, which bounds its
+    memory to about ``4 * log2(M)`` bytes a sample of the chunk)."""
 
     def make() -> tuple[reduces.Take, np.ndarray]:
         b = fr.batch
@@ -52,12 +53,16 @@ def order_ticks(s: Stream, fr: Frame, key: Key) -> tuple[reduces.Take, np.ndarra
         first = samples[1]
         lo = first[starts]
         n = first[starts + length] - lo
-        spanned = int(first[starts.max() + length] - first[starts.min()]) if n.size else 0
-        if not order_stats.worth_wavelet(int(n.sum()), spanned):
+        # the samples these windows span: a chunk of a long source ranks its own span only
+        s_lo, s_hi = (
+            (int(first[starts.min()]), int(first[starts.max() + length])) if n.size else (0, 0)
+        )
+        if not order_stats.worth_wavelet(int(n.sum()), s_hi - s_lo):
             rows, n = order_stats.sorted_rows(samples, starts, length)
             return reduces.take_sorted(rows), n
-        idx = fr.memo((key, "@ranks"), False, lambda: order_stats.rank_index(samples))
-        wm = fr.memo((key, "@wavelet"), False, lambda: order_stats.wavelet_matrix(idx.ranks))
+        idx = order_stats.rank_index(samples[0][s_lo:s_hi])
+        wm = order_stats.wavelet_matrix(idx.ranks)
+        lo = lo - s_lo
 
         def take(rows: np.ndarray, i0: np.ndarray, i1: np.ndarray) -> Any:
             a = np.tile(lo[rows], 2)

@@ -60,15 +60,15 @@ WAVELET_COVERAGE = 40
 
 @dataclass(frozen=True, eq=False)
 class RankIndex:
-    """The valid samples of a source-level stream, ranked once.
+    """Samples of a source-level stream (those of a span of ticks), ranked once.
 
     Attributes
     ----------
     values : ndarray, shape (M,), float64
         The valid samples sorted ascending (``values[r]`` is the sample of rank ``r``).
     ranks : ndarray, shape (M,), intp
-        Rank of each valid sample, the samples in tick-major order (tick, then entity):
-        a permutation of ``0 .. M - 1`` (tied samples get distinct ranks).
+        Rank of each sample, in the samples' order (tick-major: tick, then entity): a
+        permutation of ``0 .. M - 1`` (tied samples get distinct ranks).
     """
 
     values: np.ndarray
@@ -123,17 +123,16 @@ def sorted_rows(samples: Samples, starts: np.ndarray, length: int) -> tuple[np.n
     return rows, n
 
 
-def rank_index(samples: Samples) -> RankIndex:
-    """Rank the valid samples of :func:`tick_samples`.
+def rank_index(values: np.ndarray) -> RankIndex:
+    """Rank ``values`` (M,), float64 without NaN (the samples of :func:`tick_samples`).
 
     numpy's default sort kind is used whatever the ties: with its SIMD argsort a stream
     that is mostly 0.0 (a turn rate) sorts faster than with timsort, which it needed before.
     """
-    vals = samples[0]
-    order = np.argsort(vals)
-    ranks = np.empty(vals.size, dtype=np.intp)
-    ranks[order] = np.arange(vals.size, dtype=np.intp)
-    return RankIndex(vals[order], ranks)
+    order = np.argsort(values)
+    ranks = np.empty(values.size, dtype=np.intp)
+    ranks[order] = np.arange(values.size, dtype=np.intp)
+    return RankIndex(values[order], ranks)
 
 
 @dataclass(frozen=True, eq=False)

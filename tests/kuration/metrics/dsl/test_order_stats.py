@@ -55,7 +55,7 @@ def test_kth_equals_sorted_window(case) -> None:
     """Both kernels give every order statistic of every window, bit for bit."""
     x, starts, length = case
     samples = order_stats.tick_samples(x)
-    idx = order_stats.rank_index(samples)
+    idx = order_stats.rank_index(samples[0])
     wm = order_stats.wavelet_matrix(idx.ranks)
     wins = _windows(x, starts, length)
     rows = [g for g, w in enumerate(wins) for _ in range(w.size)]
@@ -77,7 +77,7 @@ def test_kth_equals_sorted_window(case) -> None:
 def test_percentile_and_median_equal_numpy(case, q) -> None:
     x, starts, length = case
     samples = order_stats.tick_samples(x)
-    idx = order_stats.rank_index(samples)
+    idx = order_stats.rank_index(samples[0])
     wm = order_stats.wavelet_matrix(idx.ranks)
     first = samples[1]
     lo = first[starts]
@@ -107,13 +107,17 @@ def _check_against_numpy(take, x, starts, length, n, q) -> None:
             assert med[g].tobytes() == np.median(w).tobytes()
 
 
+@pytest.mark.parametrize("chunked", [False, True])
 @pytest.mark.parametrize("kernel", ["wavelet", "rows"])
 @pytest.mark.parametrize(
     ("length", "stride"), [(12, 1), (12, 2), (25, 2), (41, 3), (40, 4), (30, 4), (30, 45)]
 )
-def test_engine_order_stats_equal_single_windows(length, stride, kernel, monkeypatch) -> None:
+def test_engine_order_stats_equal_single_windows(
+    length, stride, kernel, chunked, monkeypatch
+) -> None:
     """Either kernel (forced by the coverage threshold) gives each window the value it
-    has scored alone."""
+    has scored alone, also when the windows are scored in chunks (each chunk ranks the
+    samples it spans)."""
     monkeypatch.setattr(order_stats, "WAVELET_COVERAGE", 0 if kernel == "wavelet" else 10**9)
     calls = _spy(monkeypatch, "kth_smallest" if kernel == "wavelet" else "sorted_rows")
     n, e = 90, 5
@@ -132,6 +136,8 @@ def test_engine_order_stats_equal_single_windows(length, stride, kernel, monkeyp
         },
         SCHEMA,
     )
+    if chunked:
+        eng.chunk_samples = length * e * 3  # three windows a chunk
     starts = np.arange(0, n - length + 1, stride)
     got = eng.score_table(table, starts, length)
     assert calls  # the forced kernel ran
