@@ -168,7 +168,7 @@ def wavelet_matrix(ranks: np.ndarray) -> WaveletMatrix:
     cur = ranks.astype(dtype)
     pos = np.arange(m, dtype=dtype)
     for lev in range(levels):
-        is_zero = (cur & (1 << (levels - 1 - lev))) == 0
+        is_zero = np.bitwise_and(cur, 1 << (levels - 1 - lev)) == 0
         np.cumsum(is_zero, out=zeros[lev, 1:])
         nz = zeros[lev, m]
         n_zeros[lev] = nz
