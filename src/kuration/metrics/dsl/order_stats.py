@@ -221,12 +221,12 @@ def kth_smallest(wm: WaveletMatrix, lo: np.ndarray, hi: np.ndarray, k: np.ndarra
 
 
 def worth_sliding(step: int, window_ticks: int) -> bool:
-    """Whether one sliding median over every grid cell beats the ranked bisection: the
-    sliding pass costs the same at any stride (about 2.3 ms a source on the ADS-B sample),
-    the bisection grows with the windows; they break even near stride 10 of 120 ticks
-    (``bench/bench_metrics.py``), so the sliding pass takes strides up to a 24th of the
-    window."""
-    return step > 0 and 24 * step <= window_ticks
+    """Whether one sliding median over every grid cell beats :func:`sorted_rows` (or the
+    wavelet matrix): the sliding pass costs the same at any stride, the rows grow with the
+    windows' overlap; on the ADS-B sample (altitude and speed medians, 120-tick windows)
+    they break even between strides 7 and 8, so the sliding pass takes strides up to a
+    16th of the window."""
+    return step > 0 and 16 * step <= window_ticks
 
 
 def sliding_median(x: np.ndarray, starts: np.ndarray, length: int) -> np.ndarray:
