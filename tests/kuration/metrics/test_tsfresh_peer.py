@@ -236,6 +236,9 @@ def _score(values: np.ndarray, present: np.ndarray) -> dict[str, float]:
 def _check_pooled(ours: dict[str, float], x: np.ndarray) -> None:
     for name, (_, ref, kind) in HYPO_POOLED.items():
         _check(name, ours[name], ref(x), kind, x)
+    if x.size:
+        energy = ours["rms"] ** 2 * ours["count"]
+        assert energy == pytest.approx(fc.abs_energy(x), rel=1e-9, abs=1e-12), "abs_energy"
 
 
 def test_constant_window_matches_tsfresh() -> None:
