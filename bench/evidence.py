@@ -44,7 +44,10 @@ ROOT = ed.ROOT
 QS = ROOT / "examples" / "adsb_quickstart"
 TESTS = ("all", "tail", "unseen")
 # each example's default strategy before issue 29 (the candidates' common starting point)
-BEFORE = Path(__file__).resolve().parent / "evidence_strategies"
+BEFORE = {
+    "adsb": QS / "strategies" / "turns-and-climbs.json",
+    "football": Path(__file__).resolve().parent / "evidence_strategies" / "football-before.json",
+}
 
 
 def _json(path: Path) -> dict[str, Any]:
@@ -84,7 +87,7 @@ def arms_for(domain: ed.Domain) -> list[ea.Arm]:
     }
     # the candidates below start from the domain's coverage strategy before this issue
     # (uniform bins over the example's two axes), without its quality filters
-    base = _json(BEFORE / f"{domain.name}-before.json")
+    base = _json(BEFORE[domain.name])
     sdk_random = {"name": "sdk-random", "define": base["define"], "method": "random"}
     base_bins = _strip(base)
     arms = [

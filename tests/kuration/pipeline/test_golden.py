@@ -26,7 +26,8 @@ Re-taken on purpose for issue 29, when the examples' default strategies changed 
 ``bench/evidence.py`` chose on its validation splits: quality predicates and uniform bins
 over track-scoped windows (``segmenter.scope: "track"``; football also
 ``filter_scope: "span"``).  Only ``job`` and the football value moved (``job`` was
-``a9325605...``, 203 files; football ``f420ac8a...``, 217 files).
+``a9325605...``, 203 files; football ``f420ac8a...``, 217 files); the old default is kept as
+``strategies/turns-and-climbs.json``, whose run reproduces the old ``job`` value.
 
 The quickstart job runs once as shipped and once per strategy under
 ``examples/adsb_quickstart/strategies/`` substituted for its own, with the scene-scoped
@@ -84,6 +85,11 @@ GOLDEN = {
     "top-k": (
         "c0ea113fb3fbda79c2098488bddc7e8f01891be732ac7ec02a621212ed2c0bc4",
         192,
+    ),
+    # the quickstart's default before issue 29 (its old "job" value)
+    "turns-and-climbs": (
+        "a9325605876697813238454bd7e2ef4ceff4183fc8025eb2b49c31f8f2f0e1de",
+        203,
     ),
     "uniform-bins": (
         "979718f0fa622cdf67ac272e05ac9192cdd4c6b141edee55f3bce8219ceaa0d7",
