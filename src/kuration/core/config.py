@@ -41,7 +41,9 @@ from pydantic import (
     JsonValue,
     Tag,
     ValidationError,
+    model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from ..errors import (
     JobError,
@@ -477,6 +479,13 @@ class BudgetModel(_Model):
     """Hours of track time for the train split."""
     test_hours: NonNegativeNumber = 0.0
     """Hours of track time for the test split."""
+
+    @model_validator(mode="after")
+    def _some_hours(self) -> BudgetModel:
+        # the one check of the hours: job files and Pipeline.sample both build this model
+        if self.train_hours + self.test_hours <= 0:
+            raise PydanticCustomError("budget", "train_hours + test_hours must be positive")
+        return self
 
 
 class EncoderModel(BaseModel):

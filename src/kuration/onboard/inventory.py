@@ -156,7 +156,33 @@ def _read(path: Path) -> pa.Table:
         raise InitError(f"{path}: cannot read it: {exc}", source=str(path)) from None
     if table.num_rows == 0:
         raise InitError(f"{path}: no rows (a header and nothing under it)", source=str(path))
+    _check_unique_names(table.column_names, str(path))
     return table
+
+
+def _check_unique_names(names: Sequence[str], where: str) -> None:
+    """Raise :class:`InitError` when two columns share a name: a first data row read as a
+    header repeats values (``0.0,0.0``), and a real header that repeats a name leaves a
+    column no job can address."""
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if not twice:
+        return
+    if _headerless(names):
+        raise _headerless_error(where, names)
+    raise InitError(
+        f"{where}: the header names {twice} more than once; give each column its own name "
+        "and rerun kur init",
+        source=where,
+    )
+
+
+def _headerless_error(where: str, names: Sequence[str]) -> InitError:
+    return InitError(
+        f"{where}: the file looks headerless (its first row, {list(names[:4])}, is mostly "
+        "numbers, so it was read as column names); add a first line naming the columns (e.g. "
+        "time,value) and rerun kur init",
+        source=where,
+    )
 
 
 def _kind(t: pa.DataType) -> str:
@@ -269,12 +295,7 @@ def _time_column(
     if not cands and texts:
         cands = texts[:1]
     if not cands and _headerless(names):
-        raise InitError(
-            f"{where}: the file looks headerless (its first row, {names[:4]}, is mostly numbers, "
-            "so it was read as column names); add a first line naming the columns (e.g. "
-            "time,value) and rerun kur init",
-            source=where,
-        )
+        raise _headerless_error(where, names)
     if not cands:
         raise InitError(
             f"{where}: no time column (no timestamp column and no numeric column named like a "

@@ -52,6 +52,20 @@ def test_a_headerless_csv_says_it_looks_headerless(tmp_path: Path) -> None:
         init_job([mixed], tmp_path / "job2")
 
 
+def test_a_header_that_repeats_a_name_is_named_not_a_key_error(tmp_path: Path) -> None:
+    # a headerless file whose first row repeats a value reads as a header with one name
+    # twice; it was a KeyError from inside pyarrow
+    repeated = tmp_path / "repeated.csv"
+    repeated.write_text("".join(f"{1_700_000_000 + i},0.0,0.0,{i}\n" for i in range(50)))
+    with pytest.raises(InitError, match="looks headerless"):
+        init_job([repeated], tmp_path / "job")
+    named = tmp_path / "named.csv"
+    named.write_text("time,x,x\n" + "".join(f"{1_700_000_000 + i},1,2\n" for i in range(50)))
+    with pytest.raises(InitError, match=r"names \['x'\] more than once") as info:
+        init_job([named], tmp_path / "job2")
+    assert info.value.source == str(named)
+
+
 @pytest.mark.network
 @pytest.mark.slow
 def test_heartpy_data2_timer_is_milliseconds(tmp_path: Path, capsys) -> None:

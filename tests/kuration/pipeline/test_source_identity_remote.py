@@ -226,7 +226,7 @@ def test_a_memory_budget_that_needs_checkpoints_names_the_identity_it_lacks(
 
     job, _ = http_sources
     p = Pipeline.from_job(job)
-    est = estimate_peak(p, job["sources"])
+    est = estimate_peak(p.run_spec(), job["sources"])
     monkeypatch.setattr(disk_pool, "INDEX_MEMORY_MIN", est.parts["pool"] // 2)
     with pytest.raises(MemoryBudgetError, match="no strong identity") as info:
         p.options(memory_budget=est.in_memory - 1).write(tmp_path / "out")

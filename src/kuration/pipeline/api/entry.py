@@ -135,21 +135,22 @@ def write_dataset(
     MissingExtraError
         ``out``'s object-store backend is not installed (names the extra).
     """
-    selection = HoursSelection(
-        train_hours,
-        test_hours,
-        clip_aggregate=clip_aggregate,
-        min_track_seconds=min_track_seconds,
-        span_steps=span_steps,
-        span_seconds=span_seconds,
-        group_of=group_of,  # type: ignore[arg-type]  # a callable is accepted here
-        max_group_overshoot=max_group_overshoot,
-        tag_coverage=tag_coverage,
-        min_tag_frac=min_tag_frac,
-        allow_empty_split=allow_empty_split,
-        sample_hz=sample_hz,
-    )
     try:  # write_dataset reports bad options as OutputSpecError
+        selection = HoursSelection.checked(
+            train_hours,
+            test_hours,
+            what="write_dataset",
+            clip_aggregate=clip_aggregate,
+            min_track_seconds=min_track_seconds,
+            span_steps=span_steps,
+            span_seconds=span_seconds,
+            group_of=group_of,  # a callable is accepted here
+            max_group_overshoot=max_group_overshoot,
+            tag_coverage=tag_coverage,
+            min_tag_frac=min_tag_frac,
+            allow_empty_split=allow_empty_split,
+            sample_hz=sample_hz,
+        )
         opts = PipelineOptions(
             progress=progress,
             workers=workers,
@@ -179,7 +180,9 @@ def write_dataset(
         include_entry_points=include_entry_points,
         job=job,
     )
-    run = execute(p, out, force=force, resume=resume, resolved_sources=[str(s) for s in sources])
+    run = execute(
+        p.run_spec(), out, force=force, resume=resume, resolved_sources=[str(s) for s in sources]
+    )
     assert isinstance(run.result, DatasetWriteResult)
     return run.result
 

@@ -24,7 +24,9 @@ A job file compiles to exactly this object (:meth:`Pipeline.from_job`).
 The Pipeline holds resolved logical state (schema, adapter, segmenter,
 strategy, seams, selection, output, options).  Planning lives in
 :mod:`kuration.pipeline.dispatch.planner` and execution in
-:mod:`kuration.pipeline.dispatch.execute`; both take a Pipeline.
+:mod:`kuration.pipeline.dispatch.execute`; both take the frozen
+:class:`~kuration.pipeline.spec.runspec.RunSpec` of :meth:`Pipeline.run_spec`, never the
+Pipeline itself.
 """
 
 from __future__ import annotations
@@ -58,11 +60,12 @@ from ...tools.analyzers import get_analyzer
 from ..disk.pool import DiskSelection
 from ..dispatch.execute import PipelineRun, compare, execute, review
 from ..dispatch.planner import compile_plan
-from ..memory.pool import CurationResult, ExperimentResult
+from ..memory.pool import CurationResult, ExperimentResult, merged_pool_strategy
 from ..run.strategy import load_strategy
 from ..spec.job import job_components, job_encoder, job_selection, parse_job
 from ..spec.logical import CountSelection, HoursSelection, PipelineOptions, SeamUse
 from ..spec.plan import PhysicalPlan
+from ..spec.runspec import RunSpec
 from ..spec.split_rules import check_split_rule
 from .operators import get_operator
 
@@ -340,24 +343,15 @@ class Pipeline:
         Raises
         ------
         PipelineError
-            An unknown option or a non-finite number of hours.
+            An unknown option, or hours that are not finite numbers >= 0 or sum to zero
+            (the job file's budget check, the only one the hours get).
         """
-        names = {f.name for f in dataclasses.fields(HoursSelection)} - {"train_hours", "test_hours"}
+        names = HoursSelection.option_names()
         extra = set(options) - names
         if extra:
             raise PipelineError(
                 f"unknown options {sorted(extra)} (take {sorted(names)})", step="sample"
             )
-        for what, h in (("hours", hours), ("test_hours", test_hours)):
-            if (
-                isinstance(h, bool)
-                or not isinstance(h, int | float)
-                or not math.isfinite(h)
-                or h < 0
-            ):
-                raise PipelineError(
-                    f"{what} must be a finite number >= 0, got {h!r}", step="sample"
-                )
         gof = options.get("group_of")
         if gof is not None and not (
             isinstance(gof, Mapping) and all(isinstance(v, str) for v in gof.values())
@@ -366,8 +360,7 @@ class Pipeline:
         _check_units(options)
         if options.get("split") is not None:
             options = {**options, "split": check_split_rule(options["split"])}
-        sel = HoursSelection(float(hours), float(test_hours), **options)
-        return self._with(selection=sel)
+        return self._with(selection=HoursSelection.checked(hours, test_hours, **options))
 
     def output(
         self, spec: OutputSpec | Mapping[str, Any] | str | os.PathLike[str], *, encoder: Any = None
@@ -503,6 +496,11 @@ class Pipeline:
             job=raw,
         )
 
+    def run_spec(self) -> RunSpec:
+        """The frozen run specification planning and the runtimes take (its parts, as
+        checked by the builders; nothing is checked again)."""
+        return RunSpec.of(self)
+
     def explain(self) -> PhysicalPlan:
         """Compile the physical plan without reading (or fetching) any source.
 
@@ -513,7 +511,7 @@ class Pipeline:
         OutputSpecError
             Hours options or an output spec that do not fit the schema and strategy.
         """
-        return compile_plan(self)
+        return compile_plan(self.run_spec())
 
     def execute(
         self,
@@ -531,7 +529,7 @@ class Pipeline:
         KurationError
             From scoring, selection and writing.
         """
-        return execute(self, dest, force=force, resume=resume)
+        return execute(self.run_spec(), dest, force=force, resume=resume)
 
     def write(
         self, dest: str | os.PathLike[str], *, force: bool = False, resume: bool = False
@@ -591,7 +589,8 @@ class Pipeline:
             else load_strategy(_read_json(s, self.base, "compare"), self.schema)
             for s in strategies
         ]
-        return compare(self, sts, n, axes=axes, n_bins=n_bins)
+        pool = self.metrics(merged_pool_strategy(sts)).select(n) if sts else self
+        return compare(pool.run_spec(), sts, n, axes=axes, n_bins=n_bins)
 
     def review(
         self,
@@ -610,7 +609,7 @@ class Pipeline:
         PipelineError
             An hours budget without ``path``.
         """
-        return review(self, path, max_examples=max_examples, force=force, resume=resume)
+        return review(self.run_spec(), path, max_examples=max_examples, force=force, resume=resume)
 
     def to_dict(self) -> dict[str, Any]:
         """The logical pipeline as JSON (the adapter and encoder by their registered form; no
@@ -690,9 +689,7 @@ def _select_from_dict(p: Pipeline, d: Mapping[str, Any]) -> Pipeline:
     if mode == "count":
         return p.select(d["n"])
     if mode == "hours":
-        sel = HoursSelection.from_dict(d).to_dict()
-        del sel["mode"]
-        return p.sample(hours=sel.pop("train_hours"), **sel)
+        return p.sample(**HoursSelection.from_dict(d).sample_args())
     raise PipelineError(f"selection mode is 'count' or 'hours', got {mode!r}", step="from_dict")
 
 

@@ -121,7 +121,7 @@ def _staged_records(s: RemoteRun, fingerprint: str) -> dict[str, list[tuple[dict
 def step_remote_resume(r: HoursRun, s: RemoteRun) -> dict[str, Any]:
     """Which remote shards may be reused (``resume``), and the previous commit record."""
     _mirror_metadata(r, s)
-    if r.opt["resume"]:
+    if r.resume:
         strong = all(
             isinstance(src["fingerprint"], str) and src["fingerprint"] for src in r.run["sources"]
         )
@@ -173,7 +173,7 @@ def step_remote_stage(r: HoursRun, s: RemoteRun) -> dict[str, Any]:
     """Encode every shard not already in place and upload it whole as an attempt object
     of the run-fingerprint namespace (the published dataset is untouched)."""
     prefix = staging_prefix(r.fingerprint)
-    if not r.opt["resume"]:
+    if not r.resume:
         s.dest.remove(s.dest.listing(prefix))
     attempt = f"{prefix}/{s.attempt}"
     local = r.root / "stage"

@@ -155,7 +155,7 @@ def _run_key(r: HoursRun) -> dict[str, Any]:
             "kuration": __version__,
             **run_code(used_names(r.strategy.to_dict(), r.adapter.name, "none"), r.plugins),
         },
-        "batch_rows": int(r.opt["batch_rows"]),
+        "batch_rows": int(r.opts.stream_batch_rows),
         "plan": plan_identity(r.plan),
     }
 
@@ -167,9 +167,9 @@ def disk_session(r: HoursRun) -> Iterator[None]:
     if not uses_disk_pool(r):
         yield
         return
-    given = r.opt.get("checkpoint_dir")
+    given = r.opts.checkpoint_dir
     root = Path(given) if given is not None else r.root / STAGING_NAME / "pool"
-    index = r.opt.get("index_bytes") or INDEX_MEMORY  # set when a memory_budget chose the pool
+    index = r.index_bytes or INDEX_MEMORY  # set when a memory_budget chose the pool
     limit = f"{max(int(index), INDEX_MEMORY_MIN) // 2**20}MiB"
     r.disk = _DiskHours(StageCheckpoint(root, _run_key(r), "score"), limit)
     try:
@@ -199,7 +199,7 @@ def step_disk_score(r: HoursRun) -> list[StageTelemetry]:
     matches), recording its :class:`SourceInfo` in the partition's meta."""
     d = _state(r)
     r.started = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-    uris = _checked_sources(r.sources, 1, r.opt["on_error"])
+    uris = _checked_sources(r.sources, 1, r.opts.on_error)
     r.adapter.assign_source_ids(uris)  # unique ids, before any source is read
     emit(r.progress, "scoring", "start", total=len(uris))
     t0 = time.perf_counter()
@@ -221,9 +221,9 @@ def step_disk_score(r: HoursRun) -> list[StageTelemetry]:
         r.segmenter,
         r.strategy,
         r.schema,
-        batch_rows=int(r.opt["batch_rows"]),
-        on_error=r.opt["on_error"],
-        durable=bool(r.opt["durable"]),
+        batch_rows=int(r.opts.stream_batch_rows),
+        on_error=r.opts.on_error,
+        durable=bool(r.opts.durable),
         describe=describe_source,
         progress=r.progress,
         keep=keep,
@@ -252,7 +252,7 @@ def step_disk_score(r: HoursRun) -> list[StageTelemetry]:
         emit(r.progress, seam, "start", total=0)
         emit(r.progress, seam, "complete", total=0)
     island = r.plan.stage("features").island if r.plan is not None else None
-    return [scored.telemetry(d.ck, wall, len(uris), int(r.opt["batch_rows"]), island=island)]
+    return [scored.telemetry(d.ck, wall, len(uris), int(r.opts.stream_batch_rows), island=island)]
 
 
 # ---- step 2: index, filters, bins, tags and every segment's priority ------------------------
@@ -272,7 +272,7 @@ def step_disk_rank(r: HoursRun) -> list[StageTelemetry]:
         apply_filter(d.con, st, entry, lambda sid: reread(r.adapter, r.pool().sources[sid]))
     r.edges = bin_pool(d.con, st) if st.bin_axes else {}
     d.label_sets = tag_pool(d.con, st) if st.tags else {}
-    rank_pool_sql(d.con, st, r.opt["seed"])
+    rank_pool_sql(d.con, st, r.opts.seed)
     parts = len(d.commits)
     d.commits = {}  # loaded: the index holds what the later steps read of the partitions
     # closed (so checkpointed to its file) and reopened by the next step: DuckDB lets go
@@ -346,15 +346,15 @@ def step_disk_candidates(r: HoursRun) -> dict[str, Any]:
     :data:`_CHUNK_SEGMENTS` segments) at a time, each chunk's table appended to a
     :class:`~kuration.pipeline.disk.candidates.CandidateStore` (a Parquet file)."""
     d, pool = _state(r), r.pool()
-    min_steps = max(1, int(np.ceil(r.opt["min_track_seconds"] * r.hz)))
+    min_steps = max(1, int(np.ceil(r.sel.min_track_seconds * r.hz)))
     build = functools.partial(
         build_candidate_table,
-        how=r.opt["clip_aggregate"],
+        how=r.sel.clip_aggregate,
         features=r.strategy.feature_names,
         min_steps=min_steps,
-        span_steps=r.opt["span_steps"],
+        span_steps=r.span_steps,
         group_of=r.group_fn,
-        veto=r.opt.get("filter_scope") == "span",
+        veto=r.sel.filter_scope == "span",
     )
     store = CandidateStore.temporary(r.strategy.feature_names)
     stream = _by_source(d.reopen(), r.strategy, d.label_sets)

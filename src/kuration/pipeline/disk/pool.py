@@ -71,6 +71,7 @@ from ...sources.identity import SourceDigest
 from ..spec.budget import default_memory_budget, estimate_peak
 from ..spec.logical import CountSelection, HoursSelection
 from ..spec.plan import PlanStage, StageTelemetry
+from ..spec.runspec import RunSpec
 from .checkpoint import StageCheckpoint
 from .index import (
     apply_filter,
@@ -178,7 +179,7 @@ def _count_ineligible(st: Strategy, tie_break: str) -> str | None:
     return disk_ineligible(st)
 
 
-def _auto_eligible(p: Any) -> bool:
+def _auto_eligible(p: RunSpec) -> bool:
     """A count or hours plan (hours without analyzers), not streamed, that the disk runtime
     runs."""
     if p.opts.streaming or p.strategy_ is None:
@@ -191,7 +192,7 @@ def _auto_eligible(p: Any) -> bool:
     return disk_ineligible(p.strategy_) is None
 
 
-def budget_pool(p: Any, sources: Sequence[str]) -> PoolChoice | None:
+def budget_pool(p: RunSpec, sources: Sequence[str]) -> PoolChoice | None:
     """The automatic choice of the runtime, or None when there is none to make (a fixed
     pool, an ineligible plan, no budget).  The disk runtime is chosen:
 
@@ -206,13 +207,15 @@ def budget_pool(p: Any, sources: Sequence[str]) -> PoolChoice | None:
     """
     if p.opts.pool == "disk" or not _auto_eligible(p):
         return None
-    budget, by, how = p.opts.memory_budget, "memory_budget", ""
-    default = budget is None
-    if default:
+    given, by, how = p.opts.memory_budget, "memory_budget", ""
+    default = given is None
+    if given is None:
         found = default_memory_budget() if p.opts.pool is None else None
         if found is None:
             return None
         (budget, how), by = found, "the default memory budget"
+    else:
+        budget = int(given)  # bytes: PipelineOptions parsed a size such as "2GB"
     est = estimate_peak(p, sources)
     if est.in_memory <= budget:
         return PoolChoice(False, int(est.in_memory), int(budget), by, 0, how)
@@ -222,6 +225,7 @@ def budget_pool(p: Any, sources: Sequence[str]) -> PoolChoice | None:
             return None  # check_plan_memory says what would meet it
         index = INDEX_MEMORY_MIN
     elif not default:  # the user's hard budget needs the checkpoints
+        assert p.adapter is not None  # an eligible plan has one
         _require_identity(p.adapter, sources)
     return PoolChoice(True, int(est.in_memory), int(budget), by, index, how)
 
@@ -248,7 +252,7 @@ def _require_identity(adapter: InputAdapter, sources: Sequence[str]) -> None:
             )
 
 
-def auto_pool_note(p: Any) -> str | None:
+def auto_pool_note(p: RunSpec) -> str | None:
     """What :meth:`~kuration.Pipeline.explain` says of a plan whose pool is chosen when it
     runs (from the sources' metadata), or None when the pool is fixed."""
     if p.opts.pool == "disk" or not _auto_eligible(p):

@@ -1,4 +1,5 @@
-"""Running a :class:`~kuration.Pipeline` on the reference runtime.
+"""Running a :class:`~kuration.pipeline.spec.runspec.RunSpec` (a :class:`~kuration.Pipeline`'s,
+:meth:`~kuration.Pipeline.run_spec`) on the runtime its plan names.
 
 :func:`execute` plans first (:func:`~kuration.pipeline.dispatch.planner.compile_plan`:
 every check that needs no data), then resolves sources (the ``provenance``
@@ -51,7 +52,6 @@ from ..memory.pool import (
     CurationResult,
     ExperimentResult,
     compare_strategies,
-    merged_pool_strategy,
     select_segments,
     with_scoring,
 )
@@ -67,7 +67,7 @@ from .planner import compile_plan
 from .workers_fit import pool_too_small, with_note
 
 if TYPE_CHECKING:
-    from ..spec.view import PipelineView as Pipeline  # the fields it reads of one
+    from ..spec.runspec import RunSpec
 
 __all__ = ["PipelineRun", "execute", "review"]
 
@@ -142,7 +142,7 @@ def _decided(notes: tuple[str, ...], decision: str) -> tuple[str, ...]:
     return (decision, *(n for n in notes if not n.startswith("pool:")))
 
 
-def _resolve(p: Pipeline, progress: ProgressCallback | None) -> list[str]:
+def _resolve(p: RunSpec, progress: ProgressCallback | None) -> list[str]:
     emit(progress, "provenance", "start", total=None)
     if isinstance(p.sources, Mapping) and "uris" in p.sources:  # resolved already (curate())
         sources = list(p.sources["uris"])
@@ -159,18 +159,18 @@ def _resolve(p: Pipeline, progress: ProgressCallback | None) -> list[str]:
     return sources
 
 
-def _fit_workers(p: Pipeline, plan: PhysicalPlan, n_sources: int) -> tuple[Pipeline, PhysicalPlan]:
+def _fit_workers(p: RunSpec, plan: PhysicalPlan, n_sources: int) -> tuple[RunSpec, PhysicalPlan]:
     """One worker in the lead when the run's sources are too few for the pool its options
     derive (:mod:`~kuration.pipeline.dispatch.workers_fit`); the plan says so."""
     note = pool_too_small(p.opts, n_sources)
     if note is None:
         return p, plan
-    p = p.options(workers=1)
+    p = p.with_options(workers=1)
     return p, with_note(compile_plan(p), note)
 
 
 def execute(
-    p: Pipeline,
+    p: RunSpec,
     dest: str | os.PathLike[str] | None,
     *,
     force: bool,
@@ -202,7 +202,7 @@ def execute(
 
 
 def _execute(
-    p: Pipeline,
+    p: RunSpec,
     dest: str | os.PathLike[str] | None,
     *,
     force: bool,
@@ -227,7 +227,7 @@ def _execute(
         p, plan = _fit_workers(p, plan, len(sources))
         choice = budget_pool(p, sources)
         if choice is not None and choice.disk:  # the pool does not fit: the disk pool runs it
-            auto = p.options(pool="disk")
+            auto = p.with_options(pool="disk")
             plan = dataclasses.replace(
                 compile_plan(auto), notes=_decided(plan.notes, choice.note())
             )
@@ -245,7 +245,7 @@ def _execute(
     return PipelineRun(plan, result, telemetry, analyses)
 
 
-def _warn_unused_checkpoints(p: Pipeline) -> None:
+def _warn_unused_checkpoints(p: RunSpec) -> None:
     """A ``checkpoint_dir`` given to a plan that holds its pool in memory is said to do
     nothing (only the disk pool checkpoints its partitions)."""
     if p.opts.checkpoint_dir is not None:
@@ -278,7 +278,7 @@ def _make_checkpoint_dir(path: str | os.PathLike[str]) -> None:
 
 
 def _execute_disk(
-    p: Pipeline,
+    p: RunSpec,
     plan: PhysicalPlan,
     dest: str | os.PathLike[str] | None,
     sources: list[str] | None = None,
@@ -318,7 +318,7 @@ def _execute_disk(
 
 
 def _execute_hours(
-    p: Pipeline,
+    p: RunSpec,
     plan: PhysicalPlan,
     dest: str | os.PathLike[str] | None,
     force: bool,
@@ -340,7 +340,7 @@ def _execute_hours(
         if plan.stage("features").runtime != DISK_RUNTIME:
             choice = budget_pool(p, sources)
             if choice is not None and choice.disk:  # the pool does not fit: the disk pool runs it
-                p = p.options(pool="disk")
+                p = p.with_options(pool="disk")
                 plan = dataclasses.replace(
                     compile_plan(p), notes=_decided(plan.notes, choice.note())
                 )
@@ -370,7 +370,7 @@ def _execute_hours(
     return PipelineRun(plan, result, telemetry, analyses)
 
 
-def _score(p: Pipeline, sources: list[str], rec: _Recorder) -> tuple[ScoringResult, float]:
+def _score(p: RunSpec, sources: list[str], rec: _Recorder) -> tuple[ScoringResult, float]:
     assert p.schema and p.adapter and p.segmenter and p.strategy_
     t0 = time.perf_counter()
     scoring = score_sources(
@@ -391,7 +391,7 @@ def _score(p: Pipeline, sources: list[str], rec: _Recorder) -> tuple[ScoringResu
 
 
 def _run_count(
-    p: Pipeline, sources: list[str], rec: _Recorder
+    p: RunSpec, sources: list[str], rec: _Recorder
 ) -> tuple[CurationResult, dict[str, int]]:
     """The count path (what ``curate`` runs): score, then select, keeping the source
     lengths the audit needs."""
@@ -413,21 +413,21 @@ def _run_count(
 
 
 def compare(
-    p: Pipeline,
+    pool: RunSpec,
     strategies: Sequence[Strategy],
     n: int,
     *,
     axes: Sequence[str] | None,
     n_bins: int,
 ) -> ExperimentResult:
-    """See :meth:`kuration.Pipeline.compare`: score the pool once with every strategy's
-    features (one merged top-k strategy), then select with each."""
+    """See :meth:`kuration.Pipeline.compare`: score the pool of ``pool`` once (its strategy
+    is every strategy's features merged, :func:`merged_pool_strategy`), then select with
+    each."""
     if not strategies:
         raise StrategyError("comparing needs at least one strategy")
-    pool = p.metrics(merged_pool_strategy(strategies)).select(n)
     compile_plan(pool)  # every check that needs no data
-    rec = _Recorder(p.opts.progress)
-    scope = nullcontext() if p.include_entry_points else without_entry_point_plugins()
+    rec = _Recorder(pool.opts.progress)
+    scope = nullcontext() if pool.include_entry_points else without_entry_point_plugins()
     with scope:
         sources = _resolve(pool, rec)
         t0 = time.perf_counter()
@@ -437,7 +437,7 @@ def compare(
             scoring.segments,
             strategies,
             n,
-            seed=p.opts.seed,
+            seed=pool.opts.seed,
             source_steps={sid: info.n_steps for sid, info in scoring.sources.items()},
             axes=axes,
             n_bins=n_bins,
@@ -451,7 +451,7 @@ def compare(
     )
 
 
-def _subject(p: Pipeline, result: Any, steps: dict[str, int]) -> AnalysisSubject:
+def _subject(p: RunSpec, result: Any, steps: dict[str, int]) -> AnalysisSubject:
     st = p.strategy_
     assert st is not None
     if isinstance(result, CurationResult):
@@ -470,7 +470,7 @@ def _subject(p: Pipeline, result: Any, steps: dict[str, int]) -> AnalysisSubject
     return AnalysisSubject(pool, rows, tuple(st.feature_names), tuple(st.bin_axes), steps)
 
 
-def _enrich(p: Pipeline, result: Any, steps: dict[str, int]) -> tuple[dict[str, Any], float]:
+def _enrich(p: RunSpec, result: Any, steps: dict[str, int]) -> tuple[dict[str, Any], float]:
     if not p.analyzers:
         return {}, 0.0
     t0 = time.perf_counter()
@@ -517,7 +517,7 @@ def _telemetry(
 
 
 def review(
-    p: Pipeline,
+    p: RunSpec,
     path: str | os.PathLike[str] | None,
     *,
     max_examples: int,

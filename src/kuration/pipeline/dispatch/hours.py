@@ -67,7 +67,7 @@ from ..spec.plan import PhysicalPlan, StageTelemetry
 from ..stream.passes import STREAMING_STEPS
 
 if TYPE_CHECKING:
-    from ..spec.view import PipelineView as Pipeline  # the fields it reads of one
+    from ..spec.runspec import RunSpec
 
 __all__ = ["DatasetWriteResult", "check_resume_force", "preflight", "run_hours"]
 
@@ -107,11 +107,6 @@ class DatasetWriteResult:
 
     def __getitem__(self, key: str) -> Any:
         return self.config[key]
-
-
-def _check_hours(name: str, h: Any) -> None:
-    if isinstance(h, bool) or not (isinstance(h, int | float) and np.isfinite(h) and h >= 0):
-        raise OutputSpecError(f"{name} must be a finite number >= 0, got {h!r}")
 
 
 def _resolve_span(
@@ -187,8 +182,6 @@ def preflight(
     strategy: Strategy,
     spec: OutputSpec,
     encoder: Any = None,
-    train_hours: float = 0.0,
-    test_hours: float = 0.0,
     sample_hz: float | None = None,
     clip_aggregate: str = "max",
     span_steps: int | None = None,
@@ -198,7 +191,8 @@ def preflight(
     resume: bool = False,
     force: bool = False,
 ) -> tuple[int | None, Any]:
-    """Validate the write options of :func:`write_dataset` without touching any data.
+    """Validate the write options of :func:`write_dataset` without touching any data (the
+    hours are not among them: the selection's budget model checked them when it was built).
 
     Returns
     -------
@@ -220,10 +214,6 @@ def preflight(
         )
     if clip_aggregate not in ("max", "mean", "min"):
         raise OutputSpecError(f"clip_aggregate must be max, mean or min, got {clip_aggregate!r}")
-    _check_hours("train_hours", train_hours)
-    _check_hours("test_hours", test_hours)
-    if train_hours + test_hours <= 0:
-        raise OutputSpecError("train_hours + test_hours must be positive")
     if max_group_overshoot is not None and not (
         isinstance(max_group_overshoot, int | float)
         and math.isfinite(max_group_overshoot)
@@ -242,7 +232,7 @@ def preflight(
 
 
 def run_hours(
-    p: Pipeline,
+    p: RunSpec,
     out: str | os.PathLike[str],
     sources: list[str],
     plan: PhysicalPlan,
@@ -396,7 +386,7 @@ def streaming_steps() -> Any:
 
 
 def _prepare(
-    p: Pipeline,
+    p: RunSpec,
     root: Path,
     sources: list[str],
     plan: PhysicalPlan,
@@ -412,49 +402,15 @@ def _prepare(
     assert isinstance(sel, HoursSelectionT)
     assert p.schema and p.adapter and p.segmenter and p.strategy_ and p.output_spec
     check_resume_force(resume, force)
-    span = plan.stage("fill").detail.get("span_steps")
-    encoder = p.encoder if p.encoder is not None else PassthroughEncoder()
-    o = p.opts
-    options = {
-        **sel.write_options(),
-        "span_steps": span,
-        "min_track_seconds": sel.min_track_seconds,
-        "tag_coverage": sel.tag_coverage,
-        "allow_empty_split": sel.allow_empty_split,
-        "min_span_seconds": sel.min_span_seconds,
-        "budget_time": sel.budget_time,
-        "tie_break": sel.tie_break,
-        "merge_adjacent_spans": sel.merge_adjacent_spans,
-        "filter_scope": sel.filter_scope,
-        "split": sel.split,
-        "seed": o.seed,
-        "workers": o.workers,
-        "executor": o.resolved_executor,
-        "executor_options": dict(o.executor_options or {}),
-        "on_error": o.on_error,
-        "durable": o.durable,
-        "streaming": o.streaming,
-        "batch_rows": o.stream_batch_rows,
-        "resume": resume,
-        "force": force,
-        "pool": o.pool,
-        "checkpoint_dir": o.checkpoint_dir,
-        "index_bytes": index_bytes,
-    }
     return HoursRun(
         root=root,
-        schema=p.schema,
-        adapter=p.adapter,
+        runspec=p,
         sources=list(sources),
-        strategy=p.strategy_,
-        segmenter=p.segmenter,
-        spec=p.output_spec,
-        encoder=encoder,
-        options=options,
-        group_fn=_group_fn(sel.group_of),
         plan=plan,
-        progress=o.progress,
-        job=p.job,
-        plugins=list(p.plugin_modules),
-        include_entry_points=p.include_entry_points,
+        encoder=p.encoder if p.encoder is not None else PassthroughEncoder(),
+        group_fn=_group_fn(sel.group_of),
+        span_steps=plan.stage("fill").detail.get("span_steps"),
+        resume=resume,
+        force=force,
+        index_bytes=index_bytes,
     )

@@ -1,6 +1,6 @@
-"""compile_plan: a :class:`~kuration.Pipeline` -> :class:`~kuration.pipeline.spec.plan.PhysicalPlan`.
+"""compile_plan: a :class:`~kuration.pipeline.spec.runspec.RunSpec` -> :class:`~kuration.pipeline.spec.plan.PhysicalPlan`.
 
-Reads only the pipeline's resolved logical state and the execution traits
+Reads only the run spec's resolved logical state and the execution traits
 declared in the registries: no source is resolved, fetched or opened.
 """
 
@@ -29,7 +29,7 @@ from .workers_fit import countable_sources, pool_too_small
 
 if TYPE_CHECKING:
     from ..spec.logical import SeamUse
-    from ..spec.view import PipelineView as Pipeline  # the fields it reads of one
+    from ..spec.runspec import RunSpec
 
 __all__ = ["compile_plan"]
 
@@ -58,7 +58,7 @@ def _component(kind: str, name: str, params: dict[str, Any] | None = None) -> Pl
     return PlanComponent(kind, name, params or {}, traits, declared)
 
 
-def _require(p: Pipeline) -> tuple[Strategy, Any]:
+def _require(p: RunSpec) -> tuple[Strategy, Any]:
     missing = [
         what
         for what, v in (
@@ -89,7 +89,7 @@ def _require(p: Pipeline) -> tuple[Strategy, Any]:
     return p.strategy_, p.selection
 
 
-def _input_stages(p: Pipeline, st: Strategy) -> list[PlanStage]:
+def _input_stages(p: RunSpec, st: Strategy) -> list[PlanStage]:
     assert p.adapter is not None and p.segmenter is not None
     src = p.sources
     if isinstance(src, Mapping) and "uris" in src:
@@ -168,7 +168,7 @@ def _tie(sel: CountSelection) -> dict[str, str]:
     return {} if sel.tie_break == "name" else {"tie_break": sel.tie_break}
 
 
-def _selection_stages(p: Pipeline, st: Strategy, sel: Any) -> list[PlanStage]:
+def _selection_stages(p: RunSpec, st: Strategy, sel: Any) -> list[PlanStage]:
     bin_detail = {"axes": list(st.bin_axes), "n_bins": st.n_bins}
     stages = [PlanStage("bin", _POOL, detail=bin_detail, empty=not st.bin_axes)]
     constraints = {
@@ -224,7 +224,7 @@ def _selection_stages(p: Pipeline, st: Strategy, sel: Any) -> list[PlanStage]:
     ]
 
 
-def compile_plan(p: Pipeline) -> PhysicalPlan:
+def compile_plan(p: RunSpec) -> PhysicalPlan:
     """The physical plan of ``p`` (see :mod:`kuration.pipeline.spec.plan`).
 
     Raises
@@ -262,14 +262,14 @@ def compile_plan(p: Pipeline) -> PhysicalPlan:
                 )
     small = pool_too_small(p.opts, countable_sources(p.sources))
     if small is not None:  # the run keeps to the lead (execute decides it again, counted)
-        p = p.options(workers=1)
+        p = p.with_options(workers=1)
     stages = _place(stages, p)
     note = auto_pool_note(p)
     notes = tuple(n for n in (small, note) if n is not None)
     return PhysicalPlan(mode, stages, tuple(warnings), p.opts.to_dict(), notes)
 
 
-def _place(stages: tuple[PlanStage, ...], p: Pipeline) -> tuple[PlanStage, ...]:
+def _place(stages: tuple[PlanStage, ...], p: RunSpec) -> tuple[PlanStage, ...]:
     """Name the executor of each stage: the run's executor for the fused island that starts
     at ``read`` (when ``features`` is in it; on the disk pool each source is a task, inline
     in the lead for ``local``) and for ``tracks``/``write`` (when its encoder pickles;

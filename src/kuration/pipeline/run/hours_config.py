@@ -49,7 +49,7 @@ def _warnings(r: HoursRun) -> list[str]:
         if r.binding[split][0] is not None:
             out.append(f"{split} under-filled: {r.binding[split][0]}: {r.binding[split][1]}")
     unidentified = getattr(r.disk, "unidentified", None)
-    if unidentified and r.opt.get("checkpoint_dir") is not None:
+    if unidentified and r.opts.checkpoint_dir is not None:
         out.append(
             f"{IDENTITY_NOTE}: {len(unidentified)} source(s), e.g. {unidentified[0]}, were "
             "scored afresh and their checkpoints are never reused (a remote object needs a "
@@ -63,7 +63,7 @@ IDENTITY_NOTE = "no strong source identity"
 
 
 def _pipeline_block(r: HoursRun) -> dict[str, Any]:
-    o, pool = r.opt, r.pool()
+    pool = r.pool()
     sources = [
         {
             "source_id": sid,
@@ -79,25 +79,24 @@ def _pipeline_block(r: HoursRun) -> dict[str, Any]:
     return {
         "adapter": r.adapter.to_dict(),
         "segmenter": r.segmenter.to_dict(),
-        "train_hours": o["train_hours"],
-        "test_hours": o["test_hours"],
-        "seed": o["seed"],
-        "clip_aggregate": o["clip_aggregate"],
-        "min_track_seconds": o["min_track_seconds"],
-        "span_steps": o["span_steps"],
+        **r.sel.budget(),
+        "seed": r.opts.seed,
+        "clip_aggregate": r.sel.clip_aggregate,
+        "min_track_seconds": r.sel.min_track_seconds,
+        "span_steps": r.span_steps,
         **unit_record(r),
         "max_group_overshoot": r.overshoot,
         "tag_coverage": r.use_tags,
-        "min_tag_frac": float(o["min_tag_frac"]),
-        "allow_empty_split": bool(o["allow_empty_split"]),
-        "workers": o["workers"],
-        "on_error": o["on_error"],
+        "min_tag_frac": float(r.sel.min_tag_frac),
+        "allow_empty_split": bool(r.sel.allow_empty_split),
+        "workers": r.opts.workers,
+        "on_error": r.opts.on_error,
         "sources": sources,
     }
 
 
 def _provenance(r: HoursRun) -> dict[str, Any]:
-    workers = r.opt["workers"]
+    workers = r.opts.workers
     ex = r.executor
     return {
         "kuration_version": __version__,
@@ -109,10 +108,10 @@ def _provenance(r: HoursRun) -> dict[str, Any]:
         "implementations": implementation_fingerprints(),
         "sources": r.run["sources"],
         "execution": {
-            "mode": ex.name if ex is not None else r.opt.get("executor", "local"),
+            "mode": ex.name if ex is not None else r.opts.resolved_executor,
             "workers": workers,
             "max_in_flight": ex.max_in_flight if ex is not None else None,
-            **({"streaming": True} if r.opt.get("streaming") else {}),
+            **({"streaming": True} if r.opts.streaming else {}),
             # per Ray node: tasks run there and their CPU and wall seconds
             **({"nodes": ex.nodes} if ex is not None and ex.nodes else {}),
             # the PhysicalPlan that ran and each executed step's telemetry (this step's

@@ -29,7 +29,6 @@ import numpy as np
 from ...selection.candidates import Candidate, CandidateTable
 from ...selection.draws import candidate_keys, draw_candidates, seeded_ranks
 from ...selection.select import method_seed
-from ..spec.logical import UNIT_DEFAULTS
 
 if TYPE_CHECKING:
     from .state import HoursRun
@@ -81,15 +80,15 @@ def drop_short(
 def apply_span_rules(r: HoursRun, table: CandidateTable) -> CandidateTable:
     """``table`` after the run's ``min_span_seconds``, ``random`` and ``tie_break`` rules
     (see the module docs); ``r.short_spans`` counts the rows dropped."""
-    o: Any = r.opt
-    if o.get("min_span_seconds", 0.0) > 0:
-        steps = min_span_steps(o["min_span_seconds"], r.hz)
-        table, gone = drop_short(table, steps, o.get("budget_time", "span"))
+    sel = r.sel
+    if sel.min_span_seconds > 0:
+        steps = min_span_steps(sel.min_span_seconds, r.hz)
+        table, gone = drop_short(table, steps, sel.budget_time)
         r.short_spans += gone
-    seed = method_seed(r.strategy.seed, o["seed"])
+    seed = method_seed(r.strategy.seed, r.opts.seed)
     if r.strategy.method == "random":
         draw_candidates(table, seed)
-    if o.get("tie_break", "name") == "seed":
+    if sel.tie_break == "seed":
         keys = candidate_keys(
             table.source_ids, table.entity_ids, table.source, table.entity, table.span
         )
@@ -149,7 +148,7 @@ def unit_record(r: HoursRun, with_counts: bool = False) -> dict[str, Any]:
     short spans dropped for the manifest's budget block (``with_counts``).  The manifest's
     budget block holds no split rule (readers take its mappings for splits): the rule is
     in the run record and ``config.json`` (``results.split_report.rule``)."""
-    out = {k: r.opt[k] for k, v in UNIT_DEFAULTS.items() if r.opt.get(k, v) != v}
+    out = r.sel.unit_options()
     if with_counts:
         out.pop("split", None)
         if "min_span_seconds" in out:

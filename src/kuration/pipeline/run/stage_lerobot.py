@@ -224,7 +224,7 @@ def _record_files(
             r.packed_files.append(rec)
             there = r.root / rel
             if (
-                r.opt["resume"]
+                r.resume
                 and there.is_file()
                 and not there.is_symlink()
                 and file_digest(there) == (size, sha)

@@ -194,7 +194,7 @@ def stage_packed(r: HoursRun, stage: Path, writer: ShardWriter) -> dict[str, Any
             planned.append(copy)
     planned.sort(key=_order_key)
     files = pack_plan(planned, r.spec)
-    previous = _previous(r) if r.opt["resume"] else {}
+    previous = _previous(r) if r.resume else {}
     bases = {"in place": r.root, "staged": stage}
     track_of = _Tracks(r, cand_of)
     r.partitions = len(files)
@@ -211,7 +211,7 @@ def stage_packed(r: HoursRun, stage: Path, writer: ShardWriter) -> dict[str, Any
             r.packed_files.append(dict(earlier.rec))
         else:
             rec = write_packed_file(
-                stage, plan, writer, track_of, fsync=r.opt["durable"], cut_of=track_of.cut
+                stage, plan, writer, track_of, fsync=r.opts.durable, cut_of=track_of.cut
             )
             # JSON lists: the journal line reads back as [size, sha256] pairs
             pairs = [[e["size"], e["sha256"]] for e in plan.entries]

@@ -20,7 +20,9 @@ from ...output.spec import OutputSpec
 from ...selection.fill import Candidate, FillResult
 from ...selection.strategy import Strategy
 from ...sources.base import InputAdapter
+from ..spec.logical import HoursSelection, PipelineOptions
 from ..spec.plan import PhysicalPlan, StageTelemetry
+from ..spec.runspec import RunSpec
 from .scoring import ScoringResult
 
 __all__ = ["HoursRun", "Planned"]
@@ -33,25 +35,24 @@ Planned = tuple[str, Candidate, list[dict[str, Any]]]
 class HoursRun:
     """Everything one hours run reads (set before the first step) and builds (step by step).
 
-    The first block is the validated input; the rest starts empty and each
-    step fills its part.  ``telemetry`` collects one entry per executed step.
+    The first block is the run as planned: its :class:`~..spec.runspec.RunSpec` (the
+    components, the hours selection :attr:`sel`, the options :attr:`opts`), the resolved
+    sources, the plan and what the plan or the call resolved (``span_steps``, ``resume``,
+    ``force``, the disk pool's ``index_bytes``); nothing in it is checked again.  The rest
+    starts empty and each step fills its part.  ``telemetry`` collects one entry per
+    executed step.
     """
 
     root: Path
-    schema: SchemaSpec
-    adapter: InputAdapter
+    runspec: RunSpec
     sources: list[str]
-    strategy: Strategy
-    segmenter: Segmenter
-    spec: OutputSpec
-    encoder: Any
-    options: Mapping[str, Any]  # the hours options, validated, span resolved
-    group_fn: Callable[[str], str | None] | None
     plan: PhysicalPlan | None
-    progress: ProgressCallback | None
-    job: Mapping[str, Any] | None
-    plugins: list[str]
-    include_entry_points: bool
+    encoder: Any  # the spec's, or a PassthroughEncoder
+    group_fn: Callable[[str], str | None] | None
+    span_steps: int | None = None  # the span length the plan's fill stage resolved
+    resume: bool = False
+    force: bool = False
+    index_bytes: int | None = None  # the disk pool's index memory, when a budget chose it
     executor: Executor | None = None  # set for the run's duration (scoring and staging)
     disk: Any = None  # the disk runtime's state (kuration.pipeline.disk.hours), if it runs the pool
     started: str = ""
@@ -97,13 +98,63 @@ class HoursRun:
         return float(self.schema.sample_hz)
 
     @property
-    def opt(self) -> Mapping[str, Any]:
-        return self.options
+    def sel(self) -> HoursSelection:
+        """The run's hours selection (budgets, fill and span options)."""
+        sel = self.runspec.selection
+        assert isinstance(sel, HoursSelection)
+        return sel
+
+    @property
+    def opts(self) -> PipelineOptions:
+        """The run's execution options (seed, workers, executor, on_error, durable, ...)."""
+        return self.runspec.opts
+
+    @property
+    def schema(self) -> SchemaSpec:
+        assert self.runspec.schema is not None
+        return self.runspec.schema
+
+    @property
+    def adapter(self) -> InputAdapter:
+        assert self.runspec.adapter is not None
+        return self.runspec.adapter
+
+    @property
+    def segmenter(self) -> Segmenter:
+        assert self.runspec.segmenter is not None
+        return self.runspec.segmenter
+
+    @property
+    def strategy(self) -> Strategy:
+        assert self.runspec.strategy_ is not None
+        return self.runspec.strategy_
+
+    @property
+    def spec(self) -> OutputSpec:
+        """The output spec."""
+        assert self.runspec.output_spec is not None
+        return self.runspec.output_spec
+
+    @property
+    def progress(self) -> ProgressCallback | None:
+        return self.opts.progress
+
+    @property
+    def job(self) -> Mapping[str, Any] | None:
+        return self.runspec.job
+
+    @property
+    def plugins(self) -> list[str]:
+        return list(self.runspec.plugin_modules)
+
+    @property
+    def include_entry_points(self) -> bool:
+        return self.runspec.include_entry_points
 
     @property
     def resume_block(self) -> dict[str, Any]:
         return {
-            "requested": bool(self.opt["resume"]),
+            "requested": bool(self.resume),
             "reused_shards": self.reused,
             "rebuilt_shards": self.rebuilt,
             "notes": self.resume_notes,

@@ -103,14 +103,14 @@ def step_score(r: HoursRun) -> list[StageTelemetry]:
         r.sources,
         r.segmenter,
         r.strategy,
-        workers=r.opt["workers"],
-        on_error=r.opt["on_error"],
+        workers=r.opts.workers,
+        on_error=r.opts.on_error,
         progress=r.progress,
         plugins=r.plugins,
         include_entry_points=r.include_entry_points,
         fused=fused,
-        executor=r.executor if r.executor is not None else r.opt.get("executor"),
-        executor_options=r.opt.get("executor_options"),
+        executor=r.executor if r.executor is not None else r.opts.resolved_executor,
+        executor_options=dict(r.opts.executor_options or {}),
     )
     n_src, n_seg = len(r.sources), len(r.scoring.segments)
     ex = r.scoring.execution
@@ -148,7 +148,7 @@ def step_rank(r: HoursRun) -> dict[str, Any]:
     segs = r.pool().segments
     emit(r.progress, "selection", "start", total=len(SPLITS))
     with window_reader_scope(r.adapter, r.pool()):
-        r.edges = apply_strategy(segs, r.strategy, r.opt["seed"])
+        r.edges = apply_strategy(segs, r.strategy, r.opts.seed)
     return {"rows_in": len(segs), "rows_out": len(segs)}
 
 
@@ -158,16 +158,16 @@ def step_candidates(r: HoursRun) -> dict[str, Any]:
     by_source: dict[str, list[Segment]] = {}
     for s in pool.segments:
         by_source.setdefault(s.source_id, []).append(s)
-    min_steps = max(1, int(np.ceil(r.opt["min_track_seconds"] * r.hz)))
+    min_steps = max(1, int(np.ceil(r.sel.min_track_seconds * r.hz)))
     table, r.too_short = build_candidate_table(
         {sid: info.tracks for sid, info in pool.sources.items()},
         by_source,
-        how=r.opt["clip_aggregate"],
+        how=r.sel.clip_aggregate,
         features=r.strategy.feature_names,
         min_steps=min_steps,
-        span_steps=r.opt["span_steps"],
+        span_steps=r.span_steps,
         group_of=r.group_fn,
-        veto=r.opt.get("filter_scope") == "span",
+        veto=r.sel.filter_scope == "span",
     )
     table = apply_span_rules(r, table)
     r.candidates, r.empty_spans = table, table.empty_excluded
@@ -180,16 +180,16 @@ def step_split(r: HoursRun) -> dict[str, Any]:
     if not hasattr(table, "pooled_sources"):  # a table, or the disk runtime's file, is kept as is
         table = CandidateTable.of(table)
     cand_sources = table.pooled_sources()
-    total_h = r.opt["train_hours"] + r.opt["test_hours"]
+    total_h = r.sel.train_hours + r.sel.test_hours
     for sid, group in table.source_groups().items():  # each source's first label
         r.groups.setdefault(sid, group)
-    rule, infos = r.opt.get("split"), r.pool().sources
+    rule, infos = r.sel.split, r.pool().sources
     if rule is not None:  # pinned or by time (kuration.pipeline.spec.split_rules)
         r.split_of = rule_splits(rule, cand_sources, infos, r.hz)
         r.split_report = {"rule": dict(rule), **split_report(r.split_of, cand_sources, infos, r.hz)}
     else:
         r.split_of = assign_splits(
-            cand_sources, r.opt["test_hours"] / total_h, r.opt["seed"], r.groups or None
+            cand_sources, r.sel.test_hours / total_h, r.opts.seed, r.groups or None
         )
     return {"rows_in": len(cand_sources), "rows_out": len(r.split_of)}
 
@@ -198,15 +198,14 @@ def step_fill(r: HoursRun, fill: Callable[..., FillResult] = fill_budgets) -> di
     """Fill the hour budgets; the strategy's own tag coverage and group cap apply too
     (``fill``: :func:`~kuration.selection.fill.fill_budgets`, or the disk runtime's fill
     over its candidate store)."""
-    o = r.opt
     strat_cov = getattr(r.strategy, "tag_coverage", None) or {}
     r.tag_names = sorted(strat_cov) if strat_cov else None
-    r.use_tags = bool(o["tag_coverage"] or strat_cov)
+    r.use_tags = bool(r.sel.tag_coverage or strat_cov)
     strat_cap = getattr(r.strategy, "group_cap", None) or {}
-    r.overshoot = o["max_group_overshoot"]
+    r.overshoot = r.sel.max_group_overshoot
     if r.overshoot is None and strat_cap.get("max_overshoot") is not None:
         r.overshoot = float(strat_cap["max_overshoot"])
-    budgets = {"train": o["train_hours"] * 3600.0, "test": o["test_hours"] * 3600.0}
+    budgets = {"train": r.sel.train_hours * 3600.0, "test": r.sel.test_hours * 3600.0}
     r.fill = fill(
         r.candidates,
         r.split_of,
@@ -215,8 +214,8 @@ def step_fill(r: HoursRun, fill: Callable[..., FillResult] = fill_budgets) -> di
         max_group_overshoot=r.overshoot,
         tag_coverage=r.use_tags,
         tag_names=r.tag_names,
-        min_tag_frac=o["min_tag_frac"],
-        count=o.get("budget_time", "span"),
+        min_tag_frac=r.sel.min_tag_frac,
+        count=r.sel.budget_time,
     )
     spec = r.spec
     check_group_cap(
@@ -242,7 +241,7 @@ def step_fill(r: HoursRun, fill: Callable[..., FillResult] = fill_budgets) -> di
 
 def step_fingerprint(r: HoursRun) -> dict[str, Any]:
     """The run document pinned by ``.kuration_output_spec.json`` and its fingerprint."""
-    o, pool = r.opt, r.pool()
+    pool = r.pool()
     source_ids = [
         {"source_id": sid, "fingerprint": info.fingerprint}
         for sid, info in sorted(pool.sources.items())
@@ -255,18 +254,18 @@ def step_fingerprint(r: HoursRun) -> dict[str, Any]:
         "segmenter": r.segmenter.to_dict(),
         "output": r.spec.to_dict(),
         "encoder": encoder_identity(r.encoder),
-        "budget": {"train_hours": float(o["train_hours"]), "test_hours": float(o["test_hours"])},
-        "seed": o["seed"],
-        "clip_aggregate": o["clip_aggregate"],
-        "min_track_seconds": float(o["min_track_seconds"]),
-        "span_steps": o["span_steps"],
+        "budget": r.sel.budget(),
+        "seed": r.opts.seed,
+        "clip_aggregate": r.sel.clip_aggregate,
+        "min_track_seconds": float(r.sel.min_track_seconds),
+        "span_steps": r.span_steps,
         **unit_record(r),
         "groups": dict(sorted(r.groups.items())),
         "max_group_overshoot": r.overshoot,
         "tag_coverage": r.use_tags,
         "tag_names": r.tag_names,
-        "min_tag_frac": float(o["min_tag_frac"]),
-        "on_error": o["on_error"],
+        "min_tag_frac": float(r.sel.min_tag_frac),
+        "on_error": r.opts.on_error,
         "sources": source_ids,
         "source_errors": sorted(pool.errors),
     }
@@ -284,7 +283,7 @@ def step_shard_plan(r: HoursRun) -> dict[str, Any]:
     pool, fill = r.pool(), r.filled()
     for split in SPLITS:
         admitted = fill.admitted[split]
-        if r.opt.get("merge_adjacent_spans"):
+        if r.sel.merge_adjacent_spans:
             admitted = merge_adjacent(admitted)
         for c in admitted:
             planned = plan_entries(
@@ -299,15 +298,15 @@ def step_shard_plan(r: HoursRun) -> dict[str, Any]:
                 spec=r.spec,
             )
             r.admitted.append((split, c, planned))
-    counted = present_planned(r) if r.opt.get("budget_time") == "present" else r.admitted
-    r.binding = settle_splits(fill, counted, r.hz, r.too_short, r.opt["allow_empty_split"])
+    counted = present_planned(r) if r.sel.budget_time == "present" else r.admitted
+    r.binding = settle_splits(fill, counted, r.hz, r.too_short, r.sel.allow_empty_split)
     n_shards = sum(len(p) for _, _, p in r.admitted)
     return {"rows_in": len(r.admitted), "rows_out": n_shards}
 
 
 def step_resume_lookup(r: HoursRun) -> dict[str, Any]:
     """Which earlier shards may be reused (``resume``), and the previous commit record."""
-    if r.opt["resume"]:
+    if r.resume:
         strong = all(
             isinstance(s["fingerprint"], str) and s["fingerprint"] for s in r.run["sources"]
         )
@@ -393,9 +392,9 @@ def step_stage(r: HoursRun) -> dict[str, Any]:
     """Encode every shard not already in place into the staging namespace, source by source
     (the published dataset is untouched)."""
     stage = staging_dir(r.root, r.fingerprint)
-    if not r.opt["resume"] and stage.exists():
+    if not r.resume and stage.exists():
         remove_tree(stage)
-    r.journal = Journal(stage, r.fingerprint, keep=r.opt["resume"])
+    r.journal = Journal(stage, r.fingerprint, keep=r.resume)
     if r.spec.shared_files:  # packed Parquet files or a LeRobot folder (stage_packed/_lerobot)
         writer = ShardWriter(stage, r.spec, r.schema, r.encoder, on_shard=r.journal.record)
         stage_shared = stage_lerobot if r.spec.lerobot else stage_packed
@@ -417,7 +416,7 @@ def step_stage(r: HoursRun) -> dict[str, Any]:
         run_by = {"executor": "local", "batch_size": 1, "queue_depth": 1}
     r.journal.close()
     fsync_s = 0.0
-    if r.opt["durable"]:
+    if r.opts.durable:
         t0 = time.perf_counter()
         make_durable([stage / p for p in r.to_move], stage)
         fsync_s = time.perf_counter() - t0
@@ -467,7 +466,7 @@ def step_publish(r: HoursRun) -> dict[str, Any]:
         remove_stale(r.root, keep, trees=LEROBOT_DIRS)
     else:
         remove_stale(r.root, {e["path"] for e in r.entries})
-    if r.opt["durable"]:
+    if r.opts.durable:
         make_durable([r.root / s for s in SPLITS if (r.root / s).is_dir()] + [r.root], r.root)
     return {"rows_in": len(r.to_move), "rows_out": len(r.entries)}
 
@@ -477,7 +476,7 @@ def _counted_steps(r: HoursRun) -> dict[str, int]:
     under ``budget_time: "present"`` the steps where the entity is present, so that
     ``emitted_s`` and ``dropped_tail_s`` count what ``admitted_s`` counts."""
     out: dict[str, int] = {}
-    if r.opt.get("budget_time") == "present":
+    if r.sel.budget_time == "present":
         for split, _, entries in present_planned(r):
             out[split] = out.get(split, 0) + sum(int(e["n_steps"]) for e in entries)
         return out
@@ -488,13 +487,13 @@ def _counted_steps(r: HoursRun) -> dict[str, int]:
 
 def step_manifest(r: HoursRun) -> dict[str, Any]:
     """The manifest document: splits, budget blocks (with their binding) and every shard."""
-    o, spec, fill = r.opt, r.spec, r.filled()
+    spec, fill = r.spec, r.filled()
     _sort_entries(r.entries)
     budget: dict[str, Any] = {
         "too_short_excluded": r.too_short,
-        "min_track_seconds": float(o["min_track_seconds"]),
-        "span_steps": o["span_steps"],
-        "clip_aggregate": o["clip_aggregate"],
+        "min_track_seconds": float(r.sel.min_track_seconds),
+        "span_steps": r.span_steps,
+        "clip_aggregate": r.sel.clip_aggregate,
         **unit_record(r, with_counts=True),
     }
     splits: dict[str, Any] = {}

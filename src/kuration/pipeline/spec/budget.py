@@ -69,7 +69,7 @@ from ...core.config import check_memory_budget
 from ...errors import JobError, MemoryBudgetError, PipelineError
 
 if TYPE_CHECKING:
-    from .view import PipelineView as Pipeline  # the fields it reads of one
+    from .runspec import RunSpec
 
 __all__ = [
     "DEFAULT_BUDGET_ENV",
@@ -223,7 +223,7 @@ def _file_meta(uri: str) -> SourceMeta:
     return SourceMeta(uri, rows, rows, size, size)
 
 
-def _count_entities(p: Pipeline, uri: str) -> int:
+def _count_entities(p: RunSpec, uri: str) -> int:
     """Distinct entity ids of a source, from its entity column alone, batch by batch."""
     from ...sources.stream import TickStream
     from ...sources.timeseries import TimeseriesAdapter
@@ -238,13 +238,13 @@ def _count_entities(p: Pipeline, uri: str) -> int:
         return 1
 
 
-def source_meta(p: Pipeline, uri: str) -> SourceMeta:
+def source_meta(p: RunSpec, uri: str) -> SourceMeta:
     """What :func:`estimate_peak` knows of one source: its metadata and entity count."""
     m = _source_meta(p, uri)
     return SourceMeta(m.uri, m.rows, m.ticks, m.decoded, m.largest_group, _count_entities(p, uri))
 
 
-def _source_meta(p: Pipeline, uri: str) -> SourceMeta:
+def _source_meta(p: RunSpec, uri: str) -> SourceMeta:
     adapter = p.adapter
     hz = float(p.schema.sample_hz) if p.schema is not None else 1.0
     cols: list[str] = getattr(adapter, "_needed_columns", lambda: [])()
@@ -260,14 +260,14 @@ def _source_meta(p: Pipeline, uri: str) -> SourceMeta:
 
 
 def estimate_peak(
-    p: Pipeline, sources: Sequence[str], *, baseline: int | None = None
+    p: RunSpec, sources: Sequence[str], *, baseline: int | None = None
 ) -> MemoryEstimate:
     """Estimate the peak memory of ``p`` over ``sources``, in memory and streamed (see the
     module docstring for the model); reads metadata only.
 
     Parameters
     ----------
-    p : Pipeline
+    p : RunSpec
     sources : sequence of str
         Resolved local files.
     baseline : int, optional
@@ -309,7 +309,7 @@ def estimate_peak(
     return MemoryEstimate(base + pool + inmem * workers, base + pool + stream, parts, metas)
 
 
-def _span_steps(p: Pipeline) -> int | None:
+def _span_steps(p: RunSpec) -> int | None:
     sel = p.selection
     steps = getattr(sel, "span_steps", None)
     seconds = getattr(sel, "span_seconds", None)
@@ -323,7 +323,7 @@ def _mb(n: int) -> str:
 
 
 def check_plan_memory(
-    p: Pipeline, sources: Sequence[str], *, baseline: int | None = None
+    p: RunSpec, sources: Sequence[str], *, baseline: int | None = None
 ) -> MemoryEstimate | None:
     """Refuse, before reading, a plan whose estimated peak exceeds ``p.opts.memory_budget``
     (``baseline``: see :func:`estimate_peak`; default this process's peak so far).

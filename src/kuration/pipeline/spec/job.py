@@ -330,9 +330,8 @@ def job_encoder(m: JobModel) -> Any:
 
 def job_selection(m: JobModel) -> HoursSelection:
     """The hours selection a job's budget and fill keys describe."""
-    return HoursSelection(
-        train_hours=float(m.budget.train_hours),
-        test_hours=float(m.budget.test_hours),
+    return HoursSelection.from_budget(
+        m.budget,
         clip_aggregate=m.clip_aggregate,
         min_track_seconds=float(m.min_track_seconds),
         span_steps=m.span_steps,

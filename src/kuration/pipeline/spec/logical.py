@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...core.config import check_memory_budget
+from ...core.config import BudgetModel, check_memory_budget, validate_config
 from ...core.executors import check_executor_options, resolve_executor
 from ...core.progress import ProgressCallback
 from ...errors import JobError, PipelineError
@@ -140,6 +140,10 @@ class HoursSelection:
                 del d[k]
         return {"mode": "hours", **d}
 
+    def budget(self) -> dict[str, float]:
+        """The two budgets as the run record and ``config.json`` hold them (hours)."""
+        return {"train_hours": float(self.train_hours), "test_hours": float(self.test_hours)}
+
     def unit_options(self) -> dict[str, Any]:
         """The budget-unit options that differ from their defaults (for plans and records)."""
         return {k: getattr(self, k) for k, v in UNIT_DEFAULTS.items() if getattr(self, k) != v}
@@ -148,13 +152,52 @@ class HoursSelection:
     def from_dict(cls, d: Mapping[str, Any]) -> HoursSelection:
         return cls(**{k: v for k, v in d.items() if k != "mode"})
 
+    @classmethod
+    def from_budget(cls, budget: BudgetModel, **options: Any) -> HoursSelection:
+        """The selection of a validated ``budget`` (the job's, or :meth:`checked`'s) with the
+        other ``options``; the hours are not checked again."""
+        return cls(float(budget.train_hours), float(budget.test_hours), **options)
+
+    @classmethod
+    def checked(
+        cls, hours: Any, test_hours: Any, *, what: str = "sample", **options: Any
+    ) -> HoursSelection:
+        """``Pipeline.sample``'s selection: the hours checked by the job file's own
+        :class:`~kuration.core.config.BudgetModel` (finite, >= 0, a positive sum), the one
+        check they get on either path.
+
+        ``what`` names the caller in the message.
+
+        Raises
+        ------
+        PipelineError
+            Hours that are not finite numbers >= 0, or that sum to zero.
+        """
+        doc = {"train_hours": hours, "test_hours": test_hours}
+        try:
+            budget = validate_config(BudgetModel, doc, kind="job", what=what)
+        except JobError as exc:  # the model's lines, without the job file's framing
+            lines = [p.removeprefix("(top level): ") for p in exc.problems]
+            raise PipelineError("; ".join(lines), step=what) from None
+        return cls.from_budget(budget, **options)
+
+    @classmethod
+    def option_names(cls) -> set[str]:
+        """The fields :meth:`checked` takes as ``options`` (all but the two budgets)."""
+        return {f.name for f in dataclasses.fields(cls)} - {"train_hours", "test_hours"}
+
+    def sample_args(self) -> dict[str, Any]:
+        """Keyword arguments of ``Pipeline.sample`` that rebuild this selection."""
+        d = self.to_dict()
+        del d["mode"]
+        return {"hours": d.pop("train_hours"), **d}
+
     def write_options(self) -> dict[str, Any]:
-        """Keyword arguments of ``preflight`` (all but ``group_of``, ``tag_coverage``,
-        ``min_track_seconds`` and ``allow_empty_split``, which it does not take)."""
+        """Keyword arguments of ``preflight`` (all but the hours, checked when the selection
+        was built, ``group_of``, ``tag_coverage``, ``min_track_seconds`` and
+        ``allow_empty_split``, which it does not take)."""
         return {
             "sample_hz": self.sample_hz,
-            "train_hours": self.train_hours,
-            "test_hours": self.test_hours,
             "clip_aggregate": self.clip_aggregate,
             "span_steps": self.span_steps,
             "span_seconds": self.span_seconds,

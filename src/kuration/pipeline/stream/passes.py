@@ -68,7 +68,7 @@ from ..spec.plan import STREAM_RUNTIME, StageTelemetry
 
 if TYPE_CHECKING:
     from ...sources.base import InputAdapter
-    from ..spec.view import PipelineView as Pipeline  # the fields it reads of one
+    from ..spec.runspec import RunSpec
 
 __all__ = ["STREAMING_STEPS", "check_streaming", "stream_score_sources"]
 
@@ -78,7 +78,7 @@ def _packed(spec: Any) -> bool:
     return bool(getattr(spec, "shared_files", False))
 
 
-def check_streaming(p: Pipeline) -> None:
+def check_streaming(p: RunSpec) -> None:
     """Refuse, before any row is read, a plan that ``streaming=True`` cannot run in bounded memory.
 
     Raises
@@ -298,9 +298,9 @@ def step_stream_score(r: HoursRun) -> list[StageTelemetry]:
         r.sources,
         r.segmenter,
         r.strategy,
-        on_error=r.opt["on_error"],
+        on_error=r.opts.on_error,
         progress=r.progress,
-        batch_rows=int(r.opt.get("batch_rows") or DEFAULT_BATCH_ROWS),
+        batch_rows=int(r.opts.stream_batch_rows or DEFAULT_BATCH_ROWS),
     )
     n_src, n_seg = len(r.sources), len(r.scoring.segments)
     scored = r.scoring.summary()["sources_scored"]
@@ -366,9 +366,9 @@ def step_stream_stage(r: HoursRun) -> list[StageTelemetry]:
     and its shards are flushed from the stream into the staging namespace."""
     t0 = time.perf_counter()
     stage = staging_dir(r.root, r.fingerprint)
-    if not r.opt["resume"] and stage.exists():
+    if not r.resume and stage.exists():
         remove_tree(stage)
-    r.journal = Journal(stage, r.fingerprint, keep=r.opt["resume"])
+    r.journal = Journal(stage, r.fingerprint, keep=r.resume)
     writer = ShardWriter(stage, r.spec, r.schema, r.encoder, on_shard=r.journal.record)
     pool = r.pool()
     work: dict[str, list[Any]] = {}
@@ -376,7 +376,7 @@ def step_stream_stage(r: HoursRun) -> list[StageTelemetry]:
         work.setdefault(item[1].source_id, []).append(item)
     r.partitions = len(work)
     assert isinstance(r.adapter, TimeseriesAdapter)
-    batch_rows = int(r.opt.get("batch_rows") or DEFAULT_BATCH_ROWS)
+    batch_rows = int(r.opts.stream_batch_rows or DEFAULT_BATCH_ROWS)
     emit(r.progress, "writing", "start", total=len(work))
     most = 0
     for i, sid in enumerate(sorted(work), 1):
@@ -397,7 +397,7 @@ def step_stream_stage(r: HoursRun) -> list[StageTelemetry]:
                 r.rebuilt += len(t.planned)
         emit(r.progress, "writing", "advance", current=i, total=len(work), source=sid)
     r.journal.close()
-    if r.opt["durable"]:
+    if r.opts.durable:
         make_durable([stage / p for p in r.to_move], stage)
     island = r.plan.stage("write").island if r.plan is not None else None
     return [

@@ -137,7 +137,8 @@ def _run_to(job: dict, tmp_path: Path, last: str):
     runtime's index still open when the plan runs there)."""
     p = Pipeline.from_job(job)
     plan = p.explain()
-    r = _prepare(p, tmp_path, [str(s) for s in job["sources"]], plan, force=False, resume=False)
+    sources = [str(s) for s in job["sources"]]
+    r = _prepare(p.run_spec(), tmp_path, sources, plan, force=False, resume=False)
     steps = disk_steps(r, STEPS)
     upto = steps[: [n for n, _ in steps].index(last) + 1]
     return r, upto
@@ -326,7 +327,7 @@ def test_a_memory_budget_the_pool_exceeds_puts_hours_on_the_disk_pool(
 
     job = {**small_job, "strategy": _doc("top-k"), "span_seconds": 60}
     p = Pipeline.from_job(job)
-    est = estimate_peak(p, job["sources"])
+    est = estimate_peak(p.run_spec(), job["sources"])
     # the quickstart pool is small: let the index take what the pool would have taken
     monkeypatch.setattr(disk_pool, "INDEX_MEMORY_MIN", est.parts["pool"] // 2)
     p.options(memory_budget=est.in_memory - 1).write(tmp_path / "disk")

@@ -299,7 +299,7 @@ def test_a_memory_budget_the_pool_exceeds_chooses_the_disk_pool(parts, monkeypat
     schema, adapter, sources, seg = parts
     st = load_strategy(CASES["uniform-bins"], schema)
     p = Pipeline().source(adapter, {"uris": sources}).segment(seg).metrics(st).select(30)
-    est = estimate_peak(p, sources)
+    est = estimate_peak(p.run_spec(), sources)
     base, one = est.parts["baseline"], est.parts["per_source_in_memory"]
     assert disk_meets_budget(est.parts, base + one + 2**20, index_min=2**20) == 2**20
     assert disk_meets_budget(est.parts, base + one + 2**20 - 1, index_min=2**20) is None

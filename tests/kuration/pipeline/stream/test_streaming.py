@@ -127,15 +127,17 @@ def test_memory_budget_fails_before_reading_naming_the_option(
     j = job(adsb_job_dict, [recording])
     p = Pipeline.from_job(j)
     sources = [str(recording)]
-    est = estimate_peak(p, sources, baseline=0)
+    est = estimate_peak(p.run_spec(), sources, baseline=0)
     md = pq.ParquetFile(recording).metadata
     assert est.sources[0].rows == md.num_rows and est.sources[0].entities == 213
     assert est.sources[0].ticks == 10_799  # 3 h at 1 Hz, from the timestamp statistics
     assert 0 < est.streaming < est.in_memory
     between = (est.streaming + est.in_memory) // 2
     with pytest.raises(MemoryBudgetError, match=r"streaming=True \(kur run --streaming\) would"):
-        check_plan_memory(p.options(memory_budget=between), sources, baseline=0)
-    assert check_plan_memory(p.options(memory_budget=between, streaming=True), sources, baseline=0)
+        check_plan_memory(p.options(memory_budget=between).run_spec(), sources, baseline=0)
+    assert check_plan_memory(
+        p.options(memory_budget=between, streaming=True).run_spec(), sources, baseline=0
+    )
     pool = est.parts["pool"]
     with pytest.raises(
         MemoryBudgetError, match="segment pool alone does not fit: it needs checkpoints"
