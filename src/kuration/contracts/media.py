@@ -475,7 +475,10 @@ class MediaProvider(ABC):
 
 Factory = Callable[[], MediaProvider]
 #: built-ins: ``name -> ("module:attr", extra that installs its dependency)``
-_BUILTIN = {"pyav": ("kuration.sources.pyav:PyAVProvider", "media")}
+_BUILTIN = {
+    "pyav": ("kuration.sources.pyav:PyAVProvider", "media"),
+    "mcap": ("kuration.sources.mcap_media:McapImageProvider", "mcap"),
+}
 _PROVIDERS: Registry[Factory | str] = Registry("media provider")
 
 

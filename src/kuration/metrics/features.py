@@ -213,15 +213,20 @@ class FeatureEngine:
     def _score_grouped(self, table: TickTable, segments: Sequence[Segment], shift: int) -> None:
         """:meth:`score_segments` over windows of ``table``, whose tick 0 is the segments'
         tick ``shift``."""
-        by_len: dict[int, list[Segment]] = {}
-        for seg in segments:
-            by_len.setdefault(seg.n_steps, []).append(seg)
-        for length, group in by_len.items():
-            starts = np.fromiter((s.start_idx for s in group), dtype=np.int64, count=len(group))
-            values = self.score_table(table, starts - shift, length) if self.compiled else {}
-            cols = {n: v.tolist() for n, v in values.items()}
-            for i, seg in enumerate(group):
-                seg.features.update({n: c[i] for n, c in cols.items()})
+        count = len(segments)
+        starts = np.fromiter((s.start_idx for s in segments), dtype=np.int64, count=count)
+        ends = np.fromiter((s.end_idx for s in segments), dtype=np.int64, count=count)
+        lengths = ends - starts
+        if not self.compiled:
+            return
+        names = list(self.compiled)
+        for length in dict.fromkeys(lengths.tolist()):  # in order of first appearance
+            pick = np.flatnonzero(lengths == length)
+            values = self.score_table(table, starts[pick] - shift, length)
+            # one row of Python floats per segment: a zip per segment, not a dict per feature
+            rows = np.column_stack([values[n] for n in names]).tolist()
+            for seg, row in zip([segments[i] for i in pick.tolist()], rows, strict=True):
+                seg.features.update(zip(names, row, strict=False))  # rows are names long
 
     def to_dict(self) -> dict[str, Any]:
         return {"define": dict(self.define), "registered": list(self.registered)}

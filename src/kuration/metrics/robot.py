@@ -30,7 +30,9 @@ __all__ = [
     "direction_reversals",
     "hampel_z",
     "jerk_norms",
+    "jerk_rms",
     "ldj",
+    "longest_repeat",
     "static_fraction",
 ]
 
@@ -97,6 +99,26 @@ def jerk_norms(x: np.ndarray, hz: float) -> np.ndarray:
     if len(x) < 4:
         return np.zeros(0)
     return np.linalg.norm(np.diff(x, n=3, axis=0) * hz**3, axis=1)
+
+
+def jerk_rms(x: np.ndarray, hz: float) -> float:
+    """Root mean square of every component's jerk, in the unit per s**3: third differences
+    times ``hz**3``, squared and averaged over steps and components (robovet's
+    ``jerk_rms`` of the action stream, its smoothness signal); NaN for fewer than 4 rows."""
+    if len(x) < 4:
+        return float("nan")
+    return float(np.sqrt(np.mean((np.diff(x, n=3, axis=0) * hz**3) ** 2)))
+
+
+def longest_repeat(x: np.ndarray) -> int:
+    """The longest run of consecutive rows that each equal the row before them exactly
+    (every component); 0 for fewer than 2 rows.  lerobot-doctor calls such a run of the
+    action stream frozen."""
+    if len(x) < 2:
+        return 0
+    same = np.concatenate([[False], np.all(x[1:] == x[:-1], axis=1), [False]])
+    edges = np.flatnonzero(np.diff(same.astype(np.int8)))
+    return int((edges[1::2] - edges[::2]).max()) if edges.size else 0
 
 
 def static_fraction(x: np.ndarray) -> float:
@@ -189,6 +211,22 @@ def jerk_p95_state(buf: WindowBuffer) -> float:
     x = _rows(buf, "state")
     j = np.zeros(0) if x is None else jerk_norms(x, buf.sample_hz)
     return float(np.percentile(j, 95)) if j.size else float("nan")
+
+
+@register_metric("jerk_rms_action")
+def jerk_rms_action(buf: WindowBuffer) -> float:
+    """:func:`jerk_rms` of the ``action`` field (unit/s**3)."""
+    return _vec(buf, "action", jerk_rms, buf.sample_hz)
+
+
+@register_metric("frozen_run_action")
+def frozen_run_action(buf: WindowBuffer) -> float:
+    """:func:`longest_repeat` of the ``action`` field over its recorded rows, in [0, 1)
+    (lerobot-doctor's "consecutive identical actions" share of an episode)."""
+    a = _rows(buf, "action")
+    if a is None or len(a) < 2:
+        return float("nan")
+    return longest_repeat(a) / len(a)
 
 
 @register_metric("static_fraction_action")

@@ -85,6 +85,7 @@ def write_lerobot(
     robot_type: str | None = None,
     file_bytes: int = 100 * 1024 * 1024,
     float32: bool = True,
+    cameras: tuple[Sequence[Mapping[str, Any]], Mapping[str, Any]] | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Write ``episodes`` as a LeRobot v3 dataset under ``root`` (created as needed).
 
@@ -105,6 +106,10 @@ def write_lerobot(
         A data file is closed once its rows' Arrow bytes reach this.
     float32 : bool
         Write float features as float32 (else in the modality's dtype).
+    cameras : (rows, features), optional
+        Videos written by the caller (the layout, :mod:`.lerobot_cameras`): each
+        episode's ``videos/<key>/...`` columns of the episodes table, and the camera
+        features of ``info.json``; ``cams`` must then be empty.
 
     Returns
     -------
@@ -156,6 +161,10 @@ def write_lerobot(
         start += n
     _write_data(root, rows, ep_rows, file_bytes)
     videos = write_videos(root, episodes, cams, fps, ep_rows) if cams else {}
+    if cameras is not None:
+        for row, extra in zip(ep_rows, cameras[0], strict=True):
+            row.update(extra)
+        videos = dict(cameras[1])
     pq.write_table(
         pa.Table.from_pylist(ep_rows), _mk(root / "meta/episodes/chunk-000/file-000.parquet")
     )

@@ -1,7 +1,8 @@
 """The cameras of a LeRobot v3 export: one MP4 per camera, the episodes one after another.
 
 Each camera's decoded frames (a ``media:`` modality of the curated dataset, uint8
-``(H, W, 3)``) are encoded with PyAV (H.264, ``yuv420p``, ``crf`` 10, one frame per
+``(H, W, 3)``) are encoded with PyAV (H.264, ``yuv420p``, QP 10 and one thread as the layout's
+:mod:`.lerobot_cameras` encodes, so reruns give the same bytes; one frame per
 ``1/fps`` tick) into ``videos/<key>/chunk-000/file-000.mp4``; an episode's frames
 start at ``from_timestamp = first frame / fps`` in that file, as LeRobot addresses
 them.  The curated frames were decoded once already, so they are re-encoded, never
@@ -17,10 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from .lerobot_cameras import QP, X264_PARAMS
+
 __all__ = ["VIDEO_PATH", "write_videos"]
 
 VIDEO_PATH = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
-CRF = "10"
 
 
 def write_videos(
@@ -54,7 +56,8 @@ def write_videos(
         path = root / VIDEO_PATH.format(video_key=key, chunk_index=0, file_index=0)
         path.parent.mkdir(parents=True, exist_ok=True)
         with av.open(str(path), "w") as out:
-            stream = out.add_stream("libx264", rate=fps, options={"crf": CRF})
+            opts = {"qp": QP, "threads": "1", "x264-params": X264_PARAMS}
+            stream = out.add_stream("libx264", rate=fps, options=opts)
             stream.width, stream.height, stream.pix_fmt = w, h, "yuv420p"
             stream.codec_context.time_base = Fraction(1, fps)
             start = 0

@@ -115,7 +115,8 @@ class OutputSpec:
     layout : {"files", "packed", "lerobot"}
         One file per shard, shards packed into Parquet files per split
         (:mod:`kuration.output.packed`), or a LeRobot v3 folder
-        (:mod:`kuration.output.lerobot`; numeric modalities, presence mask on); the
+        (:mod:`kuration.output.lerobot`; numeric modalities and RGB cameras, presence
+        mask on); the
         last two need ``container="parquet"``.
     target_file_bytes, row_group_bytes : int
         ``packed``: close a file (a row group) once its rows hold this many
@@ -214,11 +215,18 @@ class OutputSpec:
             )
 
         if self.layout == "lerobot":
-            media = [k for k, m in self.modalities.items() if m.route == "media"]
-            if media:
+            cams = [k for k, m in self.modalities.items() if m.route == "media"]
+            bad = [
+                k
+                for k in cams
+                if self.modalities[k].dtype != "uint8"
+                or len(self.modalities[k].shape) != 3
+                or self.modalities[k].shape[2] != 3
+            ]
+            if bad:
                 raise OutputSpecError(
-                    f"layout 'lerobot' writes numeric features; media modalities {media} are "
-                    "not written by it yet (kur export-lerobot encodes cameras)"
+                    f"layout 'lerobot' writes media modalities as RGB cameras: {bad} must be "
+                    "uint8 of shape [H, W, 3]"
                 )
             if not self.presence_mask:
                 raise OutputSpecError(

@@ -11,7 +11,8 @@ the data file's bytes are first checked against their record (as a packed file's
 zero-padded to ``n_rows``, ``_present``, ``_time_s``, ``_n_steps``, ``_entity``, as
 the ``files`` layout stores a shard) must hash to the entry's ``size``/``sha256``
 (:func:`~kuration.output.packed.shard_digest`).  :func:`verify_meta_files` checks
-the other files when a dataset is opened.
+the other files when a dataset is opened.  A camera's frames are decoded from the
+episode's video (the entry's ``videos``), with its frame mask ``_present_<m>``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DatasetIntegrityError
+from ..errors import DatasetIntegrityError, KurationError
 from ..output.packed import shard_digest
 from .packed import FILE_KEY, _state, _verify_file
 
@@ -122,6 +123,37 @@ def _rows(path: Path, rec: Mapping[str, Any], start: int, n: int) -> dict[str, n
     return out
 
 
+def _camera_arrays(
+    entry: Mapping[str, Any], path: Path, n: int, rows: int
+) -> dict[str, np.ndarray]:
+    """Each camera's frames of the shard, decoded from its episode's video (``videos``:
+    modality -> file, first frame, ``[H, W]``), zero-padded to ``rows``, and its frame mask."""
+    from ..output.lerobot_cameras import read_frames
+    from ..output.media import media_mask_name
+
+    videos = entry.get("videos") or {}
+    if not isinstance(videos, Mapping):
+        raise DatasetIntegrityError("malformed 'videos' of a lerobot shard entry", path=str(path))
+    root = path.parents[2]  # data/chunk-NNN/file-NNN.parquet
+    out: dict[str, np.ndarray] = {}
+    for m, v in videos.items():
+        rel, first, size = v.get("path"), v.get("frame"), v.get("shape")
+        ok = isinstance(rel, str) and rel.startswith("videos/") and ".." not in rel.split("/")
+        if not (ok and _is_int(first) and isinstance(size, list) and len(size) == 2):
+            raise DatasetIntegrityError(f"malformed video record of {m!r}", path=str(path))
+        try:
+            frames = read_frames(root.joinpath(*rel.split("/")), first, n, (size[0], size[1]))
+        except KurationError as exc:
+            raise DatasetIntegrityError(
+                f"cannot decode the frames of {m!r}: {exc}", path=str(root / rel)
+            ) from None
+        a = np.zeros((rows, size[0], size[1], 3), dtype=np.uint8)
+        a[:n] = frames
+        out[m] = a
+        out[media_mask_name(m)] = np.arange(rows) < n
+    return out
+
+
 def read_lerobot_shard(
     entry: Mapping[str, Any], path: Path, *, verify: bool = True
 ) -> dict[str, np.ndarray]:
@@ -158,6 +190,7 @@ def read_lerobot_shard(
         out[:n] = a
         arrays[m] = out
     arrays["_present"] = np.arange(rows) < n
+    arrays.update(_camera_arrays(entry, path, n, rows))
     time_s = np.arange(entry["first_step"], entry["first_step"] + rows, dtype=np.int64) / float(
         rec["hz"]
     )

@@ -14,7 +14,17 @@ recorded per source in ``config.json``).
 
 Message encodings: ``json`` (decoded with :mod:`json`) and ``cdr`` (ROS 2,
 decoded by ``mcap-ros2-support`` from the message definitions in the file; no
-ROS install).  Image topics are not read as media yet.
+ROS install).
+
+Image topics (``sensor_msgs/msg/Image``, ``CompressedImage``) are lazy media
+columns (``media``: schema media column -> topic; the column's ``provider`` is
+``"mcap"``, :mod:`kuration.sources.mcap_media`).  Reading the source lists each
+image's log (or publish) time without decoding it, and places it on the tick it
+snaps to (within ``snap_tolerance``; of several images on one tick the nearest is
+kept, the others counted as ``media_collisions:<topic>``; images off the fields'
+ticks are counted as ``frames_outside:<topic>``).  Pixels are decoded only when a
+transform or the output asks.  Images do not make the entity present; a file with
+media is one entity (no ``entity`` path).
 
 Install with the ``[mcap]`` extra (``mcap``, ``mcap-ros2-support``).
 """
@@ -29,12 +39,15 @@ from typing import Any, ClassVar
 import numpy as np
 import pyarrow as pa
 
+from ..contracts.media import FrameRef, MediaColumn
 from ..contracts.schema import SchemaSpec
 from ..contracts.tick import Tick, TickTable
 from ..core.ids import entity_sort_key
 from ..errors import AdapterError, MissingExtraError, SourceError
+from ._snap import snap_ticks
 from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
 from .identity import SourceDigest
+from .mcap_media import NS, image_messages
 from .timeseries import TimeseriesAdapter
 
 __all__ = ["McapAdapter", "parse_path"]
@@ -90,11 +103,15 @@ class McapAdapter(InputAdapter):
         Which MCAP timestamp places a message (nanoseconds).
     snap_tolerance, disorder, duplicates, collisions
         As :class:`~kuration.sources.timeseries.TimeseriesAdapter`, applied per topic.
+    media : mapping of str to str, optional
+        Schema media column (with ``"provider": "mcap"``) -> image topic.
 
     Raises
     ------
     AdapterError
-        A malformed path, a field spread over topics, an unmapped field.
+        A malformed path, a field spread over topics, an unmapped field; a media
+        column the schema lacks or whose provider is not ``mcap``; media with an
+        ``entity`` path.
     """
 
     name: ClassVar[str] = "mcap"
@@ -111,13 +128,16 @@ class McapAdapter(InputAdapter):
         disorder: str = "sort",
         duplicates: str = "raise",
         collisions: str = "nearest",
+        media: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(schema)
+        self.media = dict(media or {})
+        self._check_media(schema, entity)
         if time not in ("log", "publish"):
             raise AdapterError(f"time must be 'log' or 'publish', got {time!r}", adapter="mcap")
         self.fields = {k: [v] if isinstance(v, str) else list(v) for k, v in fields.items()}
         self.entity, self.entity_id, self.time = entity, str(entity_id), time
-        self.policy = {
+        self.policy: dict[str, Any] = {
             "snap_tolerance": snap_tolerance,
             "disorder": disorder,
             "duplicates": duplicates,
@@ -152,7 +172,26 @@ class McapAdapter(InputAdapter):
             "entity_id": self.entity_id,
             "time": self.time,
             **self.policy,
+            **({"media": dict(self.media)} if self.media else {}),
         }
+
+    def _check_media(self, schema: SchemaSpec, entity: str | None) -> None:
+        names = {m.name for m in schema.media}
+        for col, topic in self.media.items():
+            if col not in names:
+                raise AdapterError(f"media: {col!r} is not a schema media column", adapter="mcap")
+            if schema.media_column(col).provider != "mcap":
+                raise AdapterError(
+                    f'media column {col!r} must declare "provider": "mcap" to read '
+                    f"images of {topic!r}",
+                    adapter="mcap",
+                )
+            if not str(topic).startswith("/"):
+                raise AdapterError(f"media: {topic!r} is not a topic", adapter="mcap")
+        if self.media and entity is not None:
+            raise AdapterError(
+                "media needs a file of one entity (no 'entity' path)", adapter="mcap"
+            )
 
     def _sub_schema(self, names: Sequence[str]) -> SchemaSpec:
         d = self.schema.to_dict()
@@ -216,7 +255,46 @@ class McapAdapter(InputAdapter):
             counts[f"messages:{topic}"] = table.num_rows
             counts[f"snap_collisions:{topic}"] = int(part.counts.get("snap_collisions", 0))
         counts["snap_collisions"] = sum(v for k, v in counts.items() if k.startswith("snap_"))
-        return _side_by_side(self.source_id(uri), self.schema, list(parts.values()), counts)
+        table = _side_by_side(self.source_id(uri), self.schema, list(parts.values()), counts)
+        if not self.media:
+            return table
+        media = {
+            col: self._images(uri, col, topic, table.k0, table.n_steps, counts)
+            for col, topic in self.media.items()
+        }
+        return TickTable(
+            table.source_id,
+            self.schema,
+            table.k0,
+            table.entity_ids,
+            table.values,
+            table.present,
+            counts=counts,
+            ints=table.ints,
+            media=media,
+        )
+
+    def _images(
+        self, uri: str, col: str, topic: str, k0: int, n_t: int, counts: dict[str, int]
+    ) -> MediaColumn:
+        """The topic's images on ticks ``[k0, k0 + n_t)``, nearest image per tick."""
+        chan, log, pub = image_messages(uri, topic)
+        t_ns = log if self.time == "log" else pub
+        k, off = snap_ticks(t_ns / 1e9, float(self.schema.sample_hz))
+        ok = off <= float(self.policy["snap_tolerance"])
+        inside = ok & (k >= k0) & (k < k0 + n_t)
+        order = np.lexsort((np.arange(k.size), off, k))  # per tick: nearest, then earlier
+        index = np.full(n_t, -1, dtype=np.int64)
+        kept = 0
+        for i in order[inside[order]]:
+            if index[k[i] - k0] < 0:
+                index[k[i] - k0] = i
+                kept += 1
+        counts[f"messages:{topic}"] = int(log.size)
+        counts[f"media_collisions:{topic}"] = int(inside.sum()) - kept
+        counts[f"frames_outside:{topic}"] = int(log.size - inside.sum())
+        refs = tuple(FrameRef(uri, chan, int(t), NS, i) for i, t in enumerate(log))
+        return MediaColumn(self.schema.media_column(col), refs, index)
 
     def ticks(self, uri: str) -> Iterable[Tick]:
         return self.read_table(uri).iter_ticks()

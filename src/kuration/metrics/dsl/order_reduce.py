@@ -1,5 +1,5 @@
 """Order-statistic reduces (median, percentiles, IQR) of windows: the per-window sort of a
-window-level stream, and for a source-level stream the selection, the ranked bisection
+window-level stream, and for a source-level stream the sorted rows, the wavelet matrix
 (:mod:`~kuration.metrics.dsl.order_stats`) or the sliding median, whichever the windows'
 overlap makes cheapest."""
 
@@ -29,9 +29,11 @@ def sorted_windows(s: Stream, fr: Frame, key: Key) -> tuple[reduces.Take, np.nda
 
 
 def order_ticks(s: Stream, fr: Frame, key: Key) -> tuple[reduces.Take, np.ndarray]:
-    """Order statistics of the windows of a source-level stream: from the source's samples
-    ranked once (:mod:`~kuration.metrics.dsl.order_stats`) when the windows overlap enough
-    and lie on a regular grid, else from each window's valid samples sorted."""
+    """Order statistics of the windows of a source-level stream: each window's valid samples
+    sorted in a row, or, where the windows overlap so much that the rows would hold each
+    sample dozens of times, the samples they span ranked once into a wavelet matrix
+    (:mod:`~kuration.metrics.dsl.order_stats`; per chunk of windows, which bounds its
+    memory to about ``4 * log2(M)`` bytes a sample of the chunk)."""
 
     def make() -> tuple[reduces.Take, np.ndarray]:
         b = fr.batch
@@ -46,29 +48,28 @@ def order_ticks(s: Stream, fr: Frame, key: Key) -> tuple[reduces.Take, np.ndarra
                 padded, lambda a, extra: fr.batch.view(a, s.lag + extra), compact=False
             )
             return reduces.take_sorted(srt), n
-        step = int(grid[1] - grid[0]) if grid.size > 1 else 0
-        regular = step > 0 and bool((np.diff(grid) == step).all())
+        if length <= 0:  # the look-back leaves the windows no tick
+            return reduces.take_sorted(np.zeros((grid.size, 0))), np.zeros(grid.size, np.intp)
         first = samples[1]
-        n = first[starts + length] - first[starts] if length > 0 else np.zeros(grid.size, int)
-        if not regular or not order_stats.worth_ranking(b.n_steps, grid.size, length):
-
-            def select(rows: np.ndarray, i0: np.ndarray, i1: np.ndarray) -> Any:
-                return order_stats.selected_pairs(samples, starts[rows], length, i0, i1)
-
-            return select, n
-        idx = fr.memo((key, "@ranks"), False, lambda: order_stats.rank_index(samples))
-        phase = int(starts[0]) % step
-        blocks = fr.memo(
-            (key, "@rank_blocks", step, phase),
-            False,
-            lambda: order_stats.rank_blocks(idx, step, phase),
+        lo = first[starts]
+        n = first[starts + length] - lo
+        # the samples these windows span: a chunk of a long source ranks its own span only
+        s_lo, s_hi = (
+            (int(first[starts.min()]), int(first[starts.max() + length])) if n.size else (0, 0)
         )
+        if not order_stats.worth_wavelet(int(n.sum()), s_hi - s_lo):
+            rows, n = order_stats.sorted_rows(samples, starts, length)
+            return reduces.take_sorted(rows), n
+        idx = order_stats.rank_index(samples[0][s_lo:s_hi])
+        wm = order_stats.wavelet_matrix(idx.ranks)
+        lo = lo - s_lo
 
         def take(rows: np.ndarray, i0: np.ndarray, i1: np.ndarray) -> Any:
-            both = order_stats.ranked_windows(
-                idx, blocks, np.tile(starts[rows], 2), length, np.concatenate([i0, i1])
+            a = np.tile(lo[rows], 2)
+            ranks = order_stats.kth_smallest(
+                wm, a, a + np.tile(n[rows], 2), np.concatenate([i0, i1])
             )
-            return np.split(both, 2)
+            return np.split(idx.values[ranks], 2)
 
         return take, n
 
@@ -78,7 +79,7 @@ def order_ticks(s: Stream, fr: Frame, key: Key) -> tuple[reduces.Take, np.ndarra
 
 def sliding_median(order_stat: Callable[..., np.ndarray]) -> ReduceFn:
     """The windowed median in one sliding pass (:func:`order_stats.sliding_median`) on a
-    grid dense enough without mixed zeros; the ranked or selected order statistics else."""
+    grid dense enough without mixed zeros; the order statistics of :func:`order_ticks` else."""
 
     def reduce(s: Stream, fr: Frame, key: Key) -> np.ndarray:
         grid, length = fr.batch.grid, fr.batch.length - s.lag

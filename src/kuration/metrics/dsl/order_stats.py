@@ -1,79 +1,78 @@
-"""Order statistics of many overlapping tick ranges without sorting each range.
+"""Order statistics of many overlapping tick ranges.
 
-Sorting every window's samples costs ``G * L * E * log(L * E)``: each sample
-is sorted once per window that holds it (twice at stride 60 of a 120-tick
-window, twelve times at stride 10).  Here the valid samples of a source are
-sorted once (their *ranks*), and the ``k``-th smallest sample of a tick range
-is found by bisection over the rank: the number of the range's samples of rank
-at most ``c`` is read from *blocks* of ``B`` ticks whose ranks are sorted once
-(one :func:`numpy.searchsorted` per block), plus a direct count over the few
-ticks a range holds beyond (or short of) whole blocks.  With ``B`` the grid's
-step, every window of a regular grid starts on a block boundary, so a window
-of ``L`` ticks is ``L // B`` (or one more) whole blocks and at most ``B / 2``
-single ticks.  Every query of a batch (windows x order statistics) runs the
-same ``ceil(log2(M))`` vectorized iterations, ``M`` the source's valid samples.
+Each range's order statistics come from one of three kernels, picked by how often the
+ranges hold each sample (their *coverage*: the ranges' valid samples over the samples
+they span together):
 
-When the windows hold each tick fewer than about 3 times (stride 60 of 120),
-ranking costs more than it saves; :func:`selected_pairs` then lays each window's
-valid samples out so that one :func:`numpy.partition` (a selection, not a sort)
-places both order statistics a percentile needs.
+* :func:`sorted_rows` (coverage up to :data:`WAVELET_COVERAGE`): every range's valid
+  samples copied into one row, +inf after them, and the rows sorted.  numpy sorts rows
+  of floats with SIMD sorting networks where the CPU has them, which beats a selection
+  (:func:`numpy.partition`) of the same rows and a ranking of the source at the strides
+  a window is usually cut at (1/2 to 1/12 of its length).
+* :class:`WaveletMatrix` (higher coverage, stride 1 or 2 of a long window): the source's
+  valid samples ranked once (:func:`rank_index`) and the ranks laid out in a wavelet
+  matrix (Claude, Navarro and Ordonez, "The wavelet matrix: an efficient wavelet tree for
+  large alphabets", Information Systems 47 (2015) 15-32), which answers "the ``k``-th
+  smallest of samples ``[lo, hi)``" in one step per bit of the rank, for every range at
+  once, whatever the range's length.  Building it costs about what a sort of the rows at
+  coverage 40 costs (``bench/bench_metrics.py``); at stride 1 of 120 ticks it is 5-10x
+  cheaper than the rows.
+* :func:`sliding_median` (medians of dense grids): one pass of ``bottleneck.move_median``
+  (a double heap updated one cell at a time, Hardle and Steiger 1995) over the padded
+  (tick, entity) grid.
 
-When the windows overlap so much that even the ranked bisection repeats work per window
-(stride 5 or less of a 120-tick window), :func:`sliding_median` computes the median of
-every tick-aligned range in one pass of ``bottleneck.move_median`` (a double heap updated
-one cell at a time, Hardle and Steiger 1995) over the padded (tick, entity) grid.
-
-The results are the samples themselves (an order statistic is a value of the
-range), so whatever combines them -- numpy's ``linear`` percentile, the median
--- gives bit-identical results to a sort of each window.  The one exception is
-a tie of ``0.0`` and ``-0.0``, whose order a sort leaves as its input had it:
-the engine keeps sorting every window's padded samples for a stream holding both
-(:func:`~kuration.metrics.dsl.reduces.mixed_zeros`).
+The results are the samples themselves (an order statistic is a value of the range), so
+whatever combines them -- numpy's ``linear`` percentile, the median -- gives bit-identical
+results to a sort of each window.  The one exception is a tie of ``0.0`` and ``-0.0``,
+whose order a sort leaves as its input had it: the engine keeps sorting every window's
+padded samples for a stream holding both (:func:`~kuration.metrics.dsl.reduces.mixed_zeros`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import bottleneck
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 __all__ = [
-    "RankBlocks",
+    "WAVELET_COVERAGE",
     "RankIndex",
     "Samples",
-    "rank_blocks",
+    "WaveletMatrix",
+    "kth_smallest",
     "rank_index",
-    "ranked_windows",
-    "selected_pairs",
     "sliding_median",
+    "sorted_rows",
     "tick_samples",
-    "worth_ranking",
+    "wavelet_matrix",
     "worth_sliding",
+    "worth_wavelet",
 ]
+
+#: Coverage (each sample held by this many ranges on average) above which the wavelet
+#: matrix beats sorting every range's row: measured on the ADS-B sample's speed, turn
+#: rate and altitude (``bench/bench_metrics.py`` at strides 1-10 of 120 ticks), the two
+#: cost the same between coverage 24 and 60 (stride 5 and 2).
+WAVELET_COVERAGE = 40
 
 
 @dataclass(frozen=True, eq=False)
 class RankIndex:
-    """The valid samples of a source-level stream, ranked once.
+    """Samples of a source-level stream (those of a span of ticks), ranked once.
 
     Attributes
     ----------
     values : ndarray, shape (M,), float64
         The valid samples sorted ascending (``values[r]`` is the sample of rank ``r``).
     ranks : ndarray, shape (M,), intp
-        Rank of each valid sample, the samples in tick-major order (tick, then entity).
-    order : ndarray, shape (M,), intp
-        The inverse permutation: the sample (tick-major index) of each rank.
-    first : ndarray, shape (N + 1,), intp
-        Index in ``ranks`` of the first sample of each tick (``first[N] == M``).
+        Rank of each sample, in the samples' order (tick-major: tick, then entity): a
+        permutation of ``0 .. M - 1`` (tied samples get distinct ranks).
     """
 
     values: np.ndarray
     ranks: np.ndarray
-    order: np.ndarray
-    first: np.ndarray
 
 
 Samples = tuple[np.ndarray, np.ndarray]
@@ -90,170 +89,144 @@ def tick_samples(x: np.ndarray) -> Samples:
     return v.reshape(-1)[np.flatnonzero(ok)], first  # an index gather beats a mask's
 
 
-def selected_pairs(
-    samples: Samples, starts: np.ndarray, length: int, i0: np.ndarray, i1: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The ``i0``-th and ``i1``-th smallest valid samples of each tick range
-    ``[start, start + length)`` by selection (:func:`numpy.partition`), not a full sort.
-
-    Each row is laid out so that its ``i0``-th smallest sample lands in one column ``P``
-    for every row: ``P - i0`` leading -inf, the range's samples, +inf after; one partition
-    at ``P`` and ``P + 1`` then places both statistics (``i1`` is ``i0`` or ``i0 + 1``).
+def sorted_rows(samples: Samples, starts: np.ndarray, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """The valid samples of each tick range ``[start, start + length)``, sorted.
 
     Parameters
     ----------
     samples : Samples
         From :func:`tick_samples`.
     starts : ndarray, shape (Q,), int64
+        First tick of each range; ``start + length <= N``.
     length : int
-    i0, i1 : ndarray, shape (Q,), intp
-        ``0 <= i0 <= i1 <= i0 + 1 <`` the range's valid count.
+        Ticks per range, at least 0.
 
     Returns
     -------
-    tuple of two ndarray, shape (Q,), float64
+    rows : ndarray, shape (Q, W), float64
+        Row ``q`` holds range ``q``'s ``n[q]`` valid samples ascending, then +inf; ``W`` is
+        the largest ``n``.
+    n : ndarray, shape (Q,), intp
+        Valid samples of each range.
     """
     vals, first = samples
     a = first[starts]
     n = first[starts + length] - a
-    top = int(i0.max(initial=0))
-    shift = top - i0
-    width = int((shift + n).max(initial=0))
+    width = int(n.max(initial=0))
     if width == 0:
-        return np.zeros(0), np.zeros(0)
-    pos = (a - shift)[:, None] + np.arange(width)
-    rows = vals.take(pos, mode="clip")
-    np.copyto(rows, -np.inf, where=pos < a[:, None])
-    np.copyto(rows, np.inf, where=pos >= (a + n)[:, None])
-    rows.partition((top, top + 1) if width > top + 1 else top, axis=1)
-    lo = rows[:, top]
-    return lo, (np.where(i1 > i0, rows[:, top + 1], lo) if width > top + 1 else lo)
+        return np.zeros((starts.size, 0)), n
+    # each row is a contiguous run of the samples: copy runs of a padded copy, not an index
+    padded = np.concatenate([vals, np.full(width, np.inf)])
+    rows = sliding_window_view(padded, width)[a]
+    np.copyto(rows, np.inf, where=np.arange(width) >= n[:, None])
+    rows.sort(axis=1)
+    return rows, n
 
 
-def rank_index(samples: Samples) -> RankIndex:
-    """Rank the valid samples of :func:`tick_samples`."""
-    vals, first = samples
-    # quicksort degrades on one much repeated value (a turn rate is mostly 0.0): timsort then
-    # (2.5x faster on the ADS-B turn rates, 1.8x slower on speeds)
-    kind: Literal["stable"] | None = (
-        "stable" if np.count_nonzero(vals == 0.0) * 20 > vals.size else None
-    )
-    order = np.argsort(vals, kind=kind)
-    ranks = np.empty(vals.size, dtype=np.intp)
-    ranks[order] = np.arange(vals.size, dtype=np.intp)
-    return RankIndex(vals[order], ranks, order, first)
+def rank_index(values: np.ndarray) -> RankIndex:
+    """Rank ``values`` (M,), float64 without NaN (the samples of :func:`tick_samples`).
+
+    numpy's default sort kind is used whatever the ties: with its SIMD argsort a stream
+    that is mostly 0.0 (a turn rate) sorts faster than with timsort, which it needed before.
+    """
+    order = np.argsort(values)
+    ranks = np.empty(values.size, dtype=np.intp)
+    ranks[order] = np.arange(values.size, dtype=np.intp)
+    return RankIndex(values[order], ranks)
 
 
 @dataclass(frozen=True, eq=False)
-class RankBlocks:
-    """The ranks of :class:`RankIndex` sorted within blocks of ``size`` ticks.
+class WaveletMatrix:
+    """A permutation of ``0 .. M - 1`` (the ranks of :class:`RankIndex`) as a wavelet matrix.
 
-    Block ``j`` holds ticks ``[phase + (j - 1) * size, phase + j * size)`` (block 0 the
-    ticks before ``phase``).
+    Level ``l`` (0 the top) looks at bit ``B - 1 - l`` of every rank, the ranks in the
+    order the levels above left them: those whose bits above were 0 first, stably.
 
     Attributes
     ----------
-    size, phase : int
-    keys : ndarray, shape (M,), int64
-        ``block * M + rank`` of every sample, ascending.
-    first : ndarray, shape (n_blocks + 1,), int64
-        Index in ``keys`` of each block's first sample.
+    zeros : ndarray, shape (B, M + 1), int32 or int64
+        ``zeros[l, i]``: how many of level ``l``'s first ``i`` entries have a 0 bit.
+    n_zeros : ndarray, shape (B,), int64
+        ``zeros[l, M]``: where level ``l``'s 1 bits begin on the level below.
     """
 
-    size: int
-    phase: int
-    keys: np.ndarray
-    first: np.ndarray
+    zeros: np.ndarray
+    n_zeros: np.ndarray
+
+    @property
+    def levels(self) -> int:
+        return int(self.zeros.shape[0])
 
 
-def rank_blocks(idx: RankIndex, size: int, phase: int) -> RankBlocks:
-    """Sort ``idx``'s ranks within blocks of ``size`` ticks starting at tick ``phase``."""
-    n_ticks = idx.first.size - 1
-    m = idx.ranks.size
-    n_blocks = (n_ticks - phase) // size + 3  # room for a window's last block past the end
-    tick_block = (np.arange(n_ticks, dtype=np.int64) - phase) // size + 1
-    counts = np.diff(idx.first)
-    first = np.zeros(n_blocks + 1, dtype=np.int64)
-    np.cumsum(
-        np.bincount(tick_block, weights=counts, minlength=n_blocks).astype(np.int64), out=first[1:]
-    )
-    # the block of each rank; a stable sort by block keeps ranks ascending within a block
-    # (numpy sorts 16-bit integers stably by radix, in linear time)
-    small = np.int16 if n_blocks < 2**15 else np.int64
-    by_rank = np.repeat(tick_block.astype(small), counts)[idx.order]
-    perm = np.argsort(by_rank, kind="stable")
-    keys = by_rank[perm].astype(np.int64) * m + perm
-    return RankBlocks(size, phase, keys, first)
+def wavelet_matrix(ranks: np.ndarray) -> WaveletMatrix:
+    """Lay out ``ranks`` (M,), a permutation of ``0 .. M - 1``, as a :class:`WaveletMatrix`."""
+    m = int(ranks.size)
+    levels = max((m - 1).bit_length(), 1)
+    dtype = np.int32 if m < 2**31 else np.int64
+    zeros = np.zeros((levels, m + 1), dtype=dtype)
+    n_zeros = np.zeros(levels, dtype=np.int64)
+    cur = ranks.astype(dtype)
+    pos = np.arange(m, dtype=dtype)
+    for lev in range(levels):
+        is_zero = np.bitwise_and(cur, 1 << (levels - 1 - lev)) == 0
+        np.cumsum(is_zero, out=zeros[lev, 1:])
+        nz = zeros[lev, m]
+        n_zeros[lev] = nz
+        if lev + 1 < levels:  # stable partition, 0 bits first, by scattering (a mask's
+            before = zeros[lev, :-1]  # compress of random bits is twice as slow)
+            dest = np.where(is_zero, before, (pos + nz) - before)
+            nxt = np.empty_like(cur)
+            nxt[dest] = cur
+            cur = nxt
+    return WaveletMatrix(zeros, n_zeros)
 
 
-def worth_ranking(n_ticks: int, n_windows: int, window_ticks: int) -> bool:
-    """Whether ranking the source once beats sorting every window: measured on the ADS-B
-    sample (``bench/bench_metrics.py``), the windows must hold each tick about 4 times or
-    more (120-tick windows at stride 30 or less)."""
-    return n_windows > 1 and n_windows * window_ticks >= 4 * n_ticks
+def worth_wavelet(window_samples: int, spanned: int) -> bool:
+    """Whether ranges holding ``window_samples`` valid samples in all, among ``spanned``
+    samples that they span together, are cheaper from a :class:`WaveletMatrix` than from
+    :func:`sorted_rows` (see :data:`WAVELET_COVERAGE`)."""
+    return window_samples > WAVELET_COVERAGE * max(spanned, 1)
 
 
-def ranked_windows(
-    idx: RankIndex, blocks: RankBlocks, starts: np.ndarray, length: int, k: np.ndarray
-) -> np.ndarray:
-    """The ``k``-th smallest valid sample (0-based) of each tick range ``[start, start + length)``.
+def kth_smallest(wm: WaveletMatrix, lo: np.ndarray, hi: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """The ``k``-th smallest (0-based) of entries ``[lo, hi)`` of the permutation ``wm`` holds.
 
     Parameters
     ----------
-    idx : RankIndex
-    blocks : RankBlocks
-        Blocks of ``idx`` on which every start lies (``start - phase`` a multiple of the size).
-    starts : ndarray, shape (Q,), int64
-        First tick of each range; ranges end within the source.
-    length : int
-        Ticks per range.
-    k : ndarray, shape (Q,), intp
-        Order of the statistic, ``0 <= k < `` the range's valid samples.
+    wm : WaveletMatrix
+    lo, hi : ndarray, shape (Q,), integer
+        Entry ranges, ``0 <= lo < hi <= M``.
+    k : ndarray, shape (Q,), integer
+        ``0 <= k < hi - lo``.
 
     Returns
     -------
-    ndarray, shape (Q,), float64
-        The samples themselves.
+    ndarray, shape (Q,), int64
+        The entries (ranks) themselves.
     """
-    m = idx.ranks.size
-    size = blocks.size
-    whole, rest = divmod(int(length), size)
-    if 2 * rest <= size:  # whole blocks plus the ticks after them
-        n_blk, t_a, t_b, sign = whole, starts + whole * size, starts + length, 1
-    else:  # one block more, less the ticks after the range
-        n_blk, t_a, t_b, sign = whole + 1, starts + length, starts + (whole + 1) * size, -1
-    n_ticks = idx.first.size - 1
-    s_a = idx.first[np.minimum(t_a, n_ticks)]
-    s_b = idx.first[np.minimum(t_b, n_ticks)]
-    # the single ticks' ranks, one row per query (M pads: never counted)
-    width = int((s_b - s_a).max(initial=0))
-    pos = s_a[:, None] + np.arange(width)
-    tick_ranks = np.where(pos < s_b[:, None], idx.ranks[np.minimum(pos, m - 1)], m)
-    blk = (starts - blocks.phase) // size + 1
-    bid = blk[:, None] + np.arange(n_blk)
-    # count(rank <= c) = sum of the blocks' searchsorted - their first indexes +- the ticks'
-    target = k + blocks.first[bid].sum(axis=1)
-    bkey = bid * m
-    lo = np.zeros(k.shape, dtype=np.int64)
-    hi = np.full(k.shape, m - 1, dtype=np.int64)
-    for _ in range(int(max(m - 1, 0)).bit_length()):
-        mid = (lo + hi) >> 1
-        cnt = np.searchsorted(blocks.keys, bkey + mid[:, None], "right").sum(axis=1)
-        extra = (tick_ranks <= mid[:, None]).sum(axis=1)
-        cnt = cnt + extra if sign > 0 else cnt - extra
-        ge = cnt > target
-        hi = np.where(ge, mid, hi)
-        lo = np.where(ge, lo, mid + 1)
-    return idx.values[lo]
+    lo = np.asarray(lo, dtype=np.int64)
+    hi = np.asarray(hi, dtype=np.int64)
+    k = np.asarray(k, dtype=np.int64)
+    out = np.zeros(k.shape, dtype=np.int64)
+    for lev in range(wm.levels):
+        row, nz = wm.zeros[lev], wm.n_zeros[lev]
+        z_lo, z_hi = row[lo], row[hi]
+        zeros_in = z_hi - z_lo
+        one = k >= zeros_in  # the answer's bit here is 1: skip the range's 0 bits
+        k = np.where(one, k - zeros_in, k)
+        lo = np.where(one, lo - z_lo + nz, z_lo)
+        hi = np.where(one, hi - z_hi + nz, z_hi)
+        out = (out << 1) | one
+    return out
 
 
 def worth_sliding(step: int, window_ticks: int) -> bool:
-    """Whether one sliding median over every grid cell beats the ranked bisection: the
-    sliding pass costs the same at any stride (about 2.3 ms a source on the ADS-B sample),
-    the bisection grows with the windows; they break even near stride 10 of 120 ticks
-    (``bench/bench_metrics.py``), so the sliding pass takes strides up to a 24th of the
-    window."""
-    return step > 0 and 24 * step <= window_ticks
+    """Whether one sliding median over every grid cell beats :func:`sorted_rows` (or the
+    wavelet matrix): the sliding pass costs the same at any stride, the rows grow with the
+    windows' overlap; on the ADS-B sample (altitude and speed medians, 120-tick windows)
+    they break even between strides 7 and 8, so the sliding pass takes strides up to a
+    16th of the window."""
+    return step > 0 and 16 * step <= window_ticks
 
 
 def sliding_median(x: np.ndarray, starts: np.ndarray, length: int) -> np.ndarray:

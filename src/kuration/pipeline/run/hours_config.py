@@ -160,6 +160,7 @@ def build_config(r: HoursRun) -> dict[str, Any]:
             "split_of": dict(sorted(r.split_of.items())),
             **({} if r.split_report is None else {"split_report": r.split_report}),
             "resume": r.resume_block,
+            **({} if r.lerobot_videos is None else {"lerobot_videos": r.lerobot_videos}),
             **_pool_parts(r),
         },
         "warnings": _warnings(r),

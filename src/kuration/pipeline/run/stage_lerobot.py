@@ -10,6 +10,15 @@ at its rows in a data file (``path``, ``row_start``, ``n_steps`` real rows read,
 from them (:func:`~kuration.output.packed.shard_digest`), so reading the folder back
 gives the ``files`` layout's arrays for the same job.
 
+Each media modality ``<m>`` is a camera ``observation.images.<m>``: every episode's
+frames go into a file of their own, copied from the source video when the cut falls
+on keyframes and encoded again otherwise (:mod:`kuration.output.lerobot_cameras`);
+the episode's frames are then those the written file decodes to, which is what a
+reader returns and what the shard digests cover.  A remux whose decoded frames
+differ from the source's is replaced by an encode.  The shard entry records its
+frames (``videos``: file, first frame, ``[H, W]``, ``how``: ``remuxed`` or
+``reencoded``) and ``config.json`` counts both (``results.lerobot_videos``).
+
 The whole folder is written into the staging namespace every time (the episodes
 table and ``stats.json`` depend on every episode).  An episode's task is its
 source's LeRobot task when the source is a LeRobot episode, else :data:`TASK`;
@@ -32,8 +41,17 @@ from ...core.progress import emit
 from ...errors import KurationError, OutputSpecError
 from ...output.commit import remove_tree
 from ...output.lerobot import DATA_PATH, feature_keys, write_lerobot
+from ...output.lerobot_cameras import (
+    PROVIDER,
+    camera_feature,
+    encode_frames,
+    read_frames,
+    remux_span,
+    video_rel,
+)
+from ...output.media import media_mask_name
 from ...output.packed import file_digest, shard_digest, shard_view, track_columns
-from ...output.writer import ShardWriter
+from ...output.writer import ShardWriter, shard_plan
 from ...selection.fill import Candidate
 from ...sources._lerobot_meta import load_meta
 from .stage_packed import _Tracks
@@ -82,10 +100,11 @@ def _robot_type(metas: Mapping[str, Any]) -> str | None:
 
 
 def _episode(
-    writer: ShardWriter, track: Any, group: list[dict[str, Any]]
+    r: HoursRun, writer: ShardWriter, track: Any, group: list[dict[str, Any]], cams: _Cameras
 ) -> tuple[dict[str, np.ndarray], list[tuple[int, int]]]:
-    """A track's frames (its real rows) and each shard's digest; raises when a step of the
-    track is absent (a LeRobot episode holds a value at every frame)."""
+    """A track's numeric frames (its real rows), its cameras written as episode
+    ``len(cams.rows)``, and each shard's digest; raises when a step of the track is
+    absent (a LeRobot episode holds a value at every frame)."""
     cols, offsets = track_columns(writer, track)
     real = np.concatenate(
         [
@@ -93,21 +112,108 @@ def _episode(
             for e in group
         ]
     )
+    e = group[0]
+    what = f"track {e['source_id']} {e['entity_id']} span {e['span_index']}"
     present = cols["_present"][real]
     if not present.all():
-        e = group[0]
         raise OutputSpecError(
-            f"track {e['source_id']} {e['entity_id']} span {e['span_index']} has "
-            f"{int((~present).sum())} absent steps: a LeRobot episode holds a value at every "
-            "frame (layout 'lerobot'; filter such tracks, or use layout 'files')"
+            f"{what} has {int((~present).sum())} absent steps: a LeRobot episode holds a value "
+            "at every frame (layout 'lerobot'; filter such tracks, or use layout 'files')"
         )
-    frames = {m: cols[m][real] for m in writer.spec.modalities}
+    if cams.keys:
+        slots = shard_plan(track.n_steps, writer.spec)
+        steps = np.concatenate(
+            [np.arange(slots[g["shard_index"]].start, slots[g["shard_index"]].stop) for g in group]
+        )
+        cams.write(r, writer, track, cols, real, steps, what)
+    frames = {m: cols[m][real] for m in writer.spec.modalities if m not in cams.keys}
     first = track.k0 + track.start_idx
-    for e in group:
-        e["first_step"] = int(first + offsets[e["shard_index"]])
-        view = shard_view(cols, offsets[e["shard_index"]], e["n_rows"], str(e["entity_id"]))
-        e["size"], e["sha256"] = shard_digest(view)
-    return frames, [(int(offsets[e["shard_index"]]), int(e["n_steps"])) for e in group]
+    done = 0
+    for g in group:
+        g["first_step"] = int(first + offsets[g["shard_index"]])
+        view = shard_view(cols, offsets[g["shard_index"]], g["n_rows"], str(g["entity_id"]))
+        g["size"], g["sha256"] = shard_digest(view)
+        if cams.keys:
+            g["videos"] = {m: {**v, "frame": done} for m, v in cams.rows[-1][1].items()}
+        done += int(g["n_steps"])
+    return frames, [(int(offsets[g["shard_index"]]), int(g["n_steps"])) for g in group]
+
+
+class _Cameras:
+    """The videos of the layout's episodes (:mod:`kuration.output.lerobot_cameras`): each
+    episode's camera written into ``stage`` by a remux or an encode, its frames then
+    replaced by the written file's decoded frames (what readers return)."""
+
+    def __init__(self, r: HoursRun, stage: Path) -> None:
+        self.stage = stage
+        self.keys = {
+            k: f"observation.images.{k}" for k, m in r.spec.modalities.items() if m.route == "media"
+        }
+        # per episode: (episode table columns, {modality: entry's video record})
+        self.rows: list[tuple[dict[str, Any], dict[str, dict[str, Any]]]] = []
+        self.codec: dict[str, str] = {}
+        self.count = {k: {"remuxed": 0, "reencoded": 0} for k in self.keys}
+
+    def write(
+        self,
+        r: HoursRun,
+        writer: ShardWriter,
+        track: Any,
+        cols: dict[str, np.ndarray],
+        real: np.ndarray,
+        steps: np.ndarray,
+        what: str,
+    ) -> None:
+        episode = len(self.rows)
+        columns: dict[str, Any] = {}
+        records: dict[str, dict[str, Any]] = {}
+        for m, key in self.keys.items():
+            if not cols[media_mask_name(m)][real].all():
+                raise OutputSpecError(
+                    f"{what} lacks frames of {m!r}: a LeRobot episode has a frame at every "
+                    "step (layout 'lerobot'; filter such tracks)"
+                )
+            spec = writer.schema.media_column(writer.spec.modalities[m].arg)
+            refs = track.media[spec.name].refs_at(steps)
+            rel, chunk, file = video_rel(key, episode)
+            out = self.stage / rel
+            out.parent.mkdir(parents=True, exist_ok=True)
+            frames = cols[m][real]
+            copy = spec.provider == PROVIDER and remux_span(refs, out, int(r.hz), spec.size)
+            how = "remuxed" if copy else "reencoded"
+            got = read_frames(out, 0, len(real), spec.size) if how == "remuxed" else None
+            if got is None or not np.array_equal(got, frames):
+                how = "reencoded"
+                encode_frames(frames, out, int(r.hz))
+                got = read_frames(out, 0, len(real), spec.size)
+            self.count[m][how] += 1
+            self.codec.setdefault(m, _codec(refs) if how == "remuxed" else "h264")
+            cols[m][real] = got
+            pre = f"videos/{key}/"
+            columns.update(
+                {
+                    pre + "chunk_index": chunk,
+                    pre + "file_index": file,
+                    pre + "from_timestamp": 0.0,
+                    pre + "to_timestamp": len(real) / r.hz,
+                }
+            )
+            records[m] = {"path": rel, "shape": list(spec.size), "how": how}
+        self.rows.append((columns, records))
+
+    def features(self, r: HoursRun) -> dict[str, Any]:
+        return {
+            key: camera_feature(r.spec.modalities[m].shape, int(r.hz), self.codec.get(m, "h264"))
+            for m, key in self.keys.items()
+        }
+
+
+def _codec(refs: Any) -> str:
+    """The codec of the stream a remux copied."""
+    import av
+
+    with av.open(refs[0].uri) as c:
+        return str(c.streams[refs[0].stream].codec_context.name)
 
 
 def stage_lerobot(r: HoursRun, stage: Path, writer: ShardWriter) -> dict[str, Any]:
@@ -140,17 +246,22 @@ def stage_lerobot(r: HoursRun, stage: Path, writer: ShardWriter) -> dict[str, An
     track_of = _Tracks(r, cand_of)
     metas: dict[str, Any] = {}
     episodes, places = [], []
+    for d in LEROBOT_DIRS:
+        remove_tree(stage / d)
+    cams = _Cameras(r, stage)
     emit(r.progress, "writing", "start", total=len(groups))
     for i, group in enumerate(groups, 1):
         track = track_of(group[0])
-        frames, place = _episode(writer, track, group)
+        frames, place = _episode(r, writer, track, group, cams)
         uri = r.pool().sources[group[0]["source_id"]].uri
         episodes.append({"split": group[0]["split"], "task": _task(uri, metas), "frames": frames})
         places.append(place)
         emit(r.progress, "writing", "advance", current=i, total=len(groups))
-    for d in LEROBOT_DIRS:
-        remove_tree(stage / d)
-    mods = {k: {"dtype": m.dtype, "shape": list(m.shape)} for k, m in r.spec.modalities.items()}
+    mods = {
+        k: {"dtype": m.dtype, "shape": list(m.shape)}
+        for k, m in r.spec.modalities.items()
+        if k not in cams.keys
+    }
     keys = feature_keys(list(mods))
     _, ep_rows = write_lerobot(
         stage,
@@ -162,7 +273,14 @@ def stage_lerobot(r: HoursRun, stage: Path, writer: ShardWriter) -> dict[str, An
         robot_type=_robot_type(metas),
         file_bytes=r.spec.target_file_bytes,
         float32=False,
+        cameras=([c for c, _ in cams.rows], cams.features(r)) if cams.keys else None,
     )
+    if cams.keys:
+        r.lerobot_videos = {
+            "per_camera": {cams.keys[m]: n for m, n in cams.count.items()},
+            "remuxed": sum(n["remuxed"] for n in cams.count.values()),
+            "reencoded": sum(n["reencoded"] for n in cams.count.values()),
+        }
     _point_entries(groups, places, ep_rows)
     columns = {m: {"key": keys[m], **mods[m]} for m in mods}
     _record_files(r, stage, columns, groups)

@@ -87,6 +87,8 @@ class HoursRun:
     partitions: int = 0
     published: bool = False
     packed_files: list[dict[str, Any]] = field(default_factory=list)
+    # layout 'lerobot' with cameras: how many videos were remuxed and re-encoded
+    lerobot_videos: dict[str, Any] | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
     payload: dict[str, bytes] = field(default_factory=dict)  # encoded documents, by file name

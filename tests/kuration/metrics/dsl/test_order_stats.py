@@ -1,4 +1,5 @@
-"""Order statistics from ranks counted in blocks equal numpy's sort of each window, exactly."""
+"""Order statistics from sorted rows and from a wavelet matrix of ranks equal numpy's sort of
+each window, exactly."""
 
 from __future__ import annotations
 
@@ -30,44 +31,66 @@ def streams(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, int]:
     return x, np.arange(s0, n - length + 1, stride, dtype=np.int64), length
 
 
-@given(streams(), st.data())
+def _windows(x: np.ndarray, starts: np.ndarray, length: int) -> list[np.ndarray]:
+    return [np.sort(x[s : s + length, :, 0][~np.isnan(x[s : s + length, :, 0])]) for s in starts]
+
+
+@given(st.integers(1, 300), st.integers(0, 2**32 - 1), st.data())
 @settings(max_examples=150, deadline=None)
-def test_kth_equals_sorted_window(case, data) -> None:
+def test_wavelet_kth_equals_sort_of_the_range(m: int, seed: int, data) -> None:
+    """The k-th smallest of any range of a permutation is the k-th entry of its sort."""
+    perm = np.random.default_rng(seed).permutation(m)
+    wm = order_stats.wavelet_matrix(perm)
+    lo = np.array(data.draw(st.lists(st.integers(0, m - 1), min_size=1, max_size=20)))
+    hi = np.array([data.draw(st.integers(a + 1, m)) for a in lo])
+    k = np.array([data.draw(st.integers(0, b - a - 1)) for a, b in zip(lo, hi, strict=True)])
+    got = order_stats.kth_smallest(wm, lo, hi, k)
+    want = [np.sort(perm[a:b])[j] for a, b, j in zip(lo, hi, k, strict=True)]
+    assert got.tolist() == want
+
+
+@given(streams())
+@settings(max_examples=150, deadline=None)
+def test_kth_equals_sorted_window(case) -> None:
+    """Both kernels give every order statistic of every window, bit for bit."""
     x, starts, length = case
-    idx = order_stats.rank_index(order_stats.tick_samples(x))
-    step = int(starts[1] - starts[0]) if starts.size > 1 else data.draw(st.integers(1, 9))
-    blocks = order_stats.rank_blocks(idx, step, int(starts[0]) % step)
-    wins = [np.sort(x[s : s + length, :, 0][~np.isnan(x[s : s + length, :, 0])]) for s in starts]
+    samples = order_stats.tick_samples(x)
+    idx = order_stats.rank_index(samples[0])
+    wm = order_stats.wavelet_matrix(idx.ranks)
+    wins = _windows(x, starts, length)
     rows = [g for g, w in enumerate(wins) for _ in range(w.size)]
-    ks = [k for w in wins for k in range(w.size)]
-    got = order_stats.ranked_windows(
-        idx, blocks, starts[np.array(rows, dtype=np.intp)], length, np.array(ks, dtype=np.intp)
-    )
+    ks = np.array([k for w in wins for k in range(w.size)], dtype=np.intp)
+    at = starts[np.array(rows, dtype=np.intp)]
+    first = samples[1]
+    got = idx.values[order_stats.kth_smallest(wm, first[at], first[at + length], ks)]
     want = np.concatenate([*wins, np.zeros(0)])
-    assert got.tobytes() == want.tobytes()
+    assert np.asarray(got, dtype=np.float64).tobytes() == want.tobytes()
+    srt, n = order_stats.sorted_rows(samples, starts, length)
+    assert n.tolist() == [w.size for w in wins]
+    for g, w in enumerate(wins):
+        assert srt[g, : w.size].tobytes() == w.tobytes()
+        assert np.isposinf(srt[g, w.size :]).all()
 
 
 @given(streams(), st.sampled_from([0.0, 10.0, 25.0, 50.0, 90.0, 99.5, 100.0]))
 @settings(max_examples=100, deadline=None)
 def test_percentile_and_median_equal_numpy(case, q) -> None:
     x, starts, length = case
-    idx = order_stats.rank_index(order_stats.tick_samples(x))
-    step = int(starts[1] - starts[0]) if starts.size > 1 else 1
-    blocks = order_stats.rank_blocks(idx, step, int(starts[0]) % step)
-    n = np.array([(~np.isnan(x[s : s + length, :, 0])).sum() for s in starts])
+    samples = order_stats.tick_samples(x)
+    idx = order_stats.rank_index(samples[0])
+    wm = order_stats.wavelet_matrix(idx.ranks)
+    first = samples[1]
+    lo = first[starts]
+    n = first[starts + length] - lo
 
     def ranked(rows: np.ndarray, i0: np.ndarray, i1: np.ndarray):
-        both = order_stats.ranked_windows(
-            idx, blocks, np.tile(starts[rows], 2), length, np.concatenate([i0, i1])
-        )
-        return np.split(both, 2)
+        a = np.tile(lo[rows], 2)
+        got = order_stats.kth_smallest(wm, a, a + np.tile(n[rows], 2), np.concatenate([i0, i1]))
+        return np.split(idx.values[got], 2)
 
-    samples = order_stats.tick_samples(x)
-
-    def selected(rows: np.ndarray, i0: np.ndarray, i1: np.ndarray):
-        return order_stats.selected_pairs(samples, starts[rows], length, i0, i1)
-
-    for take in (ranked, selected):
+    srt, n_rows = order_stats.sorted_rows(samples, starts, length)
+    assert np.array_equal(n, n_rows)
+    for take in (ranked, reduces.take_sorted(srt)):
         _check_against_numpy(take, x, starts, length, n, q)
 
 
@@ -84,14 +107,20 @@ def _check_against_numpy(take, x, starts, length, n, q) -> None:
             assert med[g].tobytes() == np.median(w).tobytes()
 
 
+@pytest.mark.parametrize("chunked", [False, True])
+@pytest.mark.parametrize("kernel", ["wavelet", "rows"])
 @pytest.mark.parametrize(
-    ("length", "stride"), [(12, 1), (12, 2), (25, 2), (41, 3), (40, 4), (30, 4)]
+    ("length", "stride"), [(12, 1), (12, 2), (25, 2), (41, 3), (40, 4), (30, 4), (30, 45)]
 )
-def test_engine_ranked_windows_equal_single_windows(length, stride, monkeypatch) -> None:
-    """Overlapping windows take the ranked path; each equals its window scored alone."""
-    calls = _spy(monkeypatch)
+def test_engine_order_stats_equal_single_windows(
+    length, stride, kernel, chunked, monkeypatch
+) -> None:
+    """Either kernel (forced by the coverage threshold) gives each window the value it
+    has scored alone, also when the windows are scored in chunks (each chunk ranks the
+    samples it spans)."""
+    monkeypatch.setattr(order_stats, "WAVELET_COVERAGE", 0 if kernel == "wavelet" else 10**9)
+    calls = _spy(monkeypatch, "kth_smallest" if kernel == "wavelet" else "sorted_rows")
     n, e = 90, 5
-    assert order_stats.worth_ranking(n, (n - length) // stride + 1, length - 1)
     rng = np.random.default_rng(length * 100 + stride)
     present = rng.random((n, e)) < 0.6
     vals = random_values(rng, n, e)
@@ -107,31 +136,34 @@ def test_engine_ranked_windows_equal_single_windows(length, stride, monkeypatch)
         },
         SCHEMA,
     )
+    if chunked:
+        eng.chunk_samples = length * e * 3  # three windows a chunk
     starts = np.arange(0, n - length + 1, stride)
     got = eng.score_table(table, starts, length)
-    assert calls  # the ranked path ran
+    assert calls  # the forced kernel ran
     for i, s in enumerate(starts):
         one = eng.score_window(build_window(table, int(s), int(s) + length))
         for name, v in got.items():
             assert np.array_equal(v[i], one[name], equal_nan=True), (name, s)
 
 
-def _spy(monkeypatch) -> list[int]:
-    """Record the calls of :func:`order_stats.ranked_windows` (which still runs)."""
+def _spy(monkeypatch, name: str) -> list[int]:
+    """Record the calls of ``order_stats.<name>`` (which still runs)."""
     calls: list[int] = []
-    real = order_stats.ranked_windows
+    real = getattr(order_stats, name)
 
     def spy(*args, **kwargs):
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(order_stats, "ranked_windows", spy)
+    monkeypatch.setattr(order_stats, name, spy)
     return calls
 
 
 def test_mixed_zeros_keep_the_window_sort(monkeypatch) -> None:
     """0.0 and -0.0 tie; a stream holding both is sorted per window as before, not ranked."""
-    calls = _spy(monkeypatch)
+    monkeypatch.setattr(order_stats, "WAVELET_COVERAGE", 0)
+    ranked, rows = _spy(monkeypatch, "kth_smallest"), _spy(monkeypatch, "sorted_rows")
     n, e = 90, 3
     rng = np.random.default_rng(7)
     vals = random_values(rng, n, e)
@@ -140,7 +172,7 @@ def test_mixed_zeros_keep_the_window_sort(monkeypatch) -> None:
     eng = FeatureEngine({"hp_med": "field:hp | median", "hp_p30": "field:hp | p30"}, SCHEMA)
     starts = np.arange(0, n - 20 + 1)
     got = eng.score_table(table, starts, 20)
-    assert not calls
+    assert not ranked and not rows
     w = np.lib.stride_tricks.sliding_window_view(vals["hp"][:, :, 0], 20, axis=0)
     w = w.reshape(w.shape[0], -1)
     assert np.array_equal(got["hp_med"], np.median(w, axis=1))
@@ -178,7 +210,7 @@ def test_sliding_median_equals_numpy(case) -> None:
 @pytest.mark.parametrize(("length", "stride"), [(25, 1), (49, 2), (121, 5)])
 def test_engine_sliding_median_equals_single_windows(length, stride, monkeypatch) -> None:
     """Dense grids take the sliding median; each window equals its window scored alone,
-    and the other order statistics of the same stream keep the ranked path."""
+    and the other order statistics of the same stream keep their kernel."""
     calls: list[int] = []
     real = order_stats.sliding_median
     monkeypatch.setattr(order_stats, "sliding_median", lambda *a: calls.append(1) or real(*a))
