@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import evidence_arms as ea
 import evidence_data as ed
 import evidence_faults as ef
+import evidence_oracle as eo
 import evidence_report as er
 import evidence_stats as es
 import numpy as np
@@ -42,6 +43,11 @@ from threadpoolctl import threadpool_limits
 ROOT = ed.ROOT
 QS = ROOT / "examples" / "adsb_quickstart"
 TESTS = ("all", "tail", "unseen")
+# each example's default strategy before issue 29 (the candidates' common starting point)
+BEFORE = {
+    "adsb": QS / "strategies" / "turns-and-climbs.json",
+    "football": Path(__file__).resolve().parent / "evidence_strategies" / "football-before.json",
+}
 
 
 def _json(path: Path) -> dict[str, Any]:
@@ -55,19 +61,39 @@ def _strip(st: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return out
 
 
+def _job_arm(name: str, strategy: dict[str, Any], job: dict[str, Any]) -> ea.Arm:
+    """An arm that runs ``strategy`` as ``job`` would: its window scope, filter scope and
+    candidate options (so the shipped default is measured as the example job runs it)."""
+    scope = "sdk-track" if job.get("segmenter", {}).get("scope") == "track" else "scene"
+    return ea.Arm(
+        name,
+        strategy,
+        scope,
+        clip_aggregate=job.get("clip_aggregate", "mean"),
+        min_track_seconds=float(job.get("min_track_seconds", 0)),
+        veto=job.get("filter_scope") == "span",
+    )
+
+
 def arms_for(domain: ed.Domain) -> list[ea.Arm]:
-    """The arms compared on ``domain``: random, the shipped default, other shipped methods
-    (scene-scoped as kuration scores today) and their track-scoped counterparts."""
+    """The arms compared on ``domain``: random, the shipped default (as its job runs it),
+    other shipped methods (scene-scoped as kuration scores by default), their track-scoped
+    counterparts and the candidates the defaults were chosen from."""
     job = _json(domain.job)
     shipped = _json(domain.job.parent / job["strategy"])
     opts = {
         "clip_aggregate": job.get("clip_aggregate", "mean"),
         "min_track_seconds": float(job.get("min_track_seconds", 0)),
     }
-    sdk_random = {"name": "sdk-random", "define": shipped["define"], "method": "random"}
+    # the candidates below start from the domain's coverage strategy before this issue
+    # (uniform bins over the example's two axes), without its quality filters
+    base = _json(BEFORE[domain.name])
+    sdk_random = {"name": "sdk-random", "define": base["define"], "method": "random"}
+    base_bins = _strip(base)
     arms = [
         ea.Arm("random", None),
-        ea.Arm(f"shipped:{shipped['name']}", shipped, "scene", **opts),
+        _job_arm(f"shipped:{shipped['name']}", shipped, job),
+        ea.Arm(f"before:{base['name']}", base, "scene", **opts),
         # kuration's own random method through the hours path (the job's options)
         ea.Arm("sdk:random", sdk_random, "scene", **opts),
     ]
@@ -76,29 +102,44 @@ def arms_for(domain: ed.Domain) -> list[ea.Arm]:
         arms += [
             ea.Arm("scene:k-center", kc, "scene", **opts),
             ea.Arm("scene:top-k-turn", tk, "scene", **opts),
-            ea.Arm("track:uniform-bins", _strip(shipped, name="track-uniform-bins"), "track"),
+            ea.Arm("track:uniform-bins", _strip(base, name="track-uniform-bins"), "track"),
             ea.Arm("track:k-center", _strip(kc, name="track-k-center"), "track"),
             ea.Arm("track:top-k-turn", _strip(tk, name="track-top-k"), "track"),
         ]
     else:
         arms += [
-            ea.Arm("track:uniform-bins", _strip(shipped, name="track-uniform-bins"), "track"),
+            ea.Arm("track:uniform-bins", _strip(base, name="track-uniform-bins"), "track"),
         ]
     arms.append(ea.Arm("track:spread-random", {"name": "spread"}, "spread-random"))
     q = ef.quality_strategy(domain)
     arms.append(ea.Arm("track:quality-random", q, "track-random"))
-    qb = _strip(shipped, name="quality-uniform-bins")
+    qb = _strip(base, name="quality-uniform-bins")
     qb["define"] = {**qb["define"], **q["define"]}
     qb["filters"] = q["filters"]
     arms.append(ea.Arm("track:quality+uniform-bins", qb, "track"))
     # the same through kuration's hours path with track-scoped windows (segmenter scope)
-    arms.append(ea.Arm("sdk-track:shipped", shipped, "sdk-track", **opts))
+    arms.append(ea.Arm("sdk-track:uniform-bins", base_bins, "sdk-track", **opts))
     arms.append(ea.Arm("sdk-track:quality+uniform-bins", qb, "sdk-track", **opts))
-    # the quality arm as a shipped strategy: random spans, filters vetoing whole spans
+    # filters vetoing whole spans (the job's filter_scope "span")
+    arms.append(ea.Arm("sdk-track:quality+uniform-bins+veto", qb, "sdk-track", **opts, veto=True))
     qr = {**sdk_random, "name": "quality-random", "define": qb["define"], "filters": q["filters"]}
     arms.append(ea.Arm("sdk-track:quality-random", qr, "sdk-track", **opts))
     arms.append(ea.Arm("sdk-track:quality-random+veto", qr, "sdk-track", **opts, veto=True))
-    return arms
+    if domain.name == "adsb":  # tail-seeking: importance resampling toward turning spans
+        imp = _json(QS / "strategies" / "importance.json")
+        imp = {**imp, "name": "quality-importance", "define": {**imp["define"], **q["define"]}}
+        imp["filters"] = q["filters"]
+        arms.append(
+            ea.Arm("sdk-track:quality+importance+veto", imp, "sdk-track", **opts, veto=True)
+        )
+    ship = arms[1]
+    return [a for a in arms if a is ship or _same_key(a) != _same_key(ship)]
+
+
+def _same_key(a: ea.Arm) -> str:
+    """What makes two arms select alike (everything but the names)."""
+    st = {k: v for k, v in (a.strategy or {}).items() if k != "name"}
+    return json.dumps([st, a.scope, a.clip_aggregate, a.min_track_seconds, a.veto], sort_keys=True)
 
 
 def validation(domain: ed.Domain) -> ed.Domain:
@@ -139,6 +180,9 @@ class DomainResult:
     filter_pass: dict[str, float] = field(default_factory=dict)
     # bound: setting ("window random", "share 0.2", ...) -> budget -> "model/test" -> mae
     bound: dict[str, dict[float, dict[str, float]]] = field(default_factory=dict)
+    # the test-aware ORACLE (greedy spans on the test tail): path -> budget -> "model/test"
+    oracle: dict[str, dict[float, dict[str, float]]] = field(default_factory=dict)
+    oracle_usable_h: dict[str, dict[float, float]] = field(default_factory=dict)
     pool_usable_h: float = 0.0
     seconds: float = 0.0
 
@@ -171,7 +215,7 @@ def run_domain(
             a
             for a in arms
             if a.name == "random"
-            or a.name.startswith(("shipped", "sdk:random", "track:q", "sdk-track:q"))
+            or a.name.startswith(("shipped", "sdk:random", "track:quality-random"))
         ]
     strategies = [
         ea.load_strategy(dict(a.strategy), loaded.pipeline.schema)
@@ -195,6 +239,8 @@ def run_domain(
         "tail": test.tail,
         "unseen": np.array([e not in seen for e in test.entity.tolist()]),
     }
+    half = eo.entity_halves(test)  # the cross-fitted ORACLE's two halves of the tail
+    sets["tailA"], sets["tailB"] = test.tail & half, test.tail & ~half
     hz = loaded.pipeline.schema.sample_hz
     budgets = list(domain.quick_budgets_h if quick else domain.budgets_h)
     res = DomainResult(domain.name, budgets, {k: int(v.sum()) for k, v in sets.items()}, split)
@@ -237,6 +283,7 @@ def run_domain(
             )
     _fault_arm(res, pool, test, sets, budgets, n_rand, quick, log)
     _bound(res, pool, test, sets, budgets, quick)
+    _oracle(res, pool, test, sets, budgets, quick)
     res.seconds = time.perf_counter() - t0
     return res
 
@@ -285,6 +332,37 @@ def _bound(
                     )
                 runs.append(_evaluate(w.take(np.sort(idx)), test, sets, quick))
             res.bound[setting][b] = {k: float(np.mean([r[k] for r in runs])) for k in runs[0]}
+
+
+def _oracle(
+    res: DomainResult,
+    pool: ea.Pool,
+    test: ed.Windows,
+    sets: dict[str, np.ndarray],
+    budgets: list[float],
+    quick: bool,
+) -> None:
+    """The ORACLE's spans per size (it looks at the test tail: a ceiling, not a strategy).
+
+    ``in-sample``: greedy on the whole test tail, scored on it.  ``cross A`` / ``cross B``:
+    greedy on the tail of one half of the test entities (``tailA`` / ``tailB``), to be
+    scored on the other half's tail (the cross-fitted ceiling, see the report).
+    """
+    hz = pool.loaded.pipeline.schema.sample_hz
+    ticks = [round(b * 3600 * hz) for b in budgets]
+    st = eo.span_stats(pool, eo.span_of_windows(pool))
+    r = test.y - test.cv
+    targets = {"in-sample": sets["tail"], "cross A": sets["tailA"], "cross B": sets["tailB"]}
+    for name, m in targets.items():
+        order = eo.greedy_tail(pool, st, test.x[m], r[m], max(ticks))
+        res.oracle[name] = {}
+        for b, n in zip(budgets, ticks, strict=True):
+            spans = ea.truncate(pool, order, n)
+            train = pool.windows.take(np.flatnonzero(ea.window_mask(pool, spans)))
+            res.oracle[name][b] = _evaluate(train, test, sets, quick)
+            res.oracle_usable_h.setdefault(name, {})[b] = float(
+                pool.usable[spans].sum() / hz / 3600
+            )
 
 
 def res_domain(res: DomainResult) -> ed.Domain:

@@ -41,17 +41,21 @@ def adsb_time_ordered(
 
 @pytest.fixture(scope="session")
 def adsb_job_dict() -> dict:
-    """The shipped example job with every part inlined, tracks kept whole.
+    """The shipped example job with every part inlined, tracks kept whole, scene windows.
 
     The example cuts tracks into spans (``span_seconds``) so that its own 4 h / 1 h
     budgets land within 10%; the tests built on it curate small budgets from a few
     sources and check whole-track behaviour (caps, spans of their own), so the key is
     left out here (tests/kuration/pipeline/test_examples_budget.py runs the file as shipped).
+    They also check scene-window behaviour (group caps, per-scene counts), so they run the
+    quickstart's default before issue 29: scene windows and ``strategies/turns-and-climbs.json``.
     """
     from kuration.pipeline.spec.job import load_job
 
     job, _ = load_job(EXAMPLE / "job.json")
     job.pop("span_seconds", None)
+    job["segmenter"] = {k: v for k, v in job["segmenter"].items() if k != "scope"}
+    job["strategy"] = json.loads((EXAMPLE / "strategies" / "turns-and-climbs.json").read_text())
     return job
 
 

@@ -3,11 +3,13 @@ rerun gives the same numbers (it asserts nothing about which arm wins)."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,3 +46,40 @@ def test_quick_mode_runs_and_reruns_identically(tmp_path: Path) -> None:
                 assert all(float(budget) <= h < float(budget) + 0.2 for h in got), (arm, got)
     rows = docs[0]["tests"][0]
     assert rows and all(0.0 <= r["p_holm"] <= 1.0 and r["p"] <= r["p_holm"] for r in rows)
+    for domain, b in (("adsb", "1"), ("football", "0.2")):
+        nums = docs[0]["numbers"][f"{domain}/test"]
+        # the ORACLE chose its spans to lower ridge's test-tail error: below random's mean
+        rand = np.mean([v["ridge/tail"] for v in nums["errors"]["random"][b].values()])
+        assert nums["oracle"]["in-sample"][b]["ridge/tail"] < rand
+        assert float(b) <= nums["oracle_usable_h"]["in-sample"][b] < float(b) + 0.2
+
+
+def _load_bench(name: str):  # type: ignore[no-untyped-def]
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+
+
+def test_oracle_ridge_from_sums_is_the_benchmark_ridge() -> None:
+    """The ORACLE's closed-form ridge (from per-span sums) predicts what the benchmark's
+    StandardScaler + Ridge pipeline predicts, a constant input column included."""
+    eo = _load_bench("evidence_oracle")
+    es = _load_bench("evidence_stats")
+    rng = np.random.default_rng(29)
+    x = rng.normal(size=(300, 6)) * [1.0, 50.0, 0.01, 3.0, 1.0, 1.0] + [0, 10, 0, -5, 0, 0]
+    x[:, 4] = 7.0  # constant: StandardScaler scales it by 1
+    r = x[:, :2] @ rng.normal(size=(2, 2)) + rng.normal(size=(300, 2))
+    parts = np.array_split(np.arange(300), 5)  # five "spans", summed as the oracle does
+    sums = [
+        sum(v)
+        for v in zip(
+            *[(len(p), x[p].sum(0), x[p].T @ x[p], r[p].sum(0), x[p].T @ r[p]) for p in parts],
+            strict=True,
+        )
+    ]
+    coef, icpt = eo.ridge_from_stats(*(np.asarray(v, float)[None] for v in sums))
+    test = rng.normal(size=(40, 6))
+    want = es.fit_predict("ridge", x, r, [test], quick=True)[0]
+    np.testing.assert_allclose(test @ coef[0] + icpt[0], want, rtol=1e-7, atol=1e-7)

@@ -30,8 +30,10 @@ STRATEGIES = sorted(QUICKSTART.glob("strategies/*.json"))
 
 @pytest.fixture(scope="module")
 def job() -> dict[str, Any]:
-    """The quickstart job with its schema, strategy and output inlined."""
+    """The quickstart job with its schema, strategy and output inlined; the strategy is its
+    default before issue 29, which has a group cap whose keys the cases below name."""
     raw, _ = load_job(QUICKSTART / "job.json")
+    raw["strategy"] = json.loads((QUICKSTART / "strategies" / "turns-and-climbs.json").read_text())
     return raw
 
 

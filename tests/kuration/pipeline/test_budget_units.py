@@ -130,10 +130,16 @@ def test_units_on_real_adsb_memory_and_disk(adsb_sources, tmp_path: Path) -> Non
 
 
 def test_seeded_ties_change_a_tied_selection(adsb_sources, tmp_path: Path) -> None:
-    """The quickstart's scene windows leave many spans tied; by name the first sources and
+    """The old quickstart's scene windows leave many spans tied; by name the first sources and
     aircraft addresses win them, by seed another set does."""
-    name = _run(_job(adsb_sources), tmp_path / "n")
-    seed = _run(_job(adsb_sources, tie_break="seed"), tmp_path / "s")
+    # the default before issue 29 on scene windows (today's quality predicates fail every
+    # scene window: some aircraft of every scene reach the speed clamp)
+    old = {
+        "segmenter": {"window": 120, "stride": 60, "unit": "seconds"},
+        "strategy": json.loads((JOB.parent / "strategies" / "turns-and-climbs.json").read_text()),
+    }
+    name = _run(_job(adsb_sources, **old), tmp_path / "n")
+    seed = _run(_job(adsb_sources, **old, tie_break="seed"), tmp_path / "s")
     ids = {(c.source_id, c.entity_id, c.span_index) for c in name.fill.admitted["train"]}
     ids_s = {(c.source_id, c.entity_id, c.span_index) for c in seed.fill.admitted["train"]}
     assert ids != ids_s

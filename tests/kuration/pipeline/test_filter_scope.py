@@ -35,6 +35,7 @@ def _job(sources: list[Path], strategy: dict, **keys: object) -> dict:
     job["sources"] = [str(p) for p in sources[:4]]
     job["budget"] = {"train_hours": 1.0, "test_hours": 0.25}
     job["strategy"] = strategy
+    job["segmenter"]["scope"] = "scene"  # the windows _touches_failed counts
     job.update(keys)
     return job
 

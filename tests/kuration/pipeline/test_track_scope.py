@@ -118,6 +118,9 @@ def _job(sources: list[Path], scope: str, **keys: object) -> dict:
     job["sources"] = [str(p) for p in sources]
     job["budget"] = {"train_hours": 1.0, "test_hours": 0.25}
     job["segmenter"]["scope"] = scope
+    # the default before issue 29: its quality predicates fail every scene window (some
+    # aircraft of every scene reach the clamp), and this module compares the two scopes
+    job["strategy"] = json.loads((JOB.parent / "strategies" / "turns-and-climbs.json").read_text())
     job["output"]["container"] = "parquet"  # streaming writes no npz
     job.update(keys)
     return job

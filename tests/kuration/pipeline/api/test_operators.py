@@ -57,7 +57,9 @@ def test_apply_finds_built_ins_by_name(job: Pipeline) -> None:
     assert job.strategy_.method == "uniform-bins"  # type: ignore[union-attr]  (immutable)
     f = kc.apply("finite", features=["turn_p90"])
     assert f.strategy_.filters[-1] == {"filter": "finite", "features": ["turn_p90"]}  # type: ignore[union-attr]
-    assert [c.name for c in f.explain().stage("fill").components] == ["finite", "k-center"]
+    # the quickstart's two quality predicates, then the filter added here, then the method
+    fill = [c.name for c in f.explain().stage("fill").components]
+    assert fill == ["predicate", "predicate", "finite", "k-center"]
     with pytest.raises(StrategyError):
         job.apply("top-k", by="no_such_feature")
     with pytest.raises(PipelineError, match="k-center"):

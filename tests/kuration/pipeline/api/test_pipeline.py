@@ -36,7 +36,7 @@ def _quickstart_in_python(events: list[dict[str, Any]]) -> Pipeline:
             {"sample": "adsb-paris", "slice_minutes": 15},
             schema=EXAMPLE / "schema.json",
         )
-        .segment(window=120, stride=60, unit="seconds")
+        .segment(window=120, stride=60, unit="seconds", scope="track")
         .metrics(EXAMPLE / "strategy.json")
         .sample(
             hours=4.0,

@@ -1,0 +1,199 @@
+"""A test-aware ORACLE selection: how low any choice of spans could push the tail error.
+
+This is not a strategy.  It looks at the test set, which no selection may do, to measure
+a ceiling: greedy forward selection of the pool's candidate spans, each step adding the
+span whose windows most lower the ridge model's mean absolute error on the test *tail*,
+until the span set holds the budget's usable time.  Every size's set is a prefix of the
+one greedy path.  If even this set is not 10% below random spans on the tail, no
+selection of spans of that size is likely to be (greedy is a heuristic, so this is a
+measured ceiling of a strong search, not a proof).
+
+The ridge fit of each candidate set is solved in closed form from per-span sufficient
+statistics (counts, sums, cross-products), which gives exactly what
+``StandardScaler`` + ``Ridge(alpha)`` of :mod:`evidence_stats` fits (population standard
+deviation, a zero-variance input scaled by 1, the intercept unpenalised): with
+``mu``, ``s`` the inputs' mean and standard deviation, ``Z = (X - mu) / s``, the
+coefficients solve ``(Z'Z + alpha I) w = Z'(R - mean R)`` (Hoerl & Kennard 1970).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import evidence_arms as ea
+import evidence_data as ed
+import numpy as np
+
+# numpy's float64 resolution, as StandardScaler's test for a zero scale uses
+_EPS = 10 * np.finfo(np.float64).eps
+
+
+@dataclass
+class SpanStats:
+    """Sufficient statistics of each span's pool windows for a ridge fit.
+
+    Attributes
+    ----------
+    n : ndarray, shape (S,), float64
+        Windows wholly inside each span.
+    sx : ndarray, shape (S, D)
+    sxx : ndarray, shape (S, D, D)
+    sr : ndarray, shape (S, K)
+    sxr : ndarray, shape (S, D, K)
+        Sums of inputs, input outer products, residual targets and input-target products.
+    """
+
+    n: np.ndarray
+    sx: np.ndarray
+    sxx: np.ndarray
+    sr: np.ndarray
+    sxr: np.ndarray
+
+
+def span_of_windows(pool: ea.Pool) -> np.ndarray:
+    """(N,) int64: the candidate span row each pool window lies wholly inside, -1 if none."""
+    t, w = pool.table, pool.windows
+    src_of = {sid: i for i, sid in enumerate(w.source_ids)}
+    rows: dict[tuple[int, str], list[int]] = {}
+    for i in range(len(t)):
+        sid = t.source_ids[t.source[i]]
+        ent = str(t.entity_ids[t.source[i]][t.entity[i]])
+        rows.setdefault((src_of[sid], ent), []).append(i)
+    out = np.full(len(w), -1, np.int64)
+    groups: dict[tuple[int, str], list[int]] = {}
+    for j, k in enumerate(zip(w.source.tolist(), w.entity.tolist(), strict=True)):
+        groups.setdefault(k, []).append(j)
+    for k, idx in groups.items():
+        if k not in rows:
+            continue
+        r = np.asarray(sorted(rows[k], key=lambda i: int(t.first[i])))
+        firsts = t.first[r].astype(np.int64)
+        ix = np.asarray(idx)
+        pos = np.searchsorted(firsts, w.first[ix], side="right") - 1
+        ok = pos >= 0
+        cand = r[np.where(ok, pos, 0)]
+        ok &= w.last[ix] <= t.last[cand]
+        out[ix[ok]] = cand[ok]
+    return out
+
+
+def span_stats(pool: ea.Pool, span_of: np.ndarray) -> SpanStats:
+    """Per-span sums of the pool windows (inputs ``x``, residual targets ``y - cv``)."""
+    w = pool.windows
+    s = len(pool.table)
+    x, r = w.x, w.y - w.cv
+    d, k = x.shape[1], r.shape[1]
+    inside = span_of >= 0
+    idx, xs, rs = span_of[inside], x[inside], r[inside]
+    n = np.bincount(idx, minlength=s).astype(np.float64)
+    sx = np.zeros((s, d))
+    np.add.at(sx, idx, xs)
+    sr = np.zeros((s, k))
+    np.add.at(sr, idx, rs)
+    sxx = np.zeros((s, d, d))
+    np.add.at(sxx, idx, xs[:, :, None] * xs[:, None, :])
+    sxr = np.zeros((s, d, k))
+    np.add.at(sxr, idx, xs[:, :, None] * rs[:, None, :])
+    return SpanStats(n, sx, sxx, sr, sxr)
+
+
+def ridge_from_stats(
+    n: np.ndarray,
+    sx: np.ndarray,
+    sxx: np.ndarray,
+    sr: np.ndarray,
+    sxr: np.ndarray,
+    alpha: float = 1.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Batched standardized ridge from sums: raw-input weights and intercepts.
+
+    Parameters
+    ----------
+    n : (C,); sx : (C, D); sxx : (C, D, D); sr : (C, K); sxr : (C, D, K)
+
+    Returns
+    -------
+    coef : ndarray, shape (C, D, K)
+        Weights on the raw inputs (the standardization folded in).
+    intercept : ndarray, shape (C, K)
+        So that a prediction is ``x @ coef + intercept``.
+    """
+    mu = sx / n[:, None]
+    rbar = sr / n[:, None]
+    var = np.maximum(np.einsum("cii->ci", sxx) / n[:, None] - mu**2, 0.0)
+    # StandardScaler's rule: a feature whose variance is within rounding of zero is constant
+    eps = np.finfo(np.float64).eps
+    nn = n[:, None]
+    const = var <= nn * eps * var + (nn * mu * eps) ** 2
+    sd = np.sqrt(var)
+    sd = np.where(const | (sd < _EPS), 1.0, sd)
+    cov = sxx - n[:, None, None] * mu[:, :, None] * mu[:, None, :]
+    a = cov / (sd[:, :, None] * sd[:, None, :])
+    a = a + alpha * np.eye(a.shape[-1])[None]
+    b = (sxr - n[:, None, None] * mu[:, :, None] * rbar[:, None, :]) / sd[:, :, None]
+    w = np.linalg.solve(a, b)
+    coef = w / sd[:, :, None]
+    intercept = rbar - np.einsum("cd,cdk->ck", mu, coef)
+    return coef, intercept
+
+
+def greedy_tail(
+    pool: ea.Pool,
+    st: SpanStats,
+    xt: np.ndarray,
+    rt: np.ndarray,
+    budget_ticks: int,
+    *,
+    alpha: float = 1.0,
+    chunk: int = 256,
+) -> np.ndarray:
+    """Span rows in greedy order, to ``budget_ticks`` usable ticks, lowering ridge's MAE on
+    the target windows ``xt`` (inputs, (M, D)) and ``rt`` (residual targets, (M, K)).
+
+    Each step scores every remaining span added alone to the set so far and adds the best
+    one; once the set holds ``8 * m`` spans, a step adds the ``m`` best (so the path takes
+    about 8 steps per doubling of its size: the error of a large set moves little per span).
+    Ties (equal error) go to the lowest span row, so the path is deterministic.
+    """
+    d, k = st.sx.shape[1], st.sr.shape[1]
+    cur = [0.0, np.zeros(d), np.zeros((d, d)), np.zeros(k), np.zeros((d, k))]
+    left = np.flatnonzero(st.n > 0)
+    order: list[int] = []
+    got = 0
+    while got < budget_ticks and left.size:
+        errs = np.empty(left.size)
+        for a in range(0, left.size, chunk):
+            c = left[a : a + chunk]
+            coef, icpt = ridge_from_stats(
+                cur[0] + st.n[c],
+                cur[1] + st.sx[c],
+                cur[2] + st.sxx[c],
+                cur[3] + st.sr[c],
+                cur[4] + st.sxr[c],
+                alpha,
+            )
+            pred = np.einsum("nd,cdk->cnk", xt, coef) + icpt[:, None, :]
+            errs[a : a + chunk] = np.linalg.norm(pred - rt[None], axis=2).mean(axis=1)
+        m = max(1, len(order) // 8)
+        for j in np.argsort(errs, kind="stable")[:m].tolist():
+            best = int(left[j])
+            order.append(best)
+            for i, part in enumerate((st.n, st.sx, st.sxx, st.sr, st.sxr)):
+                cur[i] = cur[i] + part[best]
+            got += int(pool.usable[best])
+            if got >= budget_ticks:
+                break
+        left = np.setdiff1d(left, np.asarray(order, np.int64), assume_unique=True)
+    return np.asarray(order, np.int64)
+
+
+def entity_halves(test: ed.Windows) -> np.ndarray:
+    """(N,) bool: test windows of the entities in one half (by a hash of the entity id).
+
+    The cross-fitted ORACLE chooses spans on one half's tail and is scored on the other's,
+    so its figure is not the in-sample error of a search that saw the windows it is scored on.
+    """
+    ids = sorted(set(test.entity.tolist()))
+    half = {e: hashlib.blake2b(str(e).encode(), digest_size=8).digest()[0] % 2 == 0 for e in ids}
+    return np.array([half[e] for e in test.entity.tolist()], bool)
