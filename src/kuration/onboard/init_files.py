@@ -81,7 +81,7 @@ def compose_files(
         if not opts.get("drop_timeless"):
             raise InitError(
                 f"{inv.timeless} of {inv.rows} rows have no time (null or NaN in column "
-                f"{inv.time_column!r}); pass --drop-timeless to drop them (the run counts "
+                f"{inv.time_column!r}; first at {'; '.join(inv.timeless_at)}); pass --drop-timeless to drop them (the run counts "
                 "them), or fill them in",
                 source=inv.inputs[0],
             )
