@@ -65,7 +65,9 @@ def test_a_word_in_a_numeric_time_column_names_it_not_row_0(tmp_path: Path) -> N
 def test_a_second_file_with_a_bad_cell_is_named(tmp_path: Path) -> None:
     a = _track(tmp_path / "a.csv")
     b = _track(tmp_path / "b.csv", edit={41: (3, "abc")})
-    with pytest.raises(InitError, match=r"b\.csv, line 41 \(data row 39\): .*'abc' is not a number"):
+    with pytest.raises(
+        InitError, match=r"b\.csv, line 41 \(data row 39\): .*'abc' is not a number"
+    ):
         init_job([a, b], tmp_path / "job")
 
 
