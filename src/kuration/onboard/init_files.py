@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import InitError
 from .guess import guess_fields
-from .init_parts import adapter_options, starter_job, starter_strategy
+from .init_parts import adapter_options, split_promise, starter_job, starter_strategy
 from .init_plan import presence
 from .init_rate import choose_rate
 from .inventory import Inventory
@@ -182,6 +182,8 @@ def compose_files(
         lines.append(
             f"spans: tracks are long next to the smallest request (median track "
             f"{tracks_s[tracks_s.size // 2]:.6g} s), so they are cut into {span:g} s spans "
-            "(span_seconds) and each split lands within 10% of its request"
+            f"(span_seconds) and {split_promise(reqs, span, 'span')}"
         )
+    elif reqs and tracks_s.size:
+        lines.append(f"spans: none (whole tracks); {split_promise(reqs, tracks_s[-1], 'track')}")
     return job, lines, missing

@@ -554,6 +554,7 @@ def settle_splits(
     hz: float,
     too_short: int,
     allow_empty_split: bool,
+    min_unit_s: float = 0.0,
 ) -> dict[str, tuple[str | None, str]]:
     """The binding constraint of each split from the shard plan (before any shard is written).
 
@@ -566,6 +567,9 @@ def settle_splits(
     too_short : int
         Tracks left out for being shorter than ``min_track_seconds``.
     allow_empty_split : bool
+    min_unit_s : float
+        The shortest unit the run could admit (one window, seconds): no advice names a
+        shorter span.
 
     Returns
     -------
@@ -577,7 +581,7 @@ def settle_splits(
     EmptySplitError
         A split with a non-zero request plans no shard and ``allow_empty_split`` is false.
     """
-    warn_coarse_units(fill, hz)
+    warn_coarse_units(fill, hz, min_unit_s=min_unit_s)
     out: dict[str, tuple[str | None, str]] = {}
     for split in fill.budget:
         b = fill.budget[split]
@@ -600,13 +604,16 @@ def settle_splits(
 BUDGET_TOLERANCE = 0.1
 
 
-def warn_coarse_units(fill: FillResult, hz: float, tolerance: float = BUDGET_TOLERANCE) -> None:
+def warn_coarse_units(
+    fill: FillResult, hz: float, tolerance: float = BUDGET_TOLERANCE, min_unit_s: float = 0.0
+) -> None:
     """Warn for every split whose admitted seconds exceed its request by more than ``tolerance``.
 
     Whole tracks (or spans) are admitted, so a split overshoots by less than its last
     admitted unit; when that unit is long next to the request (a football player's
     half against a 6-minute request) the overshoot is large.  The warning names the
-    fix: ``span_seconds`` at most ``tolerance`` times the request.
+    fix: ``span_seconds`` at most ``tolerance`` times the request, or, when that is
+    shorter than ``min_unit_s`` (one window: no span is shorter), a larger request.
 
     Warns
     -----
@@ -618,13 +625,21 @@ def warn_coarse_units(fill: FillResult, hz: float, tolerance: float = BUDGET_TOL
         if req <= 0 or adm <= req * (1 + tolerance) or not fill.admitted.get(split):
             continue
         longest = max(c.n_steps for c in fill.admitted[split]) / hz
+        if tolerance * req >= min_unit_s:
+            fix = (
+                f"set span_seconds (job key) to at most {tolerance * req:.3g} s so tracks are "
+                f"cut into spans and the split lands within {tolerance:.0%} of its request"
+            )
+        else:
+            fix = (
+                f"no span is shorter than one window ({min_unit_s:.3g} s), so only a request of "
+                f"at least {min_unit_s / tolerance:.3g} s lands within {tolerance:.0%}"
+            )
         warnings.warn(
             BudgetGranularityWarning(
                 f"split {split!r}: {adm / 3600:.3g} h admitted for {req / 3600:.3g} h requested "
                 f"(+{(adm / req - 1):.0%}): whole tracks are admitted and the admitted ones are up "
-                f"to {longest:.3g} s long; set span_seconds (job key) to at most "
-                f"{tolerance * req:.3g} s so tracks are cut into spans and the "
-                f"split lands within {tolerance:.0%} of its request",
+                f"to {longest:.3g} s long; {fix}",
                 split=split,
                 requested_s=req,
                 admitted_s=adm,
