@@ -177,7 +177,7 @@ def test_failure_before_publication_leaves_the_old_dataset_byte_identical(
         with pytest.raises(EmptyPoolError):
             run_job(_job(job_b, sources=[str(bad)]), dest, **flags)
         assert all_bytes(dest) == before
-    with pytest.raises(DatasetExistsError, match="not empty"):
+    with pytest.raises(DatasetExistsError, match="not empty; resume it"):  # a run is there
         run_job(job_b, dest)
     assert sum(1 for _ in iter_shards(dest)) == len(gen_a.manifest["shards"])
 
