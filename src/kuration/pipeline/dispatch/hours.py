@@ -73,7 +73,7 @@ if TYPE_CHECKING:
 __all__ = ["DatasetWriteResult", "check_resume_force", "preflight", "run_hours"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class DatasetWriteResult:
     """What :func:`write_dataset` wrote.
 
@@ -108,6 +108,22 @@ class DatasetWriteResult:
 
     def __getitem__(self, key: str) -> Any:
         return self.config[key]
+
+    def __repr__(self) -> str:
+        """One line: the path, shards and emitted hours per split, the fingerprint's first
+        12 characters (the manifest and config stay on their attributes)."""
+        budget = self.config.get("results", {}).get("budget", {})
+        splits = self.manifest.get("splits", {})
+        parts = []
+        for split in sorted(splits):
+            secs = float(budget.get(split, {}).get("emitted_s", 0.0))
+            parts.append(f"{split}={splits[split].get('shards', 0)} shards/{secs / 3600:.2f} h")
+        fp = f"{self.fingerprint[:12]}..." if len(self.fingerprint) > 12 else self.fingerprint
+        return (
+            f"DatasetWriteResult(path={str(self.path)!r}, "
+            f"shards={len(self.manifest.get('shards', ()))}, {', '.join(parts)}, "
+            f"fingerprint={fp!r})"
+        )
 
 
 def _resolve_span(
