@@ -544,7 +544,19 @@ class Dataset:
         return pa.Table.from_batches(list(self.iter_batches()), schema=self._schema())
 
     def to_pandas(self) -> Any:
-        """:meth:`to_arrow` as a ``pandas.DataFrame`` (tensor cells are 1-D arrays)."""
+        """:meth:`to_arrow` as a ``pandas.DataFrame`` (tensor cells are 1-D arrays).
+
+        Raises
+        ------
+        MissingExtraError
+            pandas is not installed (``pip install 'kuration-sdk[pandas]'``).
+        """
+        try:
+            import pandas  # noqa: F401  (pyarrow's own error names no extra)
+        except ImportError:
+            raise MissingExtraError(
+                "Dataset.to_pandas needs pandas: pip install 'kuration-sdk[pandas]'"
+            ) from None
         return self.to_arrow().to_pandas()
 
     def to_polars(self) -> Any:
