@@ -152,22 +152,24 @@ def stacked_tracks(
         Tick of the stacked table where each span's ``start`` landed.
     """
     align = max(int(align), 1)
-    sizes = np.array([stop - start for _, start, stop in spans], dtype=np.int64)
+    cols, lo, hi = (np.array(c, dtype=np.int64).reshape(-1) for c in zip(*spans, strict=True))
+    sizes = hi - lo
     padded = -(-sizes // align) * align
     offsets = np.concatenate([[0], np.cumsum(padded)[:-1]]).astype(np.int64)
-    n = int(padded.sum())
-    real = np.zeros(n, dtype=bool)
-    ticks = np.zeros(n, dtype=np.int64)
-    cols = np.zeros(n, dtype=np.int64)
-    for (col, start, stop), off in zip(spans, offsets.tolist(), strict=True):
-        real[off : off + stop - start] = True
-        ticks[off : off + stop - start] = np.arange(start, stop)
-        cols[off : off + stop - start] = col
-    pad = ~real
+    block = np.repeat(np.arange(len(spans)), padded)
+    pos = np.arange(int(padded.sum()), dtype=np.int64) - offsets[block]
+    pad = pos >= sizes[block]
+    ticks = np.where(pad, 0, lo[block] + pos)  # a pad reads tick 0, then is blanked
+    n_ent = table.n_entities
+    cells = ticks * n_ent + cols[block]
     glob_names = {g.name for g in table.schema.globals}
 
     def gather(arr: np.ndarray, per_entity: bool, fill: object) -> np.ndarray:
-        out = arr[ticks, cols] if per_entity else arr[ticks]
+        if per_entity:
+            flat = arr.reshape(arr.shape[0] * n_ent, *arr.shape[2:])
+            out = np.take(flat, cells, axis=0)
+        else:
+            out = np.take(arr, ticks, axis=0)
         out[pad] = fill
         return out[:, None] if per_entity else out
 

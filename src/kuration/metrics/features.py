@@ -241,21 +241,20 @@ class FeatureEngine:
         looked back over, so each window reads its own entity's ticks alone, as on
         :func:`~kuration.contracts.buffer.entity_table`."""
         columns = entity_columns(table)
-        spans: list[tuple[int, int, int]] = []
-        rel: list[np.ndarray] = []
-        flat: list[Segment] = []
-        for entity, segs in tracks.items():
-            col = columns[entity] if entity in columns else entity_column(table, entity)
-            starts = np.fromiter((s.start_idx for s in segs), dtype=np.int64, count=len(segs))
-            lo = int(starts.min())
-            spans.append((col, lo, max(s.end_idx for s in segs)))
-            rel.append(starts - lo)
-            flat.extend(segs)
+        cols = [columns[e] if e in columns else entity_column(table, e) for e in tracks]
+        flat = [seg for segs in tracks.values() for seg in segs]
+        count = len(flat)
+        starts = np.fromiter((s.start_idx for s in flat), dtype=np.int64, count=count)
+        ends = np.fromiter((s.end_idx for s in flat), dtype=np.int64, count=count)
+        sizes = np.fromiter((len(segs) for segs in tracks.values()), np.int64, len(tracks))
+        first = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        block = np.repeat(np.arange(len(tracks)), sizes)
+        lo = np.minimum.reduceat(starts, first)
+        rel = starts - lo[block]
+        spans = list(zip(cols, lo.tolist(), np.maximum.reduceat(ends, first).tolist(), strict=True))
         # keep windows of one stride on one grid: pad each block to a multiple of it
-        align = int(np.gcd.reduce(np.concatenate(rel)))
-        stacked, offsets = stacked_tracks(table, spans, align)
-        shifted = np.concatenate([r + o for r, o in zip(rel, offsets.tolist(), strict=True)])
-        self._score_grouped(stacked, flat, 0, shifted)
+        stacked, offsets = stacked_tracks(table, spans, int(np.gcd.reduce(rel)))
+        self._score_grouped(stacked, flat, 0, rel + offsets[block])
 
     def _score_grouped(
         self,
