@@ -392,9 +392,11 @@ class Dataset:
 
     def __repr__(self) -> str:
         where = self.root if self.root is not None else "<manifest dict>"
+        # the splits this view holds: ds["train"] shows train only
+        held = {e["split"] for e in self._shards}
+        splits = [s for s in self._splits if s in held]
         return (
-            f"Dataset({str(where)!r}, shards={len(self)}, splits={list(self._splits)}, "
-            f"columns={self._columns})"
+            f"Dataset({str(where)!r}, shards={len(self)}, splits={splits}, columns={self._columns})"
         )
 
     def __getitem__(self, key: int | slice | str) -> Any:

@@ -24,6 +24,7 @@ def test_len_indexing_slices_and_split_views(path: Path) -> None:
     train = ds["train"]
     assert len(train) == sum(e["split"] == "train" for e in entries)
     assert {it["_split"] for it in train} == {"train"}
+    assert "splits=['train']," in repr(train) and "splits=['test', 'train']," in repr(ds)
     first = ds[0]
     ref, meta = next(iter_shards(path, with_meta=True))
     assert first["_shard"] == meta["path"] == entries[0]["path"]
