@@ -11,10 +11,13 @@ inputs (which are often read-only strided views).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pymap3d
 
 __all__ = [
+    "GeoPairs",
     "abs_map",
     "agg_entities",
     "angle_delta",
@@ -26,6 +29,8 @@ __all__ = [
     "formation_area",
     "formation_speed",
     "formation_spread",
+    "geodetic_heading",
+    "geodetic_pairs",
     "geodetic_speed",
     "geodetic_to_ecef",
     "heading",
@@ -120,6 +125,14 @@ def _ecef(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(K,) degrees (and metres) -> x, y, z (K,) ECEF metres, with the formula's operations
     in the order :func:`geodetic_to_ecef` documents."""
+    return _ecef_trig(lat_deg, lon_deg, h)[:3]
+
+
+def _ecef_trig(
+    lat_deg: np.ndarray, lon_deg: np.ndarray, h: np.ndarray | None
+) -> tuple[np.ndarray, ...]:
+    """:func:`_ecef`'s x, y, z, then the sin and cos of the latitude and longitude it
+    took (K,): a local east/north frame at the same points needs no more trigonometry."""
     lat = np.radians(lat_deg)
     lon = np.radians(lon_deg)
     slat, clat = np.sin(lat), np.cos(lat)
@@ -130,7 +143,8 @@ def _ecef(
     else:
         r = n * clat
         z = (n * (1.0 - _WGS84_E2)) * slat
-    return r * np.cos(lon), r * np.sin(lon), z
+    slon, clon = np.sin(lon), np.cos(lon)
+    return r * clon, r * slon, z, slat, clat, slon, clon
 
 
 def _geodetic_elementwise(pos: np.ndarray, alt_factor: float | None) -> np.ndarray:
@@ -214,18 +228,70 @@ def speed(pos_m: np.ndarray, sample_hz: float, max_rate: float | None) -> np.nda
     return clamp_speed(step_velocity(pos_m, sample_hz)[1], max_rate)
 
 
+@dataclass(frozen=True)
+class GeoPairs:
+    """A geodetic grid's valid samples in ECEF and the pairs of an entity's consecutive
+    valid ticks: what :func:`geodetic_speed` and :func:`geodetic_heading` share, so a
+    program that asks for both converts the positions once.
+
+    Attributes
+    ----------
+    shape : (T, E)
+    cur : ndarray, shape (P,), int64
+        Flat cell (``t * E + e``) of each pair's later tick.
+    ci, pi : ndarray, shape (P,), int64
+        Each pair's later and earlier tick among the valid samples.
+    ecef : tuple of three ndarray, shape (K,), float64, metres
+        x, y, z of the K valid samples (:func:`_ecef`).
+    trig : tuple of four ndarray, shape (K,), float64
+        sin and cos of their latitude, then of their longitude.
+    """
+
+    shape: tuple[int, int]
+    cur: np.ndarray
+    ci: np.ndarray
+    pi: np.ndarray
+    ecef: tuple[np.ndarray, ...]
+    trig: tuple[np.ndarray, ...]
+
+
+def geodetic_pairs(pos: np.ndarray, alt_factor: float | None) -> GeoPairs | None:
+    """The :class:`GeoPairs` of ``pos`` (T, E, 2 or 3), degrees (and the altitude unit);
+    None where the valid-pair path does not apply (another rank, or a sample with only some
+    coordinates missing): the callers then take the whole-grid kernels."""
+    use_alt = pos.shape[-1] == 3 and alt_factor is not None
+    dims = 3 if use_alt else 2
+    nan = np.isnan(pos if pos.shape[-1] == dims else pos[..., :dims])
+    bad = nan[..., 0]
+    if pos.ndim != 3 or any(not np.array_equal(nan[..., j], bad) for j in range(1, dims)):
+        return None
+    n_t, n_e = bad.shape
+    ok = ~bad.reshape(-1)
+    cur = np.flatnonzero(ok[n_e:] & ok[:-n_e]) + n_e  # valid cells whose previous tick is too
+    idx = np.flatnonzero(ok)
+    slot = np.cumsum(ok) - 1  # index of each valid cell among the valid ones
+    flat = pos.reshape(-1, pos.shape[-1])
+    h = flat[:, 2][idx] * alt_factor if use_alt else None
+    got = _ecef_trig(flat[:, 0][idx], flat[:, 1][idx], h)
+    return GeoPairs((n_t, n_e), cur, slot[cur], slot[cur - n_e], got[:3], got[3:])
+
+
 def geodetic_speed(
-    pos: np.ndarray, alt_factor: float | None, sample_hz: float, max_rate: float | None
+    pos: np.ndarray,
+    alt_factor: float | None,
+    sample_hz: float,
+    max_rate: float | None,
+    pairs: GeoPairs | None = None,
 ) -> np.ndarray:
     """:func:`speed` of :func:`geodetic_to_ecef` positions, bit for bit, computed on the
     consecutive valid pairs only.
 
     A tick grid is mostly absent entities: instead of converting, differencing and
     taking norms over every cell, the valid samples are converted once
-    (:func:`_ecef`), each pair of an entity's consecutive valid ticks is differenced
-    and normed with the same ufuncs in the same order as :func:`step_velocity` and
-    :func:`clamp_speed`, and the speeds are scattered back.  A sample with only some
-    coordinates missing takes the whole-grid path.
+    (:func:`geodetic_pairs`), each pair of an entity's consecutive valid ticks is
+    differenced and normed with the same ufuncs in the same order as
+    :func:`step_velocity` and :func:`clamp_speed`, and the speeds are scattered back.
+    A sample with only some coordinates missing takes the whole-grid path.
 
     Parameters
     ----------
@@ -237,36 +303,68 @@ def geodetic_speed(
     sample_hz : float
     max_rate : float or None
         The speed clamp, m/s.
+    pairs : GeoPairs, optional
+        ``geodetic_pairs(pos, alt_factor)`` when the caller has it already.
 
     Returns
     -------
     ndarray, shape (T, E, 1), float64, m/s
         NaN at the first tick and wherever a tick or its predecessor is missing.
     """
-    use_alt = pos.shape[-1] == 3 and alt_factor is not None
-    dims = 3 if use_alt else 2
-    nan = np.isnan(pos if pos.shape[-1] == dims else pos[..., :dims])
-    bad = nan[..., 0]
-    if pos.ndim != 3 or any(not np.array_equal(nan[..., j], bad) for j in range(1, dims)):
+    if pairs is None:
+        pairs = geodetic_pairs(pos, alt_factor)
+    if pairs is None:
         return speed(geodetic_to_ecef(pos, alt_factor), sample_hz, max_rate)
-    n_t, n_e = bad.shape
-    ok = ~bad.reshape(-1)
+    n_t, n_e = pairs.shape
     out = np.full((n_t * n_e, 1), _NAN)
-    cur = np.flatnonzero(ok[n_e:] & ok[:-n_e]) + n_e  # valid cells whose previous tick is too
-    if cur.size == 0:
+    if pairs.cur.size == 0:
         return out.reshape(n_t, n_e, 1)
-    idx = np.flatnonzero(ok)
-    slot = np.cumsum(ok) - 1  # index of each valid cell among the valid ones
-    ci, pi = slot[cur], slot[cur - n_e]
-    flat = pos.reshape(-1, pos.shape[-1])
-    h = flat[:, 2][idx] * alt_factor if use_alt else None
     acc = None
-    for comp in _ecef(flat[:, 0][idx], flat[:, 1][idx], h):
-        d = (comp[ci] - comp[pi]) * sample_hz  # step_velocity's difference, then its norm
+    for comp in pairs.ecef:
+        d = (
+            comp[pairs.ci] - comp[pairs.pi]
+        ) * sample_hz  # step_velocity's difference, then its norm
         acc = d * d if acc is None else acc + d * d
-    assert acc is not None  # _ecef yields three components
-    out[cur, 0] = clamp_speed(np.sqrt(acc), max_rate)
+    assert acc is not None  # three components
+    out[pairs.cur, 0] = clamp_speed(np.sqrt(acc), max_rate)
     return out.reshape(n_t, n_e, 1)
+
+
+def geodetic_heading(pairs: GeoPairs) -> np.ndarray:
+    """:func:`heading` of geodetic positions, bit for bit, on the valid pairs only.
+
+    The displacement of each pair is the difference of its ECEF samples
+    (:func:`step_diff`'s subtraction); it is projected on the east/north plane of the
+    earlier tick with ``pymap3d.ecef2enuv``'s operations in its order,
+    ``east = -sin(lon0) dx + cos(lon0) dy``, ``north = -sin(lat0) (cos(lon0) dx +
+    sin(lon0) dy) + cos(lat0) dz``, reusing the sines and cosines the ECEF conversion
+    took at that tick (the same ufuncs on the same radians, so the same bits).
+
+    Returns
+    -------
+    ndarray, shape (T, E, 1), float64, degrees in ``[0, 360)``
+        NaN at the first tick, wherever a tick or its predecessor is missing, and
+        where the entity did not move.
+    """
+    n_t, n_e = pairs.shape
+    out = np.full((n_t * n_e, 1), _NAN)
+    if pairs.cur.size == 0:
+        return out.reshape(n_t, n_e, 1)
+    ci, pi = pairs.ci, pairs.pi
+    u, v, w = (comp[ci] - comp[pi] for comp in pairs.ecef)
+    slat, clat, slon, clon = (t[pi] for t in pairs.trig)
+    t = clon * u + slon * v
+    east = -slon * u + clon * v
+    north = -slat * t + clat * w
+    out[pairs.cur, 0] = _bearing(east, north)
+    return out.reshape(n_t, n_e, 1)
+
+
+def _bearing(east: np.ndarray, north: np.ndarray) -> np.ndarray:
+    """Clockwise from north in ``[0, 360)`` degrees; NaN for no displacement."""
+    ang = np.mod(np.degrees(np.arctan2(east, north)), 360.0)
+    ang = np.where(ang >= 360.0, 0.0, ang)
+    return np.where((east != 0) | (north != 0), ang, _NAN)
 
 
 def heading(pos_m: np.ndarray, latlon: np.ndarray | None) -> np.ndarray:

@@ -97,13 +97,26 @@ def _speed(st: Stream, fr: Frame, key: Key, vt: ValueType) -> np.ndarray:
     the same bits)."""
 
     def make() -> np.ndarray:
-        f = _position_spec(vt)
-        if f.frame == "geodetic" and not st.windowed and fr.lookup((key, "@dv", False)) is None:
-            alt = conversion_factor(f.units[2], "m") if f.dims == 3 else None
-            return kernels.geodetic_speed(st.x, alt, fr.hz, vt.max_rate)
+        pairs = None if fr.lookup((key, "@dv", False)) is not None else _pairs(st, fr, key, vt)
+        if pairs is not None:
+            return kernels.geodetic_speed(st.x, None, fr.hz, vt.max_rate, pairs)
         return kernels.clamp_speed(_step_velocity(st, fr, key, vt)[1], vt.max_rate)
 
     out: np.ndarray = fr.memo((key, "@speed", st.windowed), st.windowed, make)
+    return out
+
+
+def _pairs(st: Stream, fr: Frame, key: Key, vt: ValueType) -> kernels.GeoPairs | None:
+    """The valid samples of a source-level geodetic stream in ECEF, paired tick to tick
+    (:func:`kernels.geodetic_pairs`), cached per stream so ``speed`` and ``heading`` of the
+    same positions convert them once; None for another frame or level."""
+    f = _position_spec(vt)
+    if f.frame != "geodetic" or st.windowed:
+        return None
+    alt = conversion_factor(f.units[2], "m") if f.dims == 3 else None
+    out: kernels.GeoPairs | None = fr.memo(
+        (key, "@pairs"), False, lambda: kernels.geodetic_pairs(st.x, alt)
+    )
     return out
 
 
@@ -204,6 +217,9 @@ def _compile_motion(
         geo = vt.spec is not None and vt.spec.frame == "geodetic"
 
         def head(s: Stream, fr: Frame, key: Key) -> Stream:
+            pairs = _pairs(s, fr, key, vt) if geo else None
+            if pairs is not None:
+                return _next(s, kernels.geodetic_heading(pairs), 1)
             return _next(s, kernels.heading(_metres(s, fr, key, vt), s.x if geo else None), 1)
 
         return [Op(text, head)], replace(scalar, semantics="angular", unit="deg")

@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import numpy as np
 import pymap3d
+from dsl_support import SCHEMA, make_buf, random_values
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from kuration.metrics.dsl.kernels import geodetic_speed, geodetic_to_ecef, speed
+from kuration.contracts.buffer import WindowBatch
+from kuration.extend import compile_metric
+from kuration.metrics.dsl.frame import Frame
+from kuration.metrics.dsl.kernels import (
+    geodetic_heading,
+    geodetic_pairs,
+    geodetic_speed,
+    geodetic_to_ecef,
+    heading,
+    speed,
+)
 
 _A, _F = 6378137.0, 1.0 / 298.257223563
 _E2 = _F * (2.0 - _F)
@@ -80,3 +91,61 @@ def test_geodetic_speed_bitwise_chain(
     want = speed(geodetic_to_ecef(pos, alt), hz, max_rate)
     assert got.shape == want.shape == (*pos.shape[:2], 1)
     assert got.tobytes() == want.tobytes()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    pos=hnp.arrays(
+        np.float64,
+        st.tuples(st.integers(1, 30), st.integers(0, 5), st.integers(2, 3)),
+        elements=st.one_of(st.floats(-90, 90), st.just(np.nan)),
+    ),
+    alt=st.sampled_from([None, 1.0, 0.3048]),
+)
+def test_geodetic_heading_bitwise_whole_grid(pos: np.ndarray, alt: float | None) -> None:
+    """The pairwise heading, reusing the ECEF conversion's sines and cosines, is the
+    whole-grid ``heading`` (pymap3d's ecef2enuv over every cell) bit for bit; repeated
+    drawn values make standing still (NaN) common."""
+    pos[np.isnan(pos).any(axis=-1)] = np.nan
+    pairs = geodetic_pairs(pos, alt)
+    assert pairs is not None
+    got = geodetic_heading(pairs)
+    want = heading(geodetic_to_ecef(pos, alt), pos)
+    assert got.shape == want.shape == (*pos.shape[:2], 1)
+    # identical bits, zeros' signs included; a NaN's sign bit (which ufunc made it) is not a value
+    assert _nan_canon(got).tobytes() == _nan_canon(want).tobytes()
+    # the shared pairs give the speed its own path gives
+    assert geodetic_speed(pos, None, 2.0, None, pairs).tobytes() == (
+        geodetic_speed(pos, alt, 2.0, None).tobytes()
+    )
+
+
+def _nan_canon(x: np.ndarray) -> np.ndarray:
+    return np.where(np.isnan(x), np.nan, x)
+
+
+def test_geodetic_pairs_refuses_partly_missing_samples() -> None:
+    pos = np.array([[[10.0, 20.0]], [[np.nan, 21.0]], [[11.0, 22.0]]])
+    assert geodetic_pairs(pos, None) is None
+    assert geodetic_pairs(np.ones((1, 3, 1, 2)), None) is None  # another rank (a window axis)
+
+
+def test_speed_and_heading_of_one_position_convert_it_once() -> None:
+    """A program reading ``speed`` and ``heading`` of the same geodetic field shares one
+    conversion (the frame's cached pairs) and never builds the whole-grid ECEF array, with
+    the values each metric gives alone."""
+    rng = np.random.default_rng(3)
+    vals = random_values(rng, 40, 3)
+    present = rng.random((40, 3)) < 0.7
+    buf = make_buf(vals, present)
+    exprs = ["field:geo | speed | p90", "field:geo | heading | angle_delta | abs | max"]
+    metrics = [compile_metric(e, SCHEMA) for e in exprs]
+    frame = Frame(WindowBatch.from_buffer(buf))
+    together = [m.grid(frame) for m in metrics]
+    keys = [k for k in frame.shared if isinstance(k, tuple) and len(k) >= 2]
+    assert [k for k in keys if k[1] == "@pairs"] == [(("field:geo",), "@pairs")]
+    assert not [k for k in keys if k[1] == "@m"]
+    for m, got in zip(metrics, together, strict=True):
+        alone = m.grid(Frame(WindowBatch.from_buffer(buf)))
+        assert np.isfinite(alone).all()
+        assert got.tobytes() == alone.tobytes()
