@@ -125,7 +125,8 @@ def _ecef(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(K,) degrees (and metres) -> x, y, z (K,) ECEF metres, with the formula's operations
     in the order :func:`geodetic_to_ecef` documents."""
-    return _ecef_trig(lat_deg, lon_deg, h)[:3]
+    x, y, z = _ecef_trig(lat_deg, lon_deg, h)[:3]
+    return x, y, z
 
 
 def _ecef_trig(
