@@ -13,6 +13,7 @@ from kuration.contracts.buffer import WindowBatch
 from kuration.extend import compile_metric
 from kuration.metrics.dsl.frame import Frame
 from kuration.metrics.dsl.kernels import (
+    _bearing,
     geodetic_heading,
     geodetic_pairs,
     geodetic_speed,
@@ -149,3 +150,25 @@ def test_speed_and_heading_of_one_position_convert_it_once() -> None:
         alone = m.grid(Frame(WindowBatch.from_buffer(buf)))
         assert np.isfinite(alone).all()
         assert got.tobytes() == alone.tobytes()
+
+
+_any = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 5e-324, -5e-324, 1e-300, -1e-300, 1.0, -1.0]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    east=hnp.arrays(np.float64, st.integers(0, 30), elements=_any),
+    north=hnp.arrays(np.float64, 30, elements=_any),
+)
+def test_bearing_matches_floor_modulo(east: np.ndarray, north: np.ndarray) -> None:
+    """The bearing's modulo written as a select has np.mod's bits, signed zeros, tiny
+    negative angles (rounding to 360, then 0), infinities and NaN included."""
+    north = north[: east.size]
+    ang = np.mod(np.degrees(np.arctan2(east, north)), 360.0)
+    ang = np.where(ang >= 360.0, 0.0, ang)
+    want = np.where((east != 0) | (north != 0), ang, np.nan)
+    got = _bearing(east, north)
+    assert _nan_canon(got).tobytes() == _nan_canon(want).tobytes()
