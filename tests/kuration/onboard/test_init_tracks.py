@@ -11,10 +11,12 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from kuration import init_job
+from kuration.errors import InitError
 from kuration.onboard.guess import counter_step
 
 
@@ -45,6 +47,8 @@ def test_unitless_x_y_stay_scalars_and_init_prints_the_units_hint(tmp_path: Path
     pos = next(f for f in schema["fields"] if f["name"] == "position")
     assert pos["semantics"] == "position" and pos["dims"] == 2 and pos["unit"] == "cm"
     assert "speed_p90" in _metrics(tmp_path / "job2")
+    with pytest.raises(InitError, match="--units"):  # broken JSON text is named, not a file
+        init_job([tmp_path / "3527.csv"], tmp_path / "job3", units='{"x": "cm",')
 
 
 def test_a_frame_counter_is_no_field_and_no_metric(tmp_path: Path) -> None:
