@@ -273,13 +273,6 @@ class TimeseriesAdapter(InputAdapter):
             raise SourceError(f"missing columns {missing} (file has {names})", source=str(uri))
         return table.select(cols), got
 
-    def _drop_timeless(self, table: pa.Table) -> tuple[pa.Table, int, np.ndarray | None]:
-        """With ``missing_time="drop"``, the rows without a time removed, their count and
-        the file rows kept (None when every row is kept)."""
-        if self.missing_time != "drop":
-            return table, 0, None
-        return drop_timeless(table, self.time_column)
-
     def fingerprint(self, uri: str) -> str:
         """As the base class; a WFDB record (``.hea``) by its header and signal files."""
         if format_of(str(uri)) == "wfdb" and not is_url(str(uri)):
@@ -356,12 +349,13 @@ class TimeseriesAdapter(InputAdapter):
         table, digest = self._read_arrow(uri, expect)
         if table.num_rows == 0:
             raise SourceError("the source has no rows (a header and nothing under it)", source=src)
-        table, timeless, kept = self._drop_timeless(table)
+        timeless, kept = 0, None  # missing_time="drop": the file rows left, for errors
+        if self.missing_time == "drop":
+            table, timeless, kept = drop_timeless(table, self.time_column)
         if table.num_rows == 0:
             raise SourceError(f"every row of the source lacks a time ({timeless})", source=src)
         with file_rows(src, kept):  # errors name the file's rows, not the kept ones
-            tick_table = self._read_kept(table, timeless, kept, wanted, src, sid)
-        return tick_table, digest
+            return self._read_kept(table, timeless, kept, wanted, src, sid), digest
 
     def _read_kept(
         self,
