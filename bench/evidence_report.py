@@ -116,8 +116,10 @@ football: no speed over 12 m/s, no position frozen for more than two ticks) with
 fill, uniform bins, or (ADS-B) importance resampling toward turning windows.
 `track:spread-random`: random spans, one of every track before a second of any.
 `sdk:random`: kuration's `random` method.  Stochastic strategies run 5 seeds; one whose
-selection is the same for every seed is one value.  The ORACLE (own section) is not a
-strategy: it looks at the test set.
+selection is the same for every seed is one value.  The ORACLEs (own section) are not
+strategies: they look at the test set.  The constrained one answers the issue's escape
+clause: can any span set of a size beat random's tail by 10% without raising the error on
+all windows?
 
 **Tests.**  Per cell, difference from the random arm's mean; `*` marks a Holm-adjusted
 p < 0.05: Welch's t-test over seeds, or a one-sample t-test of random's seeds against
