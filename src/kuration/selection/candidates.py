@@ -557,6 +557,22 @@ _COLUMNS = ("source", "entity", "first", "last", "span", "priority", "group", "t
 _Part = tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[Segment], np.ndarray]
 
 
+def _first_last(exts: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Each track's first and last tick (int64): the columns of tracks held by column (the
+    disk pool's ``TrackColumns``: int64 arrays ``first``, ``last``), else one per track."""
+    first, last = getattr(exts, "first", None), getattr(exts, "last", None)
+    if isinstance(first, np.ndarray) and isinstance(last, np.ndarray):
+        return first.astype(np.int64, copy=False), last.astype(np.int64, copy=False)
+    first = np.fromiter((e.first for e in exts), np.int64, len(exts))
+    return first, np.fromiter((e.last for e in exts), np.int64, len(exts))
+
+
+def _entity_ids(exts: Sequence[Any]) -> Sequence[Any]:
+    """Each track's entity id: the column of tracks held by column, else one per track."""
+    ids = getattr(exts, "entity_ids", None)
+    return ids if isinstance(ids, tuple) else [e.entity_id for e in exts]
+
+
 def build_candidate_table(
     extents: Mapping[str, Sequence[Any]],
     segments_by_source: Mapping[str, Sequence[Segment]],
@@ -620,8 +636,8 @@ def build_candidate_table(
     too_short = empty = 0
     for s_idx, sid in enumerate(sids):
         exts = extents[sid]
-        first = np.fromiter((e.first for e in exts), np.int64, len(exts))
-        last = np.fromiter((e.last for e in exts), np.int64, len(exts))
+        first, last = _first_last(exts)
+        ids = _entity_ids(exts)
         e_idx, k, a, b, short = _spans(first, last, min_steps, span_steps)
         too_short += short
         present = present_ticks(exts, e_idx, a, b)
@@ -639,7 +655,7 @@ def build_candidate_table(
         )
         for lo, hi in itertools.pairwise(bounds):
             c = slice(lo, hi)
-            ent = by_ent.get(tag_entity_id(exts[int(e_idx[lo])].entity_id), [])
+            ent = by_ent.get(tag_entity_id(ids[int(e_idx[lo])]), [])
             parts.append((s_idx, e_idx[c], k[c], a[c], b[c], ent, present[c]))
         if e_idx.size and not track:
             parts.append((s_idx, e_idx, k, a, b, segs, present))
@@ -650,7 +666,7 @@ def build_candidate_table(
     feats = cols.pop("features") if parts else None
     table = CandidateTable(
         source_ids=sids,
-        entity_ids=[[e.entity_id for e in extents[sid]] for sid in sids],
+        entity_ids=[list(_entity_ids(extents[sid])) for sid in sids],
         feature_names=names,
         features=feats,
         groups=list(intern.groups),

@@ -82,6 +82,19 @@ def gap_tuples(
     return [tuple(flat[bounds[e] : bounds[e + 1]]) for e in range(n_entities)]
 
 
+def _gap_columns(extents: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """The tracks' gaps end to end (int64) and each track's number of runs: taken as they
+    are from tracks held by column (a ``gap_columns()`` method, as the disk pool's
+    ``TrackColumns`` has), else gathered track by track."""
+    if callable(getattr(extents, "gap_columns", None)):
+        flat, sizes = extents.gap_columns()  # type: ignore[attr-defined]
+        return np.asarray(flat, np.int64), np.asarray(sizes, np.int64) // 2
+    gaps = [e.gaps for e in extents]
+    n_gaps = np.fromiter((len(g) // 2 for g in gaps), np.int64, len(gaps))
+    flat = np.fromiter(itertools.chain.from_iterable(gaps), np.int64, int(n_gaps.sum()) * 2)
+    return flat, n_gaps
+
+
 def present_ticks(
     extents: Sequence[Any], entity: np.ndarray, lo: np.ndarray, hi: np.ndarray
 ) -> np.ndarray:
@@ -113,13 +126,11 @@ def present_ticks(
     entity = np.asarray(entity, np.int64)
     lo, hi = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
     length = hi - lo + 1
-    gaps = [e.gaps for e in extents]
-    n_gaps = np.fromiter((len(g) // 2 for g in gaps), np.int64, len(gaps))
+    flat, n_gaps = _gap_columns(extents)
     if not n_gaps.sum() or not lo.size:
         return length
-    flat = np.fromiter(itertools.chain.from_iterable(gaps), np.int64, int(n_gaps.sum()) * 2)
     width = max(int(flat.max()), int(hi.max())) + 2
-    shift = np.repeat(np.arange(len(gaps), dtype=np.int64) * width, n_gaps)
+    shift = np.repeat(np.arange(len(extents), dtype=np.int64) * width, n_gaps)
     starts, stops = flat[0::2] + shift, flat[1::2] + shift
     done = np.r_[0, np.cumsum(stops - starts)]  # absent ticks of the first j gaps
 

@@ -455,7 +455,7 @@ def select_on_disk(
     memory_limit : str
         DuckDB's ``memory_limit`` (it spills beyond it).
     durable : bool
-        fsync checkpoint files before publishing their commits.
+        Make the stage's checkpoint files durable (one sync) before its stage commit.
     run_key : mapping, optional
         Extra run identity (the physical plan); the strategy, schema, adapter,
         segmenter and component fingerprints are always part of it.

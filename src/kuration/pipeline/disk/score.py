@@ -12,8 +12,10 @@ and the hours run of :mod:`kuration.pipeline.disk.hours`).
   ``max_in_flight`` in flight): read the source, cut its windows, score them
   (metrics, then transforms; the windows' SHA-256 when a ``dedup`` filter needs
   them) and write the partition -- an attempt file, then the partition commit --
-  returning the commit, or with ``on_error="skip"`` the error message.  ``local``
-  runs each task inline in the lead, one source at a time.  ``process`` and
+  returning the commit, or with ``on_error="skip"`` the error message.  With
+  ``local`` the lead reads and windows the next miss while the executor's thread
+  scores and writes the previous one (as the in-memory scoring overlaps them: at
+  most ``max_in_flight`` sources read and not yet folded).  ``process`` and
   ``ray`` run it in a worker that rebuilds the adapter, segmenter, strategy and
   transforms from their JSON form once per worker process, after importing the
   run's plugins (:func:`~kuration.core.executors.enter_worker_environment`, as the
@@ -90,7 +92,8 @@ class ScoredStage:
     parts_s : dict of str to float
         Seconds per part summed over the scored sources, where they ran: ``read``,
         ``segment``, ``features`` (metrics, transforms, digests), ``write`` (the
-        partition, commit included) and ``fsync`` (of ``write``).
+        partition, commit included); ``fsync``: the stage commit's wait for durability
+        (one sync for the stage, in the lead).
     unidentified : list of str
         Sources without a strong identity (their adapter fingerprint is ``""``: a
         remote object with neither version nor ETag, a logical id): scored afresh,
@@ -174,9 +177,31 @@ class _Stage:
 
     ck: StageCheckpoint
     batch_rows: int
-    durable: bool
     on_error: str
     describe: Describe | None = None
+
+
+class _Read(NamedTuple):
+    """One source read and windowed, ahead of its scoring: its table, the digest of the bytes
+    decoded, its windows and seconds per part (``read``, ``segment``)."""
+
+    table: Any
+    digest: SourceDigest
+    segs: list[Segment]
+    parts: dict[str, float]
+
+
+def _read_source(sc: _Scorer, uri: str, fp: str) -> _Read:
+    """The first half of a source's pass: read it (it must be the bytes its fingerprint
+    ``fp``, the partition key's, names) and cut its windows."""
+    retain_freed_memory()  # whole sources: their temporaries stay mapped (metrics.alloc)
+    t0 = time.perf_counter()
+    table, digest = sc.adapter.read_checked(uri, expect=SourceDigest(fp))
+    table = sc.segmenter.presence(table)  # present_where, when set
+    t1 = time.perf_counter()
+    segs = sc.segmenter.segments(table.source_id, table.present, table.entity_ids)
+    parts = {"read": t1 - t0, "segment": time.perf_counter() - t1}
+    return _Read(table, digest, segs, parts)
 
 
 def _score_source(
@@ -184,16 +209,14 @@ def _score_source(
     uri: str,
     fp: str,
     describe: Callable[[SourceDigest, Any, list[Segment]], Mapping[str, Any]] | None,
+    ahead: _Read | Exception | None = None,
 ) -> tuple[list[Segment], list[bytes] | None, dict[str, Any], dict[str, float]]:
-    """One source read (it must be the bytes its fingerprint ``fp``, the partition key's,
-    names), windowed and scored; the digests of its windows when dedup needs them; its
-    partition's meta (``describe`` adds to it); seconds per part."""
-    retain_freed_memory()  # whole sources: their temporaries stay mapped (metrics.alloc)
-    t0 = time.perf_counter()
-    table, digest = sc.adapter.read_checked(uri, expect=SourceDigest(fp))
-    table = sc.segmenter.presence(table)  # present_where, when set
-    t1 = time.perf_counter()
-    segs = sc.segmenter.segments(table.source_id, table.present, table.entity_ids)
+    """One source read (or its read ``ahead`` of time, by the lead), windowed and scored;
+    the digests of its windows when dedup needs them; its partition's meta (``describe``
+    adds to it); seconds per part."""
+    if isinstance(ahead, Exception):
+        raise ahead
+    table, digest, segs, parts = ahead if ahead is not None else _read_source(sc, uri, fp)
     t2 = time.perf_counter()
     if segs:
         sc.engine.score_segments(table, segs)
@@ -212,12 +235,15 @@ def _score_source(
     meta = {"source_id": table.source_id, "uri": uri, "n_steps": table.n_steps, "n": len(segs)}
     if describe is not None:
         meta.update(describe(digest, table, segs))
-    parts = {"read": t1 - t0, "segment": t2 - t1, "features": time.perf_counter() - t2}
+    parts = {**parts, "features": time.perf_counter() - t2}
     return segs, digests, meta, parts
 
 
-def _score_miss(sc: _Scorer, stage: _Stage, source: tuple[str, str, str]) -> Outcome:
-    """Score one source (``uri``, ``fingerprint``, partition ``key``) and write its partition.
+def _score_miss(
+    sc: _Scorer, stage: _Stage, source: tuple[str, str, str], ahead: _Read | Exception | None = None
+) -> Outcome:
+    """Score one source (``uri``, ``fingerprint``, partition ``key``; its read ``ahead``
+    when the lead read it) and write its partition.
 
     Raises
     ------
@@ -228,19 +254,18 @@ def _score_miss(sc: _Scorer, stage: _Stage, source: tuple[str, str, str]) -> Out
     uri, fp, key = source
     desc = None if stage.describe is None else functools.partial(stage.describe, uri)
     try:
-        segs, dig, meta, parts = _score_source(sc, uri, fp, desc)
+        segs, dig, meta, parts = _score_source(sc, uri, fp, desc, ahead)
     except Exception as exc:
         if stage.on_error == "raise" or isinstance(exc, SourceChangedError):
             raise
         return f"{type(exc).__name__}: {exc}", {}
     meta["fingerprint"] = fp
     features = list(sc.features)
-    t0, f0 = time.perf_counter(), stage.ck.fsync_s
+    t0 = time.perf_counter()
     batches = (b.batch for b in SegmentBatch.split(segs, features, stage.batch_rows, digests=dig))
     arrow = SegmentBatch.arrow_schema(features)
-    commit = stage.ck.write(uri, key, arrow, batches, meta, durable=stage.durable)
+    commit = stage.ck.write(uri, key, arrow, batches, meta)
     parts["write"] = time.perf_counter() - t0
-    parts["fsync"] = stage.ck.fsync_s - f0
     return commit, parts
 
 
@@ -286,9 +311,10 @@ def _task_fn(
     stage: _Stage,
     parts: tuple[InputAdapter, Segmenter, Strategy, SchemaSpec],
     env: Mapping[str, Any] | None,
-) -> tuple[Callable[[Any], Outcome], dict[str, Any]]:
-    """The function the executor runs for each miss, and what each miss's payload carries
-    besides its ``source``.
+) -> tuple[Callable[[Any], Outcome], dict[str, Any], _ReadAhead | None]:
+    """The function the executor runs for each miss, what each miss's payload carries
+    besides its ``source``, and (``local``: the lead reads the next source while the
+    executor's thread scores and writes the previous one) the lead's read of a miss.
 
     Raises
     ------
@@ -298,7 +324,14 @@ def _task_fn(
     adapter, segmenter, st, schema = parts
     if not ex.parallel:
         sc = _Scorer.build(adapter, segmenter, st, schema)
-        return (lambda task: _score_miss(sc, stage, task["source"])), {}
+
+        def ahead(uri: str, fp: str) -> _Read | Exception:
+            try:
+                return _read_source(sc, uri, fp)
+            except Exception as exc:  # raised where the source is scored (on_error applies)
+                return exc
+
+        return (lambda task: _score_miss(sc, stage, task["source"], task["ahead"])), {}, ahead
     try:
         pickle.dumps(stage.describe)
     except Exception as exc:
@@ -316,7 +349,10 @@ def _task_fn(
         "segmenter": segmenter.to_dict(),
         "env": dict(env) if env is not None else worker_environment((), True),
     }
-    return score_task, {"key": key_digest(base), "base": base, "stage": stage}
+    return score_task, {"key": key_digest(base), "base": base, "stage": stage}, None
+
+
+_ReadAhead = Callable[[str, str], "_Read | Exception"]
 
 
 class _Unread(NamedTuple):
@@ -340,18 +376,29 @@ class _Fold:
         total: int,
         remote: bool,
         on_error: str,
+        ahead: _ReadAhead | None = None,
     ) -> None:
         self.ck, self.adapter, self.extra, self.on_error = ck, adapter, extra, on_error
+        self.ahead = ahead
         self.keep, self.progress, self.total, self.remote = keep, progress, total, remote
         self.out = ScoredStage()
         self.keys: dict[str, str] = {}  # partition keys of the sources kept (stage commit)
         self.done = 0
 
     def payloads(self, todo: Sequence[str]) -> Iterator[Any]:
-        """A :class:`Done` hit or a task for each source, drawn lazily by the scheduler."""
+        """A :class:`Done` hit or a task for each source, drawn lazily by the scheduler.
+
+        Where the lead reads ahead and no commit of the source exists (a fresh stage),
+        nothing can be reused: the lead's read comes first and its digest is the
+        fingerprint (the read hashes the bytes it decodes), so the file is not hashed once
+        more for the key.
+        """
         for uri in todo:
+            read: _Read | Exception | None = None
+            if self.ahead is not None and self.ck.committed(uri) is None:
+                read = self.ahead(uri, "")
             try:
-                fp = self.adapter.fingerprint(uri)
+                fp = self._fingerprint(uri, read)
             except Exception as exc:
                 if self.on_error == "raise":
                     raise
@@ -363,7 +410,20 @@ class _Fold:
             hit = self.ck.lookup(uri, key) if fp else None
             if not fp:
                 self.out.unidentified.append(uri)
-            yield Done(hit) if hit is not None else {**self.extra, "source": (uri, fp, key)}
+            if hit is not None:
+                yield Done(hit)
+            elif self.ahead is None:
+                yield {**self.extra, "source": (uri, fp, key)}
+            else:
+                ahead = read if read is not None else self.ahead(uri, fp)
+                yield {**self.extra, "source": (uri, fp, key), "ahead": ahead}
+
+    def _fingerprint(self, uri: str, read: _Read | Exception | None) -> str:
+        """The source's fingerprint: what its read found (a read that any fingerprint taken
+        before it would have had to match), else the adapter's."""
+        if isinstance(read, _Read) and read.digest.fingerprint:
+            return read.digest.fingerprint
+        return self.adapter.fingerprint(uri)
 
     def fold(self, payload: Any, outcome: Any) -> None:
         """Keep one source's commit (or record its error), then emit its advance event.
@@ -435,7 +495,7 @@ def score_stage(
     on_error : {"skip", "raise"}
         A failing source is logged and recorded in ``errors``, or its exception re-raised.
     durable : bool
-        fsync each attempt file before its commit is published.
+        Make every partition durable (one sync for the stage) before the stage commit.
     describe : callable, optional
         ``describe(uri, digest, table, segments)`` adds to each new partition's meta;
         it runs where the source is scored (a module-level function for ``process``/``ray``).
@@ -463,8 +523,8 @@ def score_stage(
         ``describe`` does not pickle for a ``process`` or ``ray`` executor.
     """
     ex = executor if executor is not None else LocalExecutor()
-    stage = _Stage(ck, batch_rows, durable, on_error, describe)
-    fn, extra = _task_fn(ex, stage, (adapter, segmenter, st, schema), env)
+    stage = _Stage(ck, batch_rows, on_error, describe)
+    fn, extra, ahead = _task_fn(ex, stage, (adapter, segmenter, st, schema), env)
     todo = sorted(set(uris))  # a source listed twice is one partition
     fold = _Fold(
         ck,
@@ -475,19 +535,21 @@ def score_stage(
         total=len(todo),
         remote=ex.parallel,
         on_error=on_error,
+        ahead=ahead,
     )
     ex.peak_in_flight, tasks0 = 0, ex.tasks  # this stage's own queue depth and tasks
-    bound = None if ex.parallel else 1  # local: one source at a time, inline
     tasks = fold.payloads(todo)
-    for payload, outcome in ex.iter_batches(fn, tasks, max_in_flight=bound, label=_label):
+    for payload, outcome in ex.iter_batches(fn, tasks, label=_label):
         fold.fold(payload, outcome)
-    ck.commit_stage(fold.keys)
+    f0 = ck.fsync_s
+    ck.commit_stage(fold.keys, durable=durable)
+    fold.out.parts_s["fsync"] = ck.fsync_s - f0
     _unique_ids(fold.out.commits)
     fold.out.execution = {
         "executor": ex.name,
         "workers": ex.workers,
         "batch_size": 1,
-        "max_in_flight": ex.max_in_flight if ex.parallel else 1,
+        "max_in_flight": ex.max_in_flight,
         "queue_depth": ex.peak_in_flight,
         "tasks": ex.tasks - tasks0,
     }

@@ -45,6 +45,8 @@ __all__ = [
 _CLASSES: dict[str, type[Any]] = {"SourceInfo": SourceInfo, "TrackExtent": TrackExtent}
 #: the fields a :class:`TrackColumns` holds (a track with more is decoded as objects)
 _TRACK_FIELDS = {"entity_id", "first", "last", "n_present", "gaps"}
+#: types :func:`_enc` returns as they are (a float may be infinite or NaN: not one of them)
+_PLAIN = (int, str, bool, type(None))
 
 
 def _enc(v: Any) -> Any:
@@ -67,6 +69,8 @@ def _enc(v: Any) -> Any:
         return {"ndarray": [v.dtype.str, list(v.shape), _enc(v.ravel().tolist())]}
     if isinstance(v, bytes):
         return {"bytes": v.hex()}
+    if type(v) in (tuple, list) and all(type(x) in _PLAIN for x in v):
+        return {type(v).__name__: list(v)}  # what the loop below gives, without a call an item
     if _rows_of_one_class(v):  # e.g. a source's tracks: one list per field, not per row
         names = [f.name for f in dataclasses.fields(v[0])]
         cols = {n: _enc([getattr(x, n) for x in v]) for n in names}
@@ -112,7 +116,10 @@ def _dec(v: Any) -> Any:
     if kind == "bytes":
         return bytes.fromhex(x)
     if kind in ("tuple", "list", "frozenset"):
-        return {"tuple": tuple, "list": list, "frozenset": frozenset}[kind](_dec(y) for y in x)
+        make = {"tuple": tuple, "list": list, "frozenset": frozenset}[kind]
+        if not any(type(y) is dict for y in x):  # plain items decode to themselves
+            return make(x)
+        return make(_dec(y) for y in x)
     if kind == "map":
         return {_dec(k): _dec(y) for k, y in x}
     raise PipelineError(f"a checkpoint records an unknown value kind {kind!r}", step="score")
@@ -251,6 +258,22 @@ def loaded_tracks(tracks: Sequence[TrackExtent]) -> Sequence[TrackExtent]:
 _NO_TIMINGS: Mapping[str, float] = MappingProxyType({})
 
 
+def _encoded_len(v: Any, name: str) -> int:
+    """How many items the :func:`_enc` encoding ``v`` of a sequence holds, not decoding them.
+
+    Raises
+    ------
+    PipelineError
+        ``v`` is not an encoded sequence.
+    """
+    kind, x = next(iter(v.items())) if isinstance(v, dict) and len(v) == 1 else ("", None)
+    if kind == "rows" and isinstance(x, list) and len(x) == 2 and x[1]:
+        return _encoded_len(next(iter(x[1].values())), name)
+    if kind in ("tuple", "list") and isinstance(x, list):
+        return len(x)
+    raise PipelineError(f"the checkpoint of {name!r} records no tracks", step="score")
+
+
 def source_info_kept(
     ck: StageCheckpoint, c: PartitionCommit, shared: dict[Any, Mapping[str, int]] | None = None
 ) -> SourceInfo:
@@ -264,12 +287,15 @@ def source_info_kept(
     PipelineError
         The commit records no source, or a kind of value this version does not record.
     """
-    if "info" not in c.meta:
+    doc = c.meta.get("info")
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("SourceInfo"), Mapping):
         raise PipelineError(f"the checkpoint of {c.name!r} records no source", step="score")
-    info = source_info_from_doc(c.meta["info"])
+    fields = dict(doc["SourceInfo"])
+    n_tracks = _encoded_len(fields.pop("tracks", None), c.name)  # decoded where they are used
+    info = source_info_from_doc({"SourceInfo": {**fields, "tracks": {"tuple": []}}})
     if info.uri != c.name:
         raise PipelineError(f"the checkpoint of {c.name!r} records {info.uri!r}", step="score")
-    lazy = CommittedTracks(ck, c.name, c.sha256, len(info.tracks))
+    lazy = CommittedTracks(ck, c.name, c.sha256, n_tracks)
     counts: Mapping[str, int] = info.counts
     if shared is not None:
         key = tuple(info.counts.items())

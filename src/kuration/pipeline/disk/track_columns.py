@@ -106,6 +106,12 @@ class TrackColumns(Sequence[TrackExtent]):
     def __repr__(self) -> str:
         return f"TrackColumns({len(self)} tracks)"
 
+    def gap_columns(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every track's ``gaps`` laid end to end (int64, ticks) and each track's count of
+        values in it (int64, two a run): what :func:`~kuration.selection.presence.present_ticks`
+        would otherwise gather track by track."""
+        return self._gaps, np.diff(self._gap_at)
+
     @property
     def nbytes(self) -> int:
         """Bytes held by the int64 columns (the entity ids not counted)."""

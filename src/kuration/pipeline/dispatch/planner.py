@@ -271,8 +271,8 @@ def compile_plan(p: RunSpec) -> PhysicalPlan:
 
 def _place(stages: tuple[PlanStage, ...], p: RunSpec) -> tuple[PlanStage, ...]:
     """Name the executor of each stage: the run's executor for the fused island that starts
-    at ``read`` (when ``features`` is in it; on the disk pool each source is a task, inline
-    in the lead for ``local``) and for ``tracks``/``write`` (when its encoder pickles;
+    at ``read`` (when ``features`` is in it; on the disk pool each source is a task, read
+    ahead by the lead for ``local``) and for ``tracks``/``write`` (when its encoder pickles;
     otherwise the lead writes, ``local``); ``driver`` (the lead process, whole-pool work)
     for everything else."""
     o = p.opts
@@ -298,7 +298,7 @@ def _place(stages: tuple[PlanStage, ...], p: RunSpec) -> tuple[PlanStage, ...]:
 
     def executor_of(s: PlanStage) -> str:
         if s.runtime == DISK_RUNTIME and s.kind in _ISLAND_KINDS:
-            return "local (in the lead, one source at a time)" if name == "local" else ex
+            return ex  # local: the lead reads ahead, the thread scores and writes partitions
         if s.kind in ("tracks", "write"):
             return ex if writes_in_workers else "local (in the lead)"
         return ex if fused and s.island == read_island and s.kind in _ISLAND_KINDS else s.executor

@@ -86,10 +86,47 @@ def test_a_copy_in_a_worker_publishes_into_the_lead_namespace(tmp_path: Path) ->
     assert (copy.dir, copy.run_fingerprint, copy.misses) == (lead.dir, lead.run_fingerprint, 0)
     b = _batch(8)
     c = copy.write("p", lead.partition_key("p", {}), b.schema, [b])
-    assert copy.bytes_written == c.bytes and copy.fsync_s > 0 and lead.bytes_written == 0
+    assert copy.bytes_written == c.bytes and copy.fsync_s == 0 and lead.bytes_written == 0
     lead.count_written(c)
     assert lead.bytes_written == c.bytes and lead.lookup("p", c.key) == c
     lead.commit_stage({"p": c.key})
+    assert lead.fsync_s > 0  # the lead makes the worker's partition durable
+
+
+@pytest.mark.parametrize("syncfs", [True, False])
+def test_the_stage_commit_makes_every_partition_durable_before_it_is_published(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, syncfs: bool
+) -> None:
+    """The sync calls recorded: writing a partition syncs nothing; the stage commit syncs
+    every partition file, its commit and the folder (one syncfs of the filesystem, or one
+    fsync each) before its own record is fsynced and renamed into place."""
+    from tests.kuration.output.test_commit_fsync import _record_syncs
+
+    from kuration.output import commit
+
+    if not syncfs:
+        monkeypatch.setattr(commit, "_syncfs_covers", lambda paths, anchor: False)
+    events = _record_syncs(monkeypatch)
+    ck = StageCheckpoint(tmp_path, {"run": 1}, "score")
+    b = _batch(6)
+    made = {n: ck.write(n, ck.partition_key(n, {}), b.schema, [b]) for n in ("p", "q")}
+    assert not [e for e in events if e[0] != "replace"]  # no sync per partition
+    del events[:]
+    ck.commit_stage({n: c.key for n, c in made.items()})
+    stage = ck.dir / "_stage.commit.json"
+    last = [i for i, e in enumerate(events) if e[0] == "replace" and e[2] == str(stage)]
+    assert len(last) == 1 and last[0] == len(events) - 1
+    record_sync = events[last[0] - 1]
+    assert record_sync[0] == "fsync" and record_sync[1].endswith(".tmp")
+    before = events[: last[0] - 1]
+    if syncfs:
+        assert [e[0] for e in before] == ["syncfs"]
+    else:
+        files = {str(ck.dir / c.file) for c in made.values()}
+        files |= {str(ck._commit_path(n)) for n in made} | {str(ck.dir)}
+        assert {e[1] for e in before} == files and len(before) == len(files)
+        assert {e[0] for e in before} == {"fsync"}
+    assert ck.fsync_s > 0
 
 
 def test_stray_attempt_files_are_swept_once_when_the_stage_commits(tmp_path: Path) -> None:

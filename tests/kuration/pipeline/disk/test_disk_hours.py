@@ -403,6 +403,42 @@ def test_score_stage_hands_each_commit_to_keep_before_the_next_source(
     assert ck.hits == len(uris) and events == [(k, u) for u in uris for k in ("keep", "advance")]
 
 
+def test_a_fresh_stage_reads_each_source_once_and_a_rerun_only_fingerprints_it(
+    small_job, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the local executor a fresh stage has nothing to reuse: the lead's read (which
+    hashes the bytes it decodes) gives each source's fingerprint, so the file is opened
+    once, not hashed first for the key; a rerun fingerprints each source, reuses its
+    partition and reads nothing.  The partition keys are the same both ways."""
+    import kuration.sources.identity as identity
+    from kuration.core.executors import LocalExecutor
+    from kuration.pipeline.disk.checkpoint import StageCheckpoint
+    from kuration.pipeline.disk.score import score_stage
+
+    r, _ = _run_to({**small_job, "pool": "disk"}, tmp_path / "d", "candidates")
+    calls: list[tuple[str, str]] = []
+    fingerprint, read_local = r.adapter.fingerprint, identity._read_local
+    monkeypatch.setattr(
+        r.adapter, "fingerprint", lambda u: calls.append(("fp", u)) or fingerprint(u)
+    )
+    monkeypatch.setattr(
+        identity, "_read_local", lambda u: calls.append(("read", u)) or read_local(u)
+    )
+    uris = sorted(str(s) for s in small_job["sources"])
+    ck = StageCheckpoint(tmp_path / "ck", {"run": 1}, "score")
+    args = (ck, r.adapter, uris, r.segmenter, r.strategy, r.schema)
+    kw = dict(batch_rows=64, on_error="raise", durable=False, executor=LocalExecutor())
+    first = score_stage(*args, **kw)
+    assert calls == [("read", u) for u in uris] and ck.misses == len(uris)
+    assert [first.commits[u].meta["fingerprint"] for u in uris] == list(map(fingerprint, uris))
+    calls.clear()
+    again = score_stage(*args, **kw)
+    assert calls == [("fp", u) for u in uris] and ck.hits == len(uris)
+    assert {u: c.key for u, c in again.commits.items()} == {
+        u: c.key for u, c in first.commits.items()
+    }
+
+
 def test_explain_names_the_executor_that_scores_on_the_disk_pool(small_job) -> None:
     """With another executor, the plan names it as the scorer of every disk stage (each
     source is a task there) and warns of nothing; ``local`` scores in the lead."""
@@ -416,7 +452,7 @@ def test_explain_names_the_executor_that_scores_on_the_disk_pool(small_job) -> N
     ray = p.options(executor="ray", workers=2).explain()
     assert ray.stage("features").executor == "ray x2" and ray.warnings == ()
     local = p.options(executor="local", workers=1).explain()
-    assert local.stage("features").executor == "local (in the lead, one source at a time)"
+    assert local.stage("features").executor == "local (lead reads ahead, 1 scoring thread)"
     assert local.warnings == ()
 
 

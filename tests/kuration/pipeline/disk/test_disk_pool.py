@@ -433,7 +433,7 @@ def test_the_index_refuses_a_partition_whose_rows_are_out_of_order(tmp_path: Pat
     ck = StageCheckpoint(tmp_path / "ck", {"run": 1}, "score")
     meta = {"source_id": "s", "uri": "s"}
     for name, rows in (("sorted", batch), ("reversed", batch.take(pa.array([2, 1, 0])))):
-        c = ck.write(name, "k", batch.schema, [rows], {**meta, "source_id": name}, durable=False)
+        c = ck.write(name, "k", batch.schema, [rows], {**meta, "source_id": name})
         con = connect(tmp_path, "64MiB")
         if name == "sorted":
             assert load_partitions(con, ck, {name: c}, 1) == 3

@@ -46,3 +46,44 @@ def test_no_gaps_reads_as_none_and_columns_must_agree() -> None:
         TrackColumns(["a", "b"], [0], [3, 9], [4, 6])
     with pytest.raises(IndexError):
         cols[2]
+
+
+@hs.composite
+def _tracks_and_intervals(draw: hs.DrawFn) -> tuple:
+    """Valid tracks (gaps: sorted runs strictly inside each extent) and intervals on them."""
+    tracks, ent, lo, hi = [], [], [], []
+    for e in range(draw(hs.integers(1, 6))):
+        first = draw(hs.integers(0, 40))
+        last = first + draw(hs.integers(0, 40))
+        cuts = sorted(
+            draw(hs.sets(hs.integers(first + 1, last), max_size=6)) if last > first else []
+        )
+        gaps = tuple(cuts[: len(cuts) // 2 * 2])
+        absent = sum(b - a for a, b in zip(gaps[0::2], gaps[1::2], strict=True))
+        tracks.append(TrackExtent(f"e{e}", first, last, last - first + 1 - absent, gaps))
+        for _ in range(draw(hs.integers(0, 4))):
+            a = draw(hs.integers(first, last))
+            ent.append(e), lo.append(a), hi.append(draw(hs.integers(a, last)))
+    return tuple(tracks), ent, lo, hi
+
+
+@given(_tracks_and_intervals())
+def test_columns_serve_the_candidate_step_as_the_tuple_does(drawn: tuple) -> None:
+    """present_ticks and the candidate table's per-track columns read TrackColumns without
+    making a TrackExtent per track, and give what the tuple gives."""
+    import numpy as np
+
+    from kuration.selection.candidates import _entity_ids, _first_last
+    from kuration.selection.presence import present_ticks
+
+    tracks, ent, lo, hi = drawn
+    cols = _columns(tracks)
+    args = (np.array(ent, np.int64), np.array(lo, np.int64), np.array(hi, np.int64))
+    want = present_ticks(tracks, *args)
+    np.testing.assert_array_equal(present_ticks(cols, *args), want)
+    brute = [sum(not any(g[0] <= t < g[1] for g in zip(tracks[e].gaps[0::2], tracks[e].gaps[1::2], strict=True))
+                 for t in range(a, b + 1)) for e, a, b in zip(ent, lo, hi, strict=True)]  # fmt: skip
+    assert want.tolist() == brute
+    for got, exp in zip(_first_last(cols), _first_last(tracks), strict=True):
+        assert got.dtype == exp.dtype == np.int64 and got.tolist() == exp.tolist()
+    assert list(_entity_ids(cols)) == list(_entity_ids(tracks)) == [t.entity_id for t in tracks]
