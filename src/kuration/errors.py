@@ -56,6 +56,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ._csvline import row_place
 from .warning_types import (
     BudgetGranularityWarning,
     DataOrderWarning,
@@ -280,11 +281,12 @@ class SourceError(KurationError, ValueError):
     source : str
         The source URI or id.
     row : int or None
-        Zero-based row in the source file, when known.
+        Zero-based data row in the source file, when known; the message names a CSV
+        file's line as an editor shows it (1-based, header counted) and this row.
     """
 
     def __init__(self, message: str, *, source: str, row: int | None = None) -> None:
-        where = f"{source}" + (f", row {row}" if row is not None else "")
+        where = f"{source}" + (f", {row_place(source, row)}" if row is not None else "")
         super().__init__(f"{where}: {message}")
         self.source = source
         self.row = row

@@ -17,17 +17,11 @@ from rich.table import Table
 from ..tools.check import check_dataset
 from ..tools.diff import compare_datasets
 from ..tools.inspect import InspectReport, inspect_dataset
+from ._budget_notes import hours, underfill_lines
 from ._console import report_console
 from ._split_note import split_excluded_line
 
 __all__ = ["cmd_check", "cmd_diff", "cmd_inspect", "print_inspect"]
-
-
-def _hours(s: float) -> str:
-    """Hours with two decimals; seconds when that would print 0.00 h for a non-zero time."""
-    if 0 < s < 18:
-        return f"{s:.3g} s"
-    return f"{s / 3600:.2f} h"
 
 
 def print_inspect(rep: InspectReport, console: Console) -> None:
@@ -55,22 +49,17 @@ def print_inspect(rep: InspectReport, console: Console) -> None:
             str(s["shards"]),
             str(s["tracks"]),
             str(len(s["sources"])),
-            _hours(s["seconds"]),
-            _hours(b.get("requested_s", 0)),
-            _hours(b.get("admitted_s", 0)),
-            _hours(b.get("underfill_s", 0)),
+            hours(s["seconds"]),
+            hours(b.get("requested_s", 0)),
+            hours(b.get("admitted_s", 0)),
+            hours(b.get("underfill_s", 0)),
         )
     console.print(t)
     excluded = split_excluded_line(rep.split_report)
     if excluded:
         console.print(excluded, style="yellow", highlight=False, markup=False)
-    for split, b in sorted(rep.budget.items()):
-        if isinstance(b, dict) and b.get("binding"):
-            console.print(
-                f"[yellow]{split} under-filled[/], binding constraint: [bold]{b['binding']}[/] "
-                f"({b['binding_detail']})",
-                highlight=False,
-            )
+    for line in underfill_lines(rep.budget):
+        console.print(line, style="yellow", highlight=False, markup=False)
     m = Table(title="modalities")
     for col in ("name", "dtype", "shape", "unit", "source"):
         m.add_column(col)

@@ -110,6 +110,7 @@ reading, writing and queries.  Features that pull heavy dependencies are extras:
 | `parquet` | pyarrow | nothing more: pyarrow is a core dependency (the extra is kept for old install lines) |
 | `torch` | torch | `kuration.read.torch` (`ShardDataset`), `timenet` `open_torch` |
 | `polars` | polars | `.to_polars()` on shard readers (docs/format.md) |
+| `pandas` | pandas | `.to_pandas()` on a dataset (docs/format.md) |
 | `s3` | s3fs | `s3://` sources, registries, and datasets written or read at `s3://` |
 | `gcs` | gcsfs | `gs://` sources and datasets |
 | `azure` | adlfs | `az://`/`abfs://` sources and datasets |

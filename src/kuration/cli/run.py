@@ -19,17 +19,11 @@ from ..core.progress import RichProgress
 from ..errors import JobError
 from ..pipeline.api.entry import run_job
 from ..pipeline.dispatch.hours import DatasetWriteResult
+from ._budget_notes import excluded_tracks_line, hours, strategy_line, underfill_lines
 from ._console import report_console
 from ._split_note import split_excluded_line
 
 __all__ = ["cmd_run", "print_run_summary"]
-
-
-def _hours(s: float) -> str:
-    """Hours with two decimals; seconds when that would print 0.00 h for a non-zero time."""
-    if 0 < s < 18:
-        return f"{s:.3g} s"
-    return f"{s / 3600:.2f} h"
 
 
 def _disk_pool_line(res: DatasetWriteResult) -> str | None:
@@ -56,6 +50,9 @@ def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) ->
         f"(failed {sc['sources_failed']}, shorter than a window {sc['sources_short']}); "
         f"segments: {sc['segments']}"
     )
+    strategy = strategy_line(res.config.get("strategy"))
+    if strategy:
+        console.print(strategy, highlight=False, markup=False)
     pool = _disk_pool_line(res)
     if pool:
         console.print(pool)
@@ -105,12 +102,12 @@ def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) ->
         b = budget[split]
         t.add_row(
             split,
-            _hours(b["requested_s"]),
-            _hours(b["candidate_s"]),
-            _hours(b["admitted_s"]),
-            _hours(b.get("present_s", b["admitted_s"])),
-            _hours(b["emitted_s"]),
-            _hours(b["underfill_s"]),
+            hours(b["requested_s"]),
+            hours(b["candidate_s"]),
+            hours(b["admitted_s"]),
+            hours(b.get("present_s", b["admitted_s"])),
+            hours(b["emitted_s"]),
+            hours(b["underfill_s"]),
             str(b["admitted_tracks"]),
             str(res.manifest["splits"][split]["shards"]),
         )
@@ -126,17 +123,14 @@ def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) ->
             f"spans left out: {budget['empty_spans_excluded']} (the entity is present at none "
             "of their ticks)"
         )
+    tracks = excluded_tracks_line(budget)
+    if tracks:
+        console.print(tracks, highlight=False, markup=False)
     excluded = split_excluded_line(res.config["results"].get("split_report"))
     if excluded:
         console.print(excluded, style="yellow", highlight=False, markup=False)
-    for split in ("train", "test"):
-        b = budget[split]
-        if b.get("binding"):
-            console.print(
-                f"[yellow]{split} under-filled[/], binding constraint: [bold]{b['binding']}[/] "
-                f"({b['binding_detail']})",
-                highlight=False,
-            )
+    for line in underfill_lines(budget):
+        console.print(line, style="yellow", highlight=False, markup=False)
     reuse = res.config["results"].get("resume", {})
     if reuse.get("requested"):
         console.print(

@@ -123,6 +123,34 @@ class TickTable:
     def sample_hz(self) -> float:
         return float(self.schema.sample_hz)
 
+    def view(self, start: int, stop: int, column: int) -> TickTable:
+        """Ticks ``[start, stop)`` of entity column ``column`` as a table of one entity (views
+        of this table's arrays, no copy; globals and events kept, media left out).
+
+        The schema's sentinels, valid ranges and geodetic bounds are not applied again:
+        this table passed them, so every part of it does.  Tick ``t`` of the view is tick
+        ``start + t`` of this table (``k0`` shifted so).
+        """
+        sl, ent = slice(start, stop), slice(column, column + 1)
+        glob_names = {g.name for g in self.schema.globals}
+        out = object.__new__(TickTable)
+        parts = {
+            "source_id": self.source_id,
+            "schema": self.schema,
+            "k0": self.k0 + start,
+            "entity_ids": (self.entity_ids[column],),
+            "values": {k: v[sl, ent] for k, v in self.values.items()},
+            "present": self.present[sl, ent],
+            "globals": {k: v[sl] for k, v in self.globals.items()},
+            "events": {k: v[sl] for k, v in self.events.items()},
+            "counts": self.counts,
+            "ints": {k: v[sl] if k in glob_names else v[sl, ent] for k, v in self.ints.items()},
+            "media": {},
+        }
+        for name, value in parts.items():
+            object.__setattr__(out, name, value)
+        return out
+
     def times(self) -> np.ndarray:
         """Tick times, shape (T,), float64 seconds."""
         return (self.k0 + np.arange(self.n_steps, dtype=np.float64)) / self.sample_hz

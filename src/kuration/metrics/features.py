@@ -8,7 +8,13 @@ from typing import Any
 
 import numpy as np
 
-from ..contracts.buffer import WindowBatch, WindowBuffer, build_window, entity_table
+from ..contracts.buffer import (
+    WindowBatch,
+    WindowBuffer,
+    build_window,
+    entity_columns,
+    entity_table,
+)
 from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segment
 from ..contracts.tick import TickTable
@@ -197,13 +203,14 @@ class FeatureEngine:
         by_entity: dict[str | None, list[Segment]] = {}
         for seg in segments:
             by_entity.setdefault(seg.entity, []).append(seg)
+        columns = entity_columns(table) if len(by_entity) > 1 else None
         for entity, segs in by_entity.items():
             if entity is None:
                 self._score_grouped(table, segs, 0)
                 continue
             lo = min(s.start_idx for s in segs)
             hi = max(s.end_idx for s in segs)
-            self._score_grouped(entity_table(table, entity, lo, hi), segs, lo)
+            self._score_grouped(entity_table(table, entity, lo, hi, columns), segs, lo)
         if self.registered:
             for seg in segments:
                 buf = build_window(table, seg.start_idx, seg.end_idx, entity=seg.entity)

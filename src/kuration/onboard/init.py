@@ -16,8 +16,10 @@ of a job is proposed with its evidence:
 * ``job.json``: the adapter, the sources, a window of about 120 steps, and an
   hours budget of ``fraction`` of the tracks' hours (a fifth of it for test when
   there are at least two sources; sources go whole to one split).  When tracks
-  are long next to the smallest request, ``span_seconds`` cuts them so that each
-  split lands within 10% of its request.
+  are long next to the smallest request, ``span_seconds`` cuts them; init promises
+  that each split lands within 10% of its request only when the longest unit the run
+  admits (a span, or a whole track) is at most a tenth of the smallest request, and
+  otherwise says by how much a split may overshoot.
 
 The job is validated exactly as ``kur run`` validates it before any file is written.
 """
@@ -42,7 +44,7 @@ from .guess import guess_fields
 from .init_check import dry_read
 from .init_files import compose_files
 from .init_lerobot import compose_lerobot
-from .init_parts import adapter_options, starter_job, starter_strategy
+from .init_parts import adapter_options, split_promise, starter_job, starter_strategy
 from .init_rate import exact_rate
 from .inventory import Inventory, inventory_files, inventory_timenet
 
@@ -198,13 +200,17 @@ def _compose(
     lines.append(
         f"windows: {window_s:g} s, stride {window_s / 2:g} s ({round(window_s * hz)} steps)"
     )
+    reqs = [h * 3600 for h in budget.values() if h > 0]
     if span is not None:
         job["span_seconds"] = span
         lines.append(
             f"spans: tracks are long next to the smallest request (median track "
             f"{inv.median_track_s:.0f} s), so they are cut into {span:g} s spans "
-            "(span_seconds) and each split lands within 10% of its request"
+            f"(span_seconds) and {split_promise(reqs, span, 'span')}"
         )
+    elif reqs and inv.track_seconds:
+        longest = max(inv.track_seconds)
+        lines.append(f"spans: none (whole tracks); {split_promise(reqs, longest, 'track')}")
     return job, lines, missing
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import InitError
 from .guess import guess_fields
-from .init_parts import adapter_options, starter_job, starter_strategy
+from .init_parts import adapter_options, split_promise, starter_job, starter_strategy
 from .init_plan import presence
 from .init_rate import choose_rate
 from .inventory import Inventory
@@ -81,7 +81,7 @@ def compose_files(
         if not opts.get("drop_timeless"):
             raise InitError(
                 f"{inv.timeless} of {inv.rows} rows have no time (null or NaN in column "
-                f"{inv.time_column!r}); pass --drop-timeless to drop them (the run counts "
+                f"{inv.time_column!r}; first at {'; '.join(inv.timeless_at)}); pass --drop-timeless to drop them (the run counts "
                 "them), or fill them in",
                 source=inv.inputs[0],
             )
@@ -182,6 +182,8 @@ def compose_files(
         lines.append(
             f"spans: tracks are long next to the smallest request (median track "
             f"{tracks_s[tracks_s.size // 2]:.6g} s), so they are cut into {span:g} s spans "
-            "(span_seconds) and each split lands within 10% of its request"
+            f"(span_seconds) and {split_promise(reqs, span, 'span')}"
         )
+    elif reqs and tracks_s.size:
+        lines.append(f"spans: none (whole tracks); {split_promise(reqs, tracks_s[-1], 'track')}")
     return job, lines, missing

@@ -32,6 +32,7 @@ from ..contracts.schema import SchemaSpec
 from ..errors import DataRepairWarning, InitError, KurationError
 from ..sources._lerobot_meta import REPAIRS, LeRobotMeta, load_meta
 from ..sources.lerobot import LeRobotAdapter
+from .init_parts import split_promise
 
 __all__ = ["ROBOT_FILTERS", "ROBOT_METRICS", "compose_lerobot"]
 
@@ -258,6 +259,10 @@ def compose_lerobot(
         f"budget: train {budget['train_hours']:g} h, test {budget['test_hours']:g} h = "
         f"{fraction:.0%} of {total_s / 3600:.3g} h in {len(meta.episodes)} episodes",
     ]
+    reqs = [h * 3600 for h in budget.values() if h > 0]
+    if reqs:  # the run admits whole episodes
+        longest = max(e.length for e in meta.episodes.values()) / meta.fps
+        lines.append(f"spans: none (whole episodes); {split_promise(reqs, longest, 'episode')}")
     vectors = {f["name"]: f["dims"] for f in fields if f["kind"] == "vector"}
     output = {
         "shard_length": max(1, round(window * meta.fps)),

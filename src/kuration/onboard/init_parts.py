@@ -10,7 +10,28 @@ from ..errors import InitError
 from .guess import FieldGuess
 from .inventory import Inventory
 
-__all__ = ["adapter_options", "starter_strategy"]
+__all__ = ["adapter_options", "split_promise", "starter_strategy"]
+
+
+def split_promise(requests_s: Sequence[float], unit_s: float, unit: str) -> str:
+    """What init can promise about how close each split lands to its request.
+
+    The run admits whole units (spans, or whole tracks without spans), so a split overshoots
+    its request by less than one unit; ``kur run`` warns past
+    :data:`~kuration.selection.fill.BUDGET_TOLERANCE`.  The promise is made only when the
+    longest unit (``unit_s``, seconds) is within that share of the smallest request.
+    """
+    from ..selection.fill import BUDGET_TOLERANCE as tol
+
+    smallest = min(requests_s)
+    if unit_s <= tol * smallest:
+        return f"each split lands within {tol:.0%} of its request"
+    return (
+        f"a split may overshoot its request by up to one {unit} ({unit_s:.3g} s, "
+        f"+{unit_s / smallest:.0%} of the smallest request, {smallest:.3g} s), and kur run "
+        f"warns about it; requests of at least {unit_s / tol:.3g} s each (a larger --fraction "
+        f"or more data) land within {tol:.0%}"
+    )
 
 
 def starter_strategy(

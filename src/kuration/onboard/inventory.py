@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._csvline import row_place
 from ..errors import InitError
 from .guess import Column, check_unit, step_stats
 from .init_rate import SCALE, time_unit
@@ -79,6 +80,8 @@ class Inventory:
     #: rows with a null or NaN time, rows that repeat a time of their entity
     timeless: int = 0
     repeats: int = 0
+    #: where the first rows without a time are ("FILE, line 12 (data row 10)")
+    timeless_at: tuple[str, ...] = ()
 
     @property
     def median_track_s(self) -> float:
@@ -106,13 +109,15 @@ def _data_files(paths: Sequence[Path]) -> list[Path]:
     Raises
     ------
     InitError
-        A folder with no data file.
+        A path that does not exist; a folder with no data file.
     """
     from ..sources._formats import FORMATS
 
     ends = tuple(e for group in FORMATS.values() for e in group)
     out: list[Path] = []
     for path in paths:
+        if not path.exists():
+            raise InitError(f"{path}: does not exist", source=str(path))
         if not path.is_dir():
             out.append(path)
             continue
@@ -153,7 +158,8 @@ def _read(path: Path) -> pa.Table:
         else:
             table = read_rows(str(path), fmt)
     except (OSError, pa.ArrowInvalid, SourceError) as exc:
-        raise InitError(f"{path}: cannot read it: {exc}", source=str(path)) from None
+        why = csv_parse_error(path) if fmt == "csv" and isinstance(exc, pa.ArrowInvalid) else None
+        raise InitError(f"{path}: cannot read it: {why or exc}", source=str(path)) from None
     if table.num_rows == 0:
         raise InitError(f"{path}: no rows (a header and nothing under it)", source=str(path))
     _check_unique_names(table.column_names, str(path))
@@ -174,6 +180,46 @@ def _check_unique_names(names: Sequence[str], where: str) -> None:
         "and rerun kur init",
         source=where,
     )
+
+
+def _check_numeric(table: pa.Table, names: Sequence[str], where: str, what: str) -> None:
+    """Raise :class:`InitError` for a column of ``names`` that holds numbers except in a few
+    cells (see :func:`~kuration.sources._columns.numeric_except`), naming the first cells by
+    file line: read as text it would be dropped or misread for the sake of one typo."""
+    from ..sources._columns import numeric_except
+
+    for name in names:
+        bad = numeric_except(table.column(name))
+        if bad is None:
+            continue
+        col = table.column(name)
+        cells = ", ".join(f"{row_place(where, int(r))}: {col[int(r)].as_py()!r}" for r in bad[:3])
+        more = f" and {bad.size - 3} more" if bad.size > 3 else ""
+        raise InitError(
+            f"{where}: {what} {name!r} holds numbers except in {bad.size} of {len(col)} rows "
+            f"({cells}{more}); fix or blank those cells (an empty cell is a missing value) "
+            "and rerun kur init",
+            source=where,
+        )
+
+
+def csv_parse_error(path: Path) -> str | None:
+    """Arrow's parse error for a CSV file, naming the line: a single-threaded reread
+    numbers the row (a threaded read does not); None when the reread parses."""
+    import pyarrow.csv as pacsv
+
+    from .._csvline import csv_parse_line
+    from ..sources._columns import csv_parse_options
+
+    try:
+        pacsv.read_csv(
+            path,
+            read_options=pacsv.ReadOptions(use_threads=False),
+            parse_options=csv_parse_options(str(path)),
+        )
+    except pa.ArrowInvalid as exc:
+        return csv_parse_line(str(exc))
+    return None
 
 
 def _headerless_error(where: str, names: Sequence[str]) -> InitError:
@@ -229,6 +275,7 @@ def _text_format(table: pa.Table, name: str, where: str) -> tuple[str, str]:
     from ..sources._timeunit import TIME_FORMAT_HINT, parse_text_times, text_time_error
 
     col = table.column(name).combine_chunks()
+    _check_numeric(table, [name], where, "time column")
     for fmt in TIME_FORMATS:
         try:
             parse_text_times(col, fmt, name, where)
@@ -496,6 +543,7 @@ def inventory_files(
         raise InitError(f"units hint names columns not in {where}: {sorted(hints_left)}")
     columns = _columns(first, {time, *([entity] if entity else [])}, hints, where)
     steps, tracks, dups, rows, timeless = [], [], 0, 0, 0
+    timeless_at: list[str] = []
     all_t, all_e, n_codes = [], [], 0
     for i, path in enumerate(paths):
         table = first if i == 0 else _read(path)
@@ -503,6 +551,8 @@ def inventory_files(
         lacking = [c for c in need if c not in table.column_names]
         if lacking:
             raise InitError(f"{path}: no column {lacking[0]!r}", source=str(path))
+        fields = [c.name for c in columns if c.kind == "text" and c.name in table.column_names]
+        _check_numeric(table, fields, str(path), "column")
         t = _seconds(table.column(time), unit, fmt, str(path))
         if entity:
             codes = np.asarray(
@@ -514,6 +564,8 @@ def inventory_files(
         else:
             codes = np.zeros(len(t), dtype=np.int64)
         timeless += int(np.isnan(t).sum())
+        for r in np.flatnonzero(np.isnan(t))[: max(0, 3 - len(timeless_at))]:
+            timeless_at.append(f"{path}, {row_place(str(path), int(r))}")
         s, tr, d = _tracks(t, codes)
         steps.append(s)
         tracks.extend(tr)
@@ -546,6 +598,7 @@ def inventory_files(
         rows=rows,
         timeless=timeless,
         repeats=dups,
+        timeless_at=tuple(timeless_at),
     )
 
 

@@ -392,9 +392,11 @@ class Dataset:
 
     def __repr__(self) -> str:
         where = self.root if self.root is not None else "<manifest dict>"
+        # the splits this view holds: ds["train"] shows train only
+        held = {e["split"] for e in self._shards}
+        splits = [s for s in self._splits if s in held]
         return (
-            f"Dataset({str(where)!r}, shards={len(self)}, splits={list(self._splits)}, "
-            f"columns={self._columns})"
+            f"Dataset({str(where)!r}, shards={len(self)}, splits={splits}, columns={self._columns})"
         )
 
     def __getitem__(self, key: int | slice | str) -> Any:
@@ -544,7 +546,19 @@ class Dataset:
         return pa.Table.from_batches(list(self.iter_batches()), schema=self._schema())
 
     def to_pandas(self) -> Any:
-        """:meth:`to_arrow` as a ``pandas.DataFrame`` (tensor cells are 1-D arrays)."""
+        """:meth:`to_arrow` as a ``pandas.DataFrame`` (tensor cells are 1-D arrays).
+
+        Raises
+        ------
+        MissingExtraError
+            pandas is not installed (``pip install 'kuration-sdk[pandas]'``).
+        """
+        try:
+            import pandas  # noqa: F401  (pyarrow's own error names no extra)
+        except ImportError:
+            raise MissingExtraError(
+                "Dataset.to_pandas needs pandas: pip install 'kuration-sdk[pandas]'"
+            ) from None
         return self.to_arrow().to_pandas()
 
     def to_polars(self) -> Any:

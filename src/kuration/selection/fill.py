@@ -476,7 +476,11 @@ def check_group_cap(
 
 
 def explain_underfill(
-    b: Mapping[str, Any], *, emitted_s: float, too_short: int = 0
+    b: Mapping[str, Any],
+    *,
+    emitted_s: float,
+    too_short: int = 0,
+    duration: Callable[[float], str] | None = None,
 ) -> tuple[str | None, str]:
     """The constraint that kept one split below its request, and a sentence saying how.
 
@@ -488,6 +492,9 @@ def explain_underfill(
         Seconds the split's planned shards hold.
     too_short : int
         Tracks left out for being shorter than ``min_track_seconds`` (all splits).
+    duration : callable, optional
+        Writes a duration in seconds as text (``kur run`` passes hours); by default
+        whole seconds (``"120 s"``, the cap with one decimal), as config.json records it.
 
     Returns
     -------
@@ -505,18 +512,20 @@ def explain_underfill(
     req = float(b["requested_s"])
     if req <= 0 or emitted_s >= req:
         return None, ""
+    sec = duration or _whole_seconds
+    cap = duration or _tenth_seconds
     admitted = float(b["admitted_s"])
-    head = f"{emitted_s:.0f} s of {req:.0f} s emitted"
+    head = f"{sec(emitted_s)} of {sec(req)} emitted"
     if admitted < req and b.get("group_cap_excluded", 0):
         detail = (
-            f"{head}: the group cap of {b['group_cap_s']:.1f} s per group ({b['groups']} groups) "
-            f"refused {b['group_cap_excluded']} tracks ({b['group_cap_excluded_s']:.0f} s)"
+            f"{head}: the group cap of {cap(b['group_cap_s'])} per group ({b['groups']} groups) "
+            f"refused {b['group_cap_excluded']} tracks ({sec(b['group_cap_excluded_s'])})"
         )
         if b.get("group_cap_starved"):
             detail += f"; {b['group_cap_starved']} groups have no track short enough to fit"
         if b.get("tag_reserve_capped_s"):
             detail += (
-                f"; the tag reserve used the cap of groups where {b['tag_reserve_capped_s']:.0f} s "
+                f"; the tag reserve used the cap of groups where {sec(b['tag_reserve_capped_s'])} "
                 "were then refused"
             )
         return "group cap", detail + "; raise max_group_overshoot or use coarser groups"
@@ -531,21 +540,29 @@ def explain_underfill(
         return "pool size", detail + "; add sources or lower the request"
     if admitted < req:
         detail = (
-            f"{head}: the pool holds {b['candidate_s']:.0f} s in {b['candidate_tracks']} "
+            f"{head}: the pool holds {sec(b['candidate_s'])} in {b['candidate_tracks']} "
             "finite-priority tracks, all admitted"
         )
         if b.get("nonfinite_excluded"):
             detail += (
-                f"; {b['nonfinite_excluded']} tracks ({b['nonfinite_excluded_s']:.0f} s) "
+                f"; {b['nonfinite_excluded']} tracks ({sec(b['nonfinite_excluded_s'])}) "
                 "have no finite priority"
             )
         if too_short:
             detail += f"; {too_short} tracks were shorter than min_track_seconds"
         return "pool size", detail + "; add sources or lower the request"
     return "track length", (
-        f"{head}: {admitted:.0f} s admitted, but {admitted - emitted_s:.0f} s of track ends "
+        f"{head}: {sec(admitted)} admitted, but {sec(admitted - emitted_s)} of track ends "
         "do not fill a whole shard (shard_length, short_policy)"
     )
+
+
+def _whole_seconds(s: float) -> str:
+    return f"{s:.0f} s"
+
+
+def _tenth_seconds(s: float) -> str:
+    return f"{s:.1f} s"
 
 
 def settle_splits(
@@ -554,6 +571,7 @@ def settle_splits(
     hz: float,
     too_short: int,
     allow_empty_split: bool,
+    min_unit_s: float = 0.0,
 ) -> dict[str, tuple[str | None, str]]:
     """The binding constraint of each split from the shard plan (before any shard is written).
 
@@ -566,6 +584,9 @@ def settle_splits(
     too_short : int
         Tracks left out for being shorter than ``min_track_seconds``.
     allow_empty_split : bool
+    min_unit_s : float
+        The shortest unit the run could admit (one window, seconds): no advice names a
+        shorter span.
 
     Returns
     -------
@@ -577,7 +598,7 @@ def settle_splits(
     EmptySplitError
         A split with a non-zero request plans no shard and ``allow_empty_split`` is false.
     """
-    warn_coarse_units(fill, hz)
+    warn_coarse_units(fill, hz, min_unit_s=min_unit_s)
     out: dict[str, tuple[str | None, str]] = {}
     for split in fill.budget:
         b = fill.budget[split]
@@ -600,13 +621,16 @@ def settle_splits(
 BUDGET_TOLERANCE = 0.1
 
 
-def warn_coarse_units(fill: FillResult, hz: float, tolerance: float = BUDGET_TOLERANCE) -> None:
+def warn_coarse_units(
+    fill: FillResult, hz: float, tolerance: float = BUDGET_TOLERANCE, min_unit_s: float = 0.0
+) -> None:
     """Warn for every split whose admitted seconds exceed its request by more than ``tolerance``.
 
     Whole tracks (or spans) are admitted, so a split overshoots by less than its last
     admitted unit; when that unit is long next to the request (a football player's
     half against a 6-minute request) the overshoot is large.  The warning names the
-    fix: ``span_seconds`` at most ``tolerance`` times the request.
+    fix: ``span_seconds`` at most ``tolerance`` times the request, or, when that is
+    shorter than ``min_unit_s`` (one window: no span is shorter), a larger request.
 
     Warns
     -----
@@ -618,13 +642,21 @@ def warn_coarse_units(fill: FillResult, hz: float, tolerance: float = BUDGET_TOL
         if req <= 0 or adm <= req * (1 + tolerance) or not fill.admitted.get(split):
             continue
         longest = max(c.n_steps for c in fill.admitted[split]) / hz
+        if tolerance * req >= min_unit_s:
+            fix = (
+                f"set span_seconds (job key) to at most {tolerance * req:.3g} s so tracks are "
+                f"cut into spans and the split lands within {tolerance:.0%} of its request"
+            )
+        else:
+            fix = (
+                f"no span is shorter than one window ({min_unit_s:.3g} s), so only a request of "
+                f"at least {min_unit_s / tolerance:.3g} s lands within {tolerance:.0%}"
+            )
         warnings.warn(
             BudgetGranularityWarning(
                 f"split {split!r}: {adm / 3600:.3g} h admitted for {req / 3600:.3g} h requested "
                 f"(+{(adm / req - 1):.0%}): whole tracks are admitted and the admitted ones are up "
-                f"to {longest:.3g} s long; set span_seconds (job key) to at most "
-                f"{tolerance * req:.3g} s so tracks are cut into spans and the "
-                f"split lands within {tolerance:.0%} of its request",
+                f"to {longest:.3g} s long; {fix}",
                 split=split,
                 requested_s=req,
                 admitted_s=adm,

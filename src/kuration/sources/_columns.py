@@ -37,6 +37,7 @@ __all__ = [
     "float_column",
     "gather_cells",
     "narrow_codes",
+    "numeric_except",
     "open_parquet",
     "padded_id_error",
     "parse_bytes",
@@ -321,6 +322,21 @@ def first_non_number(col: pa.ChunkedArray) -> tuple[int, str] | None:
     ok = pc.or_kleene(pc.match_substring_regex(col, _NUMBER, ignore_case=True), pc.equal(text, ""))
     bad = np.flatnonzero(~_filled(pc.fill_null(ok, True)))
     return None if not bad.size else (int(bad[0]), str(col[int(bad[0])].as_py()))
+
+
+def numeric_except(col: pa.ChunkedArray | pa.Array, share: float = 0.9) -> np.ndarray | None:
+    """Rows (0-based) of a text column that hold no number when at least ``share`` of its
+    non-empty cells are numbers: a numeric column that a few bad cells turned into text.
+    None for another column (not text, no bad cell, or mostly text)."""
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        return None
+    filled = ~_filled(pc.fill_null(pc.equal(pc.utf8_trim_whitespace(col), ""), True))
+    number = _filled(pc.fill_null(pc.match_substring_regex(col, _NUMBER, ignore_case=True), False))
+    bad = np.flatnonzero(filled & ~number)
+    n = int(filled.sum())
+    if not bad.size or n - bad.size < share * n:
+        return None
+    return bad
 
 
 def open_parquet(where: Any, dictionary: list[str]) -> Any:

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._csvline import row_place
 from ..errors import SourceError, TimeRangeError
 
 __all__ = ["check_epoch_unit", "shown_time", "text_time_error", "unit_hint"]
@@ -143,7 +144,7 @@ def text_time_error(col: pa.Array, name: str, src: str) -> SourceError:
     if not ok.all():
         r = int(np.flatnonzero(~ok)[0])
         return SourceError(
-            f"time column {name!r} is text and row {r} holds {value(r)}, not a number "
+            f"time column {name!r} is text and holds {value(r)} there, not a number "
             f"or an ISO 8601 time; {TIME_FORMAT_HINT}",
             source=src,
             row=r,
@@ -151,16 +152,16 @@ def text_time_error(col: pa.Array, name: str, src: str) -> SourceError:
     if is_number.any() and is_iso.any():
         a, b = int(np.flatnonzero(is_number)[0]), int(np.flatnonzero(is_iso)[0])
         return SourceError(
-            f"time column {name!r} mixes numbers (row {a}: {value(a)}) and ISO 8601 times "
-            f"(row {b}: {value(b)}); write every time one way",
+            f"time column {name!r} mixes numbers ({row_place(src, a)}: {value(a)}) and ISO "
+            f"8601 times ({row_place(src, b)}: {value(b)}); write every time one way",
             source=src,
             row=max(a, b),
         )
     if zoned.any() and not zoned.all():
         a, b = int(np.flatnonzero(~zoned)[0]), int(np.flatnonzero(zoned)[0])
         return SourceError(
-            f"time column {name!r} mixes times without a UTC offset (row {a}: "
-            f"{value(a)}) and with one (row {b}: {value(b)}); naive times "
+            f"time column {name!r} mixes times without a UTC offset ({row_place(src, a)}: "
+            f"{value(a)}) and with one ({row_place(src, b)}: {value(b)}); naive times "
             "are read as UTC, so give every time an offset, or none",
             source=src,
             row=min(a, b),
@@ -169,7 +170,7 @@ def text_time_error(col: pa.Array, name: str, src: str) -> SourceError:
         bad = _first_unparsable(text, pa.timestamp("ns", "UTC" if zoned.all() else None))
         if bad is not None:
             return SourceError(
-                f"time column {name!r}: row {bad} holds {value(bad)}, which names no instant "
+                f"time column {name!r} holds {value(bad)} there, which names no instant "
                 "(a day past its month's end, an hour past 23, a leap second :60 or a "
                 "time out of range)",
                 source=src,
@@ -260,7 +261,7 @@ def parse_text_times(col: pa.Array, fmt: str | None, name: str, src: str) -> pa.
     if bad.size:
         r = int(bad.min())
         raise SourceError(
-            f"time column {name!r}: row {r} holds {text[r].as_py()!r}, which does not read "
+            f"time column {name!r} holds {text[r].as_py()!r} there, which does not read "
             f"as time_format {fmt!r} or names no instant",
             source=src,
             row=r,

@@ -31,7 +31,12 @@ CASES = [
     (["kur", "run", "job.json", "--workers", "two"], 1, "--workers: invalid int value"),
     (["kur", "run", "job.json", "--resume", "--force"], 1, "mutually exclusive"),
     (["kur", "run", "job.json", "--out", "file.txt"], 1, "file.txt exists and is not a directory"),
-    (["kur", "run", "job.json", "--out", "notes"], 1, "notes is not empty"),
+    (["kur", "run", "job.json", "--out", "notes"], 1, "notes is not empty and holds no kuration"),
+    (
+        ["kur", "run", "job.json", "--out", "notes", "--resume"],
+        1,
+        "holds no kuration run to resume",
+    ),
     (["kur", "bogus"], 1, "invalid choice: 'bogus'"),
     (["kur", "inspect", "missing"], 1, "missing: does not exist"),
     (["kur-inspect", "folder"], 1, "not a kuration dataset"),

@@ -128,7 +128,10 @@ def test_date_and_non_iso_text_times_are_a_time_column(
 
 def test_an_impossible_date_names_its_row(tmp_path: Path) -> None:
     path = _dated(tmp_path / "d.csv", "%Y-%m-%d", bad="2020-02-30")
-    with pytest.raises(InitError, match=r"row 59 holds '2020-02-30', which names no instant"):
+    with pytest.raises(
+        InitError,
+        match=r"line 61 \(data row 59\): .* holds '2020-02-30' there, which names no instant",
+    ):
         init_job([path], tmp_path / "job")
 
 
@@ -140,7 +143,9 @@ def test_an_impossible_date_under_time_format_names_its_row(tmp_path: Path) -> N
     from kuration.sources._timeunit import parse_text_times
 
     col = pa.array(["2020/02/28", "2020/02/29", "2020/02/30"])
-    with pytest.raises(SourceError, match="row 2 holds '2020/02/30'") as info:
+    with pytest.raises(
+        SourceError, match="x.csv, row 2: time column 'date' holds '2020/02/30'"
+    ) as info:
         parse_text_times(col, "%Y/%m/%d", "date", "x.csv")
     assert info.value.row == 2
 

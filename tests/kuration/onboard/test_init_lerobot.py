@@ -45,11 +45,21 @@ def test_init_then_run_on_a_robovet_dataset(clean: bool, tmp_path: Path, capsys)
         assert printed.count("  defect: ") == 4
         assert "quantiles q01..q99" in printed and "holds 115 frames for 119" in printed
         assert "kept out (a source filter): ep000003_task000" in printed  # 4 frames missing
-    with warnings.catch_warnings():  # whole episodes overshoot a tiny budget: a warning
-        warnings.simplefilter("ignore")
+    # whole episodes overshoot a tiny budget: init says so instead of promising 10%
+    assert "spans: none (whole episodes); a split may overshoot its request" in printed
+    assert "lands within 10% of its request" not in printed
+    with warnings.catch_warnings():  # pytest's "error" filter off: kur prints the warning
+        warnings.simplefilter("default")
         assert (
             kur_main(["run", str(tmp_path / "job" / "job.json"), "--out", str(tmp_path / "o")]) == 0
         )
+    coarse = [ln for ln in capsys.readouterr().err.splitlines() if "h requested (+" in ln]
+    # the advice never names a span shorter than the job's window
+    window = float(job["segmenter"]["window"])
+    assert coarse and all(
+        f"no span is shorter than one window ({window:.3g} s)" in m for m in coarse
+    )
+    assert not any("set span_seconds" in m for m in coarse), coarse
     rep = inspect_dataset(tmp_path / "o", verify=True)
     assert rep.verification["valid"] and rep.verification["checked"] > 0
     cfg = json.loads((tmp_path / "o" / "config.json").read_text())

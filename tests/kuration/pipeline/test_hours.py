@@ -177,7 +177,7 @@ def test_failure_before_publication_leaves_the_old_dataset_byte_identical(
         with pytest.raises(EmptyPoolError):
             run_job(_job(job_b, sources=[str(bad)]), dest, **flags)
         assert all_bytes(dest) == before
-    with pytest.raises(DatasetExistsError, match="not empty"):
+    with pytest.raises(DatasetExistsError, match="not empty; resume it"):  # a run is there
         run_job(job_b, dest)
     assert sum(1 for _ in iter_shards(dest)) == len(gen_a.manifest["shards"])
 
@@ -249,6 +249,26 @@ def test_resume_into_an_empty_destination_says_nothing_was_there(tmp_path, job_b
     assert res.resume["notes"] == [
         "nothing committed or staged there: every shard is written afresh"
     ]
+
+
+def test_resume_into_a_folder_of_other_files_is_refused_and_keeps_them(tmp_path, job_b) -> None:
+    dest = tmp_path / "mine"
+    dest.mkdir()
+    (dest / "my.txt").write_text("not a dataset")
+    with pytest.raises(DatasetExistsError, match="holds no kuration run to resume"):
+        run_job(job_b, dest, resume=True)
+    assert sorted(p.name for p in dest.iterdir()) == ["my.txt"]
+    assert (dest / "my.txt").read_text() == "not a dataset"
+
+
+def test_the_result_repr_is_one_short_line(base_b) -> None:
+    text = repr(base_b)
+    budget = base_b.config["results"]["budget"]
+    shards = base_b.manifest["splits"]["train"]["shards"]
+    assert text.startswith(f"DatasetWriteResult(path={str(base_b.path)!r}, shards=")
+    assert f"train={shards} shards/{budget['train']['emitted_s'] / 3600:.2f} h" in text
+    assert f"fingerprint='{base_b.fingerprint[:12]}...'" in text
+    assert "\n" not in text and len(text) < 300 and str(base_b) == text
 
 
 def test_resume_needs_the_commit_pinned_marker(tmp_path, job_b, base_b, digests) -> None:

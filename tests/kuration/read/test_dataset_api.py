@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from kuration import FeatureInfo, iter_shards, open_dataset, shard_entries
-from kuration.errors import UnknownModalityError, UnknownSplitError
+from kuration.errors import MissingExtraError, UnknownModalityError, UnknownSplitError
 
 
 @pytest.fixture(scope="module")
@@ -24,6 +24,7 @@ def test_len_indexing_slices_and_split_views(path: Path) -> None:
     train = ds["train"]
     assert len(train) == sum(e["split"] == "train" for e in entries)
     assert {it["_split"] for it in train} == {"train"}
+    assert "splits=['train']," in repr(train) and "splits=['test', 'train']," in repr(ds)
     first = ds[0]
     ref, meta = next(iter_shards(path, with_meta=True))
     assert first["_shard"] == meta["path"] == entries[0]["path"]
@@ -91,6 +92,14 @@ def test_to_arrow_has_one_row_per_real_step(path: Path) -> None:
     pl = ds["test"].to_polars()
     assert pl.height == sum(e["n_steps"] for e in entries if e["split"] == "test")
     assert pl["position"].dtype.shape == (2,)
+
+
+def test_to_pandas_without_pandas_names_the_extra(path: Path, monkeypatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pandas", None)  # an import of pandas now fails
+    with pytest.raises(MissingExtraError, match=r"pip install 'kuration-sdk\[pandas\]'"):
+        open_dataset(path)["train"].to_pandas()
 
 
 def test_filter_shuffle_and_streaming(path: Path) -> None:

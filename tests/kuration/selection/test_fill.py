@@ -343,6 +343,23 @@ def test_a_long_last_track_warns_and_names_span_seconds() -> None:
     warn_coarse_units(fill, 1.0)
 
 
+def test_the_advice_never_names_a_span_shorter_than_a_window() -> None:
+    from kuration.errors import BudgetGranularityWarning
+    from kuration.selection.fill import warn_coarse_units
+
+    # robovet's demo: a 1.51 s test request, 4.57 s episodes, 2 s windows; 0.151 s spans
+    # cannot exist, so the advice is a request of at least 20 s
+    fill = fill_budgets([_c("s1", 0, 137, 1.0)], {"s1": "test"}, {"test": 1.51}, 30.0)
+    with pytest.warns(BudgetGranularityWarning) as rec:
+        warn_coarse_units(fill, 30.0, min_unit_s=2.0)
+    msg = str(rec[0].message)
+    assert "no span is shorter than one window (2 s)" in msg and "at least 20 s" in msg, msg
+    assert "span_seconds" not in msg
+    # a window short enough: the span advice as before
+    with pytest.warns(BudgetGranularityWarning, match=r"span_seconds \(job key\) to at most"):
+        warn_coarse_units(fill, 30.0, min_unit_s=0.1)
+
+
 def test_a_lone_negative_zero_priority_means_like_numpy() -> None:
     # np.mean([-0.0]) is 0.0 (short sums start from +0.0); the vectorised runs must agree
     segs = [Segment("s", 0, 1, {"f": -0.0}, priority=-0.0)]

@@ -52,7 +52,8 @@ def test_padded_entity_ids_are_refused_not_split(
     assert adsb_adapter.read_table(_write(adsb_table, tmp_path, "parquet")).n_entities == 7
     uri = _write(_padded(adsb_table), tmp_path, "csv" if fmt == "stream" else fmt)
     with pytest.raises(
-        EntityIdError, match=r"row 1: column 'icao24': entity id '0101de ' starts"
+        EntityIdError,
+        match=r"(line 3 \(data row 1\)|row 1): column 'icao24': entity id '0101de ' starts",
     ) as exc:
         if fmt == "stream":
             list(TickStream(adsb_adapter, uri).blocks())
@@ -72,7 +73,9 @@ def test_padded_integer_ids_still_parse_when_declared(tmp_path: Path, adsb_schem
     assert TimeseriesAdapter(schema, entity_dtype="int64", **kw).read_table(str(p)).entity_ids == (
         7,
     )
-    with pytest.raises(EntityIdError, match=r"row 0: column 'id': entity id ' 7' starts"):
+    with pytest.raises(
+        EntityIdError, match=r"line 2 \(data row 0\): column 'id': entity id ' 7' starts"
+    ):
         TimeseriesAdapter(schema, **kw).read_table(str(p))
 
 
@@ -277,7 +280,9 @@ def test_an_iso_time_that_names_no_instant_names_its_row(
         adsb_adapter.read_table(uri)
     msg = str(exc.value)
     assert exc.value.row == 1234 and exc.value.source == uri
-    assert f"row 1234 holds {value!r}" in msg and why in msg and uri in msg, msg
+    # the CSV's header is line 1: data row 1234 is line 1236 in an editor
+    assert f"{uri}, line 1236 (data row 1234): " in msg, msg
+    assert f"holds {value!r}" in msg and why in msg, msg
 
 
 @pytest.mark.parametrize("zone", [True, False])
@@ -288,7 +293,10 @@ def test_epoch_numbers_among_iso_times_name_a_row_of_each(
     with pytest.raises(SourceError) as exc:
         adsb_adapter.read_table(uri)
     msg = str(exc.value)
-    assert "mixes numbers (row 77: '1633608773000') and ISO 8601 times (row 0: '2021-10-07T" in msg
+    assert (
+        "mixes numbers (line 79 (data row 77): '1633608773000') and ISO 8601 times (line 2 (data row 0): '2021-10-07T"
+        in msg
+    )
     assert exc.value.row == 77 and uri in msg
     # the times carry offsets: the advice about times without one does not apply
     assert "without a UTC offset" not in msg
@@ -305,14 +313,15 @@ def test_naive_and_zoned_times_mixed_name_a_row_of_each(
     mixed = np.arange(n) >= 1000  # a logger that started writing "Z" after an update
     uri = _write(_iso_times(adsb_table, mixed), tmp_path, "csv")
     with pytest.raises(
-        SourceError, match=r"mixes times without a UTC offset \(row 0: '2021-10-07T"
+        SourceError, match=r"mixes times without a UTC offset \(line 2 \(data row 0\): '2021-10-07T"
     ) as exc:
         adsb_adapter.read_table(uri)
-    assert "and with one (row 1000: '2021-10-07T" in str(exc.value)
+    assert "and with one (line 1002 (data row 1000): '2021-10-07T" in str(exc.value)
     lines = Path(uri).read_text().splitlines()
     Path(uri).write_text("\n".join([*lines[:500], lines[0], *lines[500:]]) + "\n")  # header again
     with pytest.raises(
-        SourceError, match=r"row 499: time column 'timestamp' is text and row 499 holds 'timestamp'"
+        SourceError,
+        match=r"line 501 \(data row 499\): time column 'timestamp' is text and holds 'timestamp' there",
     ):
         adsb_adapter.read_table(uri)
 
@@ -330,7 +339,9 @@ def test_a_word_in_a_numeric_csv_column_names_its_row_and_text(
     i = t.schema.get_field_index("altitude")
     path = tmp_path / "words.csv"
     pacsv.write_csv(t.set_column(i, "altitude", pa.array(alt, pa.string())), path)
-    with pytest.raises(SourceError, match=r"row 499: column 'altitude' .* '12k' is not a number"):
+    with pytest.raises(
+        SourceError, match=r"line 501 \(data row 499\): column 'altitude' .* '12k' is not a number"
+    ):
         adsb_adapter.read_table(str(path))
 
 

@@ -35,7 +35,9 @@ def test_csv_years_0001_and_9999_name_column_and_row(tmp_path: Path) -> None:
     p.write_text(
         "t,id,v\n2024-01-01T00:00:00,a,1\n0001-01-01T00:00:00,a,2\n9999-12-31T23:59:59,a,3\n"
     )
-    with pytest.raises(TimeRangeError, match=r"far\.csv, row 1: column 't': time .*0001") as e:
+    with pytest.raises(
+        TimeRangeError, match=r"far\.csv, line 3 \(data row 1\): column 't': time .*0001"
+    ) as e:
         _adapter().read_table(str(p))
     assert (e.value.source, e.value.column, e.value.row) == (str(p), "t", 1)
     assert isinstance(e.value, SourceError)

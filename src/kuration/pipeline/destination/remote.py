@@ -36,7 +36,7 @@ from typing import Any
 
 from ...core.jsonio import canonical_json, loads_strict
 from ...core.progress import emit
-from ...errors import DatasetExistsError, DatasetIntegrityError
+from ...errors import DatasetIntegrityError
 from ...output.commit import (
     COMMIT_NAME,
     LOCK_NAME,
@@ -66,6 +66,7 @@ from ..run.steps import (
     run_steps,
 )
 from ..run.steps import step_manifest as _step_manifest
+from .occupied import holds_run, refuse_occupied
 
 __all__ = ["REMOTE_STEPS", "RemoteRun", "run_remote"]
 
@@ -267,6 +268,14 @@ REMOTE_STEPS: tuple[str, ...] = (
 )
 
 
+def _refuse_occupied(s: RemoteRun, url: str, *, resume: bool, force: bool) -> bool:
+    """Whether the prefix holds more than the lease; raises as :func:`refuse_occupied`."""
+    names = [n for n in s.dest.listing() if n != LOCK_NAME]
+    if names:
+        refuse_occupied(url, has_run=holds_run(names), resume=resume, force=force)
+    return bool(names)
+
+
 def run_remote(r: HoursRun, url: str, *, resume: bool, force: bool) -> None:
     """Run ``r`` (prepared with a local scratch ``root``) into the remote ``url``.
 
@@ -281,17 +290,10 @@ def run_remote(r: HoursRun, url: str, *, resume: bool, force: bool) -> None:
         A scheme kuration does not write.
     """
     s = RemoteRun(RemoteDestination(url, write=True))
-    refusal = (
-        f"{url} is not empty; resume it (resume=True, kur run --resume) to continue "
-        "the same run or replace it (force=True, kur run --force)"
-    )
-    was_empty = not s.dest.in_use()
-    if not was_empty and not (resume or force):
-        raise DatasetExistsError(refusal)
+    was_empty = not _refuse_occupied(s, url, resume=resume, force=force)
     lease = RemoteLease(s.dest).acquire()
     try:
-        if not (resume or force) and s.dest.in_use():
-            raise DatasetExistsError(refusal)  # filled by another writer since the check
+        _refuse_occupied(s, url, resume=resume, force=force)  # filled by another writer since
         with disk_session(r):
             run_steps(r, remote_steps(s, disk_steps(r, STEPS)))
     except BaseException as exc:

@@ -58,6 +58,7 @@ from ...output.encoders import PassthroughEncoder
 from ...output.spec import OutputSpec
 from ...selection.fill import FillResult
 from ...selection.strategy import Strategy
+from ..destination.occupied import holds_run, refuse_occupied
 from ..destination.remote import run_remote
 from ..disk.hours import disk_session, disk_steps
 from ..run.scoring import ScoringResult
@@ -72,7 +73,7 @@ if TYPE_CHECKING:
 __all__ = ["DatasetWriteResult", "check_resume_force", "preflight", "run_hours"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class DatasetWriteResult:
     """What :func:`write_dataset` wrote.
 
@@ -107,6 +108,22 @@ class DatasetWriteResult:
 
     def __getitem__(self, key: str) -> Any:
         return self.config[key]
+
+    def __repr__(self) -> str:
+        """One line: the path, shards and emitted hours per split, the fingerprint's first
+        12 characters (the manifest and config stay on their attributes)."""
+        budget = self.config.get("results", {}).get("budget", {})
+        splits = self.manifest.get("splits", {})
+        parts = []
+        for split in sorted(splits):
+            secs = float(budget.get(split, {}).get("emitted_s", 0.0))
+            parts.append(f"{split}={splits[split].get('shards', 0)} shards/{secs / 3600:.2f} h")
+        fp = f"{self.fingerprint[:12]}..." if len(self.fingerprint) > 12 else self.fingerprint
+        return (
+            f"DatasetWriteResult(path={str(self.path)!r}, "
+            f"shards={len(self.manifest.get('shards', ()))}, {', '.join(parts)}, "
+            f"fingerprint={fp!r})"
+        )
 
 
 def _resolve_span(
@@ -144,13 +161,17 @@ def _check_container(spec: OutputSpec) -> None:
         raise OutputSpecError(str(exc)) from None
 
 
-def _destination_in_use(root: Path) -> bool:
+def _refuse_occupied(root: Path, *, resume: bool, force: bool) -> None:
+    """Raise :class:`DatasetExistsError` for a folder holding more than the lease unless
+    ``force``, or ``resume`` and it holds a run (:func:`refuse_occupied`)."""
     try:
-        return any(p.name != LOCK_NAME for p in root.iterdir())
+        names = [p.name for p in root.iterdir() if p.name != LOCK_NAME]
     except FileNotFoundError:
-        return False
+        return
     except NotADirectoryError:
         raise DatasetExistsError(f"{root} exists and is not a directory") from None
+    if names:
+        refuse_occupied(str(root), has_run=holds_run(names), resume=resume, force=force)
 
 
 def _group_fn(
@@ -278,16 +299,10 @@ def run_hours(
     root = Path(local_path(out))
     r = _prepare(p, root, sources, plan, force=force, resume=resume, index_bytes=index_bytes)
     r.telemetry.extend(telemetry)
-    refusal = (
-        f"{root} is not empty; resume it (resume=True, kur run --resume) to continue "
-        "the same run or replace it (force=True, kur run --force)"
-    )
-    if _destination_in_use(root) and not (resume or force):
-        raise DatasetExistsError(refusal)  # before the lease, so a refused run writes nothing
+    _refuse_occupied(root, resume=resume, force=force)  # before the lease: a refusal writes nothing
     lease = WriterLease(root).acquire()
     try:
-        if _destination_in_use(root) and not (resume or force):
-            raise DatasetExistsError(refusal)  # filled by another writer since the check above
+        _refuse_occupied(root, resume=resume, force=force)  # filled by another writer since
         # one executor for the whole run: scoring and staging share its workers
         with (
             make_executor(

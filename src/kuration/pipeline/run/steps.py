@@ -299,7 +299,12 @@ def step_shard_plan(r: HoursRun) -> dict[str, Any]:
             )
             r.admitted.append((split, c, planned))
     counted = present_planned(r) if r.sel.budget_time == "present" else r.admitted
-    r.binding = settle_splits(fill, counted, r.hz, r.too_short, r.sel.allow_empty_split)
+    # no unit is shorter than a window (or min_track_seconds): advice never names less
+    window_s = getattr(r.segmenter, "window_steps", 0) / r.hz
+    floor_s = max(float(r.sel.min_track_seconds), window_s)
+    r.binding = settle_splits(
+        fill, counted, r.hz, r.too_short, r.sel.allow_empty_split, min_unit_s=floor_s
+    )
     n_shards = sum(len(p) for _, _, p in r.admitted)
     return {"rows_in": len(r.admitted), "rows_out": n_shards}
 
