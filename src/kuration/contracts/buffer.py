@@ -21,6 +21,7 @@ __all__ = [
     "entity_column",
     "entity_columns",
     "entity_table",
+    "stacked_tracks",
 ]
 
 
@@ -127,6 +128,68 @@ def entity_table(
     else:
         e = found
     return table.view(start, table.n_steps if stop is None else stop, e)
+
+
+def stacked_tracks(
+    table: TickTable, spans: Sequence[tuple[int, int, int]], align: int = 1
+) -> tuple[TickTable, np.ndarray]:
+    """Entity tracks of ``table`` laid end to end as one table of one entity column.
+
+    Span ``(column, start, stop)`` becomes a block holding ticks ``[start, stop)`` of that
+    column (globals and events of the same ticks alongside; media left out); each block is
+    followed by absent ticks (present False, values NaN, exact integers 0) up to a multiple
+    of ``align`` ticks, so window starts on a common stride stay on one grid.  Nothing of
+    one block is read by a window of another as long as every map looks back only (the
+    look-back ticks a window drops fall in its own block).  The stacked table's roster is
+    one placeholder entity; entity references (``id:``, ``dist_to:``) cannot be resolved
+    on it.
+
+    Returns
+    -------
+    table : TickTable
+        The stacked table (copies, not views).
+    offsets : ndarray, shape (S,), int64
+        Tick of the stacked table where each span's ``start`` landed.
+    """
+    align = max(int(align), 1)
+    cols, lo, hi = (np.array(c, dtype=np.int64).reshape(-1) for c in zip(*spans, strict=True))
+    sizes = hi - lo
+    padded = -(-sizes // align) * align
+    offsets = np.concatenate([[0], np.cumsum(padded)[:-1]]).astype(np.int64)
+    block = np.repeat(np.arange(len(spans)), padded)
+    pos = np.arange(int(padded.sum()), dtype=np.int64) - offsets[block]
+    pad = pos >= sizes[block]
+    ticks = np.where(pad, 0, lo[block] + pos)  # a pad reads tick 0, then is blanked
+    n_ent = table.n_entities
+    cells = ticks * n_ent + cols[block]
+    glob_names = {g.name for g in table.schema.globals}
+
+    def gather(arr: np.ndarray, per_entity: bool, fill: object) -> np.ndarray:
+        if per_entity:
+            flat = arr.reshape(arr.shape[0] * n_ent, *arr.shape[2:])
+            out = np.take(flat, cells, axis=0)
+        else:
+            out = np.take(arr, ticks, axis=0)
+        out[pad] = fill
+        return out[:, None] if per_entity else out
+
+    out = object.__new__(TickTable)
+    parts = {
+        "source_id": table.source_id,
+        "schema": table.schema,
+        "k0": table.k0,
+        "entity_ids": ("<stacked tracks>",),
+        "values": {k: gather(v, True, np.nan) for k, v in table.values.items()},
+        "present": gather(table.present, True, False),
+        "globals": {k: gather(v, False, np.nan) for k, v in table.globals.items()},
+        "events": {k: gather(v, False, False) for k, v in table.events.items()},
+        "counts": table.counts,
+        "ints": {k: gather(v, k not in glob_names, 0) for k, v in table.ints.items()},
+        "media": {},
+    }
+    for name, value in parts.items():
+        object.__setattr__(out, name, value)
+    return out, offsets
 
 
 def build_window(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -12,8 +13,10 @@ from ..contracts.buffer import (
     WindowBatch,
     WindowBuffer,
     build_window,
+    entity_column,
     entity_columns,
     entity_table,
+    stacked_tracks,
 )
 from ..contracts.schema import SchemaSpec
 from ..contracts.segment import Segment
@@ -196,34 +199,78 @@ class FeatureEngine:
         Segments are grouped by length and each group is scored in one batch
         (:meth:`score_table`); the result equals :meth:`score_window` on each
         segment's :func:`~kuration.contracts.buffer.build_window`.  Track-scoped
-        segments (``seg.entity`` set) are scored per entity over a table of that
-        entity alone (:func:`~kuration.contracts.buffer.entity_table`, cut to the
-        ticks its windows cover), so every metric reduces over that entity only.
+        segments (``seg.entity`` set) are scored over a table of their entity alone,
+        so every metric reduces over that entity only: the tracks of all entities laid
+        end to end in one pass (:meth:`_score_tracks`), or, when a metric names an
+        entity (``id:``, ``dist_to:``), one :func:`~kuration.contracts.buffer.entity_table`
+        per entity, cut to the ticks its windows cover.  Both give the same bits.
         """
         by_entity: dict[str | None, list[Segment]] = {}
         for seg in segments:
             by_entity.setdefault(seg.entity, []).append(seg)
-        columns = entity_columns(table) if len(by_entity) > 1 else None
-        for entity, segs in by_entity.items():
-            if entity is None:
-                self._score_grouped(table, segs, 0)
-                continue
-            lo = min(s.start_idx for s in segs)
-            hi = max(s.end_idx for s in segs)
-            self._score_grouped(entity_table(table, entity, lo, hi, columns), segs, lo)
+        tracks = {e: segs for e, segs in by_entity.items() if e is not None}
+        if None in by_entity:
+            self._score_grouped(table, by_entity[None], 0)
+        if len(tracks) > 1 and self._fusible:
+            self._score_tracks(table, tracks)
+        else:
+            columns = entity_columns(table) if len(tracks) > 1 else None
+            for entity, segs in tracks.items():
+                lo = min(s.start_idx for s in segs)
+                hi = max(s.end_idx for s in segs)
+                self._score_grouped(entity_table(table, entity, lo, hi, columns), segs, lo)
         if self.registered:
             for seg in segments:
                 buf = build_window(table, seg.start_idx, seg.end_idx, entity=seg.entity)
                 for n, fn in self.registered.items():
                     seg.features[n] = _finite_or_nan(fn(buf))
 
-    def _score_grouped(self, table: TickTable, segments: Sequence[Segment], shift: int) -> None:
+    @cached_property
+    def _fusible(self) -> bool:
+        """Whether track windows of many entities can share one pass over stacked tracks:
+        no metric names an entity (``id:``, ``dist_to:``), which a stacked table cannot
+        resolve per track."""
+        return not any(
+            st.op in ("id", "dist_to") for m in self.compiled.values() for st in m.stages
+        )
+
+    def _score_tracks(self, table: TickTable, tracks: Mapping[str, Sequence[Segment]]) -> None:
+        """Track-scoped windows of many entities in one pass: every entity's span of ticks
+        laid end to end (:func:`~kuration.contracts.buffer.stacked_tracks`), windows moved
+        onto the stacked ticks.  Every map looks back only and a window drops the ticks it
+        looked back over, so each window reads its own entity's ticks alone, as on
+        :func:`~kuration.contracts.buffer.entity_table`."""
+        columns = entity_columns(table)
+        cols = [columns[e] if e in columns else entity_column(table, e) for e in tracks]
+        flat = [seg for segs in tracks.values() for seg in segs]
+        count = len(flat)
+        starts = np.fromiter((s.start_idx for s in flat), dtype=np.int64, count=count)
+        ends = np.fromiter((s.end_idx for s in flat), dtype=np.int64, count=count)
+        sizes = np.fromiter((len(segs) for segs in tracks.values()), np.int64, len(tracks))
+        first = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        block = np.repeat(np.arange(len(tracks)), sizes)
+        lo = np.minimum.reduceat(starts, first)
+        rel = starts - lo[block]
+        spans = list(zip(cols, lo.tolist(), np.maximum.reduceat(ends, first).tolist(), strict=True))
+        # keep windows of one stride on one grid: pad each block to a multiple of it
+        stacked, offsets = stacked_tracks(table, spans, int(np.gcd.reduce(rel)))
+        self._score_grouped(stacked, flat, 0, rel + offsets[block])
+
+    def _score_grouped(
+        self,
+        table: TickTable,
+        segments: Sequence[Segment],
+        shift: int,
+        at: np.ndarray | None = None,
+    ) -> None:
         """:meth:`score_segments` over windows of ``table``, whose tick 0 is the segments'
-        tick ``shift``."""
+        tick ``shift`` (or whose windows start at ``at``, one tick of ``table`` a segment)."""
         count = len(segments)
         starts = np.fromiter((s.start_idx for s in segments), dtype=np.int64, count=count)
         ends = np.fromiter((s.end_idx for s in segments), dtype=np.int64, count=count)
         lengths = ends - starts
+        if at is not None:
+            starts, shift = at, 0
         if not self.compiled:
             return
         names = list(self.compiled)
