@@ -183,6 +183,8 @@ class DomainResult:
     # the test-aware ORACLE (greedy spans on the test tail): path -> budget -> "model/test"
     oracle: dict[str, dict[float, dict[str, float]]] = field(default_factory=dict)
     oracle_usable_h: dict[str, dict[float, float]] = field(default_factory=dict)
+    # the constrained ORACLE's penalty and whether it met the all-windows cap: path -> budget
+    oracle_lambda: dict[str, dict[float, tuple[float, bool]]] = field(default_factory=dict)
     pool_usable_h: float = 0.0
     seconds: float = 0.0
 
@@ -241,6 +243,7 @@ def run_domain(
     }
     half = eo.entity_halves(test)  # the cross-fitted ORACLE's two halves of the tail
     sets["tailA"], sets["tailB"] = test.tail & half, test.tail & ~half
+    sets["allA"], sets["allB"] = half, ~half
     hz = loaded.pipeline.schema.sample_hz
     budgets = list(domain.quick_budgets_h if quick else domain.budgets_h)
     res = DomainResult(domain.name, budgets, {k: int(v.sum()) for k, v in sets.items()}, split)
@@ -347,17 +350,39 @@ def _oracle(
     ``in-sample``: greedy on the whole test tail, scored on it.  ``cross A`` / ``cross B``:
     greedy on the tail of one half of the test entities (``tailA`` / ``tailB``), to be
     scored on the other half's tail (the cross-fitted ceiling, see the report).
+    ``constrained ...``: the same three, each set's ridge error on all of its target
+    windows (all, or one half's) held at or below the random arm's mean there
+    (:func:`evidence_oracle.constrained`).
     """
     hz = pool.loaded.pipeline.schema.sample_hz
     ticks = [round(b * 3600 * hz) for b in budgets]
     st = eo.span_stats(pool, eo.span_of_windows(pool))
     r = test.y - test.cv
+    found: dict[str, list[np.ndarray]] = {}
+    plain: dict[str, np.ndarray] = {}
     targets = {"in-sample": sets["tail"], "cross A": sets["tailA"], "cross B": sets["tailB"]}
     for name, m in targets.items():
-        order = eo.greedy_tail(pool, st, test.x[m], r[m], max(ticks))
+        plain[name] = eo.greedy_tail(pool, st, test.x[m], r[m], max(ticks))
+        found[name] = [ea.truncate(pool, plain[name], n) for n in ticks]
+    # constrained: all windows' ridge error at most the random arm's mean on the same windows
+    lambdas = (0.0, 1.0, 4.0) if quick else eo.LAMBDAS
+    scope = {"in-sample": "all", "cross A": "allA", "cross B": "allB"}
+    for name, key in scope.items():
+        m = sets[key]
+        caps = [
+            float(np.mean([v[f"ridge/{key}"] for v in res.errors["random"][b].values()]))
+            for b in budgets
+        ]
+        got = eo.constrained(
+            pool, st, test.x[m], r[m], test.tail[m], ticks, caps, lambdas, plain[name]
+        )
+        found[f"constrained {name}"] = [g[0] for g in got]
+        res.oracle_lambda[f"constrained {name}"] = {
+            b: (g[1], g[2]) for b, g in zip(budgets, got, strict=True)
+        }
+    for name, per in found.items():
         res.oracle[name] = {}
-        for b, n in zip(budgets, ticks, strict=True):
-            spans = ea.truncate(pool, order, n)
+        for b, spans in zip(budgets, per, strict=True):
             train = pool.windows.take(np.flatnonzero(ea.window_mask(pool, spans)))
             res.oracle[name][b] = _evaluate(train, test, sets, quick)
             res.oracle_usable_h.setdefault(name, {})[b] = float(

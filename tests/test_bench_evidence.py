@@ -52,6 +52,13 @@ def test_quick_mode_runs_and_reruns_identically(tmp_path: Path) -> None:
         rand = np.mean([v["ridge/tail"] for v in nums["errors"]["random"][b].values()])
         assert nums["oracle"]["in-sample"][b]["ridge/tail"] < rand
         assert float(b) <= nums["oracle_usable_h"]["in-sample"][b] < float(b) + 0.2
+        # the constrained ORACLE kept ridge's error on its windows (all, or its half) at or
+        # below random's mean there, measured by the benchmark's own ridge fit
+        for path, key in (("in-sample", "all"), ("cross A", "allA"), ("cross B", "allB")):
+            lam, feasible = nums["oracle_lambda"][f"constrained {path}"][b]
+            cap = np.mean([v[f"ridge/{key}"] for v in nums["errors"]["random"][b].values()])
+            assert feasible, (domain, path, lam)
+            assert nums["oracle"][f"constrained {path}"][b][f"ridge/{key}"] <= cap
 
 
 def _load_bench(name: str):  # type: ignore[no-untyped-def]
@@ -83,3 +90,51 @@ def test_oracle_ridge_from_sums_is_the_benchmark_ridge() -> None:
     test = rng.normal(size=(40, 6))
     want = es.fit_predict("ridge", x, r, [test], quick=True)[0]
     np.testing.assert_allclose(test @ coef[0] + icpt[0], want, rtol=1e-7, atol=1e-7)
+
+
+def test_constrained_oracle_meets_the_cap_or_says_it_cannot() -> None:
+    """The constrained ORACLE returns, per size, a set whose all-windows ridge error is at
+    most the cap, the lowest-tail one among its paths; a cap no set meets is flagged."""
+    eo = _load_bench("evidence_oracle")
+    rng = np.random.default_rng(7)
+    n_spans, per = 40, 25
+    # spans of two kinds: "calm" ones fit the bulk, "wild" ones (larger inputs) fit the tail
+    wild = np.arange(n_spans) % 4 == 0
+    x = rng.normal(size=(n_spans, per, 3)) * np.where(wild, 3.0, 1.0)[:, None, None]
+    beta = np.array([[1.0, 0.5], [-0.5, 1.0], [0.2, 0.0]])
+    r = x @ beta + 0.3 * np.abs(x) ** 2 @ beta + rng.normal(size=(n_spans, per, 2)) * 0.1
+    parts = (
+        np.full(n_spans, float(per)),
+        x.sum(1),
+        np.einsum("spd,spe->sde", x, x),
+        r.sum(1),
+        np.einsum("spd,spk->sdk", x, r),
+    )
+    st = eo.SpanStats(*parts)
+    pool = type("P", (), {"usable": np.full(n_spans, 100, np.int64)})()
+    xt = rng.normal(size=(400, 3)) * np.where(np.arange(400) < 60, 3.0, 1.0)[:, None]
+    rt = xt @ beta + 0.3 * np.abs(xt) ** 2 @ beta
+    tail = np.arange(400) < 60
+    every = np.ones(400, bool)
+    ticks = [300, 800]
+    loose = [1e9, 1e9]
+    plain = eo.constrained(pool, st, xt, rt, tail, ticks, loose, (0.0,))
+    # with a cap nothing can break, the constrained ORACLE is the plain tail ORACLE
+    got = eo.constrained(pool, st, xt, rt, tail, ticks, loose)
+    for (s0, _, ok0), (s1, lam, ok1) in zip(plain, got, strict=True):
+        assert ok0 and ok1 and lam == 0.0 and np.array_equal(s0, s1)
+    # a cap between the plain ORACLE's all-windows error and the best path's
+    e_plain = [eo.set_errors(st, s, xt, rt, [every])[0] for s, _, _ in plain]
+    best_all = []
+    for n in ticks:
+        order = eo.greedy_tail(pool, st, xt, rt, n)  # uniform weights: all windows alone
+        best_all.append(eo.set_errors(st, eo.ea.truncate(pool, order, n), xt, rt, [every])[0])
+    assert all(b < p for b, p in zip(best_all, e_plain, strict=True))
+    caps = [0.5 * (b + p) for b, p in zip(best_all, e_plain, strict=True)]
+    got = eo.constrained(pool, st, xt, rt, tail, ticks, caps)
+    for (spans, lam, ok), cap in zip(got, caps, strict=True):
+        assert ok and lam > 0.0
+        assert eo.set_errors(st, spans, xt, rt, [every])[0] <= cap
+    # no set of these sizes has all-windows error 0: flagged, the lowest-all set returned
+    for spans, _, ok in eo.constrained(pool, st, xt, rt, tail, ticks, [0.0, 0.0]):
+        assert not ok and eo.set_errors(st, spans, xt, rt, [every])[0] > 0.0

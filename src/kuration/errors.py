@@ -283,6 +283,8 @@ class SourceError(KurationError, ValueError):
     row : int or None
         Zero-based data row in the source file, when known; the message names a CSV
         file's line as an editor shows it (1-based, header counted) and this row.
+    detail : str
+        The message without the source and row in front of it.
     """
 
     def __init__(self, message: str, *, source: str, row: int | None = None) -> None:
@@ -290,6 +292,7 @@ class SourceError(KurationError, ValueError):
         super().__init__(f"{where}: {message}")
         self.source = source
         self.row = row
+        self.detail = message
 
 
 class EntityIdError(SourceError):

@@ -228,7 +228,11 @@ def _add_init(p: argparse.ArgumentParser) -> None:
         "timenet:// reference",
     )
     p.add_argument("--out", required=True, help="job folder to write")
-    p.add_argument("--units", metavar="FILE", help="hint file: JSON object of column to pint unit")
+    p.add_argument(
+        "--units",
+        metavar="FILE|JSON",
+        help="hint file, or the JSON text itself: an object of column to pint unit",
+    )
     p.add_argument(
         "--fraction", type=float, default=0.5, help="share of the data's hours to budget (0.5)"
     )

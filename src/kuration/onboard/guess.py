@@ -8,6 +8,7 @@ a name: a column without a unit keeps an empty unit and is listed.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -19,13 +20,17 @@ import numpy as np
 from ..core.units import is_angle, is_length, parse_unit
 from ..errors import InitError
 
-__all__ = ["Column", "FieldGuess", "guess_fields", "nice_rate", "step_stats"]
+__all__ = ["Column", "FieldGuess", "counter_step", "guess_fields", "nice_rate", "step_stats"]
 
 _LAT = re.compile(r"^(lat|latitude)$", re.I)
 _LON = re.compile(r"^(lon|lng|long|longitude)$", re.I)
 _ANGULAR = re.compile(r"(^|_)(heading|track|yaw|course|cog|bearing|azimuth|hdg)($|_)", re.I)
 _FLAGS = re.compile(r"(flag|mask|status|bits)", re.I)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_COUNTER = re.compile(
+    r"(^|_)(frame|index|idx|step|count|counter|seq|sequence|sample)(_?(no|nr|num|number|id|idx))?$",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,9 @@ class Column:
         Fraction of rows that hold a value.
     lo, hi : float or None
         Smallest and largest value of a numeric column.
+    counter : int or None
+        The step of an integer column named and shaped like a row counter (see
+        :func:`counter_step`), None for any other column.
     """
 
     name: str
@@ -61,6 +69,7 @@ class Column:
     valid_frac: float = 1.0
     lo: float | None = None
     hi: float | None = None
+    counter: int | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,27 @@ def field_name(column: str, taken: set[str]) -> str:
         name, k = f"{base}_{k}", k + 1
     taken.add(name)
     return name
+
+
+def counter_step(name: str, values: np.ndarray) -> int | None:
+    """The step of a frame/index counter column, or None.
+
+    A counter is named like one (``frame``, ``index``, ``idx``, ``step``, ``count``,
+    ``seq``, ``sample``, alone or as the last word, optionally with ``_no``/``_num``...)
+    and its integers ``values`` (shape (N,), in file order, no nulls) rise by one
+    constant step from row to row; at most one row in 20 may start it again (a new
+    track or take).  It numbers rows and measures nothing, so it is not a metric.
+    """
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)
+    if not _COUNTER.search(snake) or values.size < 3:
+        return None
+    steps = np.diff(values.astype(np.int64))
+    rising = steps[steps > 0]
+    if rising.size == 0 or (rising != rising[0]).any():
+        return None
+    if steps.size - rising.size > steps.size // 20:
+        return None
+    return int(rising[0])
 
 
 def _unit_note(cols: Sequence[Column]) -> str:
@@ -179,7 +209,7 @@ def _position(
 
 def _one(c: Column, taken: set[str], missing: list[str]) -> FieldGuess | None:
     """The field of a single column, or None for a column that is not a field (text)."""
-    if c.kind in ("text", "other"):
+    if c.kind in ("text", "other") or c.counter is not None:
         return None
     name = field_name(c.name, taken)
     spec: dict[str, Any] = {"name": name, "kind": "scalar"}
@@ -243,11 +273,33 @@ def guess_fields(columns: Sequence[Column]) -> tuple[list[FieldGuess], list[str]
         if c.name in used:
             continue
         g = _one(c, taken, missing)
-        if g is None:
+        if g is None and c.counter is not None:
+            skipped.append(
+                f"{c.name} (a counter: its integers rise by {c.counter} a row, so it numbers "
+                "rows and measures nothing)"
+            )
+        elif g is None:
             skipped.append(f"{c.name} ({c.kind}: not a numeric field)")
         else:
             fields.append(g)
-    return fields, list(dict.fromkeys(missing)), skipped
+    return _cartesian_hint(fields, cols, used), list(dict.fromkeys(missing)), skipped
+
+
+def _cartesian_hint(
+    fields: list[FieldGuess], cols: dict[str, Column], used: set[str]
+) -> list[FieldGuess]:
+    """The fields, the first of a float x/y(/z) set left as scalars (no length unit) told
+    how to pair them: a position needs a unit, and a name never gives one."""
+    comp = [n for n in ("x", "y", "z") if n in cols and cols[n].kind == "float" and n not in used]
+    if comp[:2] != ["x", "y"]:
+        return fields
+    hint = json.dumps(dict.fromkeys(comp, "m"), separators=(",", ":"))
+    note = (
+        f"; columns {comp} are named like cartesian coordinates but have no length unit, so "
+        f"they stay scalars: give their unit (--units '{hint}' if they are metres) to read "
+        "them as one position"
+    )
+    return [replace(g, why=g.why + note) if g.columns == ("x",) else g for g in fields]
 
 
 def nice_rate(hz: float) -> float:

@@ -87,6 +87,12 @@ def _read_hints(hints: str | os.PathLike[str] | Mapping[str, str] | None) -> dic
     if isinstance(hints, Mapping):
         raw: Any = dict(hints)
         what = "units"
+    elif str(hints).lstrip().startswith("{"):  # the JSON object itself, not a file
+        what = "--units"
+        try:
+            raw = loads_strict(str(hints).encode(), what=what)
+        except ValueError as exc:
+            raise InitError(str(exc)) from None
     else:
         what = str(hints)
         try:
@@ -173,7 +179,7 @@ def _compose(
     if missing:
         lines.append(
             f"units unknown (no metadata) for: {', '.join(missing)}; give them in a hint file "
-            "(--units FILE, a JSON object of column to pint unit)"
+            "(--units FILE, or the text itself: a JSON object of column to pint unit)"
         )
     if skipped:
         lines.append(f"not fields: {', '.join(skipped)}")
@@ -249,7 +255,8 @@ def init_job(
     out : path
         The job folder to write (created).
     units : path or mapping, optional
-        Hint file (JSON object of column or signal name to pint unit); overrides metadata.
+        Hint file, or the text of a JSON object (it starts with ``{``), of column or signal
+        name to pint unit; overrides metadata.
     fraction : float
         Share of the tracks' hours the budget asks for, in (0, 1].
     name : str, optional

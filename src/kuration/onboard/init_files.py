@@ -105,7 +105,7 @@ def compose_files(
     if missing:
         lines.append(
             f"units unknown (no metadata) for: {', '.join(missing)}; give them in a hint file "
-            "(--units FILE, a JSON object of column to pint unit)"
+            "(--units FILE, or the text itself: a JSON object of column to pint unit)"
         )
     if skipped:
         lines.append(f"not fields: {', '.join(skipped)}")

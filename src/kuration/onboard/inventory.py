@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from .._csvline import row_place
 from ..errors import InitError
-from .guess import Column, check_unit, step_stats
+from .guess import Column, check_unit, counter_step, step_stats
 from .init_rate import SCALE, time_unit
 
 __all__ = ["Inventory", "inventory_files", "inventory_timenet"]
@@ -471,11 +471,13 @@ def _columns(table: pa.Table, skip: set[str], hints: Mapping[str, str], where: s
             check_unit(unit, f"{where}: column {f.name!r}")
         col = table.column(f.name)
         kind = _kind(f.type)
-        distinct = None
+        distinct = counter = None
         if kind == "int":
             u = pc.unique(col.drop_null())
             if len(u) <= 16:
                 distinct = tuple(sorted(int(v) for v in u.to_pylist()))
+            if not col.null_count:
+                counter = counter_step(f.name, np.asarray(col.to_numpy()))
         lo = hi = None
         if kind in ("int", "float") and len(col) - col.null_count:
             mm = pc.min_max(col)
@@ -493,6 +495,7 @@ def _columns(table: pa.Table, skip: set[str], hints: Mapping[str, str], where: s
                 1 - col.null_count / n,
                 None if lo is None else float(lo),
                 None if hi is None else float(hi),
+                counter,
             )
         )
     return out

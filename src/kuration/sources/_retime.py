@@ -67,15 +67,19 @@ def retime_runs(t: np.ndarray, ent: np.ndarray) -> tuple[np.ndarray, int]:
     return out, repeats
 
 
-def drop_timeless(table: pa.Table, column: str) -> tuple[pa.Table, int]:
-    """The rows whose time is null (or NaN) removed, and their count
-    (``missing_time="drop"``; the run reports it as ``timeless_dropped``)."""
+def drop_timeless(table: pa.Table, column: str) -> tuple[pa.Table, int, np.ndarray | None]:
+    """The rows whose time is null (or NaN) removed, their count and the file rows kept
+    (shape (K,), intp; None when none is dropped) (``missing_time="drop"``; the run
+    reports the count as ``timeless_dropped``)."""
     col = table.column(column)
     ok = pc.is_valid(col)
     if pa.types.is_floating(col.type):
         ok = pc.and_(ok, pc.invert(pc.fill_null(pc.is_nan(col), True)))
     n_bad = table.num_rows - int(pc.sum(ok).as_py() or 0)
-    return (table.filter(ok), n_bad) if n_bad else (table, 0)
+    if not n_bad:
+        return table, 0, None
+    kept = np.flatnonzero(np.asarray(ok.to_numpy(zero_copy_only=False), dtype=bool))
+    return table.filter(ok), n_bad, kept
 
 
 def resolve_duplicates(

@@ -42,6 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._csvline import row_place
 from ..contracts.schema import FieldSpec, SchemaSpec
 from ..contracts.tick import Tick, TickTable, field_ints, is_int_field
 from ..core.ids import ENTITY_DTYPES, entity_sort_key, tag_entity_id
@@ -63,6 +64,7 @@ from ._columns import (
 from ._formats import FORMATS, format_of, read_rows, record_sha256
 from ._header import check_columns
 from ._retime import DUPLICATE_POLICIES, drop_timeless, resolve_duplicates
+from ._rowmap import file_row, file_rows
 from ._snap import COLLISION_POLICIES, group_starts, merge_groups, snap_ticks, warn_dropped
 from ._timeunit import (
     check_epoch_unit,
@@ -271,12 +273,6 @@ class TimeseriesAdapter(InputAdapter):
             raise SourceError(f"missing columns {missing} (file has {names})", source=str(uri))
         return table.select(cols), got
 
-    def _drop_timeless(self, table: pa.Table, src: str) -> tuple[pa.Table, int]:
-        """With ``missing_time="drop"``, the rows without a time removed, and their count."""
-        if self.missing_time != "drop":
-            return table, 0
-        return drop_timeless(table, self.time_column)
-
     def fingerprint(self, uri: str) -> str:
         """As the base class; a WFDB record (``.hea``) by its header and signal files."""
         if format_of(str(uri)) == "wfdb" and not is_url(str(uri)):
@@ -353,10 +349,25 @@ class TimeseriesAdapter(InputAdapter):
         table, digest = self._read_arrow(uri, expect)
         if table.num_rows == 0:
             raise SourceError("the source has no rows (a header and nothing under it)", source=src)
-        table, timeless = self._drop_timeless(table, src)
-        n = table.num_rows
-        if n == 0:
+        timeless, kept = 0, None  # missing_time="drop": the file rows left, for errors
+        if self.missing_time == "drop":
+            table, timeless, kept = drop_timeless(table, self.time_column)
+        if table.num_rows == 0:
             raise SourceError(f"every row of the source lacks a time ({timeless})", source=src)
+        with file_rows(src, kept):  # errors name the file's rows, not the kept ones
+            return self._read_kept(table, timeless, kept, wanted, src, sid), digest
+
+    def _read_kept(
+        self,
+        table: pa.Table,
+        timeless: int,
+        kept: np.ndarray | None,
+        wanted: set[str] | None,
+        src: str,
+        sid: str,
+    ) -> TickTable:
+        """_read past the timeless rows: ``table`` holds the file rows ``kept``."""
+        n = table.num_rows
         t_sec = self._times(table, src)
         ent_codes, roster = self._entities(table, src)
         hz = float(self.schema.sample_hz)
@@ -384,8 +395,9 @@ class TimeseriesAdapter(InputAdapter):
             msg = f"time goes backwards for entity {roster[ent_codes[r]]!r}"
             if self.disorder == "raise":
                 raise SourceError(msg, source=src, row=r)
+            at = row_place(src, file_row(kept, r))
             warnings.warn(
-                f"{src}, row {r}: {msg}; rows sorted by time", DataOrderWarning, stacklevel=2
+                f"{src}, {at}: {msg}; rows sorted by time", DataOrderWarning, stacklevel=3
             )
 
         if not pa.types.is_timestamp(table.schema.field(self.time_column).type):
@@ -413,7 +425,7 @@ class TimeseriesAdapter(InputAdapter):
             )
         more = {**counts, **({"timeless_dropped": timeless} if timeless else {})}
         args = (table, order, starts, k, ent_codes, roster, src, sid)
-        return self._lay_out(*args, keep=keep, more_counts=more), digest
+        return self._lay_out(*args, keep=keep, more_counts=more)
 
     def _dup_error(
         self, table: pa.Table, r: int, n: int, t_sec: np.ndarray, entity: Any, src: str

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kuration import SchemaSpec, TimeseriesAdapter
-from kuration.errors import SourceError, TimeRangeError
+from kuration.errors import DataOrderWarning, SourceError, TimeRangeError
 
 SCHEMA = SchemaSpec.from_dict({"sample_hz": 1.0, "fields": [{"name": "v", "kind": "scalar"}]})
 
@@ -120,3 +120,20 @@ def test_naive_times_are_utc_whatever_the_machine_zone(tmp_path: Path) -> None:
     utc = int(dt.datetime(2024, 3, 31, 1, tzinfo=dt.UTC).timestamp())
     assert k0s == [utc, utc, utc]
     assert np.isfinite(float(k0s[0]))
+
+
+def test_dropped_timeless_rows_do_not_shift_the_named_line(tmp_path: Path) -> None:
+    # two timeless rows (file lines 3 and 5) above a bad value and a backward time: the
+    # errors name the file's lines, not the lines of the table left after the drop
+    p = tmp_path / "gaps.csv"
+    p.write_text("t,id,v\n0,a,1\n,a,2\n1,a,3\n,a,4\n2,a,inf\n3,a,6\n")
+    with pytest.raises(SourceError, match=r"gaps\.csv, line 6 \(data row 4\): infinite") as e:
+        _adapter(missing_time="drop").read_table(str(p))
+    assert e.value.row == 4 and e.value.detail == "infinite value in column 'v'"
+    p.write_text("t,id,v\n0,a,1\n,a,2\n2,a,3\n,a,4\n1,a,5\n3,a,6\n")
+    with pytest.raises(SourceError, match=r"line 6 \(data row 4\): time goes backwards") as e:
+        _adapter(missing_time="drop", disorder="raise").read_table(str(p))
+    assert e.value.row == 4
+    with pytest.warns(DataOrderWarning, match=r"gaps\.csv, line 6 \(data row 4\): time goes"):
+        table = _adapter(missing_time="drop").read_table(str(p))
+    assert table.counts["timeless_dropped"] == 2
