@@ -36,7 +36,7 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,7 +65,7 @@ from ..run.strategy import load_strategy
 from ..spec.job import job_components, job_encoder, job_selection, parse_job
 from ..spec.logical import CountSelection, HoursSelection, PipelineOptions, SeamUse
 from ..spec.plan import PhysicalPlan
-from ..spec.runspec import RunSpec
+from ..spec.runspec import RunParts, RunSpec
 from ..spec.split_rules import check_split_rule
 from .operators import get_operator
 
@@ -102,30 +102,13 @@ def _read_json(value: Any, base: Path, what: str) -> Any:
 
 
 @dataclass(frozen=True)
-class Pipeline:
+class Pipeline(RunParts):
     """A curation run, built fluently and immutably (see the module docs).
 
     Construct an empty ``Pipeline()`` and chain builder calls, or compile a
     job file with :meth:`from_job`.  Attributes are the resolved logical
     state; treat them as read-only (every builder returns a copy).
     """
-
-    schema: SchemaSpec | None = None
-    adapter: InputAdapter | None = None
-    sources: Any = None
-    base: Path = field(default_factory=Path.cwd)
-    segmenter: Segmenter | None = None
-    strategy_: Strategy | None = None
-    transforms: tuple[SeamUse, ...] = ()
-    scorers: tuple[SeamUse, ...] = ()
-    selection: CountSelection | HoursSelection | None = None
-    output_spec: OutputSpec | None = None
-    encoder: Any = None
-    opts: PipelineOptions = field(default_factory=PipelineOptions)
-    analyzers: tuple[SeamUse, ...] = ()
-    plugin_modules: tuple[str, ...] = ()
-    include_entry_points: bool = True
-    job: Mapping[str, Any] | None = field(default=None, repr=False)
 
     # ---- builders -------------------------------------------------------------------------
 

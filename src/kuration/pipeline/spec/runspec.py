@@ -26,11 +26,34 @@ if TYPE_CHECKING:
     from ...selection.strategy import Strategy
     from ...sources.base import InputAdapter
 
-__all__ = ["RunSpec"]
+__all__ = ["RunParts", "RunSpec"]
 
 
 @dataclass(frozen=True)
-class RunSpec:
+class RunParts:
+    """The fields a run is made of, shared by :class:`RunSpec` and the user's
+    :class:`~kuration.Pipeline` (siblings, so a ``Pipeline`` is not a ``RunSpec``)."""
+
+    schema: SchemaSpec | None = None
+    adapter: InputAdapter | None = None
+    sources: Any = None
+    base: Path = field(default_factory=Path.cwd)
+    segmenter: Segmenter | None = None
+    strategy_: Strategy | None = None
+    transforms: tuple[SeamUse, ...] = ()
+    scorers: tuple[SeamUse, ...] = ()
+    selection: CountSelection | HoursSelection | None = None
+    output_spec: OutputSpec | None = None
+    encoder: Any = None
+    opts: PipelineOptions = field(default_factory=PipelineOptions)
+    analyzers: tuple[SeamUse, ...] = ()
+    plugin_modules: tuple[str, ...] = ()
+    include_entry_points: bool = True
+    job: Mapping[str, Any] | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class RunSpec(RunParts):
     """The resolved parts of one run (see :class:`~kuration.Pipeline` for each field).
 
     Attributes
@@ -49,23 +72,6 @@ class RunSpec:
     job : mapping, optional
         The job document, recorded in ``config.json``.
     """
-
-    schema: SchemaSpec | None = None
-    adapter: InputAdapter | None = None
-    sources: Any = None
-    base: Path = field(default_factory=Path.cwd)
-    segmenter: Segmenter | None = None
-    strategy_: Strategy | None = None
-    transforms: tuple[SeamUse, ...] = ()
-    scorers: tuple[SeamUse, ...] = ()
-    selection: CountSelection | HoursSelection | None = None
-    output_spec: OutputSpec | None = None
-    encoder: Any = None
-    opts: PipelineOptions = field(default_factory=PipelineOptions)
-    analyzers: tuple[SeamUse, ...] = ()
-    plugin_modules: tuple[str, ...] = ()
-    include_entry_points: bool = True
-    job: Mapping[str, Any] | None = field(default=None, repr=False)
 
     def with_options(self, **kw: Any) -> RunSpec:
         """This spec with the named execution options replaced (the planner's fitted worker
