@@ -37,13 +37,15 @@ def strategy_line(strategy: Mapping[str, Any] | None) -> str | None:
     )
 
 
-def excluded_tracks_line(budget: Mapping[str, Any]) -> str | None:
+def excluded_tracks_line(budget: Mapping[str, Any], *, has_filters: bool = True) -> str | None:
     """Tracks left out of the pool: those the strategy removed, per split, and (once) those too short.
 
     ``budget`` is config.json's ``results.budget``: per split ``nonfinite_excluded``
     (tracks whose every segment failed a filter or had a NaN feature, so they got no
     finite priority) and ``nonfinite_excluded_s`` (their seconds), and the global
-    ``too_short_excluded`` and ``min_track_seconds``.  None when nothing was left out.
+    ``too_short_excluded`` and ``min_track_seconds``.  ``has_filters``: whether the strategy
+    has filters (without any, only a NaN feature leaves a track out).  None when nothing
+    was left out.
     """
     parts = []
     for split in SPLITS:
@@ -53,7 +55,8 @@ def excluded_tracks_line(budget: Mapping[str, Any]) -> str | None:
             parts.append(f"{split} {n} tracks ({hours(s)})")
     out = []
     if parts:
-        out.append("the strategy's filters (or a NaN feature) removed " + ", ".join(parts))
+        cause = "the strategy's filters (or a NaN feature)" if has_filters else "a NaN feature"
+        out.append(f"{cause} removed " + ", ".join(parts))
     short = budget.get("too_short_excluded")
     if short:
         floor = budget.get("min_track_seconds")

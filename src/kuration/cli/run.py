@@ -123,7 +123,8 @@ def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) ->
             f"spans left out: {budget['empty_spans_excluded']} (the entity is present at none "
             "of their ticks)"
         )
-    tracks = excluded_tracks_line(budget)
+    filters = (res.config.get("strategy") or {}).get("filters")
+    tracks = excluded_tracks_line(budget, has_filters=bool(filters))
     if tracks:
         console.print(tracks, highlight=False, markup=False)
     excluded = split_excluded_line(res.config["results"].get("split_report"))

@@ -37,6 +37,10 @@ def test_excluded_line_gives_hours_per_split_and_the_short_tracks_once() -> None
     assert (
         excluded_tracks_line({"train": {"nonfinite_excluded": 0}, "too_short_excluded": 0}) is None
     )
+    # a strategy without filters leaves tracks out only for a NaN feature
+    assert excluded_tracks_line(budget, has_filters=False).startswith(  # type: ignore[union-attr]
+        "left out of the pool: a NaN feature removed train 184 tracks"
+    )
 
 
 def test_an_underfilled_run_warns_in_hours_and_names_the_strategy(
