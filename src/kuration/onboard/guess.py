@@ -117,8 +117,9 @@ def counter_step(name: str, values: np.ndarray) -> int | None:
     A counter is named like one (``frame``, ``index``, ``idx``, ``step``, ``count``,
     ``seq``, ``sample``, alone or as the last word, optionally with ``_no``/``_num``...)
     and its integers ``values`` (shape (N,), in file order, no nulls) rise by one
-    constant step from row to row; at most one row in 20 may start it again (a new
-    track or take).  It numbers rows and measures nothing, so it is not a metric.
+    constant step or repeat (the rows of several entities share a frame number); at most
+    one row in 20 may start it again (a new track or take).  It numbers rows and
+    measures nothing, so it is not a metric.
     """
     snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)
     if not _COUNTER.search(snake) or values.size < 3:
@@ -127,7 +128,7 @@ def counter_step(name: str, values: np.ndarray) -> int | None:
     rising = steps[steps > 0]
     if rising.size == 0 or (rising != rising[0]).any():
         return None
-    if steps.size - rising.size > steps.size // 20:
+    if int((steps < 0).sum()) > steps.size // 20:
         return None
     return int(rising[0])
 

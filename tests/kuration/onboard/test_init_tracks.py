@@ -67,6 +67,7 @@ def test_counter_step_needs_the_name_and_the_shape() -> None:
     assert counter_step("speed", ramp) is None  # a ramp not named like a counter
     assert counter_step("step_count", np.cumsum(np.arange(50) % 3 + 1)) is None  # a pedometer
     assert counter_step("frame", np.r_[ramp, ramp, ramp, ramp][::-1]) is None  # falling
+    assert counter_step("frame", np.repeat(ramp, 2)) == 1  # two players share each frame
 
 
 @given(st.integers(-1000, 1000), st.integers(1, 7), st.integers(3, 200))
