@@ -61,6 +61,14 @@ class ModelWindows:
     def __len__(self) -> int:
         return int(self.values.shape[0])
 
+    def __repr__(self) -> str:
+        # the arrays run to millions of values; their shape says what a reader needs
+        n_ent = len(set(self.entity.tolist()))
+        return (
+            f"ModelWindows(values={self.values.shape} {self.values.dtype}, "
+            f"columns={list(self.columns)}, entities={n_ent}, sources={len(set(self.source_id))})"
+        )
+
 
 def model_windows(
     dataset: str | os.PathLike[str] | Dataset,

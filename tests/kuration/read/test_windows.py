@@ -43,6 +43,8 @@ def test_windows_join_the_shards_of_a_span(dataset: Path) -> None:
     assert w.values.shape[1:] == (91, 3) and w.values.dtype == np.float64
     assert w.slices == {"position": slice(0, 2), "altitude": slice(2, 3)}
     assert len(w) == w.time_s.shape[0] == w.entity.shape[0] == w.start_idx.shape[0]
+    text = repr(w)  # shapes, not the arrays (a fresh user's print ran to 39 kB)
+    assert text.startswith(f"ModelWindows(values=({len(w)}, 91, 3) float64, ") and len(text) < 300
     hz = open_dataset(dataset).manifest["sample_hz"]
     np.testing.assert_allclose(np.diff(w.time_s, axis=1), 1.0 / hz)  # never across a gap
     assert w.present.all() and np.isfinite(w.values).all()
