@@ -301,7 +301,7 @@ def run_domain(
         sdk = next((a for a in arms if a.name == "sdk:random"), None)
         if sdk is not None:
             res.sdk_random, res.sdk_random_spans = ec.sdk_random_check(
-                pool, sdk, test, budgets, 20 if quick else 200
+                pool, sdk, test, budgets, 20 if quick else 1000
             )
     res.seconds = time.perf_counter() - t0
     return res

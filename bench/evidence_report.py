@@ -126,7 +126,10 @@ fill, uniform bins, or (ADS-B) importance resampling toward turning windows.
 selection is the same for every seed is one value.  The ORACLEs (own section) are not
 strategies: they look at the test set.  The constrained one answers the issue's escape
 clause: can any span set of a size beat random's tail by 10% without raising the error on
-all windows?
+all windows?  In sample it is scored on the windows it was chosen with, so it is also
+chosen on one part of the test set and scored on another (random halvings of the test
+entities, both ways, and earlier against later time), beside all of the pool reweighted
+toward the tail.
 
 **Tests.**  Per cell, difference from the random arm's mean; `*` marks a Holm-adjusted
 p < 0.05: Welch's t-test over seeds, or a one-sample t-test of random's seeds against

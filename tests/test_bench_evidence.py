@@ -59,6 +59,13 @@ def test_quick_mode_runs_and_reruns_identically(tmp_path: Path) -> None:
             cap = np.mean([v[f"ridge/{key}"] for v in nums["errors"]["random"][b].values()])
             assert feasible, (domain, path, lam)
             assert nums["oracle"][f"constrained {path}"][b][f"ridge/{key}"] <= cap
+        # the repeated cross-fit: every halving both ways and the timed split, each choice
+        # within the cap on the part it was chosen on
+        ceiling = nums["ceiling"]
+        assert len([k for k in ceiling if k.startswith("entity")]) == 4 and "time" in ceiling
+        for rec in (per[b] for per in ceiling.values()):
+            assert rec["feasible"] == 1.0 and rec["in_all"] <= 0.0
+        assert set(nums["sdk_random"][b]) == {"all", "tail"}
 
 
 def _load_bench(name: str):  # type: ignore[no-untyped-def]
