@@ -207,7 +207,8 @@ class Segmenter:
         csum = np.concatenate([np.zeros((1, present.shape[1]), np.int64), np.cumsum(present, 0)])
         occupied = (csum[starts + w] - csum[starts]) > 0  # (W, E)
         # entities in tag order, each one's starts rising: canonical order without a sort
-        tags = {e: tag_entity_id(entity_ids[e]) for e in np.flatnonzero(occupied.any(axis=0))}
+        occ = np.flatnonzero(occupied.any(axis=0)).tolist()
+        tags = {e: tag_entity_id(entity_ids[e]) for e in occ}
         out: list[Segment] = []
         for e in sorted(tags, key=tags.__getitem__):
             tag = tags[e]
