@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ...contracts.buffer import WindowBatch
-from . import kernels
+from . import kernels, reduces
 
 __all__ = ["Frame", "Stream"]
 
@@ -184,6 +184,12 @@ class Frame:
 
         st: Stream = self.memo(("event", name), False, make)
         return st
+
+    def tick_valid(self, st: Stream, key: Any) -> reduces.TickValid:
+        """:func:`~kuration.metrics.dsl.reduces.tick_valid` of the source-level stream ``st``
+        cached under ``key``, computed once for every reduce and aggregation that reads it."""
+        out: reduces.TickValid = self.memo((key, "@valid"), False, lambda: reduces.tick_valid(st.x))
+        return out
 
     # -- windows ---------------------------------------------------------------------
     def to_windows(self, st: Stream, key: tuple[Any, ...] | None = None) -> Stream:

@@ -645,21 +645,35 @@ def formation_area(xy: np.ndarray) -> np.ndarray:
 # -- entity aggregation ---------------------------------------------------------------
 
 
-def agg_entities(x: np.ndarray, how: str, support: np.ndarray, boolean: bool) -> np.ndarray:
+def agg_entities(
+    x: np.ndarray,
+    how: str,
+    support: np.ndarray,
+    boolean: bool,
+    counts: np.ndarray | None = None,
+) -> np.ndarray:
     """Aggregate over entities per tick: (..., T, E, 1) -> (..., T, 1, 1).
 
     Missing samples are ignored; a tick with none is NaN.  ``count`` is the
     number of valid samples (true samples for a boolean), NaN only where
     ``support`` (..., T, E) -- the samples before the latest filters -- is
-    empty.  ``any``/``all`` are 1.0/0.0 over the valid samples.
+    empty.  ``any``/``all`` are 1.0/0.0 over the valid samples.  ``counts``
+    (..., T), int: the valid samples of each tick when the caller has them, in which
+    case ``support`` must be the valid mask itself.
     """
     v = x[..., 0]
-    ok = ~np.isnan(v)
-    n = ok.sum(axis=-1)
+    if counts is None:
+        ok = ~np.isnan(v)
+        n = ok.sum(axis=-1)
+    else:
+        ok, n = support, counts
     none = n == 0
     if how == "count":
-        hits = (ok & (v != 0)) if boolean else ok
-        out = np.where(support.any(axis=-1), hits.sum(axis=-1).astype(np.float64), _NAN)
+        if counts is not None and not boolean:  # the hits are the support: count it once
+            out = np.where(none, _NAN, n.astype(np.float64))
+        else:
+            hits = (ok & (v != 0)) if boolean else ok
+            out = np.where(support.any(axis=-1), hits.sum(axis=-1).astype(np.float64), _NAN)
     elif how in ("sum", "mean", "std"):
         s = np.where(ok, v, 0.0).sum(axis=-1)
         if how == "sum":

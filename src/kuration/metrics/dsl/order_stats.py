@@ -78,11 +78,17 @@ class RankIndex:
 Samples = tuple[np.ndarray, np.ndarray]
 
 
-def tick_samples(x: np.ndarray) -> Samples:
+def tick_samples(
+    x: np.ndarray, valid: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+) -> Samples:
     """The valid samples of ``x`` (N, E, 1), NaN for a missing one, in tick-major order,
     shape (M,), and the index of each tick's first sample, shape (N + 1,): the samples of
-    ticks ``[a, b)`` are ``values[first[a]:first[b]]``."""
+    ticks ``[a, b)`` are ``values[first[a]:first[b]]``.  ``valid``: the stream's
+    :func:`~kuration.metrics.dsl.reduces.tick_valid` when the caller has it."""
     v = x[..., 0]
+    if valid is not None:
+        _, idx, first = valid
+        return v.reshape(-1)[idx], first
     ok = ~np.isnan(v)
     first = np.zeros(v.shape[0] + 1, dtype=np.intp)
     np.cumsum(ok.sum(axis=1), out=first[1:])

@@ -1,0 +1,81 @@
+"""Per-tick partials computed once per stream (its valid mask, sample index and counts)
+have the bits of each reduce computing its own."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from kuration.metrics.dsl import kernels, order_stats, reduces
+
+_values = st.one_of(
+    st.floats(-1e6, 1e6),
+    st.sampled_from([0.0, -0.0, 1e300, -1e300, 5e-324]),
+    st.just(np.nan),
+)
+_streams = hnp.arrays(
+    np.float64,
+    st.tuples(st.integers(0, 40), st.integers(0, 9), st.just(1)),
+    elements=_values,
+)
+
+
+def _bits(a: np.ndarray) -> bytes:
+    return np.ascontiguousarray(a).tobytes()
+
+
+@settings(max_examples=200, deadline=None)
+@given(x=_streams)
+def test_tick_valid_indexes_every_valid_sample(x: np.ndarray) -> None:
+    ok, idx, first = reduces.tick_valid(x)
+    want_ok = ~np.isnan(x[..., 0])
+    assert _bits(ok) == _bits(want_ok)
+    assert _bits(idx) == _bits(np.flatnonzero(want_ok))
+    assert first.dtype == np.intp and first.shape == (x.shape[0] + 1,)
+    assert _bits(np.diff(first)) == _bits(want_ok.sum(axis=-1))
+    assert first[0] == 0 and first[-1] == idx.size
+
+
+@settings(max_examples=200, deadline=None)
+@given(x=_streams)
+def test_shared_partials_keep_their_bits(x: np.ndarray) -> None:
+    """Sums, moments, samples and entity counts from the shared mask equal those taken
+    alone (the formulas as they stood before the mask was shared)."""
+    valid = reduces.tick_valid(x)
+    alone, shared = reduces.tick_sums(x), reduces.tick_sums(x, valid)
+    for a, b in zip(alone, shared, strict=True):
+        assert a.dtype == b.dtype and _bits(a) == _bits(b)
+    with np.errstate(all="ignore"):
+        ok, filled, n, s = alone
+        mt = np.divide(s, n, out=np.zeros(s.shape), where=n > 0)
+        dev = filled - mt[..., None]
+        np.copyto(dev, 0.0, where=~ok)
+        want = (n, s, mt, (dev * dev).sum(axis=-1), (filled * filled).sum(axis=-1))
+        got = reduces.tick_moments(x, shared)
+        lean = reduces.tick_moments(x, shared, squares=False)
+    for a, b in zip(want, got, strict=True):
+        assert b is not None and _bits(a) == _bits(b)
+    assert lean[4] is None
+    for a, b in zip(want[:4], lean[:4], strict=True):
+        assert _bits(a) == _bits(b)
+    for a, b in zip(order_stats.tick_samples(x), order_stats.tick_samples(x, valid), strict=True):
+        assert _bits(a) == _bits(b)
+    for how in ("count", "mean", "sum", "std", "max"):
+        with np.errstate(all="ignore"):
+            want_agg = kernels.agg_entities(x, how, valid[0], False)
+            got_agg = kernels.agg_entities(x, how, valid[0], False, np.diff(valid[2]))
+        assert _bits(want_agg) == _bits(got_agg), how
+
+
+@settings(max_examples=100, deadline=None)
+@given(x=_streams, boolean=st.booleans())
+def test_tick_hits_any_is_a_positive_count(x: np.ndarray, boolean: bool) -> None:
+    support = ~np.isnan(x[..., 0])
+    hits, supp, any_hit = reduces.tick_hits(x, support, boolean)
+    v = x[..., 0]
+    want = (~np.isnan(v) & (v != 0)) if boolean else ~np.isnan(v)
+    assert _bits(any_hit) == _bits(want.any(axis=-1))
+    assert _bits(hits) == _bits(want.sum(axis=-1))
+    assert _bits(supp) == _bits(support.sum(axis=-1))
