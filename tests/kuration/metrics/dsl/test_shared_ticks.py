@@ -79,3 +79,46 @@ def test_tick_hits_any_is_a_positive_count(x: np.ndarray, boolean: bool) -> None
     assert _bits(any_hit) == _bits(want.any(axis=-1))
     assert _bits(hits) == _bits(want.sum(axis=-1))
     assert _bits(supp) == _bits(support.sum(axis=-1))
+
+
+def _field_reference(x: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """The vector field's masking as a plain formula: a sample is valid when present and
+    whole; everything else becomes NaN (returned as is when nothing needs masking)."""
+    nan = np.isnan(x)
+    missing, partly = nan.all(axis=-1), nan.any(axis=-1)
+    ok = present & ~partly
+    return np.where(ok[..., None], x, np.nan) if (~ok & ~missing).any() else x
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    data=st.data(),
+    shape=st.tuples(st.integers(1, 30), st.integers(1, 6)),
+    dims=st.sampled_from(["pos", "pos3"]),
+)
+def test_vector_field_masks_absent_and_partial_samples(data, shape, dims: str) -> None:
+    """Frame.field of a vector keeps present whole samples and makes every absent or partly
+    missing one NaN, as the plain formula does (and returns the array itself when the table
+    is already NaN wherever a sample is not valid)."""
+    from dsl_support import SCHEMA
+
+    from kuration.contracts.buffer import WindowBatch
+    from kuration.metrics.dsl.frame import Frame
+
+    d = 2 if dims == "pos" else 3
+    x = data.draw(
+        hnp.arrays(np.float64, (*shape, d), elements=st.one_of(st.floats(-9, 9), st.just(np.nan)))
+    )
+    present = data.draw(hnp.arrays(np.bool_, shape))
+    batch = WindowBatch(
+        values={dims: x},
+        present=present,
+        entity_ids=tuple(range(shape[1])),
+        schema=SCHEMA,
+        starts=np.zeros(1, dtype=np.int64),
+        length=shape[0],
+    )
+    got = Frame(batch).field(dims).x
+    want = _field_reference(x, present)
+    assert _bits(got) == _bits(want)
+    assert (got is x) == (want is x)
