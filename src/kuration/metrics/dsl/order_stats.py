@@ -34,7 +34,6 @@ from dataclasses import dataclass
 
 import bottleneck
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 __all__ = [
     "WAVELET_COVERAGE",
@@ -123,7 +122,12 @@ def sorted_rows(samples: Samples, starts: np.ndarray, length: int) -> tuple[np.n
         return np.zeros((starts.size, 0)), n
     # each row is a contiguous run of the samples: copy runs of a padded copy, not an index
     padded = np.concatenate([vals, np.full(width, np.inf)])
-    rows = sliding_window_view(padded, width)[a]
+    # every run of ``width`` samples, as a strided view (the constructor, a few times
+    # cheaper a call than sliding_window_view), then the ranges' runs copied out
+    runs = np.ndarray(
+        (vals.size + 1, width), dtype=padded.dtype, buffer=padded, strides=(padded.itemsize,) * 2
+    )
+    rows = runs[a]
     np.copyto(rows, np.inf, where=np.arange(width) >= n[:, None])
     rows.sort(axis=1)
     return rows, n

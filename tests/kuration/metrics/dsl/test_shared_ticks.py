@@ -122,3 +122,52 @@ def test_vector_field_masks_absent_and_partial_samples(data, shape, dims: str) -
     want = _field_reference(x, present)
     assert _bits(got) == _bits(want)
     assert (got is x) == (want is x)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    x=hnp.arrays(
+        np.float64,
+        st.tuples(st.integers(0, 12), st.integers(0, 4), st.integers(1, 3)),
+        elements=st.one_of(
+            st.floats(-1e308, 1e308),
+            st.sampled_from([np.inf, -np.inf, np.nan, 0.0, -0.0]),
+        ),
+    )
+)
+def test_finite_drops_exactly_the_samples_holding_an_infinity(x: np.ndarray) -> None:
+    """The two-reduction test for an infinity finds every one (and only those): a sample
+    with an infinite component becomes all NaN, the stream is returned as is without one."""
+    from kuration.metrics.dsl.compile import _finite
+    from kuration.metrics.dsl.frame import Stream
+
+    st_in = Stream(x)
+    got = _finite(st_in)
+    bad = np.isinf(x).any(axis=-1, keepdims=True)
+    if not bad.any():
+        assert got is st_in
+    else:
+        assert _bits(got.x) == _bits(np.where(bad, np.nan, x))
+
+
+def test_window_views_are_read_only_and_equal_the_strided_windows() -> None:
+    from dsl_support import SCHEMA
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    from kuration.contracts.buffer import WindowBatch
+
+    rng = np.random.default_rng(3)
+    x = rng.random((50, 3, 2))
+    batch = WindowBatch(
+        values={"pos": x},
+        present=np.ones((50, 3), dtype=bool),
+        entity_ids=(0, 1, 2),
+        schema=SCHEMA,
+        starts=np.arange(2, 38, 5),
+        length=12,
+    )
+    for offset in (0, 1, 3):
+        got = batch.view(x, offset)
+        want = np.moveaxis(sliding_window_view(x, 12, axis=0), -1, 1)[2:38:5, offset:]
+        assert not got.flags.writeable
+        assert got.shape == want.shape and _bits(got) == _bits(want)
