@@ -142,7 +142,12 @@ def _ecef_trig(
     lat = lat_deg * _RADIANS  # np.radians' own formula, without its slower loop
     lon = lon_deg * _RADIANS
     slat, clat = np.sin(lat), np.cos(lat)
-    n = _WGS84_A / np.sqrt(1.0 - _WGS84_E2 * slat * slat)
+    # _WGS84_A / sqrt(1 - E2 * slat * slat), each operation in place in one buffer
+    n = np.multiply(slat, _WGS84_E2)
+    n *= slat
+    np.subtract(1.0, n, out=n)
+    np.sqrt(n, out=n)
+    np.divide(_WGS84_A, n, out=n)
     if h is not None:
         r = (n + h) * clat
         z = (n * (1.0 - _WGS84_E2) + h) * slat
@@ -327,14 +332,20 @@ def geodetic_speed(
     out = np.full((n_t * n_e, 1), _NAN)
     if pairs.cur.size == 0:
         return out.reshape(n_t, n_e, 1)
-    acc = None
-    for comp in pairs.ecef:
-        d = (
-            comp[pairs.ci] - comp[pairs.pi]
-        ) * sample_hz  # step_velocity's difference, then its norm
-        acc = d * d if acc is None else acc + d * d
-    assert acc is not None  # three components
-    out[pairs.cur, 0] = clamp_speed(np.sqrt(acc), max_rate)
+    # step_velocity's difference, then its norm: the same operations in the same order,
+    # in place (a product by 1.0 is the identity, so a 1 Hz grid skips it)
+    acc = np.zeros(0)
+    for j, comp in enumerate(pairs.ecef):
+        d = comp[pairs.ci]
+        d -= comp[pairs.pi]
+        if sample_hz != 1.0:
+            d *= sample_hz
+        d *= d
+        if j:
+            acc += d
+        else:
+            acc = d
+    out[pairs.cur, 0] = clamp_speed(np.sqrt(acc, out=acc), max_rate)
     return out.reshape(n_t, n_e, 1)
 
 
