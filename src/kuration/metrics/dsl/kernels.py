@@ -272,9 +272,12 @@ def geodetic_pairs(pos: np.ndarray, alt_factor: float | None) -> GeoPairs | None
     coordinates missing): the callers then take the whole-grid kernels."""
     use_alt = pos.shape[-1] == 3 and alt_factor is not None
     dims = 3 if use_alt else 2
-    nan = np.isnan(pos if pos.shape[-1] == dims else pos[..., :dims])
-    bad = nan[..., 0]
-    if pos.ndim != 3 or any(not np.array_equal(nan[..., j], bad) for j in range(1, dims)):
+    if pos.ndim != 3:
+        return None
+    # a NaN test per coordinate into contiguous masks (cheaper than comparing strided
+    # views of one mask of the whole array)
+    bad = np.isnan(pos[..., 0])
+    if any((np.isnan(pos[..., j]) != bad).any() for j in range(1, dims)):
         return None
     n_t, n_e = bad.shape
     ok = ~bad.reshape(-1)
