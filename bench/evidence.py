@@ -35,6 +35,7 @@ import evidence_arms as ea
 import evidence_ceiling as ec
 import evidence_data as ed
 import evidence_faults as ef
+import evidence_guided as eg
 import evidence_oracle as eo
 import evidence_report as er
 import evidence_stats as es
@@ -133,14 +134,69 @@ def arms_for(domain: ed.Domain) -> list[ea.Arm]:
         arms.append(
             ea.Arm("sdk-track:quality+importance+veto", imp, "sdk-track", **opts, veto=True)
         )
+    arms += _tail_mix_arms(domain, q)
+    arms += _dedup_arms(domain, q)
+    arms += eg.arms()  # chosen on held-out pool windows (a harness arm, not a strategy)
     ship = arms[1]
     return [a for a in arms if a is ship or _same_key(a) != _same_key(ship)]
+
+
+# tail-seeking with a floor on the average: these shares of the budget to the quality-passing
+# spans ranked by their own track's manoeuvre metric, the rest quality-random
+TAIL_SHARES = (0.2, 0.4)
+RANK_BY = {"adsb": "turn_p90", "football": "accel_p90"}
+
+
+def _tail_mix_arms(domain: ed.Domain, quality: dict[str, Any]) -> list[ea.Arm]:
+    """The tail-mix arms: quality filters, top-k by the domain's first tail metric."""
+    by = RANK_BY[domain.name]
+    st = {
+        "name": f"quality-top-{by}",
+        "define": {**quality["define"], by: domain.tail[by]},
+        "filters": quality["filters"],
+        "method": "top-k",
+        "params": {"by": by, "descending": True},
+        "nan_policy": "exclude",
+    }
+    return [ea.Arm(f"track:quality+tail-mix-{x:g}", st, "tail-mix", share=x) for x in TAIL_SHARES]
+
+
+# near-duplicate removal of track-level features before a random fill (kuration's
+# near_dedup filter: cosine distance of standardized features below the threshold)
+DEDUP_THRESHOLDS = (0.001, 0.005)
+DEDUP_FEATURES = {
+    "adsb": {"speed_p90": "field:position | speed | p90", **ed.ADSB.tail},
+    "football": {"speed_p90": "field:position | speed | p90", **ed.FOOTBALL.tail},
+}
+
+
+def _dedup_arms(domain: ed.Domain, quality: dict[str, Any]) -> list[ea.Arm]:
+    """Quality filters, then near_dedup over each span's own track features, random fill
+    (the near duplicates last, in random order, where the rest do not reach the budget)."""
+    feats = DEDUP_FEATURES[domain.name]
+    out = []
+    for thr in DEDUP_THRESHOLDS:
+        st = {
+            "name": f"quality-near-dedup-{thr:g}",
+            "define": {**quality["define"], **feats},
+            "filters": [
+                *quality["filters"],
+                {"filter": "near_dedup", "threshold": thr, "features": sorted(feats)},
+            ],
+            "method": "top-k",
+            "params": {"by": "speed_p90"},
+            "nan_policy": "exclude",
+        }
+        out.append(ea.Arm(f"track:quality+near-dedup-{thr:g}", st, "dedup-first"))
+    return out
 
 
 def _same_key(a: ea.Arm) -> str:
     """What makes two arms select alike (everything but the names)."""
     st = {k: v for k, v in (a.strategy or {}).items() if k != "name"}
-    return json.dumps([st, a.scope, a.clip_aggregate, a.min_track_seconds, a.veto], sort_keys=True)
+    return json.dumps(
+        [st, a.scope, a.clip_aggregate, a.min_track_seconds, a.veto, a.share], sort_keys=True
+    )
 
 
 def validation(domain: ed.Domain) -> ed.Domain:
@@ -218,7 +274,7 @@ def run_domain(
     ed.mark_tail(test, domain)
     arms = arms_for(domain)
     if domain.pool_slice is not None:  # no SDK scoring of a source carved by time
-        keep = ("track", "track-random", "spread-random")
+        keep = ("track", "track-random", "spread-random", "guided", "tail-mix", "dedup-first")
         arms = [a for a in arms if a.scope in keep or a.strategy is None]
     if quick:
         arms = [
@@ -226,6 +282,7 @@ def run_domain(
             for a in arms
             if a.name == "random"
             or a.name.startswith(("shipped", "sdk:random", "track:quality-random"))
+            or a.name == "guided:constrained"
         ]
     strategies = [
         ea.load_strategy(dict(a.strategy), loaded.pipeline.schema)
@@ -240,7 +297,7 @@ def run_domain(
     pool = ea.build_pool(loaded, strategies, track_strategies)
     define: dict[str, str] = {}
     for a in arms:
-        if a.scope in ("track", "track-random") and a.strategy:
+        if a.scope in ("track", "track-random", "tail-mix", "dedup-first") and a.strategy:
             define.update(a.strategy["define"])
     pool.span_features = ea.track_features(pool, define) if define else None
     seen = set(pool.windows.entity.tolist())
@@ -261,6 +318,7 @@ def run_domain(
     }
     res.baselines["whole pool"] = _evaluate(pool.windows, test, sets, quick)
     n_rand, n_strat = (3, 2) if quick else (10, 5)
+    pool.guided = eg.select_all(pool, [a for a in arms if a.scope == "guided"], budgets)
     for arm in arms:
         res.errors[arm.name] = {}
         res.usable_h[arm.name], res.tail_share[arm.name] = {}, {}
@@ -277,7 +335,9 @@ def run_domain(
                 ) and len(picks) >= 2:  # the same set for every seed tried: one value
                     break
                 picks.append(spans)
-            det = arm.strategy is not None and len(picks) < len(seeds)
+            # a guided set does not depend on the seed by construction (in quick mode's two
+            # seeds the test above cannot tell, and two equal values break Welch's test)
+            det = arm.scope == "guided" or (arm.strategy is not None and len(picks) < len(seeds))
             res.deterministic[arm.name] = det and res.deterministic.get(arm.name, True)
             cell: dict[int, dict[str, float]] = {}
             for s, spans in enumerate(picks[:1] if det else picks):

@@ -54,12 +54,14 @@ class Arm:
     name: str
     strategy: Mapping[str, Any] | None  # None: the random arm
     # "scene" / "sdk-track": kuration's hours path with the segmenter's scope; "track": the
-    # harness's own span-as-segment scoring; "track-random": random among filter passes
+    # harness's own span-as-segment scoring; "track-random": random among filter passes;
+    # "guided": evidence_guided's spans; "tail-mix": see tail_mix
     scope: str = "scene"
     clip_aggregate: str = "mean"
     min_track_seconds: float = 0.0
     group_cap: bool = True
     veto: bool = False  # the job's filter_scope "span": a failed window keeps its span out
+    share: float = 0.0  # "tail-mix": the budget's share given to the top-ranked spans
 
 
 @dataclass
@@ -74,6 +76,8 @@ class Pool:
     masks: dict[str, np.ndarray]
     span_features: dict[str, np.ndarray] | None = None  # track-scoped, per span
     track_scoring: Any = None  # the SDK's track-scoped scoring (segmenter scope "track")
+    # the validation-guided arms' spans, arm -> budget (evidence_guided.select_all)
+    guided: dict[str, dict[float, np.ndarray]] | None = None
 
 
 def _digest(obj: Any) -> str:
@@ -315,6 +319,9 @@ def select(pool: Pool, arm: Arm, seed: int, budget_h: float) -> np.ndarray:
     ticks = round(budget_h * 3600 * hz)
     if arm.strategy is None:
         return truncate(pool, random_order(pool, seed), ticks)
+    if arm.scope == "guided":  # chosen once per size (evidence_guided), seed-independent
+        assert pool.guided is not None, "evidence_guided.select_all first"
+        return pool.guided[arm.name][budget_h]
     if arm.scope == "spread-random":  # every track's first drawn span, then every second...
         return truncate(pool, spread_order(pool, seed), ticks)
     st = load_strategy(dict(arm.strategy), pool.loaded.pipeline.schema)
@@ -325,7 +332,35 @@ def select(pool: Pool, arm: Arm, seed: int, budget_h: float) -> np.ndarray:
         passed[_track_order(pool, st, 0)] = True
         order = random_order(pool, seed)
         return truncate(pool, order[passed[order]], ticks)
+    if arm.scope == "dedup-first":  # random among the filters' passes, near duplicates last
+        kept = np.zeros(len(pool.table), bool)
+        kept[_track_order(pool, st, 0)] = True
+        base = dataclasses.replace(st, filters=tuple(f for f in st.filters if not _is_dedup(f)))
+        ok = np.zeros(len(pool.table), bool)
+        ok[_track_order(pool, base, 0)] = True
+        order = random_order(pool, seed)
+        return truncate(
+            pool, np.concatenate([order[kept[order]], order[ok[order] & ~kept[order]]]), ticks
+        )
+    if arm.scope == "tail-mix":
+        return tail_mix(pool, _track_order(pool, st, 0), arm.share, seed, ticks)
     return truncate(pool, _scene_order(pool, arm, st, seed, ticks), ticks)
+
+
+def _is_dedup(f: Mapping[str, Any]) -> bool:
+    return f.get("filter") in ("dedup", "near_dedup")
+
+
+def tail_mix(pool: Pool, ranked: np.ndarray, share: float, seed: int, ticks: int) -> np.ndarray:
+    """Tail-seeking with a floor on the average: the top of ``ranked`` (span rows, best
+    first) to ``share`` of the budget's usable ticks, the rest random among the other
+    ranked spans (those the strategy's filters pass) in the seed's uniform order."""
+    head = truncate(pool, ranked, round(share * ticks)) if share > 0 else ranked[:0]
+    rest = np.zeros(len(pool.table), bool)
+    rest[ranked] = True
+    rest[head] = False
+    order = random_order(pool, seed)
+    return truncate(pool, np.concatenate([head, order[rest[order]]]), ticks)
 
 
 def window_mask(pool: Pool, spans: np.ndarray) -> np.ndarray:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import evidence_ceiling_report as ecr
+import evidence_guided as eg
 import evidence_stats as es
 import numpy as np
 
@@ -122,7 +123,11 @@ predicates (ADS-B: speed never at the schema's 400 m/s clamp, no heading reversa
 football: no speed over 12 m/s, no position frozen for more than two ticks) with random
 fill, uniform bins, or (ADS-B) importance resampling toward turning windows.
 `track:spread-random`: random spans, one of every track before a second of any.
-`sdk:random`: kuration's `random` method.  Stochastic strategies run 5 seeds; one whose
+`sdk:random`: kuration's `random` method.  `track:quality+tail-mix-x`: a share x of the
+budget to quality-passing spans ranked by their own track's manoeuvre metric (ADS-B
+`turn_p90`, football `accel_p90`), the rest quality-random.  `guided:*`: spans chosen by
+their effect on ridge's error on the pool's own latest stretch, held out (own section; a
+harness arm, not a strategy).  Stochastic strategies run 5 seeds; one whose
 selection is the same for every seed is one value.  The ORACLEs (own section) are not
 strategies: they look at the test set.  The constrained one answers the issue's escape
 clause: can any span set of a size beat random's tail by 10% without raising the error on
@@ -160,6 +165,7 @@ def render(results: list[Any], checks: list[Any], *, quick: bool) -> str:
         out += verdict(results)
     if checks:
         out += choice(checks)
+    out += eg.report(results, checks, tests)
     for r in results + checks:
         out += _domain(r)
     return "\n".join(out) + "\n"

@@ -472,6 +472,24 @@ def pipeline_op_timers() -> Iterator[dict[str, float]]:
         scoring.strategy_engine = old
 
 
+def fixed_cost(engine: Any, table: Any, window: int, stride: int, repeat: int) -> float:
+    """Best CPU seconds of one ``score_segments`` call over a table of one entity and
+    ``2 * window`` ticks: what the compiled program costs whatever the data (Python, and
+    numpy's per-call work), best of ``repeat`` x 50 calls."""
+    from kuration import Segmenter
+
+    busiest = int(np.argmax(table.present[: 2 * window].sum(axis=0)))
+    small = table.view(0, 2 * window, busiest)
+    segs = Segmenter(window, stride).segments(small.source_id, small.present)
+    best = float("inf")
+    for _ in range(repeat + 1):  # the first round warms up
+        c0 = time.thread_time()
+        for _ in range(50):
+            engine.score_segments(small, segs)
+        best = min(best, (time.thread_time() - c0) / 50)
+    return best
+
+
 def metrics(args: argparse.Namespace) -> None:
     from bench_metrics import DEFINE, JOB, numpy_pass, tsfresh_runner
 
@@ -549,6 +567,11 @@ def metrics(args: argparse.Namespace) -> None:
     for k, v in sorted(per_op.items(), key=lambda kv: -kv[1]):
         print(f"    {1e3 * v / n_src:8.3f}  {k}")
     print(f"    {1e3 * (total - sum(per_op.values())) / n_src:8.3f}  (engine outside the stages)")
+    fixed = fixed_cost(engine, tables[0], args.window, args.stride, args.repeat)
+    print(
+        f"    {1e3 * fixed:8.3f}  fixed cost: the same program on one entity's first "
+        f"{2 * args.window} ticks (the calls, not the data)"
+    )
     np_parts: dict[str, float] | None = None
     for _ in range(args.repeat):
         got: dict[str, float] = defaultdict(float)

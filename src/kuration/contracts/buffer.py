@@ -232,6 +232,19 @@ def build_window(
     )
 
 
+def _read_only_view(
+    base: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...]
+) -> np.ndarray:
+    """A read-only strided view of ``base``: what ``as_strided(..., writeable=False)``
+    returns, built with the ndarray constructor over a C-contiguous base (a few times
+    cheaper a call; numpy checks there that the view stays inside the base's buffer)."""
+    if base.flags.c_contiguous and base.size:
+        out = np.ndarray(shape, dtype=base.dtype, buffer=base, strides=strides)
+        out.flags.writeable = False
+        return out
+    return as_strided(base, shape=shape, strides=strides, writeable=False)
+
+
 @dataclass(frozen=True, eq=False)
 class WindowBatch:
     """Equal-length windows of one source, read as strided views of the source's arrays.
@@ -368,11 +381,10 @@ class WindowBatch:
             # a regular grid: window g, tick t is arr[s0 + g * step + offset + t], one
             # strided view (what the sliding-window path below builds, in one call)
             st = arr.strides
-            return as_strided(
+            return _read_only_view(
                 arr[int(grid[0]) + offset :] if grid.size else arr,
-                shape=(grid.size, length - offset, *arr.shape[1:]),
-                strides=(st[0] * step, st[0], *st[1:]),
-                writeable=False,
+                (grid.size, length - offset, *arr.shape[1:]),
+                (st[0] * step, st[0], *st[1:]),
             )
         win = sliding_window_view(arr, length, axis=0)
         win = np.moveaxis(win, -1, 1)

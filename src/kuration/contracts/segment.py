@@ -206,13 +206,15 @@ class Segmenter:
             )
         csum = np.concatenate([np.zeros((1, present.shape[1]), np.int64), np.cumsum(present, 0)])
         occupied = (csum[starts + w] - csum[starts]) > 0  # (W, E)
+        # entities in tag order, each one's starts rising: canonical order without a sort
+        occ = np.flatnonzero(occupied.any(axis=0)).tolist()
+        tags = {e: tag_entity_id(entity_ids[e]) for e in occ}
         out: list[Segment] = []
-        for e in np.flatnonzero(occupied.any(axis=0)).tolist():
-            tag = tag_entity_id(entity_ids[e])
+        for e in sorted(tags, key=tags.__getitem__):
+            tag = tags[e]
             out.extend(
-                Segment(source_id, int(s), int(s) + w, entity=tag) for s in starts[occupied[:, e]]
+                Segment(source_id, s, s + w, entity=tag) for s in starts[occupied[:, e]].tolist()
             )
-        out.sort(key=lambda seg: seg.key)
         return out
 
     def stream(

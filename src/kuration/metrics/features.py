@@ -185,6 +185,9 @@ class FeatureEngine:
         grid = batch.grid
         # bound the window-level temporaries: chunks of windows share the source-level work
         per = max(1, self.chunk_samples // (int(length) * max(table.n_entities, 1)))
+        if per >= grid.size:  # one chunk: the batch's own grid, no second batch to build
+            out = self._run(Frame(batch))
+            return {n: v[batch.index] for n, v in out.items()}
         shared: dict[Any, Any] = {}
         parts: dict[str, list[np.ndarray]] = {n: [] for n in self.compiled}
         for i in range(0, grid.size, per):

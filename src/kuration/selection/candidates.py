@@ -751,8 +751,9 @@ def _aggregate(
     if veto:
         prio[_vetoed(seg_prio, idx, off)] = -math.inf
     feats = np.empty((a.size, len(names)))
+    seg_feats = [s.features for s in segs]
     for j, name in enumerate(names):
-        vals = np.fromiter((s.features.get(name, np.nan) for s in segs), np.float64, len(segs))
+        vals = np.fromiter((f.get(name, np.nan) for f in seg_feats), np.float64, len(segs))
         feats[:, j] = _reduce_runs(vals, idx, off, how)
     tags = np.zeros(a.size, np.int64)
     if any(s.tags for s in segs):

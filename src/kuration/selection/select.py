@@ -59,11 +59,12 @@ def canonical(segments: Sequence[Segment]) -> list[Segment]:
     StrategyError
         If two segments share a key.
     """
-    out = sorted(segments, key=lambda s: s.key)
-    for a, b in itertools.pairwise(out):
-        if a.key == b.key:
-            raise StrategyError(f"two segments share the key {a.key!r}")
-    return out
+    keys = [s.key for s in segments]  # each key built once (a property making a tuple)
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    for i, j in itertools.pairwise(order):
+        if keys[i] == keys[j]:
+            raise StrategyError(f"two segments share the key {keys[i]!r}")
+    return [segments[i] for i in order]
 
 
 def method_seed(strategy_seed: int, seed: int) -> int:

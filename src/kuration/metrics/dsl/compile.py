@@ -30,6 +30,7 @@ __all__ = ["CompiledMetric", "ValueType", "compile_metric"]
 
 
 _NAN = np.nan
+_INF = np.inf
 
 
 def _const(stream: Stream) -> Callable[[], Stream]:
@@ -144,10 +145,14 @@ def _finite(st: Stream) -> Stream:
     reduce.  The source array is left untouched: a copy is made only when needed.
     """
     x = st.x
-    inf = np.isinf(x)
-    if not inf.any():
+    if x.size == 0:
         return st
-    bad = inf.any(axis=-1, keepdims=True)
+    # the largest and smallest non-NaN values tell whether any is infinite (both NaN when
+    # every value is): two SIMD reductions cost half of an isinf mask and its any
+    hi, lo = np.fmax.reduce(x, axis=None), np.fmin.reduce(x, axis=None)
+    if not (hi == _INF or lo == -_INF):
+        return st
+    bad = np.isinf(x).any(axis=-1, keepdims=True)
     return replace(st, x=np.where(bad, _NAN, x))
 
 

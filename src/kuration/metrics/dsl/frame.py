@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ...contracts.buffer import WindowBatch
-from . import kernels
+from . import kernels, reduces
 
 __all__ = ["Frame", "Stream"]
 
@@ -124,16 +124,21 @@ class Frame:
 
         def make() -> Stream:
             x = np.asarray(self.batch.values[name], dtype=np.float64)
-            nan = np.isnan(x)
             present = self.batch.present
             if x.shape[-1] == 1:  # one check: every sample is present or missing
-                if np.logical_or(nan[..., 0], present).all():
+                nan = np.isnan(x[..., 0])
+                if np.logical_or(nan, present).all():
                     return Stream(x)
-                return Stream(np.where((present & ~nan[..., 0])[..., None], x, np.nan))
-            # component by component: numpy reduces a short last axis slowly
-            comps = [nan[..., j] for j in range(x.shape[-1])]
-            missing = np.logical_and.reduce(comps)
-            ok = present & ~np.logical_or.reduce(comps)
+                return Stream(np.where((present & ~nan)[..., None], x, np.nan))
+            # component by component into contiguous masks: numpy reduces a short last axis
+            # slowly, and logic on strided masks (or a ufunc's reduce over a list) is slower
+            # than a NaN test of each strided component
+            comps = [np.isnan(x[..., j]) for j in range(x.shape[-1])]
+            missing, partly = comps[0] & comps[1], comps[0] | comps[1]
+            for c in comps[2:]:
+                missing &= c
+                partly |= c
+            ok = present & ~partly
             stray = ~ok & ~missing  # absent but valued, or a partly missing vector
             # a TickTable is already NaN wherever absent: mask only when something is not
             return Stream(np.where(ok[..., None], x, np.nan) if stray.any() else x)
@@ -184,6 +189,12 @@ class Frame:
 
         st: Stream = self.memo(("event", name), False, make)
         return st
+
+    def tick_valid(self, st: Stream, key: Any) -> reduces.TickValid:
+        """:func:`~kuration.metrics.dsl.reduces.tick_valid` of the source-level stream ``st``
+        cached under ``key``, computed once for every reduce and aggregation that reads it."""
+        out: reduces.TickValid = self.memo((key, "@valid"), False, lambda: reduces.tick_valid(st.x))
+        return out
 
     # -- windows ---------------------------------------------------------------------
     def to_windows(self, st: Stream, key: tuple[Any, ...] | None = None) -> Stream:

@@ -39,7 +39,9 @@ def order_ticks(s: Stream, fr: Frame, key: Key) -> tuple[reduces.Take, np.ndarra
         b = fr.batch
         grid, length = b.grid, b.length - s.lag
         starts = grid + s.lag
-        samples = fr.memo((key, "@samples"), False, lambda: order_stats.tick_samples(s.x))
+        samples = fr.memo(
+            (key, "@samples"), False, lambda: order_stats.tick_samples(s.x, fr.tick_valid(s, key))
+        )
         # 0.0 and -0.0 tie, and a sort leaves them as its input's order has them: such a
         # stream keeps the sort of every window's whole (padded) samples
         if fr.memo((key, "@mixed_zeros"), False, lambda: reduces.mixed_zeros(samples[0])):
@@ -84,7 +86,9 @@ def sliding_median(order_stat: Callable[..., np.ndarray]) -> ReduceFn:
     def reduce(s: Stream, fr: Frame, key: Key) -> np.ndarray:
         grid, length = fr.batch.grid, fr.batch.length - s.lag
         step = int(grid[1] - grid[0]) if grid.size > 1 else 0
-        samples = fr.memo((key, "@samples"), False, lambda: order_stats.tick_samples(s.x))
+        samples = fr.memo(
+            (key, "@samples"), False, lambda: order_stats.tick_samples(s.x, fr.tick_valid(s, key))
+        )
         if (
             order_stats.worth_sliding(step, length)
             and bool((np.diff(grid) == step).all())

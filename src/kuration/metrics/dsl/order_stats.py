@@ -34,7 +34,6 @@ from dataclasses import dataclass
 
 import bottleneck
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 __all__ = [
     "WAVELET_COVERAGE",
@@ -78,11 +77,17 @@ class RankIndex:
 Samples = tuple[np.ndarray, np.ndarray]
 
 
-def tick_samples(x: np.ndarray) -> Samples:
+def tick_samples(
+    x: np.ndarray, valid: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+) -> Samples:
     """The valid samples of ``x`` (N, E, 1), NaN for a missing one, in tick-major order,
     shape (M,), and the index of each tick's first sample, shape (N + 1,): the samples of
-    ticks ``[a, b)`` are ``values[first[a]:first[b]]``."""
+    ticks ``[a, b)`` are ``values[first[a]:first[b]]``.  ``valid``: the stream's
+    :func:`~kuration.metrics.dsl.reduces.tick_valid` when the caller has it."""
     v = x[..., 0]
+    if valid is not None:
+        _, idx, first = valid
+        return v.reshape(-1)[idx], first
     ok = ~np.isnan(v)
     first = np.zeros(v.shape[0] + 1, dtype=np.intp)
     np.cumsum(ok.sum(axis=1), out=first[1:])
@@ -117,7 +122,12 @@ def sorted_rows(samples: Samples, starts: np.ndarray, length: int) -> tuple[np.n
         return np.zeros((starts.size, 0)), n
     # each row is a contiguous run of the samples: copy runs of a padded copy, not an index
     padded = np.concatenate([vals, np.full(width, np.inf)])
-    rows = sliding_window_view(padded, width)[a]
+    # every run of ``width`` samples, as a strided view (the constructor, a few times
+    # cheaper a call than sliding_window_view), then the ranges' runs copied out
+    runs = np.ndarray(
+        (vals.size + 1, width), dtype=padded.dtype, buffer=padded, strides=(padded.itemsize,) * 2
+    )
+    rows = runs[a]
     np.copyto(rows, np.inf, where=np.arange(width) >= n[:, None])
     rows.sort(axis=1)
     return rows, n

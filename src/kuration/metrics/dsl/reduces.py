@@ -55,6 +55,7 @@ __all__ = [
     "tick_padded",
     "tick_pairs",
     "tick_sums",
+    "tick_valid",
     "total",
     "var",
     "window_entropy",
@@ -367,29 +368,60 @@ def hull_area(xy: np.ndarray) -> np.ndarray:
 # 37 (1983) 242-247), as stable as the two-pass formula.
 
 Win = Callable[[np.ndarray, int], np.ndarray]
-TickMoments = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+TickMoments = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]
 
 
 TickSums = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
+#: :func:`tick_valid`'s mask, flat sample index and first sample of each tick
+TickValid = tuple[np.ndarray, np.ndarray, np.ndarray]
 
-def tick_sums(x: np.ndarray) -> TickSums:
-    """Per tick: the valid mask and the values with 0 for missing ones (N, E), then the
-    valid count and the sum (N,): all that ``mean`` and ``sum`` need."""
+
+def tick_valid(x: np.ndarray) -> TickValid:
+    """Where a source-level stream ``x`` (N, E, D) is valid, once for every reduce of it.
+
+    Returns
+    -------
+    ok : ndarray, shape (N, E), bool
+    idx : ndarray, shape (M,), intp
+        Flat cell (``t * E + e``) of each valid sample, tick-major.
+    first : ndarray, shape (N + 1,), intp
+        Index in ``idx`` of each tick's first valid sample: tick ``t`` holds
+        ``first[t + 1] - first[t]`` of them.  Found by bisecting ``idx`` at every tick's
+        first cell, which costs less than a count over the short entity axis.
+    """
     v = x[..., 0]
     ok = ~np.isnan(v)
+    idx = np.flatnonzero(ok)
+    first = np.searchsorted(idx, np.arange(v.shape[0] + 1, dtype=np.intp) * v.shape[1])
+    return ok, idx, first.astype(np.intp, copy=False)
+
+
+def tick_sums(x: np.ndarray, valid: TickValid | None = None) -> TickSums:
+    """Per tick: the valid mask and the values with 0 for missing ones (N, E), then the
+    valid count and the sum (N,): all that ``mean`` and ``sum`` need (``valid``:
+    :func:`tick_valid` of ``x`` when the caller has it)."""
+    v = x[..., 0]
+    if valid is None:
+        ok = ~np.isnan(v)
+        n = ok.sum(axis=-1)
+    else:
+        ok, _, first = valid
+        n = np.diff(first)
     filled = np.where(ok, v, 0.0)
-    return ok, filled, ok.sum(axis=-1), filled.sum(axis=-1)
+    return ok, filled, n, filled.sum(axis=-1)
 
 
-def tick_moments(x: np.ndarray, sums: TickSums | None = None) -> TickMoments:
+def tick_moments(x: np.ndarray, sums: TickSums | None = None, squares: bool = True) -> TickMoments:
     """Per tick: valid count, sum, mean (0 when none), centred sum of squares, sum of squares
-    (``sums``: :func:`tick_sums` of ``x`` when already computed)."""
+    (``sums``: :func:`tick_sums` of ``x`` when already computed; ``squares``: whether to
+    take the last, which only ``rms`` reads: None else)."""
     ok, filled, n, s = tick_sums(x) if sums is None else sums
     mt = np.divide(s, n, out=np.zeros(s.shape), where=n > 0)
-    dev = filled - mt[..., None]
-    np.copyto(dev, 0.0, where=~ok)
-    return n, s, mt, (dev * dev).sum(axis=-1), (filled * filled).sum(axis=-1)
+    dev = np.where(ok, filled - mt[..., None], 0.0)  # (a masked ufunc runs slower)
+    dev *= dev
+    sq = (filled * filled).sum(axis=-1) if squares else None
+    return n, s, mt, dev.sum(axis=-1), sq
 
 
 def window_total(op: str, n: np.ndarray, s: np.ndarray, win: Win) -> np.ndarray:
@@ -407,6 +439,7 @@ def window_moment(op: str, parts: TickMoments, win: Win) -> np.ndarray:
     nw = win(n, 0).sum(axis=1)
     sw = win(s, 0).sum(axis=1)
     if op == "rms":
+        assert sq is not None, "rms reads tick_moments(squares=True)"
         return np.sqrt(_div(win(sq, 0).sum(axis=1), nw))
     mean = _div(sw, nw)
     dm = win(mt, 0) - mean[:, None]
@@ -452,7 +485,8 @@ def tick_hits(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per tick: valid (true) samples, support samples, whether any sample is valid (true)."""
     hits = _hits(x, boolean)
-    return hits.sum(axis=-1), support.sum(axis=-1), np.asarray(hits.any(axis=-1))
+    n = hits.sum(axis=-1)
+    return n, support.sum(axis=-1), np.asarray(n > 0)  # any hit: a count above 0
 
 
 def window_hits(

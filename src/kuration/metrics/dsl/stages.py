@@ -513,7 +513,11 @@ def compile_agg(st: Stage, vt: ValueType, cx: Ctx) -> tuple[Op, ValueType]:
     boolean = vt.kind == "bool"
 
     def agg(s: Stream, fr: Frame, key: Key) -> Stream:
-        return _next(s, kernels.agg_entities(s.x, how, s.support, boolean))
+        if s.windowed or s.keep is not None:
+            return _next(s, kernels.agg_entities(s.x, how, s.support, boolean))
+        # the support is the valid samples: their mask and counts are shared with the reduces
+        ok, _, first = fr.tick_valid(s, key)
+        return _next(s, kernels.agg_entities(s.x, how, ok, boolean, np.diff(first)))
 
     if how in ("any", "all") or (boolean and how in ("min", "max")):
         out = ValueType("bool", 1, None, None, per_entity=False)
@@ -561,14 +565,20 @@ def _moment_reduce(op: str, scale: float = 1.0) -> Reduce:
         "var": reduces.var,
         "rms": reduces.rms,
     }[op]
-    sums = _ticks("@tick_sums", lambda s: reduces.tick_sums(s.x))
+
+    def sums(s: Stream, fr: Frame, k: Key) -> reduces.TickSums:
+        out: reduces.TickSums = fr.memo(
+            (k, "@tick_sums"), False, lambda: reduces.tick_sums(s.x, fr.tick_valid(s, k))
+        )
+        return out
 
     def ticks(s: Stream, fr: Frame, k: Key) -> np.ndarray:
         if op in ("mean", "sum"):  # counts and sums only
             _, _, n, total = sums(s, fr, k)
             return reduces.window_total(op, n, total, _win(s, fr))
+        sq = op == "rms"  # only rms reads the sums of squares
         parts = fr.memo(
-            (k, "@tick_moments"), False, lambda: reduces.tick_moments(s.x, sums(s, fr, k))
+            (k, "@tick_moments", sq), False, lambda: reduces.tick_moments(s.x, sums(s, fr, k), sq)
         )
         return reduces.window_moment(op, parts, _win(s, fr))
 

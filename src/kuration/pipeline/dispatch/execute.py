@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...core.gcscope import fewer_full_collections
 from ...core.interrupts import import_pandas_first, is_interrupt
 from ...core.jsonio import canonical_json
 from ...core.plugins import without_entry_point_plugins
@@ -194,7 +195,8 @@ def execute(
         Ctrl-C, also when DuckDB reported it as an error of its own.
     """
     try:
-        return _execute(p, dest, force=force, resume=resume, resolved_sources=resolved_sources)
+        with fewer_full_collections():  # the pool is long-lived: no repeated full scans
+            return _execute(p, dest, force=force, resume=resume, resolved_sources=resolved_sources)
     except Exception as exc:
         if is_interrupt(exc):
             raise KeyboardInterrupt(f"interrupted ({exc})") from exc

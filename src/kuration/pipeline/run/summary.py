@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import heapq
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -56,21 +58,11 @@ def feature_distributions(
         for c in taken:
             ent = tag_entity_id(c.entity_id) if track else None
             spans.setdefault((c.source_id, ent), []).append((c.first, c.last))
-    selected = np.zeros(len(segments), dtype=bool)
-    by_source: dict[tuple[str, str | None], list[int]] = {}
-    for i, s in enumerate(segments):
-        by_source.setdefault((s.source_id, s.entity), []).append(i)
-    for sid, idx in by_source.items():
-        if sid not in spans:
-            continue
-        ix = np.asarray(idx)
-        lo = np.array([segments[i].start_idx for i in idx])[:, None]
-        hi = np.array([segments[i].end_idx for i in idx])[:, None]
-        first, last = np.array(spans[sid]).T
-        selected[ix] = ((lo <= last[None]) & (hi > first[None])).any(axis=1)
+    selected = _overlapping(segments, spans)
+    feats = [s.features for s in segments]
     out: dict[str, Any] = {}
     for name in features:
-        vals = np.array([s.features.get(name, np.nan) for s in segments], dtype=np.float64)
+        vals = np.fromiter((f.get(name, np.nan) for f in feats), np.float64, len(feats))
         ok = np.isfinite(vals)
         if not ok.any():
             continue
@@ -83,6 +75,31 @@ def feature_distributions(
             "selected": sel.tolist(),
         }
     return out
+
+
+def _overlapping(
+    segments: Sequence[Segment], spans: dict[tuple[str, str | None], list[tuple[int, int]]]
+) -> np.ndarray:
+    """Per segment, whether it overlaps one of its (source, entity)'s admitted ``spans``
+    (``[first, last]`` steps): shape (N,), bool."""
+    n = len(segments)
+    selected = np.zeros(n, dtype=bool)
+    if not spans:
+        return selected
+    keys = list(spans)
+    group = {key: g for g, key in enumerate(keys)}
+    gid = np.fromiter((group.get((s.source_id, s.entity), -1) for s in segments), np.int64, n)
+    rows = np.flatnonzero(gid >= 0)
+    rows = rows[np.argsort(gid[rows], kind="stable")]
+    lo = np.fromiter((segments[i].start_idx for i in rows.tolist()), np.int64, rows.size)
+    hi = np.fromiter((segments[i].end_idx for i in rows.tolist()), np.int64, rows.size)
+    cut = np.flatnonzero(np.diff(gid[rows])) + 1
+    for ix, a, b in zip(np.split(rows, cut), np.split(lo, cut), np.split(hi, cut), strict=True):
+        if ix.size == 0:
+            continue
+        first, last = np.array(spans[keys[int(gid[ix[0]])]]).T
+        selected[ix] = ((a[:, None] <= last[None]) & (b[:, None] > first[None])).any(axis=1)
+    return selected
 
 
 def ranking_examples(
@@ -99,10 +116,12 @@ def ranking_examples(
         ties broken by the canonical key (source, entity for a track window, start); a
         track window also names its ``entity`` (tagged id).
     """
-    ranked = sorted(
-        (s for s in segments if np.isfinite(s.priority)),
-        key=lambda s: (-s.priority, s.key),
-    )
+    # the k first and k last of the finite windows ranked by (-priority, key): keys are
+    # unique, so nsmallest/nlargest give what a full sort's ends would, in O(N)
+    finite = [s for s in segments if math.isfinite(s.priority)]
+    n = min(k, len(finite) // 2)
+    top = heapq.nsmallest(n, finite, key=_rank_key)
+    bottom = heapq.nlargest(n, finite, key=_rank_key)
 
     def row(s: Segment) -> dict[str, Any]:
         feats = {
@@ -117,5 +136,8 @@ def ranking_examples(
             **({} if s.entity is None else {"entity": s.entity}),
         }
 
-    n = min(k, len(ranked) // 2)
-    return {"top": [row(s) for s in ranked[:n]], "bottom": [row(s) for s in ranked[::-1][:n]]}
+    return {"top": [row(s) for s in top], "bottom": [row(s) for s in bottom]}
+
+
+def _rank_key(s: Segment) -> tuple[float, tuple[Any, ...]]:
+    return (-s.priority, s.key)

@@ -2,9 +2,13 @@
 
 :func:`estimate_peak` reads a file's metadata -- a Parquet footer (rows, row
 groups, each column chunk's uncompressed size, the time column's min/max
-statistics) or a CSV file's size -- and one column: the entity ids, scanned
-batch by batch to count distinct entities (Parquet metadata has no distinct
-counts, and the dense tick layout is ``ticks x entities``).  Its model, in
+statistics) or a CSV file's size -- and one column: the entity ids, to count
+distinct entities (Parquet metadata has no distinct counts, and the dense tick
+layout is ``ticks x entities``).  A Parquet file's ids are read from the same
+opened file, dictionary-encoded, and counted in Arrow without converting them
+(raw values: ids that the adapter's ``entity_dtype`` would merge, such as ``"01"``
+and ``"1"`` as integers, count twice, so the estimate can only grow); a CSV
+file's are scanned batch by batch as the stream reads them.  Its model, in
 bytes:
 
 * ``baseline``: this process's resident peak when the estimate is made (the
@@ -187,11 +191,14 @@ class MemoryEstimate:
 
 
 def _parquet_meta(
-    uri: str, columns: Sequence[str], time_column: str, to_ticks: float
-) -> SourceMeta:
+    uri: str, columns: Sequence[str], time_column: str, to_ticks: float, entity: str | None
+) -> tuple[SourceMeta, int | None]:
+    """A Parquet file's :class:`SourceMeta` from its footer, and the distinct ids of its
+    ``entity`` column (1 for ``""``, None for None or a column the file lacks)."""
     import pyarrow.parquet as pq
 
-    md = pq.ParquetFile(uri).metadata
+    pf = pq.ParquetFile(uri, read_dictionary=[entity] if entity else None)
+    md = pf.metadata
     want = set(columns)
     decoded, largest = 0, 0
     lo, hi = math.inf, -math.inf
@@ -213,7 +220,15 @@ def _parquet_meta(
         largest = max(largest, size)
     rows = int(md.num_rows)
     ticks = int((hi - lo) * to_ticks) + 1 if math.isfinite(lo) else max(rows, 1)
-    return SourceMeta(uri, rows, max(ticks, 1), decoded, largest)
+    ents = None
+    if entity == "":
+        ents = 1
+    elif entity and entity in pf.schema_arrow.names:
+        try:
+            ents = _distinct_ids(pf, entity)
+        except Exception:  # an id column Arrow cannot count: the stream's scan says
+            ents = None
+    return SourceMeta(uri, rows, max(ticks, 1), decoded, largest), ents
 
 
 def _file_meta(uri: str) -> SourceMeta:
@@ -240,11 +255,14 @@ def _count_entities(p: RunSpec, uri: str) -> int:
 
 def source_meta(p: RunSpec, uri: str) -> SourceMeta:
     """What :func:`estimate_peak` knows of one source: its metadata and entity count."""
-    m = _source_meta(p, uri)
-    return SourceMeta(m.uri, m.rows, m.ticks, m.decoded, m.largest_group, _count_entities(p, uri))
+    m, ents = _source_meta(p, uri)
+    if ents is None:
+        ents = _count_entities(p, uri)
+    return SourceMeta(m.uri, m.rows, m.ticks, m.decoded, m.largest_group, ents)
 
 
-def _source_meta(p: RunSpec, uri: str) -> SourceMeta:
+def _source_meta(p: RunSpec, uri: str) -> tuple[SourceMeta, int | None]:
+    """The source's metadata, and its distinct entity ids when a Parquet file gave them."""
     adapter = p.adapter
     hz = float(p.schema.sample_hz) if p.schema is not None else 1.0
     cols: list[str] = getattr(adapter, "_needed_columns", lambda: [])()
@@ -253,10 +271,31 @@ def _source_meta(p: RunSpec, uri: str) -> SourceMeta:
     low = uri.lower()
     if os.path.isfile(uri) and not low.endswith((".csv", ".csv.gz", ".tsv")):
         try:
-            return _parquet_meta(uri, cols, time_column, hz * (unit or 1.0))
+            return _parquet_meta(uri, cols, time_column, hz * (unit or 1.0), _entity_column(p))
         except Exception:  # not a Parquet file: size only
-            return _file_meta(uri)
-    return _file_meta(uri) if os.path.isfile(uri) else SourceMeta(uri, 1, 1, 0, 0)
+            return _file_meta(uri), None
+    return (_file_meta(uri) if os.path.isfile(uri) else SourceMeta(uri, 1, 1, 0, 0)), None
+
+
+def _entity_column(p: RunSpec) -> str | None:
+    """The timeseries adapter's entity column ("" without one); None for another adapter
+    (whose entities are not counted)."""
+    from ...sources.timeseries import TimeseriesAdapter
+
+    return p.adapter.entity_column if isinstance(p.adapter, TimeseriesAdapter) else None
+
+
+def _distinct_ids(pf: Any, column: str) -> int:
+    """Distinct non-null values of ``column`` of the opened Parquet file ``pf`` (read
+    with that column dictionary-encoded: the chunks' dictionaries hold each value once)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    col = pf.read(columns=[column], use_threads=False).column(0)
+    if pa.types.is_dictionary(col.type):
+        values = pa.chunked_array([c.dictionary for c in col.chunks], col.type.value_type)
+        return max(1, len(values.unique()))
+    return max(1, int(pc.count_distinct(col).as_py()))
 
 
 def estimate_peak(

@@ -13,6 +13,7 @@ from kuration.contracts.buffer import WindowBatch
 from kuration.extend import compile_metric
 from kuration.metrics.dsl.frame import Frame
 from kuration.metrics.dsl.kernels import (
+    _RADIANS,
     _bearing,
     geodetic_heading,
     geodetic_pairs,
@@ -172,3 +173,11 @@ def test_bearing_matches_floor_modulo(east: np.ndarray, north: np.ndarray) -> No
     want = np.where((east != 0) | (north != 0), ang, np.nan)
     got = _bearing(east, north)
     assert _nan_canon(got).tobytes() == _nan_canon(want).tobytes()
+
+
+@settings(max_examples=300, deadline=None)
+@given(x=hnp.arrays(np.float64, st.integers(0, 40), elements=_any))
+def test_degrees_times_the_constant_is_np_radians(x: np.ndarray) -> None:
+    """The conversion multiplies by ``pi / 180`` as numpy's ``radians`` loop does: the same
+    bits for any float, signed zeros, subnormals, infinities and NaN included."""
+    assert _nan_canon(x * _RADIANS).tobytes() == _nan_canon(np.radians(x)).tobytes()
