@@ -127,6 +127,7 @@ def step_remote_resume(r: HoursRun, s: RemoteRun) -> dict[str, Any]:
     if r.resume and not s.dest.listing(staging_prefix(r.fingerprint)):
         # no work of this run staged (by a failed force run): another job's dataset stays
         refuse_other_job_here(r.root, r.run, where=s.dest.url)
+    if r.resume:
         strong = all(
             isinstance(src["fingerprint"], str) and src["fingerprint"] for src in r.run["sources"]
         )

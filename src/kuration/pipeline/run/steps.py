@@ -340,6 +340,7 @@ def step_resume_lookup(r: HoursRun) -> dict[str, Any]:
     """
     if r.resume and not holds_staged(r.root, r.fingerprint):
         refuse_other_job_here(r.root, r.run)
+    if r.resume:
         strong = all(
             isinstance(s["fingerprint"], str) and s["fingerprint"] for s in r.run["sources"]
         )
