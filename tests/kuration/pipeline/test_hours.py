@@ -20,6 +20,7 @@ from kuration.errors import (
     OutputSpecError,
 )
 from kuration.extend import register_encoder
+from kuration.output.commit import JOURNAL_FORMAT
 from kuration.output.encoders import _ENCODERS
 
 # small budgets filled with whole 15-minute tracks overshoot their request on purpose here
@@ -326,6 +327,23 @@ def test_resume_of_a_different_job_is_refused_and_keeps_its_dataset(
     assert (
         res.fingerprint == json.loads((dest / "dataset.commit.json").read_text())["run_fingerprint"]
     )
+
+
+def test_staged_work_of_another_run_does_not_open_the_way(
+    tmp_path, job_b, gen_a, all_bytes
+) -> None:
+    """Staged work defers the check to the resume lookup, which knows the fingerprint: only
+    this very run's staged work (a force run of it that failed) lets it replace the dataset."""
+    dest = tmp_path / "dest"
+    shutil.copytree(gen_a.path, dest)
+    journal = dest / ".kuration_staging" / ("f" * 32) / "journal.jsonl"
+    journal.parent.mkdir(parents=True)
+    journal.write_text(json.dumps({"format": JOURNAL_FORMAT, "run_fingerprint": "f" * 64}) + "\n")
+    before = all_bytes(dest)
+    with pytest.raises(DatasetExistsError, match="different job .changed settings: output"):
+        run_job(job_b, dest, resume=True)
+    assert all_bytes(dest) == before
+    assert sum(1 for _ in iter_shards(dest)) == len(gen_a.manifest["shards"])
 
 
 def test_group_cap_and_encoder_through_a_job(tmp_path, job_b) -> None:
