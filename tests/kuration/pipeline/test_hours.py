@@ -346,6 +346,22 @@ def test_staged_work_of_another_run_does_not_open_the_way(
     assert sum(1 for _ in iter_shards(dest)) == len(gen_a.manifest["shards"])
 
 
+def test_the_same_job_under_a_new_kuration_resumes_and_rebuilds(
+    tmp_path, job_b, base_b, digests, monkeypatch
+) -> None:
+    from kuration.pipeline.run import steps
+
+    dest = tmp_path / "dest"
+    shutil.copytree(base_b.path, dest)
+    monkeypatch.setattr(steps, "__version__", "99.0.0")  # the run description's version
+    res = run_job(job_b, dest, resume=True)
+    assert res.resume["reused_shards"] == 0  # other code: nothing is trusted
+    assert any("changed kuration_version" in n for n in res.resume["notes"])
+    shards = {k: v for k, v in digests(dest).items() if k.split("/")[0] in ("train", "test")}
+    assert shards == {k: v for k, v in digests(base_b.path).items() if k in shards}
+    assert len(shards) == len(base_b.manifest["shards"])
+
+
 def test_group_cap_and_encoder_through_a_job(tmp_path, job_b) -> None:
     class FeetToMetres:
         def encode_batch(self, records, ctx):
