@@ -135,13 +135,21 @@ def _add_schema(p: argparse.ArgumentParser) -> None:
 def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("job", help="job JSON file")
     p.add_argument(
-        "--out", help="output directory or s3://, gs://, az:// URL (default runs/<job name>)"
+        "--out",
+        help="output directory or s3://, gs://, az:// URL (default: runs/ and the job "
+        "file's name less its extension, runs/adsb for adsb.json)",
     )
-    p.add_argument("--force", action="store_true", help="replace an existing dataset")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the dataset already there, whatever job made it; it stays "
+        "readable until this run publishes, and as it was if the run fails before",
+    )
     p.add_argument(
         "--resume",
         action="store_true",
-        help="continue an interrupted run (or repeat one), reusing shards whose checksums match",
+        help="continue an interrupted run or repeat the same job, reusing shards whose "
+        "checksums match; refused when the committed dataset there is another job's",
     )
     p.add_argument(
         "--workers", type=int, default=None, help="scoring processes (default: the job's)"

@@ -68,11 +68,13 @@ __all__ = [
     "STAGING_NAME",
     "Journal",
     "WriterLease",
+    "changed_paths",
     "commit_bytes",
     "committed_manifest",
     "destination_path",
     "fsync_file",
     "fsync_paths",
+    "holds_staged",
     "make_durable",
     "marker_document",
     "read_commit",
@@ -466,17 +468,27 @@ def _journal_header(path: Path) -> str | None:
     return None
 
 
-def _changed_paths(old: Any, new: Any, where: str = "") -> list[str]:
+def holds_staged(root: Path, fingerprint: str | None = None) -> bool:
+    """Whether ``root`` holds the staging journal of the run with ``fingerprint`` (of any
+    run when None): work a run left to be resumed."""
+    if fingerprint is not None:
+        return _journal_header(staging_dir(root, fingerprint) / JOURNAL_NAME) == fingerprint
+    journals = (root / STAGING_NAME).glob(f"*/{JOURNAL_NAME}")
+    return any(_journal_header(p) is not None for p in journals)
+
+
+def changed_paths(old: Any, new: Any, where: str = "", *, one_sided: bool = True) -> list[str]:
     """Dotted paths at which two run descriptions differ (a whole object when one side
-    lacks it)."""
+    lacks it; such paths are left out with ``one_sided=False``)."""
     if isinstance(old, Mapping) and isinstance(new, Mapping):
         out: list[str] = []
         for k in sorted(set(old) | set(new), key=str):
             path = f"{where}.{k}" if where else str(k)
             if k not in old or k not in new:
-                out.append(path)
+                if one_sided:
+                    out.append(path)
             else:
-                out.extend(_changed_paths(old[k], new[k], path))
+                out.extend(changed_paths(old[k], new[k], path, one_sided=one_sided))
         return out
     return [] if old == new else [where or "run"]
 
@@ -493,7 +505,7 @@ def _why_different(root: Path, run: Mapping[str, Any] | None) -> str:
     old = marker.get("run") if isinstance(marker, dict) else None
     if not isinstance(old, dict):
         return base
-    changed = _changed_paths(old, json.loads(canonical_json(run)))
+    changed = changed_paths(old, json.loads(canonical_json(run)))
     if not changed:
         return base
     more = f" and {len(changed) - 6} more" if len(changed) > 6 else ""

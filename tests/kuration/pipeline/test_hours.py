@@ -13,12 +13,14 @@ import pytest
 from kuration import iter_shards, run_job, shard_entries
 from kuration.core.ids import tag_entity_id
 from kuration.errors import (
+    BudgetGranularityWarning,
     DatasetExistsError,
     DatasetIntegrityError,
     EmptyPoolError,
     OutputSpecError,
 )
 from kuration.extend import register_encoder
+from kuration.output.commit import JOURNAL_FORMAT
 from kuration.output.encoders import _ENCODERS
 
 # small budgets filled with whole 15-minute tracks overshoot their request on purpose here
@@ -166,16 +168,17 @@ def test_options_are_checked_before_any_work(tmp_path, job_b) -> None:
 
 
 def test_failure_before_publication_leaves_the_old_dataset_byte_identical(
-    tmp_path, job_b, gen_a, all_bytes
+    tmp_path, job_a, job_b, gen_a, all_bytes
 ) -> None:
     dest = tmp_path / "dest"
     shutil.copytree(gen_a.path, dest)
     before = all_bytes(dest)
     bad = tmp_path / "bad.parquet"
     bad.write_bytes(b"not parquet")
-    for flags in ({"force": True}, {"resume": True}):
+    # resume is for the dataset's own job (job_a), here over sources that changed
+    for job, flags in ((job_b, {"force": True}), (job_a, {"resume": True})):
         with pytest.raises(EmptyPoolError):
-            run_job(_job(job_b, sources=[str(bad)]), dest, **flags)
+            run_job(_job(job, sources=[str(bad)]), dest, **flags)
         assert all_bytes(dest) == before
     with pytest.raises(DatasetExistsError, match="not empty; resume it"):  # a run is there
         run_job(job_b, dest)
@@ -291,14 +294,72 @@ def test_resume_needs_the_commit_pinned_marker(tmp_path, job_b, base_b, digests)
     assert res.resume["reused_shards"] == len(base_b.manifest["shards"])
 
 
-def test_resume_of_a_different_run_reuses_nothing(tmp_path, job_b, gen_a, base_b, digests) -> None:
+@pytest.mark.parametrize(
+    "runtime", [{}, {"pool": "disk"}, {"streaming": True}], ids=["memory", "disk", "stream"]
+)
+def test_resume_of_a_different_job_is_refused_and_keeps_its_dataset(
+    tmp_path, job_a, job_b, gen_a, base_b, all_bytes, digests, runtime
+) -> None:
+    dest = tmp_path / "dest"
+    if runtime.get("streaming"):  # the stream writes a container that streams
+        job_a, job_b = (_job(j, **{"output.container": "parquet"}) for j in (job_a, job_b))
+        with pytest.warns(BudgetGranularityWarning):
+            run_job(job_a, dest)
+    else:
+        shutil.copytree(gen_a.path, dest)
+    before = all_bytes(dest)
+    names = sorted(str(p.relative_to(dest)) for p in dest.rglob("*"))
+    events: list[dict] = []
+    with pytest.raises(DatasetExistsError) as err:
+        run_job(job_b, dest, resume=True, progress=events.append, **runtime)
+    msg = str(err.value)
+    assert f"{dest} holds the committed dataset of a different job" in msg
+    assert "changed settings: output.shard_length)" in msg  # names what changed
+    assert "force=True (kur run --force)" in msg and "another destination" in msg
+    assert not [e for e in events if e["phase"] == "scoring"]  # refused before reading
+    assert all_bytes(dest) == before  # the committed dataset, byte for byte
+    assert sorted(str(p.relative_to(dest)) for p in dest.rglob("*")) == names  # no lock left
+    assert sum(1 for _ in iter_shards(dest)) == len(shard_entries(dest))  # still readable
+    if runtime.get("streaming"):
+        return  # these recordings are not time-ordered: the stream refuses them (test_streaming)
+    res = run_job(job_b, dest, force=True, **runtime)  # the way out it names
+    assert digests(dest) == digests(base_b.path)
+    assert (
+        res.fingerprint == json.loads((dest / "dataset.commit.json").read_text())["run_fingerprint"]
+    )
+
+
+def test_staged_work_of_another_run_does_not_open_the_way(
+    tmp_path, job_b, gen_a, all_bytes
+) -> None:
+    """Staged work defers the check to the resume lookup, which knows the fingerprint: only
+    this very run's staged work (a force run of it that failed) lets it replace the dataset."""
     dest = tmp_path / "dest"
     shutil.copytree(gen_a.path, dest)
+    journal = dest / ".kuration_staging" / ("f" * 32) / "journal.jsonl"
+    journal.parent.mkdir(parents=True)
+    journal.write_text(json.dumps({"format": JOURNAL_FORMAT, "run_fingerprint": "f" * 64}) + "\n")
+    before = all_bytes(dest)
+    with pytest.raises(DatasetExistsError, match="different job .changed settings: output"):
+        run_job(job_b, dest, resume=True)
+    assert all_bytes(dest) == before
+    assert sum(1 for _ in iter_shards(dest)) == len(gen_a.manifest["shards"])
+
+
+def test_the_same_job_under_a_new_kuration_resumes_and_rebuilds(
+    tmp_path, job_b, base_b, digests, monkeypatch
+) -> None:
+    from kuration.pipeline.run import steps
+
+    dest = tmp_path / "dest"
+    shutil.copytree(base_b.path, dest)
+    monkeypatch.setattr(steps, "__version__", "99.0.0")  # the run description's version
     res = run_job(job_b, dest, resume=True)
-    assert res.resume["reused_shards"] == 0
-    assert any("different fingerprint" in n for n in res.resume["notes"])
-    assert any("changed output.shard_length" in n for n in res.resume["notes"])  # says why
-    assert digests(dest) == digests(base_b.path)
+    assert res.resume["reused_shards"] == 0  # other code: nothing is trusted
+    assert any("changed kuration_version" in n for n in res.resume["notes"])
+    shards = {k: v for k, v in digests(dest).items() if k.split("/")[0] in ("train", "test")}
+    assert shards == {k: v for k, v in digests(base_b.path).items() if k in shards}
+    assert len(shards) == len(base_b.manifest["shards"])
 
 
 def test_group_cap_and_encoder_through_a_job(tmp_path, job_b) -> None:

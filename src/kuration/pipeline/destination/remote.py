@@ -52,6 +52,7 @@ from ...output.destination import (
     RemoteLease,
     staging_prefix,
 )
+from ...output.job_match import refuse_other_job, refuse_other_job_here
 from ...output.writer import ShardWriter
 from ..disk.hours import disk_session, disk_steps
 from ..run.hours_config import step_config
@@ -63,6 +64,7 @@ from ..run.steps import (
     Step,
     adopt_all,
     first_reusable,
+    job_description,
     run_steps,
 )
 from ..run.steps import step_manifest as _step_manifest
@@ -122,6 +124,9 @@ def _staged_records(s: RemoteRun, fingerprint: str) -> dict[str, list[tuple[dict
 def step_remote_resume(r: HoursRun, s: RemoteRun) -> dict[str, Any]:
     """Which remote shards may be reused (``resume``), and the previous commit record."""
     _mirror_metadata(r, s)
+    if r.resume and not s.dest.listing(staging_prefix(r.fingerprint)):
+        # no work of this run staged (by a failed force run): another job's dataset stays
+        refuse_other_job_here(r.root, r.run, where=s.dest.url)
     if r.resume:
         strong = all(
             isinstance(src["fingerprint"], str) and src["fingerprint"] for src in r.run["sources"]
@@ -268,11 +273,18 @@ REMOTE_STEPS: tuple[str, ...] = (
 )
 
 
-def _refuse_occupied(s: RemoteRun, url: str, *, resume: bool, force: bool) -> bool:
-    """Whether the prefix holds more than the lease; raises as :func:`refuse_occupied`."""
+def _refuse_occupied(
+    s: RemoteRun, url: str, *, resume: bool, force: bool, job: Mapping[str, Any] | None = None
+) -> bool:
+    """Whether the prefix holds more than the lease; raises as :func:`refuse_occupied`,
+    and as :func:`~kuration.output.job_match.refuse_other_job` when ``resume`` meets the
+    committed dataset of another job than ``job``."""
     names = [n for n in s.dest.listing() if n != LOCK_NAME]
     if names:
         refuse_occupied(url, has_run=holds_run(names), resume=resume, force=force)
+        staged = any(n.startswith(f"{STAGING_NAME}/") for n in names)
+        if resume and job is not None and not staged:  # staged: the fingerprint decides
+            refuse_other_job(url, s.dest.read(COMMIT_NAME), s.dest.read(MARKER_NAME), job)
     return bool(names)
 
 
@@ -282,18 +294,20 @@ def run_remote(r: HoursRun, url: str, *, resume: bool, force: bool) -> None:
     Raises
     ------
     DatasetExistsError
-        The prefix holds a dataset and neither ``resume`` nor ``force`` was given, or
-        another writer holds the remote lease.
+        The prefix holds a dataset and neither ``resume`` nor ``force`` was given,
+        ``resume`` meets the committed dataset of another job, or another writer holds
+        the remote lease.
     DestinationError
         An object cannot be read, written, moved or deleted (names its URL).
     UnsupportedURLError
         A scheme kuration does not write.
     """
     s = RemoteRun(RemoteDestination(url, write=True))
-    was_empty = not _refuse_occupied(s, url, resume=resume, force=force)
+    job = job_description(r) if resume else None
+    was_empty = not _refuse_occupied(s, url, resume=resume, force=force, job=job)
     lease = RemoteLease(s.dest).acquire()
     try:
-        _refuse_occupied(s, url, resume=resume, force=force)  # filled by another writer since
+        _refuse_occupied(s, url, resume=resume, force=force, job=job)  # another writer since
         with disk_session(r):
             run_steps(r, remote_steps(s, disk_steps(r, STEPS)))
     except BaseException as exc:

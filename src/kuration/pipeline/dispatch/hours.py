@@ -50,11 +50,13 @@ from ...output.commit import (
     STAGING_NAME,
     WriterLease,
     destination_path,
+    holds_staged,
     read_commit,
     remove_tree,
 )
 from ...output.containers import require_container
 from ...output.encoders import PassthroughEncoder
+from ...output.job_match import refuse_other_job_here
 from ...output.spec import OutputSpec
 from ...selection.fill import FillResult
 from ...selection.strategy import Strategy
@@ -62,7 +64,7 @@ from ..destination.occupied import holds_run, refuse_occupied
 from ..destination.remote import run_remote
 from ..disk.hours import disk_session, disk_steps
 from ..run.scoring import ScoringResult
-from ..run.steps import STEPS, HoursRun, run_steps
+from ..run.steps import STEPS, HoursRun, job_description, run_steps
 from ..spec.logical import HoursSelection as HoursSelectionT
 from ..spec.plan import PhysicalPlan, StageTelemetry
 from ..stream.passes import STREAMING_STEPS
@@ -161,9 +163,16 @@ def _check_container(spec: OutputSpec) -> None:
         raise OutputSpecError(str(exc)) from None
 
 
-def _refuse_occupied(root: Path, *, resume: bool, force: bool) -> None:
+def _refuse_occupied(
+    root: Path, *, resume: bool, force: bool, job: Mapping[str, Any] | None = None
+) -> None:
     """Raise :class:`DatasetExistsError` for a folder holding more than the lease unless
-    ``force``, or ``resume`` and it holds a run (:func:`refuse_occupied`)."""
+    ``force``, or ``resume`` and it holds a run (:func:`refuse_occupied`) that is not the
+    committed dataset of another job than ``job`` (a
+    :func:`~kuration.pipeline.run.steps.job_description`; see
+    :func:`~kuration.output.job_match.refuse_other_job`).  A folder holding staged work
+    (a ``force`` run that failed before it published, say) is judged by the resume
+    lookup, which knows whose work it is."""
     try:
         names = [p.name for p in root.iterdir() if p.name != LOCK_NAME]
     except FileNotFoundError:
@@ -172,6 +181,8 @@ def _refuse_occupied(root: Path, *, resume: bool, force: bool) -> None:
         raise DatasetExistsError(f"{root} exists and is not a directory") from None
     if names:
         refuse_occupied(str(root), has_run=holds_run(names), resume=resume, force=force)
+        if resume and job is not None and not holds_staged(root):
+            refuse_other_job_here(root, job)  # staged work: the fingerprint decides, later
 
 
 def _group_fn(
@@ -299,10 +310,12 @@ def run_hours(
     root = Path(local_path(out))
     r = _prepare(p, root, sources, plan, force=force, resume=resume, index_bytes=index_bytes)
     r.telemetry.extend(telemetry)
-    _refuse_occupied(root, resume=resume, force=force)  # before the lease: a refusal writes nothing
+    job = job_description(r) if resume else None
+    # before the lease: a refusal writes nothing
+    _refuse_occupied(root, resume=resume, force=force, job=job)
     lease = WriterLease(root).acquire()
     try:
-        _refuse_occupied(root, resume=resume, force=force)  # filled by another writer since
+        _refuse_occupied(root, resume=resume, force=force, job=job)  # another writer since
         # one executor for the whole run: scoring and staging share its workers
         with (
             make_executor(

@@ -42,6 +42,7 @@ from ...output.commit import (
     SPLITS,
     STAGING_NAME,
     Journal,
+    holds_staged,
     make_durable,
     read_commit,
     remove_stale,
@@ -54,6 +55,7 @@ from ...output.commit import (
     write_commit,
 )
 from ...output.encoders import encoder_identity
+from ...output.job_match import refuse_other_job_here
 from ...output.writer import PLAN_KEYS, ShardWriter, ensure_dir, plan_entries
 from ...selection.fill import (
     CandidateTable,
@@ -194,17 +196,23 @@ def step_split(r: HoursRun) -> dict[str, Any]:
     return {"rows_in": len(cand_sources), "rows_out": len(r.split_of)}
 
 
+def fill_options(r: HoursRun) -> tuple[list[str] | None, bool, float | None]:
+    """The fill's tag names, whether tag coverage applies and the group overshoot: the
+    selection's options with the strategy's own tag coverage and group cap."""
+    strat_cov = getattr(r.strategy, "tag_coverage", None) or {}
+    strat_cap = getattr(r.strategy, "group_cap", None) or {}
+    overshoot = r.sel.max_group_overshoot
+    if overshoot is None and strat_cap.get("max_overshoot") is not None:
+        overshoot = float(strat_cap["max_overshoot"])
+    tag_names = sorted(strat_cov) if strat_cov else None
+    return tag_names, bool(r.sel.tag_coverage or strat_cov), overshoot
+
+
 def step_fill(r: HoursRun, fill: Callable[..., FillResult] = fill_budgets) -> dict[str, Any]:
     """Fill the hour budgets; the strategy's own tag coverage and group cap apply too
     (``fill``: :func:`~kuration.selection.fill.fill_budgets`, or the disk runtime's fill
     over its candidate store)."""
-    strat_cov = getattr(r.strategy, "tag_coverage", None) or {}
-    r.tag_names = sorted(strat_cov) if strat_cov else None
-    r.use_tags = bool(r.sel.tag_coverage or strat_cov)
-    strat_cap = getattr(r.strategy, "group_cap", None) or {}
-    r.overshoot = r.sel.max_group_overshoot
-    if r.overshoot is None and strat_cap.get("max_overshoot") is not None:
-        r.overshoot = float(strat_cap["max_overshoot"])
+    r.tag_names, r.use_tags, r.overshoot = fill_options(r)
     budgets = {"train": r.sel.train_hours * 3600.0, "test": r.sel.test_hours * 3600.0}
     r.fill = fill(
         r.candidates,
@@ -239,14 +247,12 @@ def step_fill(r: HoursRun, fill: Callable[..., FillResult] = fill_budgets) -> di
     return {"rows_in": len(r.candidates), "rows_out": n_out}
 
 
-def step_fingerprint(r: HoursRun) -> dict[str, Any]:
-    """The run document pinned by ``.kuration_output_spec.json`` and its fingerprint."""
-    pool = r.pool()
-    source_ids = [
-        {"source_id": sid, "fingerprint": info.fingerprint}
-        for sid, info in sorted(pool.sources.items())
-    ]
-    r.run = {
+def job_description(r: HoursRun) -> dict[str, Any]:
+    """The run description less what the sources tell (their fingerprints, errors and
+    groups): the job's settings and the identity of the code that runs it, known before
+    any source is read (see :mod:`kuration.output.job_match`)."""
+    tag_names, use_tags, overshoot = fill_options(r)
+    run = {
         "kuration_version": __version__,
         "schema": r.schema.to_dict(),
         "adapter": r.adapter.to_dict(),
@@ -260,20 +266,33 @@ def step_fingerprint(r: HoursRun) -> dict[str, Any]:
         "min_track_seconds": float(r.sel.min_track_seconds),
         "span_steps": r.span_steps,
         **unit_record(r),
-        "groups": dict(sorted(r.groups.items())),
-        "max_group_overshoot": r.overshoot,
-        "tag_coverage": r.use_tags,
-        "tag_names": r.tag_names,
+        "max_group_overshoot": overshoot,
+        "tag_coverage": use_tags,
+        "tag_names": tag_names,
         "min_tag_frac": float(r.sel.min_tag_frac),
         "on_error": r.opts.on_error,
+    }
+    # code outside kuration that shapes the shards (plugins); absent when there is none
+    code = run_code(used_names(run["strategy"], r.adapter.name, r.spec.container), r.plugins)
+    if code:
+        run["code"] = code
+    return run
+
+
+def step_fingerprint(r: HoursRun) -> dict[str, Any]:
+    """The run document pinned by ``.kuration_output_spec.json`` and its fingerprint."""
+    pool = r.pool()
+    source_ids = [
+        {"source_id": sid, "fingerprint": info.fingerprint}
+        for sid, info in sorted(pool.sources.items())
+    ]
+    r.run = {
+        **job_description(r),
+        "groups": dict(sorted(r.groups.items())),
         "sources": source_ids,
         "source_errors": sorted(pool.errors),
     }
-    # code outside kuration that shapes the shards (plugins); absent when there is none
-    code = run_code(used_names(r.run["strategy"], r.adapter.name, r.spec.container), r.plugins)
-    if code:
-        r.run["code"] = code
-    r.unidentified = code_unidentified(code)
+    r.unidentified = code_unidentified(r.run.get("code", {}))
     r.fingerprint = run_fingerprint(r.run)
     return {"rows_in": len(source_ids), "rows_out": 1}
 
@@ -310,7 +329,17 @@ def step_shard_plan(r: HoursRun) -> dict[str, Any]:
 
 
 def step_resume_lookup(r: HoursRun) -> dict[str, Any]:
-    """Which earlier shards may be reused (``resume``), and the previous commit record."""
+    """Which earlier shards may be reused (``resume``), and the previous commit record.
+
+    Raises
+    ------
+    DatasetExistsError
+        ``resume`` into a destination whose committed dataset another job made, unless
+        it holds work this very run staged (a ``force`` run of it that failed before
+        publishing); see :mod:`kuration.output.job_match`.
+    """
+    if r.resume and not holds_staged(r.root, r.fingerprint):
+        refuse_other_job_here(r.root, r.run)
     if r.resume:
         strong = all(
             isinstance(s["fingerprint"], str) and s["fingerprint"] for s in r.run["sources"]

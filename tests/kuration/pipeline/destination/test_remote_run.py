@@ -149,6 +149,20 @@ def test_second_writer_is_refused_by_the_remote_lease(s3_bucket: str, job_b: dic
     assert fs.find(url.removeprefix("s3://")) == [lock]  # and nothing else written
 
 
+def test_resume_of_another_job_is_refused_on_a_remote_prefix(
+    s3_bucket: str, job_a: dict, job_b: dict, gen_a: Any
+) -> None:
+    url = f"{s3_bucket}/other-job"
+    _quiet_run(job_a, url)
+    before = _remote_bytes(url)
+    with pytest.raises(DatasetExistsError, match=f"{url} holds the committed dataset of a diff"):
+        _quiet_run(job_b, url, resume=True)
+    assert _remote_bytes(url) == before == _local_bytes(gen_a.path)
+    keys = {k.split("/", 2)[-1] for k in _fs().find(url.removeprefix("s3://"))}
+    assert LOCK_NAME not in keys and not any(k.startswith(STAGING_NAME) for k in keys)
+    assert open_dataset(url).commit["run_fingerprint"] == gen_a.fingerprint
+
+
 def test_reader_refuses_a_dataset_replaced_mid_read(s3_bucket: str, job_b: dict) -> None:
     url = f"{s3_bucket}/moving"
     _quiet_run(job_b, url)

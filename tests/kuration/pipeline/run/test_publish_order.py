@@ -181,7 +181,16 @@ def _fault_case(job, step, when, tmp_path, monkeypatch, capsys, gen_a, base_b, d
     else:
         assert _state(dest) == "writing" and _reader_view(dest)[0] == "refused"
         assert f"{dest} is left in state 'writing'" in err and "--resume" in err
-    assert cli_main(["run", str(job_path), "--out", str(dest), "--resume", "--json"]) == 0
+    resume = ["run", str(job_path), "--out", str(dest), "--resume", "--json"]
+    if when == "before" and NAMES.index(step) <= NAMES.index("stage"):
+        # nothing of this job was staged and the other job's dataset stands: resume is
+        # refused (it continues the same job only), and --force starts over
+        assert cli_main(resume) == 1
+        err = capsys.readouterr().err
+        assert "committed dataset of a different job" in err and "--force" in err
+        assert all_bytes(dest) == before
+        resume[resume.index("--resume")] = "--force"
+    assert cli_main(resume) == 0
     assert digests(dest) == digests(base_b.path)
     assert not (dest / ".kuration_staging").exists()
 
