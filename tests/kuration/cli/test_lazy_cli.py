@@ -94,3 +94,46 @@ def test_every_lazy_command_resolves_to_its_function() -> None:
             assert callable(impl) and impl.__name__ == fn.name, name
     # run, inspect, diff, check, curate, experiment, explain, operators
     assert len(lazy) == 8, sorted(lazy)
+
+
+# scipy submodules that cost ~0.5 s to import and only some metrics call
+_SCIPY_HEAVY = ("scipy.signal", "scipy.stats", "scipy.ndimage")
+
+_IMPORT_PROBE = """
+import json, sys
+for stmt in json.loads(sys.argv[1]):
+    exec(stmt)
+print(json.dumps(sorted(n for n in json.loads(sys.argv[2]) if n in sys.modules)))
+"""
+
+
+def scipy_loaded_after(statements: list[str]) -> list[str]:
+    """Which of ``_SCIPY_HEAVY`` a fresh interpreter has loaded after running ``statements``."""
+    out = subprocess.run(
+        [sys.executable, "-c", _IMPORT_PROBE, json.dumps(statements), json.dumps(_SCIPY_HEAVY)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return list(json.loads(out.stdout.splitlines()[-1]))
+
+
+def test_importing_the_run_command_leaves_scipy_signal_stats_ndimage_unloaded() -> None:
+    """``kur run``'s import path (every stage a run may use) stays off the scipy
+    submodules that only the robot metrics call."""
+    assert scipy_loaded_after(["import kuration.cli.run"]) == []
+
+
+def test_the_scipy_probe_sees_a_robot_metric_load_them() -> None:
+    """The same probe after a robot metric runs: the check above can fail."""
+    loaded = scipy_loaded_after(
+        [
+            "import kuration.cli.run",
+            "import numpy as np",
+            "from kuration.metrics import robot",
+            "robot.hampel_z(np.arange(12.0).reshape(6, 2))",
+            "robot.action_state_lag(np.random.default_rng(0).random((20, 2)),"
+            " np.random.default_rng(1).random((20, 2)), 3)",
+        ]
+    )
+    assert loaded == ["scipy.ndimage", "scipy.signal", "scipy.stats"]
