@@ -25,6 +25,7 @@ from ..core.progress import RichProgress
 from ..pipeline.api.count import CurationResult, ExperimentResult, curate_job, experiment_job
 from ..pipeline.disk.pool import DiskSelection
 from ._console import report_console
+from ._words import count
 
 __all__ = ["cmd_curate", "cmd_experiment", "print_curation", "print_experiment"]
 
@@ -180,10 +181,10 @@ def _print_disk(res: DiskSelection, wall: float, console: Console) -> None:
         f"under {ck['root'] or 'a temporary directory'}"
     )
     if ck.get("unidentified") and ck.get("root"):
-        first = ck["unidentified"][0]
+        first, n = ck["unidentified"][0], len(ck["unidentified"])
         console.print(
-            f"[yellow]checkpoints[/]: no strong source identity: {len(ck['unidentified'])} "
-            f"source(s), e.g. {first}, were scored afresh and are never reused",
+            f"[yellow]checkpoints[/]: no strong source identity: {count(n, 'source')}, "
+            f"e.g. {first}, scored afresh and never reused",
             highlight=False,
         )
     t = Table(title="stages")
