@@ -51,15 +51,25 @@ class CheckResult:
 
 
 def load_policy(policy: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
-    """Read and validate a policy (path or mapping), checked by
-    :class:`~kuration.core.config.PolicyModel` (strict JSON types, unknown keys rejected).
+    """Read and validate a policy, checked by :class:`~kuration.core.config.PolicyModel`
+    (strict JSON types, unknown keys rejected).
+
+    ``policy`` is a mapping, a path to a JSON file, or the JSON text of the object itself:
+    a ``str`` that starts with ``{`` (after white space), as ``kur init --units`` takes.
 
     Raises
     ------
     PolicyError
+        The file cannot be read, the text is not strict JSON, or the object is invalid.
     """
     what = "policy"
-    if not isinstance(policy, Mapping):
+    if isinstance(policy, str) and policy.lstrip().startswith("{"):
+        what = "policy JSON text"
+        try:
+            policy = loads_strict(policy.encode(), what=what)
+        except ValueError as exc:
+            raise PolicyError(f"cannot read policy: {exc}") from None
+    elif not isinstance(policy, Mapping):
         what = str(policy)
         try:
             with open(policy, "rb") as fh:

@@ -1,5 +1,7 @@
 """``kur --help``, every subcommand's ``--help`` and a usage error load only the parser:
 no numpy, pyarrow, DuckDB, pydantic, pint, rich, TimeNet's client or kuration's stages.
+One exception: ``kur check --help`` lists the policy's gates from the policy model, so it
+loads that model (``kuration.core.config``, pydantic) and nothing else.
 
 Each check runs in a fresh interpreter and reads ``sys.modules`` afterwards, so it fails
 when an eager import comes back, whatever the machine's speed (``bench/bench_startup.py``
@@ -64,15 +66,30 @@ def loaded_after(calls: list[tuple[str, list[str]]]) -> list[str]:
     return list(json.loads(out.stdout.splitlines()[-1]))
 
 
-def test_help_and_usage_errors_load_only_the_parser() -> None:
-    calls = [("main", ["--help"]), ("main", ["bogus"]), ("main", ["run", "job.json", "--bogus"])]
-    calls += [("main", [name, "--help"]) for name in cli_main._COMMANDS]
+def _help_calls(names: list[str]) -> list[tuple[str, list[str]]]:
+    """``kur NAME --help`` and ``kur-NAME --help`` (where that script exists) for each name."""
+    calls = [("main", [name, "--help"]) for name in names]
     calls += [
         (f"{name.replace('-', '_')}_main", ["--help"])
-        for name in cli_main._COMMANDS
+        for name in names
         if hasattr(cli_main, f"{name.replace('-', '_')}_main")
     ]
+    return calls
+
+
+def test_help_and_usage_errors_load_only_the_parser() -> None:
+    calls = [("main", ["--help"]), ("main", ["bogus"]), ("main", ["run", "job.json", "--bogus"])]
+    calls += [("main", ["check", "dataset"]), ("check_main", ["dataset", "--bogus"])]
+    calls += _help_calls([name for name in cli_main._COMMANDS if name != "check"])
     assert loaded_after(calls) == []
+
+
+def test_check_help_loads_only_the_policy_model() -> None:
+    loaded = loaded_after(_help_calls(["check"]))
+    assert "kuration.core.config" in loaded
+    assert [
+        n for n in loaded if n != "kuration.core.config" and n.split(".")[0] != "pydantic"
+    ] == []
 
 
 def test_the_probe_sees_a_command_load_its_implementation() -> None:
