@@ -113,8 +113,9 @@ def test_every_lazy_command_resolves_to_its_function() -> None:
     assert len(lazy) == 8, sorted(lazy)
 
 
-# scipy submodules that cost ~0.5 s to import and only some metrics call
-_SCIPY_HEAVY = ("scipy.signal", "scipy.stats", "scipy.ndimage")
+# what only some metrics call: scipy submodules (~0.5 s to import; the robot metrics) and
+# pymap3d (geodetic positions)
+_METRIC_ONLY = ("pymap3d", "scipy.signal", "scipy.stats", "scipy.ndimage")
 
 _IMPORT_PROBE = """
 import json, sys
@@ -124,10 +125,10 @@ print(json.dumps(sorted(n for n in json.loads(sys.argv[2]) if n in sys.modules))
 """
 
 
-def scipy_loaded_after(statements: list[str]) -> list[str]:
-    """Which of ``_SCIPY_HEAVY`` a fresh interpreter has loaded after running ``statements``."""
+def metric_only_loaded_after(statements: list[str]) -> list[str]:
+    """Which of ``_METRIC_ONLY`` a fresh interpreter has loaded after running ``statements``."""
     out = subprocess.run(
-        [sys.executable, "-c", _IMPORT_PROBE, json.dumps(statements), json.dumps(_SCIPY_HEAVY)],
+        [sys.executable, "-c", _IMPORT_PROBE, json.dumps(statements), json.dumps(_METRIC_ONLY)],
         capture_output=True,
         text=True,
         check=True,
@@ -135,15 +136,15 @@ def scipy_loaded_after(statements: list[str]) -> list[str]:
     return list(json.loads(out.stdout.splitlines()[-1]))
 
 
-def test_importing_the_run_command_leaves_scipy_signal_stats_ndimage_unloaded() -> None:
+def test_kur_run_imports_leave_scipy_signal_stats_ndimage_pymap3d_unloaded() -> None:
     """``kur run``'s import path (every stage a run may use) stays off the scipy
-    submodules that only the robot metrics call."""
-    assert scipy_loaded_after(["import kuration.cli.run"]) == []
+    submodules that only the robot metrics call, and off pymap3d."""
+    assert metric_only_loaded_after(["import kuration.cli.run"]) == []
 
 
-def test_the_scipy_probe_sees_a_robot_metric_load_them() -> None:
-    """The same probe after a robot metric runs: the check above can fail."""
-    loaded = scipy_loaded_after(
+def test_the_probe_sees_robot_and_geodetic_metrics_load_them() -> None:
+    """The same probe after robot metrics and a geodetic kernel run: the check above can fail."""
+    loaded = metric_only_loaded_after(
         [
             "import kuration.cli.run",
             "import numpy as np",
@@ -151,6 +152,8 @@ def test_the_scipy_probe_sees_a_robot_metric_load_them() -> None:
             "robot.hampel_z(np.arange(12.0).reshape(6, 2))",
             "robot.action_state_lag(np.random.default_rng(0).random((20, 2)),"
             " np.random.default_rng(1).random((20, 2)), 3)",
+            "from kuration.metrics.dsl import kernels",
+            "kernels.heading(np.zeros((3, 1, 3)), np.zeros((3, 1, 2)))",
         ]
     )
-    assert loaded == ["scipy.ndimage", "scipy.signal", "scipy.stats"]
+    assert loaded == ["pymap3d", "scipy.ndimage", "scipy.signal", "scipy.stats"]
