@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.words import count, were
 from ..selection.fill import explain_underfill
-from ._words import count, were
 
 __all__ = ["excluded_tracks_line", "hours", "strategy_line", "underfill_lines"]
 

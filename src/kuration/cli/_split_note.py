@@ -6,7 +6,7 @@ import datetime as _dt
 from collections.abc import Mapping
 from typing import Any
 
-from ._words import count
+from ..core.words import count
 
 __all__ = ["split_excluded_line"]
 

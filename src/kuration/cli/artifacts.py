@@ -14,13 +14,13 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from ..core.words import count
 from ..tools.check import check_dataset
 from ..tools.diff import compare_datasets
 from ..tools.inspect import InspectReport, inspect_dataset
 from ._budget_notes import hours, underfill_lines
 from ._console import report_console
 from ._split_note import split_excluded_line
-from ._words import count
 
 __all__ = ["cmd_check", "cmd_diff", "cmd_inspect", "print_inspect"]
 

@@ -22,10 +22,10 @@ from rich.console import Console
 from rich.table import Table
 
 from ..core.progress import RichProgress
+from ..core.words import count
 from ..pipeline.api.count import CurationResult, ExperimentResult, curate_job, experiment_job
 from ..pipeline.disk.pool import DiskSelection
 from ._console import report_console
-from ._words import count
 
 __all__ = ["cmd_curate", "cmd_experiment", "print_curation", "print_experiment"]
 

@@ -16,13 +16,13 @@ from rich.console import Console
 from rich.table import Table
 
 from ..core.progress import RichProgress
+from ..core.words import count
 from ..errors import JobError
 from ..pipeline.api.entry import run_job
 from ..pipeline.dispatch.hours import DatasetWriteResult
 from ._budget_notes import excluded_tracks_line, hours, strategy_line, underfill_lines
 from ._console import report_console
 from ._split_note import split_excluded_line
-from ._words import count
 
 __all__ = ["cmd_run", "print_run_summary"]
 

@@ -23,6 +23,7 @@ from typing import Any, cast
 
 from ..core.config import PolicyModel, validate_config
 from ..core.jsonio import loads_strict
+from ..core.words import count
 from ..errors import KurationError, PolicyError
 from .inspect import inspect_dataset
 
@@ -130,7 +131,7 @@ def check_dataset(
             {
                 "gate": "min_sources",
                 "ok": n >= pol["min_sources"],
-                "detail": f"{n} sources (need {pol['min_sources']})",
+                "detail": f"{count(n, 'source')} (need {pol['min_sources']})",
             }
         )
     if "min_shards" in pol:
@@ -146,7 +147,7 @@ def check_dataset(
                 {
                     "gate": f"min_shards[{split}]",
                     "ok": have >= need,
-                    "detail": f"{have} shards (need {need})",
+                    "detail": f"{count(have, 'shard')} (need {need})",
                 }
             )
     if pol.get("verify"):
@@ -155,7 +156,7 @@ def check_dataset(
             {
                 "gate": "verify",
                 "ok": bool(v.get("valid")),
-                "detail": f"{v.get('checked')} shards checked"
+                "detail": f"{count(v.get('checked', 0), 'shard')} checked"
                 + (
                     f"; {len(v['failures'])} failed: {v['failures'][0]}"
                     if v.get("failures")
@@ -184,7 +185,7 @@ def check_dataset(
             {
                 "gate": "max_skipped_sources",
                 "ok": n_err <= pol["max_skipped_sources"],
-                "detail": f"{n_err} sources skipped (allowed {pol['max_skipped_sources']})",
+                "detail": f"{count(n_err, 'source')} skipped (allowed {pol['max_skipped_sources']})",
             }
         )
     if "max_skipped_fraction" in pol:

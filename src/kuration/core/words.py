@@ -1,4 +1,4 @@
-"""Counted nouns for the lines ``kur`` prints: "1 track", "2 tracks"."""
+"""Counted nouns for the lines kuration prints: "1 track", "2 tracks"."""
 
 from __future__ import annotations
 
