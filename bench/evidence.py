@@ -32,6 +32,7 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import evidence_arms as ea
+import evidence_ceiling as ec
 import evidence_data as ed
 import evidence_faults as ef
 import evidence_guided as eg
@@ -241,6 +242,13 @@ class DomainResult:
     oracle_usable_h: dict[str, dict[float, float]] = field(default_factory=dict)
     # the constrained ORACLE's penalty and whether it met the all-windows cap: path -> budget
     oracle_lambda: dict[str, dict[float, tuple[float, bool]]] = field(default_factory=dict)
+    # the constrained ORACLE cross-fitted over repeated entity halvings and by time, with the
+    # reweighted whole pool: part -> per budget, differences from random (evidence_ceiling)
+    ceiling: dict[str, list[dict[str, float]]] = field(default_factory=dict)
+    # kuration's random method against the random arm over many seeds (ridge, closed form):
+    # budget -> "all"/"tail" -> {"random", "sdk", "p", "seeds"}
+    sdk_random: dict[float, dict[str, dict[str, float]]] = field(default_factory=dict)
+    sdk_random_spans: dict[str, float] = field(default_factory=dict)
     pool_usable_h: float = 0.0
     seconds: float = 0.0
 
@@ -314,7 +322,8 @@ def run_domain(
     for arm in arms:
         res.errors[arm.name] = {}
         res.usable_h[arm.name], res.tail_share[arm.name] = {}, {}
-        seeds = list(range(n_rand if arm.strategy is None else n_strat))
+        # kuration's random method is the random arm's counterpart: as many seeds
+        seeds = list(range(n_rand if arm.strategy is None or arm.name == "sdk:random" else n_strat))
         for b in budgets:
             picks: list[np.ndarray] = []
             for s in seeds:
@@ -347,6 +356,13 @@ def run_domain(
     _fault_arm(res, pool, test, sets, budgets, n_rand, quick, log)
     _bound(res, pool, test, sets, budgets, quick)
     _oracle(res, pool, test, sets, budgets, quick)
+    if split == "test":
+        _ceiling(res, pool, test, budgets, n_rand, quick)
+        sdk = next((a for a in arms if a.name == "sdk:random"), None)
+        if sdk is not None:
+            res.sdk_random, res.sdk_random_spans = ec.sdk_random_check(
+                pool, sdk, test, budgets, 20 if quick else 1000
+            )
     res.seconds = time.perf_counter() - t0
     return res
 
@@ -448,6 +464,35 @@ def _oracle(
             res.oracle_usable_h.setdefault(name, {})[b] = float(
                 pool.usable[spans].sum() / hz / 3600
             )
+
+
+# seeded halvings of the test entities the repeated cross-fit uses (each both ways)
+SPLITS = 10
+
+
+def _ceiling(
+    res: DomainResult,
+    pool: ea.Pool,
+    test: ed.Windows,
+    budgets: list[float],
+    n_rand: int,
+    quick: bool,
+) -> None:
+    """The constrained ORACLE chosen on one part of the test set and scored on another
+    (:mod:`evidence_ceiling`): ``SPLITS`` entity halvings both ways, and by time."""
+    hz = pool.loaded.pipeline.schema.sample_hz
+    st = eo.span_stats(pool, eo.span_of_windows(pool))
+    inp = ec.CeilingInputs(
+        pool,
+        st,
+        test,
+        test.y - test.cv,
+        [round(b * 3600 * hz) for b in budgets],
+        ec.random_errors(pool, st, test, budgets, n_rand),
+        tuple(res_domain(res).tail),
+    )
+    parts = [*ec.entity_parts(test, 2 if quick else SPLITS), ec.time_part(test)]
+    res.ceiling = ec.ceiling(inp, parts, (0.0, 1.0) if quick else ec.LAMBDAS)
 
 
 def res_domain(res: DomainResult) -> ed.Domain:

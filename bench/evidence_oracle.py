@@ -138,6 +138,63 @@ def ridge_from_stats(
     return coef, intercept
 
 
+def _errors(
+    st: SpanStats,
+    cur: list,  # type: ignore[type-arg]
+    cand: np.ndarray,
+    xt: np.ndarray,
+    rt: np.ndarray,
+    wt: np.ndarray,
+    alpha: float,
+    chunk: int,
+) -> np.ndarray:
+    """(C,) weighted MAE on ``xt``, ``rt`` of the set so far plus each candidate span alone."""
+    d, k = st.sx.shape[1], st.sr.shape[1]
+    errs = np.empty(cand.size)
+    for a in range(0, cand.size, chunk):
+        c = cand[a : a + chunk]
+        coef, icpt = ridge_from_stats(
+            cur[0] + st.n[c],
+            cur[1] + st.sx[c],
+            cur[2] + st.sxx[c],
+            cur[3] + st.sr[c],
+            cur[4] + st.sxr[c],
+            alpha,
+        )
+        # one matrix product for the chunk's predictions, (M, C, K), minus the targets; in
+        # float32 (a ranking: the chosen sets are scored again in float64)
+        w32 = coef.transpose(1, 0, 2).reshape(d, -1).astype(np.float32)
+        res = (xt @ w32).reshape(len(xt), c.size, k)
+        res += (icpt[None] - rt[:, None, :]).astype(np.float32)
+        errs[a : a + chunk] = wt @ np.sqrt(np.einsum("mck,mck->mc", res, res))
+    return errs
+
+
+def screening_set(wt: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Target windows (indices) and weights of the greedy's screening pass.
+
+    Windows of zero weight never count.  If more than ``size`` remain, every window of more
+    than the lowest weight (the tail, under a tail-plus-all objective) stays, and the
+    lowest-weight ones are thinned to every ``s``-th, their weight times ``s``; if even the
+    heavier ones are too many, every ``s``-th of all of them, weights times ``s``.
+    """
+    idx = np.flatnonzero(wt > 0)
+    if idx.size <= size:
+        return idx, wt[idx]
+    light = wt[idx] == wt[idx].min()
+    heavy = idx[~light]
+    room = size - heavy.size
+    if room < size // 4:  # thin them all alike
+        step = -(-idx.size // size)
+        return idx[::step], wt[idx[::step]] * step
+    step = -(-int(light.sum()) // room)
+    thin = idx[light][::step]
+    keep = np.sort(np.concatenate([heavy, thin]))
+    w = wt[keep].copy()
+    w[np.isin(keep, thin)] *= light.sum() / thin.size
+    return keep, w
+
+
 def greedy_tail(
     pool: ea.Pool,
     st: SpanStats,
@@ -148,6 +205,8 @@ def greedy_tail(
     weight: np.ndarray | None = None,
     alpha: float = 1.0,
     chunk: int = 256,
+    screen: int = 2048,
+    shortlist: int = 16,
 ) -> np.ndarray:
     """Span rows in greedy order, to ``budget_ticks`` usable ticks, lowering ridge's MAE on
     the target windows ``xt`` (inputs, (M, D)) and ``rt`` (residual targets, (M, K)),
@@ -156,7 +215,10 @@ def greedy_tail(
     Each step scores every remaining span added alone to the set so far and adds the best
     one; once the set holds ``8 * m`` spans, a step adds the ``m`` best (so the path takes
     about 8 steps per doubling of its size: the error of a large set moves little per span).
-    Ties (equal error) go to the lowest span row, so the path is deterministic.
+    Over more than ``screen`` target windows a step first scores every span on a thinned
+    set (:func:`screening_set`), then the ``m + shortlist`` best again on every window, and
+    adds the best of those.  Ties (equal error) go to the lowest span row, so the path is
+    deterministic.
     """
     d, k = st.sx.shape[1], st.sr.shape[1]
     cur = [0.0, np.zeros(d), np.zeros((d, d)), np.zeros(k), np.zeros((d, k))]
@@ -164,24 +226,19 @@ def greedy_tail(
     order: list[int] = []
     got = 0
     wt = np.full(len(xt), 1.0 / len(xt)) if weight is None else weight
+    sub, wsub = screening_set(wt, screen)
+    x32 = xt.astype(np.float32)
+    # every window that counts, at its own weight: the screening pass is the exact score
+    exact = sub.size == int(np.count_nonzero(wt > 0)) and np.array_equal(wsub, wt[sub])
     while got < budget_ticks and left.size:
-        errs = np.empty(left.size)
-        for a in range(0, left.size, chunk):
-            c = left[a : a + chunk]
-            coef, icpt = ridge_from_stats(
-                cur[0] + st.n[c],
-                cur[1] + st.sx[c],
-                cur[2] + st.sxx[c],
-                cur[3] + st.sr[c],
-                cur[4] + st.sxr[c],
-                alpha,
-            )
-            # one matrix product for the chunk's predictions, (M, C, K), minus the targets
-            res = (xt @ coef.transpose(1, 0, 2).reshape(d, -1)).reshape(len(xt), c.size, k)
-            res += icpt[None] - rt[:, None, :]
-            errs[a : a + chunk] = wt @ np.sqrt(np.einsum("mck,mck->mc", res, res))
         m = max(1, len(order) // 8)
-        for j in np.argsort(errs, kind="stable")[:m].tolist():
+        errs = _errors(st, cur, left, x32[sub], rt[sub], wsub, alpha, chunk)
+        rank = np.argsort(errs, kind="stable")
+        if not exact:  # the screening's best, scored again on every window
+            short = np.sort(rank[: m + shortlist])
+            full = _errors(st, cur, left[short], x32, rt, wt, alpha, chunk)
+            rank = short[np.argsort(full, kind="stable")]
+        for j in rank[:m].tolist():
             best = int(left[j])
             order.append(best)
             for i, part in enumerate((st.n, st.sx, st.sxx, st.sr, st.sxr)):
