@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.words import count, were
 from ..selection.fill import explain_underfill
 
 __all__ = ["excluded_tracks_line", "hours", "strategy_line", "underfill_lines"]
@@ -52,7 +53,7 @@ def excluded_tracks_line(budget: Mapping[str, Any], *, has_filters: bool = True)
         b = budget.get(split)
         if isinstance(b, Mapping) and b.get("nonfinite_excluded"):
             n, s = b["nonfinite_excluded"], float(b.get("nonfinite_excluded_s", 0.0))
-            parts.append(f"{split} {n} tracks ({hours(s)})")
+            parts.append(f"{split} {count(n, 'track')} ({hours(s)})")
     out = []
     if parts:
         cause = "the strategy's filters (or a NaN feature)" if has_filters else "a NaN feature"
@@ -61,7 +62,7 @@ def excluded_tracks_line(budget: Mapping[str, Any], *, has_filters: bool = True)
     if short:
         floor = budget.get("min_track_seconds")
         of = f" ({float(floor):g} s)" if floor is not None else ""
-        out.append(f"{short} tracks were shorter than min_track_seconds{of}")
+        out.append(f"{count(short, 'track')} {were(short)} shorter than min_track_seconds{of}")
     return "left out of the pool: " + "; ".join(out) if out else None
 
 

@@ -6,6 +6,8 @@ import datetime as _dt
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.words import count
+
 __all__ = ["split_excluded_line"]
 
 SHOWN = 3  # ids named in the line; config.json lists them all
@@ -33,6 +35,6 @@ def split_excluded_line(report: Mapping[str, Any] | None) -> str | None:
     else:
         why = "the split rule assigns it to neither split"
     return (
-        f"split rule excluded {len(ids)} source(s) ({shown}): {why}; all listed in config.json "
-        "(results.split_report.excluded_sources)"
+        f"split rule excluded {count(len(ids), 'source')} ({shown}): {why}; all listed in "
+        "config.json (results.split_report.excluded_sources)"
     )

@@ -14,6 +14,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from ..core.words import count
 from ..tools.check import check_dataset
 from ..tools.diff import compare_datasets
 from ..tools.inspect import InspectReport, inspect_dataset
@@ -26,7 +27,7 @@ __all__ = ["cmd_check", "cmd_diff", "cmd_inspect", "print_inspect"]
 
 def print_inspect(rep: InspectReport, console: Console) -> None:
     """Render an :class:`InspectReport` as text tables."""
-    layout = f" packed into {rep.packed_files} file(s)" if rep.packed_files else ""
+    layout = f" packed into {count(rep.packed_files, 'file')}" if rep.packed_files else ""
     console.print(
         f"[bold]{rep.path}[/]  container={rep.container}{layout} shard_length={rep.shard_length}"
     )
@@ -79,7 +80,7 @@ def print_inspect(rep: InspectReport, console: Console) -> None:
     if rep.verification:
         v = rep.verification
         state = "[green]valid[/]" if v["valid"] else "[red]INVALID[/]"
-        console.print(f"verification: {state} ({v['checked']} shards checked)")
+        console.print(f"verification: {state} ({count(v['checked'], 'shard')} checked)")
         for f in v["failures"]:
             console.print(f"  [red]{f}[/]")
 
@@ -119,11 +120,13 @@ def cmd_diff(args: argparse.Namespace) -> int:
     same = not (sh["added"] or sh["removed"] or sh["changed"] or d["changes"] or d["splits"])
     if d["identical"]:
         how = "" if "verification" in d else " (manifests compared; --verify reads the files)"
-        con.print(f"[green]identical[/]: {sh['unchanged']} shards, same configuration{how}")
+        con.print(
+            f"[green]identical[/]: {count(sh['unchanged'], 'shard')}, same configuration{how}"
+        )
     elif same and not d["modalities"]:  # only --verify found a difference
         bad = [side for side, v in d["verification"].items() if not v["valid"]]
         con.print(
-            f"[yellow]different[/]: the manifests agree ({sh['unchanged']} shards, same "
+            f"[yellow]different[/]: the manifests agree ({count(sh['unchanged'], 'shard')}, same "
             f"configuration), but the files of {' and '.join(bad)} do not match them"
         )
         for side in bad:
@@ -132,7 +135,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
     else:
         sh = d["shards"]
         con.print(
-            f"[yellow]different[/]: {len(sh['added'])} shards added, {len(sh['removed'])} removed, "
+            f"[yellow]different[/]: {count(len(sh['added']), 'shard')} added, "
+            f"{len(sh['removed'])} removed, "
             f"{len(sh['changed'])} changed, {sh['unchanged']} unchanged"
         )
         for kind in ("added", "removed", "changed"):
@@ -157,7 +161,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
             con.print(f"  modality {c['path']}: {c.get('left')} -> {c.get('right')}")
     if "verification" in d:
         for side, v in d["verification"].items():
-            con.print(f"{side}: {'valid' if v['valid'] else 'INVALID'} ({v['checked']} shards)")
+            con.print(
+                f"{side}: {'valid' if v['valid'] else 'INVALID'} ({count(v['checked'], 'shard')})"
+            )
     return 0
 
 

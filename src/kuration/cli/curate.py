@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..core.progress import RichProgress
+from ..core.words import count
 from ..pipeline.api.count import CurationResult, ExperimentResult, curate_job, experiment_job
 from ..pipeline.disk.pool import DiskSelection
 from ._console import report_console
@@ -50,7 +51,7 @@ def print_curation(res: CurationResult, wall: float, console: Console) -> None:
         console.print(
             f"sources scored: {sc['sources_scored']}/{sc['sources_total']} "
             f"(failed {sc['sources_failed']}, no window {sc['sources_short']}); "
-            f"pool: {len(res.pool)} segments, eligible: {res.n_eligible}"
+            f"pool: {count(len(res.pool), 'segment')}, eligible: {res.n_eligible}"
         )
     if res.shortfall:
         console.print(f"[yellow]shortfall[/] {res.shortfall}: {res.shortfall_reason}")
@@ -111,7 +112,8 @@ def _print_tags(tags: dict[str, Any], console: Console) -> None:
 def print_experiment(res: ExperimentResult, wall: float, console: Console) -> None:
     """Render an :class:`ExperimentResult` comparison table."""
     console.print(
-        f"[bold]kuration[/] experiment: {len(res.results)} strategies, n = {res.n_requested}, "
+        f"[bold]kuration[/] experiment: {count(len(res.results), 'strategy', 'strategies')}, "
+        f"n = {res.n_requested}, "
         f"{wall:.2f} s (scoring {res.timing.get('scoring_s', 0.0):.2f} s)"
     )
     c = Table(title="coverage of the pool (z-scored axes); vs random: minus the random control's")
@@ -175,15 +177,15 @@ def _print_disk(res: DiskSelection, wall: float, console: Console) -> None:
     console.print(
         f"[bold]kuration[/] selected {res.n_selected}/{res.n_requested} segments with "
         f"[cyan]{res.strategy.name}[/] ({res.strategy.method}) on the disk pool in {wall:.2f} s; "
-        f"pool: {res.n_pool} segments, eligible: {res.n_eligible}; checkpoints: "
+        f"pool: {count(res.n_pool, 'segment')}, eligible: {res.n_eligible}; checkpoints: "
         f"{ck['hits']} reused, {ck['misses']} built ({ck['rejected']} rejected) "
         f"under {ck['root'] or 'a temporary directory'}"
     )
     if ck.get("unidentified") and ck.get("root"):
-        first = ck["unidentified"][0]
+        first, n = ck["unidentified"][0], len(ck["unidentified"])
         console.print(
-            f"[yellow]checkpoints[/]: no strong source identity: {len(ck['unidentified'])} "
-            f"source(s), e.g. {first}, were scored afresh and are never reused",
+            f"[yellow]checkpoints[/]: no strong source identity: {count(n, 'source')}, "
+            f"e.g. {first}, scored afresh and never reused",
             highlight=False,
         )
     t = Table(title="stages")

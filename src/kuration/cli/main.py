@@ -25,6 +25,7 @@ from timenet.errors import TimeNetError
 
 from ..errors import KurationError, KurationWarning
 from ._args import byte_size, non_negative_int, positive_float, positive_int
+from ._epilogs import EPILOGS, HelpFormatter
 
 __all__ = [
     "check_main",
@@ -295,7 +296,12 @@ def _add_diff(p: argparse.ArgumentParser) -> None:
 
 def _add_check(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="a dataset directory or URL (s3://, gs://, az://)")
-    p.add_argument("--policy", required=True, help="quality policy JSON file")
+    p.add_argument(
+        "--policy",
+        required=True,
+        metavar="FILE|JSON",
+        help="quality policy: a JSON file, or the JSON object itself (gates below)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(fn=_Lazy("artifacts", "cmd_check"))
 
@@ -384,7 +390,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = ap.add_subparsers(dest="command", required=True)
     for name, (add, help_text) in _COMMANDS.items():
-        add(sub.add_parser(name, help=help_text))
+        add(
+            sub.add_parser(
+                name, help=help_text, epilog=EPILOGS.get(name), formatter_class=HelpFormatter
+            )
+        )
     return ap
 
 
@@ -421,7 +431,12 @@ def _script(command: str) -> Callable[[Sequence[str] | None], int]:
     add, help_text = _COMMANDS[command]
 
     def entry(argv: Sequence[str] | None = None) -> int:
-        ap = OneLineParser(prog=f"kur-{command}", description=help_text)
+        ap = OneLineParser(
+            prog=f"kur-{command}",
+            description=help_text,
+            epilog=EPILOGS.get(command),
+            formatter_class=HelpFormatter,
+        )
         add(ap)
         return _dispatch(f"kur-{command}", ap.parse_args(argv))
 

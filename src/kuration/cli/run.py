@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..core.progress import RichProgress
+from ..core.words import count
 from ..errors import JobError
 from ..pipeline.api.entry import run_job
 from ..pipeline.dispatch.hours import DatasetWriteResult
@@ -35,7 +36,7 @@ def _disk_pool_line(res: DatasetWriteResult) -> str | None:
     # a source whose read failed was a checkpoint miss too, but left no partition
     parts, hits = score.partitions or 0, score.checkpoint_hits or 0
     return (
-        f"disk pool: {parts} source partitions ({parts - hits} scored, {hits} reused from "
+        f"disk pool: {count(parts, 'source partition')} ({parts - hits} scored, {hits} reused from "
         f"checkpoints; {score.executor}), ranked and filled through a DuckDB index"
     )
 
@@ -65,7 +66,8 @@ def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) ->
     if sc.get("snap_collisions"):
         coll = sc["snap_collisions"]
         console.print(
-            f"[yellow]snap collisions[/]: {sum(coll.values())} row(s) in {len(coll)} source(s) "
+            f"[yellow]snap collisions[/]: {count(sum(coll.values()), 'row')} in "
+            f"{count(len(coll), 'source')} "
             f"landed on a tick already taken (collisions="
             f"{res.config['pipeline']['adapter'].get('collisions', 'nearest')}); "
             "per source in config.json"
@@ -135,16 +137,16 @@ def print_run_summary(res: DatasetWriteResult, wall: float, console: Console) ->
     reuse = res.config["results"].get("resume", {})
     if reuse.get("requested"):
         console.print(
-            f"resume: {reuse.get('reused_shards', 0)} shards reused, "
+            f"resume: {count(reuse.get('reused_shards', 0), 'shard')} reused, "
             f"{reuse.get('rebuilt_shards', 0)} rebuilt"
         )
         if reuse.get("rebuilt_shards"):
             for note in reuse.get("notes", []):
                 console.print(f"resume note: {note}", markup=False)
     files = res.manifest.get("files") or ()
-    packed = f" packed into {len(files)} file(s)" if files else ""
+    packed = f" packed into {count(len(files), 'file')}" if files else ""
     if res.manifest.get("layout") == "lerobot":
-        packed = f" rows of a LeRobot v3 folder of {len(files)} file(s)"
+        packed = f" rows of a LeRobot v3 folder of {count(len(files), 'file')}"
     console.print(
         f"shards written: {len(res.manifest['shards'])} ({res.manifest['container']}{packed}, "
         f"{res.manifest['shard_length']} steps each); modalities: "

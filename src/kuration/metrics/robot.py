@@ -19,7 +19,6 @@ they can be tested on their own.
 from __future__ import annotations
 
 import numpy as np
-from scipy import ndimage, signal
 
 from ..contracts.buffer import WindowBuffer
 from .features import register_metric
@@ -151,6 +150,8 @@ def action_state_lag(a: np.ndarray, s: np.ndarray, max_lag: int) -> int | None:
     da, ds = da - da.mean(axis=0), ds - ds.mean(axis=0)
     if len(da) <= max_lag or not (np.abs(da).sum() and np.abs(ds).sum()):
         return None
+    from scipy import signal  # lazy: scipy.signal costs ~0.4 s to import (kur run start-up)
+
     cc = sum(signal.correlate(ds[:, j], da[:, j], mode="full") for j in range(da.shape[1]))
     zero = len(da) - 1  # index of lag 0 in the full correlation
     return int(np.argmax(cc[zero - max_lag : zero + max_lag + 1])) - max_lag
@@ -170,6 +171,8 @@ def hampel_z(x: np.ndarray, width: int = HAMPEL_WIDTH) -> np.ndarray:
     resolution, the smallest non-zero step: a one-quantum flip of quantised data is not a
     spike) -- the Hampel identifier (Hampel 1974; Pearson 2002).  A running median follows ramps and
     steps, so only excursions shorter than ``width / 2`` samples stand out."""
+    from scipy import ndimage  # lazy, like scipy.signal above
+
     med = ndimage.median_filter(x, size=(width, 1), mode="nearest")
     r = np.abs(x - med)
     mad = 1.4826 * np.median(r, axis=0)

@@ -23,6 +23,7 @@ from typing import Any, cast
 
 from ..core.config import PolicyModel, validate_config
 from ..core.jsonio import loads_strict
+from ..core.words import count
 from ..errors import KurationError, PolicyError
 from .inspect import inspect_dataset
 
@@ -51,15 +52,25 @@ class CheckResult:
 
 
 def load_policy(policy: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
-    """Read and validate a policy (path or mapping), checked by
-    :class:`~kuration.core.config.PolicyModel` (strict JSON types, unknown keys rejected).
+    """Read and validate a policy, checked by :class:`~kuration.core.config.PolicyModel`
+    (strict JSON types, unknown keys rejected).
+
+    ``policy`` is a mapping, a path to a JSON file, or the JSON text of the object itself:
+    a ``str`` that starts with ``{`` (after white space), as ``kur init --units`` takes.
 
     Raises
     ------
     PolicyError
+        The file cannot be read, the text is not strict JSON, or the object is invalid.
     """
     what = "policy"
-    if not isinstance(policy, Mapping):
+    if isinstance(policy, str) and policy.lstrip().startswith("{"):
+        what = "policy JSON text"
+        try:
+            policy = loads_strict(policy.encode(), what=what)
+        except ValueError as exc:
+            raise PolicyError(f"cannot read policy: {exc}") from None
+    elif not isinstance(policy, Mapping):
         what = str(policy)
         try:
             with open(policy, "rb") as fh:
@@ -120,7 +131,7 @@ def check_dataset(
             {
                 "gate": "min_sources",
                 "ok": n >= pol["min_sources"],
-                "detail": f"{n} sources (need {pol['min_sources']})",
+                "detail": f"{count(n, 'source')} (need {pol['min_sources']})",
             }
         )
     if "min_shards" in pol:
@@ -136,7 +147,7 @@ def check_dataset(
                 {
                     "gate": f"min_shards[{split}]",
                     "ok": have >= need,
-                    "detail": f"{have} shards (need {need})",
+                    "detail": f"{count(have, 'shard')} (need {need})",
                 }
             )
     if pol.get("verify"):
@@ -145,7 +156,7 @@ def check_dataset(
             {
                 "gate": "verify",
                 "ok": bool(v.get("valid")),
-                "detail": f"{v.get('checked')} shards checked"
+                "detail": f"{count(v.get('checked', 0), 'shard')} checked"
                 + (
                     f"; {len(v['failures'])} failed: {v['failures'][0]}"
                     if v.get("failures")
@@ -174,7 +185,7 @@ def check_dataset(
             {
                 "gate": "max_skipped_sources",
                 "ok": n_err <= pol["max_skipped_sources"],
-                "detail": f"{n_err} sources skipped (allowed {pol['max_skipped_sources']})",
+                "detail": f"{count(n_err, 'source')} skipped (allowed {pol['max_skipped_sources']})",
             }
         )
     if "max_skipped_fraction" in pol:

@@ -10,6 +10,7 @@ from pathlib import Path
 from kuration.cli._budget_notes import excluded_tracks_line, strategy_line, underfill_lines
 from kuration.cli.main import main
 from kuration.core.jsonio import loads_strict
+from kuration.core.words import count
 
 
 def test_strategy_line_names_name_method_and_filters() -> None:
@@ -43,6 +44,19 @@ def test_excluded_line_gives_hours_per_split_and_the_short_tracks_once() -> None
     )
 
 
+def test_one_track_is_counted_in_the_singular() -> None:
+    budget = {
+        "train": {"nonfinite_excluded": 1, "nonfinite_excluded_s": 20.0},
+        "test": {"nonfinite_excluded": 2, "nonfinite_excluded_s": 7200.0},
+        "too_short_excluded": 1,
+        "min_track_seconds": 120.0,
+    }
+    assert excluded_tracks_line(budget, has_filters=False) == (
+        "left out of the pool: a NaN feature removed train 1 track (0.01 h), test 2 tracks "
+        "(2.00 h); 1 track was shorter than min_track_seconds (120 s)"
+    )
+
+
 def test_an_underfilled_run_warns_in_hours_and_names_the_strategy(
     small_job: dict, adsb_sources: list[Path], tmp_path: Path, capsys
 ) -> None:
@@ -68,5 +82,5 @@ def test_an_underfilled_run_warns_in_hours_and_names_the_strategy(
     assert ran.count("shorter than min_track_seconds") == (1 if budget["too_short_excluded"] else 0)
     assert "no finite priority" not in ran
     if b["nonfinite_excluded"]:
-        assert f"removed train {b['nonfinite_excluded']} tracks (" in ran
+        assert f"removed train {count(b['nonfinite_excluded'], 'track')} (" in ran
     assert underfill_lines(budget)[0] in " ".join(ran.split())

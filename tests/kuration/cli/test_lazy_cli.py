@@ -1,5 +1,7 @@
 """``kur --help``, every subcommand's ``--help`` and a usage error load only the parser:
 no numpy, pyarrow, DuckDB, pydantic, pint, rich, TimeNet's client or kuration's stages.
+One exception: ``kur check --help`` lists the policy's gates from the policy model, so it
+loads that model (``kuration.core.config``, pydantic) and nothing else.
 
 Each check runs in a fresh interpreter and reads ``sys.modules`` afterwards, so it fails
 when an eager import comes back, whatever the machine's speed (``bench/bench_startup.py``
@@ -64,15 +66,30 @@ def loaded_after(calls: list[tuple[str, list[str]]]) -> list[str]:
     return list(json.loads(out.stdout.splitlines()[-1]))
 
 
-def test_help_and_usage_errors_load_only_the_parser() -> None:
-    calls = [("main", ["--help"]), ("main", ["bogus"]), ("main", ["run", "job.json", "--bogus"])]
-    calls += [("main", [name, "--help"]) for name in cli_main._COMMANDS]
+def _help_calls(names: list[str]) -> list[tuple[str, list[str]]]:
+    """``kur NAME --help`` and ``kur-NAME --help`` (where that script exists) for each name."""
+    calls = [("main", [name, "--help"]) for name in names]
     calls += [
         (f"{name.replace('-', '_')}_main", ["--help"])
-        for name in cli_main._COMMANDS
+        for name in names
         if hasattr(cli_main, f"{name.replace('-', '_')}_main")
     ]
+    return calls
+
+
+def test_help_and_usage_errors_load_only_the_parser() -> None:
+    calls = [("main", ["--help"]), ("main", ["bogus"]), ("main", ["run", "job.json", "--bogus"])]
+    calls += [("main", ["check", "dataset"]), ("check_main", ["dataset", "--bogus"])]
+    calls += _help_calls([name for name in cli_main._COMMANDS if name != "check"])
     assert loaded_after(calls) == []
+
+
+def test_check_help_loads_only_the_policy_model() -> None:
+    loaded = loaded_after(_help_calls(["check"]))
+    assert "kuration.core.config" in loaded
+    assert [
+        n for n in loaded if n != "kuration.core.config" and n.split(".")[0] != "pydantic"
+    ] == []
 
 
 def test_the_probe_sees_a_command_load_its_implementation() -> None:
@@ -94,3 +111,49 @@ def test_every_lazy_command_resolves_to_its_function() -> None:
             assert callable(impl) and impl.__name__ == fn.name, name
     # run, inspect, diff, check, curate, experiment, explain, operators
     assert len(lazy) == 8, sorted(lazy)
+
+
+# what only some metrics call: scipy submodules (~0.5 s to import; the robot metrics) and
+# pymap3d (geodetic positions)
+_METRIC_ONLY = ("pymap3d", "scipy.signal", "scipy.stats", "scipy.ndimage")
+
+_IMPORT_PROBE = """
+import json, sys
+for stmt in json.loads(sys.argv[1]):
+    exec(stmt)
+print(json.dumps(sorted(n for n in json.loads(sys.argv[2]) if n in sys.modules)))
+"""
+
+
+def metric_only_loaded_after(statements: list[str]) -> list[str]:
+    """Which of ``_METRIC_ONLY`` a fresh interpreter has loaded after running ``statements``."""
+    out = subprocess.run(
+        [sys.executable, "-c", _IMPORT_PROBE, json.dumps(statements), json.dumps(_METRIC_ONLY)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return list(json.loads(out.stdout.splitlines()[-1]))
+
+
+def test_kur_run_imports_leave_scipy_signal_stats_ndimage_pymap3d_unloaded() -> None:
+    """``kur run``'s import path (every stage a run may use) stays off the scipy
+    submodules that only the robot metrics call, and off pymap3d."""
+    assert metric_only_loaded_after(["import kuration.cli.run"]) == []
+
+
+def test_the_probe_sees_robot_and_geodetic_metrics_load_them() -> None:
+    """The same probe after robot metrics and a geodetic kernel run: the check above can fail."""
+    loaded = metric_only_loaded_after(
+        [
+            "import kuration.cli.run",
+            "import numpy as np",
+            "from kuration.metrics import robot",
+            "robot.hampel_z(np.arange(12.0).reshape(6, 2))",
+            "robot.action_state_lag(np.random.default_rng(0).random((20, 2)),"
+            " np.random.default_rng(1).random((20, 2)), 3)",
+            "from kuration.metrics.dsl import kernels",
+            "kernels.heading(np.zeros((3, 1, 3)), np.zeros((3, 1, 2)))",
+        ]
+    )
+    assert loaded == ["pymap3d", "scipy.ndimage", "scipy.signal", "scipy.stats"]

@@ -22,7 +22,7 @@ def test_the_line_names_count_reason_and_first_ids() -> None:
     line = split_excluded_line(
         {"rule": {"test_from": 0.0, "gap_seconds": 60.0}, "excluded_sources": ids}
     )
-    assert line is not None and line.startswith("split rule excluded 5 source(s) (s0, s1, s2, ...")
+    assert line is not None and line.startswith("split rule excluded 5 sources (s0, s1, s2, ...")
     assert "2 more" in line and "gap_seconds (60 s)" in line and "1970-01-01T00:00:00+00:00" in line
     assert "s3" not in line and "excluded_sources" in line
 
@@ -39,7 +39,7 @@ def test_run_and_inspect_report_the_excluded_sources(adsb_sources, tmp_path: Pat
         warnings.simplefilter("ignore")
         assert main(["run", str(path), "--out", str(out)]) == 0
     ran = " ".join(capsys.readouterr().out.split())
-    want = "split rule excluded 1 source(s) (adsb_paris_005): each starts before test_from"
+    want = "split rule excluded 1 source (adsb_paris_005): each starts before test_from"
     assert want in ran
     assert main(["inspect", str(out)]) == 0
     assert want in " ".join(capsys.readouterr().out.split())

@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pymap3d
 
 __all__ = [
     "GeoPairs",
@@ -415,6 +414,8 @@ def heading(pos_m: np.ndarray, latlon: np.ndarray | None) -> np.ndarray:
     """
     d = step_diff(pos_m)
     if latlon is not None:
+        import pymap3d  # lazy: only geodetic positions need it (and its dateutil, astropy probes)
+
         lat0 = lag(latlon[..., 0:1], axis=-3)[..., 0]
         lon0 = lag(latlon[..., 1:2], axis=-3)[..., 0]
         east, north, _ = pymap3d.ecef2enuv(d[..., 0], d[..., 1], d[..., 2], lat0, lon0, deg=True)
@@ -635,6 +636,8 @@ def planar(
         out=np.full((*cnt.shape, 3), _NAN),
         where=cnt[..., None] > 0,
     )
+    import pymap3d  # lazy, as above
+
     lat0, lon0, _ = pymap3d.ecef2geodetic(ref[..., 0], ref[..., 1], ref[..., 2], deg=True)
     d = ecef - ref
     east, north, _ = pymap3d.ecef2enuv(d[..., 0], d[..., 1], d[..., 2], lat0, lon0, deg=True)
