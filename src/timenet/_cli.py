@@ -39,9 +39,29 @@ def describe(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
+#: 128 + SIGPIPE: what a shell reports for a command a closed pipe stopped
+BROKEN_PIPE = 141
+
+
+def _broken_pipe(prog: str) -> int:
+    """The reader of stdout went away (``| head``).  stdout points at devnull afterwards so
+    the interpreter's final flush cannot fail again (the Python docs' SIGPIPE recipe); the
+    work done before stands, only the output after that point is lost."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    try:
+        print(
+            f"{prog}: stdout was closed by its reader (broken pipe); the rest of the "
+            "output is lost",
+            file=sys.stderr,
+        )
+    except OSError:
+        pass  # stderr went with it (``2>&1 | head``)
+    return BROKEN_PIPE
+
+
 def run_guarded(prog: str, fn: Callable[[], int], errors: tuple[type[BaseException], ...]) -> int:
     """Run ``fn``; an exception of ``errors`` or an ``OSError`` becomes one line and status 1
-    (a closed pipe on stdout, status 1 and no line).
+    (stdout closed by its reader: status 141 and one line).
 
     Parameters
     ----------
@@ -55,16 +75,15 @@ def run_guarded(prog: str, fn: Callable[[], int], errors: tuple[type[BaseExcepti
     Returns
     -------
     int
-        ``fn()``'s status, 1, or 130 after Ctrl-C (``KeyboardInterrupt``: one line, no
-        traceback).
+        ``fn()``'s status, 1, 130 after Ctrl-C (``KeyboardInterrupt``: one line, no
+        traceback), or 141 when stdout's reader went away (``| head -1``).
     """
     try:
-        return int(fn())
+        status = int(fn())
+        sys.stdout.flush()  # a pipe's buffered tail fails here, not in the exit's flush
+        return status
     except BrokenPipeError:
-        # the reader went away (``| head``): not worth a line; stdout points at devnull so
-        # the interpreter's final flush cannot fail again (the Python docs' SIGPIPE recipe)
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+        return _broken_pipe(prog)
     except (*errors, OSError) as exc:  # type: ignore[misc]  # mypy cannot type a starred except tuple
         print(f"{prog}: error: {describe(exc)}", file=sys.stderr)
         return 1

@@ -15,6 +15,8 @@ _GATES = "{policy gates}"  # stands for policy_gates() until a help is printed
 
 _ERROR = "1    an error, one line on stderr"
 _INTERRUPT = "130  interrupted (Ctrl-C)"
+# run_guarded's status when stdout's reader closed it early; the work done stands
+_PIPE = "141  stdout's reader closed it early (| head): one line on stderr"
 
 EPILOGS: dict[str, str] = {
     "run": f"""exit status:
@@ -22,17 +24,21 @@ EPILOGS: dict[str, str] = {
   {_ERROR}: a bad job or argument, a source it cannot
        read, a destination it cannot write (a failed run commits nothing)
   {_INTERRUPT}: nothing is committed; the staged shards stay for
-       --resume""",
+       --resume
+  {_PIPE}; a
+       dataset committed before stays committed (kur inspect OUT)""",
     "init": f"""exit status:
   0    the job folder was written
   {_ERROR}: an input it cannot read or profile (no
        time column, rows without a time), job files already there (see --force)
-  {_INTERRUPT}""",
+  {_INTERRUPT}
+  {_PIPE}""",
     "inspect": f"""exit status:
   0    the dataset was summarized (with --verify: every shard matched)
   {_ERROR} (not a kuration dataset, unreadable), or
        --verify found a shard that does not match its manifest
-  {_INTERRUPT}""",
+  {_INTERRUPT}
+  {_PIPE}""",
     "check": f"""exit status:
   0    every gate of the policy passed
   1    an error, one line on stderr: a policy it cannot read or that is invalid,
@@ -40,6 +46,7 @@ EPILOGS: dict[str, str] = {
   2    a gate failed: one line per failed gate on stderr (a dataset that
        cannot be read fails the gate "readable")
   {_INTERRUPT}
+  {_PIPE}
 
 --policy is a JSON file, or the JSON object itself (text starting with "{{"):
   kur check DATASET --policy '{{"min_sources": 4, "verify": true}}'

@@ -25,7 +25,7 @@ from ..core.progress import RichProgress
 from ..core.words import count
 from ..pipeline.api.count import CurationResult, ExperimentResult, curate_job, experiment_job
 from ..pipeline.disk.pool import DiskSelection
-from ._console import report_console
+from ._console import ReportConsole, report_console
 
 __all__ = ["cmd_curate", "cmd_experiment", "print_curation", "print_experiment"]
 
@@ -217,5 +217,5 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         print(json.dumps({"wall_s": wall, **res.to_dict()}, indent=2))
     else:
         # a wide table: never squeeze it below 132 columns (pipes default to 80)
-        print_experiment(res, wall, Console(width=max(Console().width, 132)))
+        print_experiment(res, wall, ReportConsole(width=max(ReportConsole().width, 132)))
     return 0

@@ -19,11 +19,11 @@ from __future__ import annotations
 import argparse
 import json
 
-from rich.console import Console
 from rich.table import Table
 
 from ..pipeline.api.operators import get_operator, operators_markdown, registered_operators
 from ..pipeline.api.pipeline import Pipeline
+from ._console import ReportConsole
 
 __all__ = ["cmd_explain", "cmd_operators"]
 
@@ -37,7 +37,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(plan.to_dict(), indent=2, sort_keys=True))
     else:
-        Console().print(plan.tree())
+        ReportConsole().print(plan.tree())
     return 0
 
 
@@ -53,5 +53,5 @@ def cmd_operators(args: argparse.Namespace) -> int:
         op = get_operator(name)
         if op.builtin or args.all or op.kind == "operator":
             t.add_row(name, op.kind, ", ".join(op.params), op.doc)
-    Console().print(t)
+    ReportConsole().print(t)
     return 0

@@ -2,7 +2,7 @@
 
 Exit codes: 0 success, 1 an error (one line ``<prog>: error: ...`` on stderr: a bad
 argument, a kuration or TimeNet error, a file-system problem), 2 a failed ``kur check``
-gate.
+gate, 130 Ctrl-C, 141 stdout's reader closed it early (``| head``; one line on stderr).
 
 This module is the parser only: it imports argparse-level modules, and each command's
 implementation (``kuration.cli.run``, ``.artifacts``, ``.curate``, ``.explain``, or the
@@ -423,7 +423,8 @@ def _dispatch(prog: str, args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``kur``: returns the exit status (0 ok, 1 an error, 2 a failed ``kur check`` gate)."""
+    """``kur``: returns the exit status (0 ok, 1 an error, 2 a failed ``kur check`` gate,
+    130 Ctrl-C, 141 stdout closed early by its reader)."""
     return _dispatch("kur", _parser().parse_args(argv))
 
 

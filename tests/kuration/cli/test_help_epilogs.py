@@ -13,12 +13,13 @@ from kuration.core.config import PolicyModel
 from kuration.errors import PolicyError
 from kuration.tools.check import load_policy
 
-# the statuses each command's code can return (run_guarded: 1 for a user error, 130 for Ctrl-C)
+# the statuses each command's code can return (run_guarded: 1 for a user error, 130 for Ctrl-C,
+# 141 when stdout's reader closed it early)
 STATUSES = {
-    "run": {"0", "1", "130"},
-    "init": {"0", "1", "130"},
-    "inspect": {"0", "1", "130"},
-    "check": {"0", "1", "2", "130"},
+    "run": {"0", "1", "130", "141"},
+    "init": {"0", "1", "130", "141"},
+    "inspect": {"0", "1", "130", "141"},
+    "check": {"0", "1", "2", "130", "141"},
 }
 
 
