@@ -69,6 +69,7 @@ __all__ = [
     "Journal",
     "WriterLease",
     "changed_paths",
+    "changed_sources",
     "commit_bytes",
     "committed_manifest",
     "destination_path",
@@ -84,6 +85,7 @@ __all__ = [
     "reusable_entries",
     "run_fingerprint",
     "shard_matches",
+    "staged_by_others",
     "staging_dir",
     "syncfs_path",
     "write_bytes_atomic",
@@ -505,11 +507,39 @@ def _why_different(root: Path, run: Mapping[str, Any] | None) -> str:
     old = marker.get("run") if isinstance(marker, dict) else None
     if not isinstance(old, dict):
         return base
-    changed = changed_paths(old, json.loads(canonical_json(run)))
-    if not changed:
-        return base
-    more = f" and {len(changed) - 6} more" if len(changed) > 6 else ""
-    return f"{base}: changed {', '.join(changed[:6])}{more}"
+    new = json.loads(canonical_json(run))
+    sources = changed_sources(old.get("sources"), new.get("sources"))
+    changed = [p for p in changed_paths(old, new) if not (sources and p == "sources")]
+    parts = [f"changed {_first(changed, 6)}"] if changed else []
+    if sources:  # which ones: the run fingerprint covers every source's bytes
+        parts.append(f"changed sources: {_first(sources, 4)}")
+    return f"{base}: {'; '.join(parts)}" if parts else base
+
+
+def _first(items: list[str], n: int) -> str:
+    more = f" and {len(items) - n} more" if len(items) > n else ""
+    return f"{', '.join(items[:n])}{more}"
+
+
+def changed_sources(old: Any, new: Any) -> list[str]:
+    """Source ids whose fingerprint differs between two run descriptions' ``sources``
+    lists (``[{"source_id", "fingerprint"}, ...]``), sorted; one on a side only is
+    marked ``(new)`` or ``(gone)``."""
+
+    def by_id(part: Any) -> dict[str, Any]:
+        items = part if isinstance(part, list) else []
+        return {str(s.get("source_id")): s.get("fingerprint") for s in items if isinstance(s, dict)}
+
+    a, b = by_id(old), by_id(new)
+    out = []
+    for sid in sorted(set(a) | set(b)):
+        if sid not in a:
+            out.append(f"{sid} (new)")
+        elif sid not in b:
+            out.append(f"{sid} (gone)")
+        elif a[sid] != b[sid]:
+            out.append(sid)
+    return out
 
 
 def _committed_manifest(
@@ -606,14 +636,34 @@ def reusable_entries(
         for e in _journal_lines(path)[1:]:
             if isinstance(e, dict) and isinstance(e.get("path"), str):
                 staged[e["path"]] = e
-    if commit is None:
+    others = staged_by_others(root, fingerprint)
+    if commit is None and staged:
         notes.append(
             f"no committed dataset to take shards from; {len(staged)} staged by an earlier "
             "attempt of this run"
-            if staged
-            else "nothing committed or staged there: every shard is written afresh"
+        )
+    elif commit is None:
+        by = " by this run" if others else ""
+        notes.append(f"nothing committed or staged{by} there: every shard is written afresh")
+    if others:
+        notes.append(
+            f"staged work of a different run found there ({_first(sorted(others), 2)}; "
+            f"{sum(others.values())} files) is not reused; this run deletes it when it commits"
         )
     return committed, staged, notes
+
+
+def staged_by_others(root: Path, fingerprint: str) -> dict[str, int]:
+    """Staging folders under ``root`` that a run other than ``fingerprint`` left (their
+    journal names another fingerprint), by the first 12 hex digits of that run's
+    fingerprint: how many files each holds (its journal included)."""
+    out: dict[str, int] = {}
+    for journal in sorted((root / STAGING_NAME).glob(f"*/{JOURNAL_NAME}")):
+        fp = _journal_header(journal)
+        if fp is not None and fp != fingerprint:
+            n = sum(1 for p in journal.parent.rglob("*") if p.is_file())
+            out[f"run {fp[:12]}"] = out.get(f"run {fp[:12]}", 0) + n
+    return out
 
 
 def shard_matches(root: Path, entry: Mapping[str, Any]) -> bool:
