@@ -10,6 +10,7 @@ exit status 2 for a failed gate, which a usage error can therefore never mimic.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Callable
@@ -48,14 +49,12 @@ def _broken_pipe(prog: str) -> int:
     the interpreter's final flush cannot fail again (the Python docs' SIGPIPE recipe); the
     work done before stands, only the output after that point is lost."""
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    try:
+    with contextlib.suppress(OSError):  # stderr may have gone with it (``2>&1 | head``)
         print(
             f"{prog}: stdout was closed by its reader (broken pipe); the rest of the "
             "output is lost",
             file=sys.stderr,
         )
-    except OSError:
-        pass  # stderr went with it (``2>&1 | head``)
     return BROKEN_PIPE
 
 
