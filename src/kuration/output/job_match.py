@@ -15,17 +15,21 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..core.jsonio import canonical_json, loads_strict
 from ..errors import DatasetExistsError, DatasetIntegrityError
-from .commit import COMMIT_NAME, FORMAT, MARKER_NAME, changed_paths, read_regular
+from .commit import COMMIT_NAME, CONFIG_NAME, FORMAT, MARKER_NAME, changed_paths, read_regular
 
 __all__ = [
     "NOT_SETTINGS",
+    "Occupant",
     "committed_run",
     "job_changes",
+    "occupant",
+    "occupant_here",
     "refuse_other_job",
     "refuse_other_job_here",
 ]
@@ -92,8 +96,67 @@ def committed_run(commit: bytes | None, marker: bytes | None) -> dict[str, Any] 
     return run
 
 
+@dataclass(frozen=True)
+class Occupant:
+    """The committed dataset a destination holds, as seen by a run of another job or of
+    the same one.
+
+    Attributes
+    ----------
+    name : str or None
+        The ``name`` of the job that made it (its pinned ``config.json``), when readable.
+    changed : tuple of str
+        The job settings that differ from the run's (:func:`job_changes`); empty for the
+        same job.
+    """
+
+    name: str | None
+    changed: tuple[str, ...]
+
+    def named(self) -> str:
+        """`` ('<name>')`` when the name is known, else ``""``: to follow "job" in a message."""
+        return f" ({self.name!r})" if self.name else ""
+
+    def changes(self) -> str:
+        """The first changed settings and how many more."""
+        more = f" and {len(self.changed) - SHOWN} more" if len(self.changed) > SHOWN else ""
+        return f"{', '.join(self.changed[:SHOWN])}{more}"
+
+
+def _job_name(commit: bytes, config: bytes | None) -> str | None:
+    """The job's ``name`` in the ``config.json`` the commit record pins; None when absent."""
+    if config is None:
+        return None
+    try:
+        rec = loads_strict(commit, what="commit record")
+        doc = loads_strict(config, what="config")
+    except ValueError:
+        return None
+    if not isinstance(rec, dict) or rec.get("config_sha256") != hashlib.sha256(config).hexdigest():
+        return None
+    job = doc.get("job") if isinstance(doc, dict) else None
+    name = job.get("name") if isinstance(job, dict) else None
+    return name if isinstance(name, str) and name else None
+
+
+def occupant(
+    commit: bytes | None, marker: bytes | None, config: bytes | None, run: Mapping[str, Any]
+) -> Occupant | None:
+    """The committed dataset of a destination (from its commit record, fingerprint marker
+    and config bytes; None: missing) compared with ``run`` (as :func:`job_changes` takes
+    it); None when there is no committed dataset a reader would accept."""
+    old = committed_run(commit, marker)
+    if old is None or commit is None:
+        return None
+    return Occupant(_job_name(commit, config), tuple(job_changes(old, run)))
+
+
 def refuse_other_job(
-    where: str, commit: bytes | None, marker: bytes | None, run: Mapping[str, Any]
+    where: str,
+    commit: bytes | None,
+    marker: bytes | None,
+    run: Mapping[str, Any],
+    config: bytes | None = None,
 ) -> None:
     """Refuse to resume into a destination whose committed dataset another job made.
 
@@ -106,6 +169,8 @@ def refuse_other_job(
     run : mapping
         The resumed run's description, or its settings and code identity alone (see
         :func:`job_changes`).
+    config : bytes or None
+        Its ``config.json``: the message names the job that made the dataset.
 
     Raises
     ------
@@ -113,29 +178,32 @@ def refuse_other_job(
         The committed dataset's job settings differ; the message names the first
         changed settings, their count, and ``force`` or another destination.
     """
-    old = committed_run(commit, marker)
-    if old is None:
+    occ = occupant(commit, marker, config, run)
+    if occ is None or not occ.changed:
         return
-    changed = job_changes(old, run)
-    if not changed:
-        return
-    more = f" and {len(changed) - SHOWN} more" if len(changed) > SHOWN else ""
     raise DatasetExistsError(
-        f"{where} holds the committed dataset of a different job (changed settings: "
-        f"{', '.join(changed[:SHOWN])}{more}); resume only continues the same job. "
-        "Replace that dataset with force=True (kur run --force), or write to another "
-        "destination (kur run --out DIR)"
+        f"{where} holds the committed dataset of a different job{occ.named()} (changed "
+        f"settings: {occ.changes()}); resume only continues the same job. Write to another "
+        "destination (kur run --out DIR), or replace that dataset with force=True "
+        "(kur run --force)"
     )
+
+
+def _read_here(root: Path, name: str) -> bytes | None:
+    try:
+        return read_regular(root / name)
+    except DatasetIntegrityError:  # missing or not a file: no committed dataset
+        return None
 
 
 def refuse_other_job_here(root: Path, run: Mapping[str, Any], where: str | None = None) -> None:
     """:func:`refuse_other_job` for the local folder ``root`` (or the copy of a remote
     destination's metadata there; ``where`` names the destination in the message)."""
+    read = [_read_here(root, n) for n in (COMMIT_NAME, MARKER_NAME, CONFIG_NAME)]
+    refuse_other_job(where or str(root), read[0], read[1], run, read[2])
 
-    def read(name: str) -> bytes | None:
-        try:
-            return read_regular(root / name)
-        except DatasetIntegrityError:  # missing or not a file: no committed dataset
-            return None
 
-    refuse_other_job(where or str(root), read(COMMIT_NAME), read(MARKER_NAME), run)
+def occupant_here(root: Path, run: Mapping[str, Any]) -> Occupant | None:
+    """:func:`occupant` for the local folder ``root``."""
+    read = [_read_here(root, n) for n in (COMMIT_NAME, MARKER_NAME, CONFIG_NAME)]
+    return occupant(read[0], read[1], read[2], run)

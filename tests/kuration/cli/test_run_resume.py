@@ -64,3 +64,35 @@ def test_run_help_says_what_resume_and_force_do() -> None:
     assert "runs/adsb for adsb.json" in flat
     assert "refused when the committed dataset there is another job's" in flat
     assert "whatever job made it" in flat
+
+
+def test_not_empty_names_the_job_there_and_offers_out_before_force(
+    tmp_path: Path, adsb_job_dict: dict, adsb_sources: list[Path]
+) -> None:
+    # every example's job file is job.json: both default to runs/job
+    job = json.loads(json.dumps(adsb_job_dict))
+    job["sources"] = [str(p) for p in adsb_sources[:2]]
+    job["budget"] = {"train_hours": 0.2, "test_hours": 0.05}
+    job["name"] = "first-example"
+    other = json.loads(json.dumps(job))
+    other["output"]["shard_length"] = 64
+    other["name"] = "second-example"
+    for folder, doc in (("a", job), ("b", other)):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "job.json").write_text(json.dumps(doc))
+    done = _kur("run", "a/job.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    before = _snapshot(tmp_path / "runs" / "job")
+    refused = _kur("run", "b/job.json", cwd=tmp_path)
+    assert refused.returncode == 1
+    err = refused.stderr
+    assert "runs/job is not empty: it holds the committed dataset of another job " in err
+    assert "('first-example') (changed settings: output.shard_length)" in err
+    assert "--resume" not in err  # it would be refused: another job
+    assert err.index("kur run --out DIR") < err.index("kur run --force")
+    again = _kur("run", "a/job.json", cwd=tmp_path)  # the same job: resume is the way
+    assert again.returncode == 1
+    assert "runs/job is not empty (the committed dataset of job 'first-example'); resume" in (
+        again.stderr
+    )
+    assert _snapshot(tmp_path / "runs" / "job") == before

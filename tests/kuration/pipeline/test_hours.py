@@ -180,8 +180,11 @@ def test_failure_before_publication_leaves_the_old_dataset_byte_identical(
         with pytest.raises(EmptyPoolError):
             run_job(_job(job, sources=[str(bad)]), dest, **flags)
         assert all_bytes(dest) == before
-    with pytest.raises(DatasetExistsError, match="not empty; resume it"):  # a run is there
+    # another job's run is there: not resume (refused), another destination or force
+    with pytest.raises(DatasetExistsError, match="not empty: it holds the committed dataset of"):
         run_job(job_b, dest)
+    with pytest.raises(DatasetExistsError, match="not empty .the committed dataset of job"):
+        run_job(job_a, dest)  # its own job: resume it
     assert sum(1 for _ in iter_shards(dest)) == len(gen_a.manifest["shards"])
 
 
@@ -340,7 +343,7 @@ def test_staged_work_of_another_run_does_not_open_the_way(
     journal.parent.mkdir(parents=True)
     journal.write_text(json.dumps({"format": JOURNAL_FORMAT, "run_fingerprint": "f" * 64}) + "\n")
     before = all_bytes(dest)
-    with pytest.raises(DatasetExistsError, match="different job .changed settings: output"):
+    with pytest.raises(DatasetExistsError, match="different job .*changed settings: output"):
         run_job(job_b, dest, resume=True)
     assert all_bytes(dest) == before
     assert sum(1 for _ in iter_shards(dest)) == len(gen_a.manifest["shards"])

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from ...errors import DatasetExistsError
 from ...output.commit import METADATA_NAMES, STAGING_NAME
+from ...output.job_match import Occupant
 
 __all__ = ["RUN_NAMES", "holds_run", "refuse_occupied"]
 
@@ -24,7 +25,9 @@ def holds_run(names: Iterable[str]) -> bool:
     return any(n.split("/", 1)[0] in RUN_NAMES for n in names)
 
 
-def refuse_occupied(where: str, *, has_run: bool, resume: bool, force: bool) -> None:
+def refuse_occupied(
+    where: str, *, has_run: bool, resume: bool, force: bool, occupant: Occupant | None = None
+) -> None:
     """Refuse a run into a non-empty destination unless the options allow it.
 
     Parameters
@@ -35,12 +38,17 @@ def refuse_occupied(where: str, *, has_run: bool, resume: bool, force: bool) -> 
         :func:`holds_run` over its listing.
     resume, force : bool
         The run's options.
+    occupant : Occupant, optional
+        The committed dataset there, compared with this run's job
+        (:func:`~kuration.output.job_match.occupant`): the message names the job that made
+        it, and for another job suggests another destination, never ``resume``.
 
     Raises
     ------
     DatasetExistsError
-        Neither option is given (the message suggests ``resume`` only when ``has_run``),
-        or ``resume`` is given and there is no run to resume.
+        Neither option is given (the message suggests ``resume`` only when ``has_run`` and
+        no other job made the dataset), or ``resume`` is given and there is no run to
+        resume.
     """
     if force or (resume and has_run):
         return
@@ -50,9 +58,19 @@ def refuse_occupied(where: str, *, has_run: bool, resume: bool, force: bool) -> 
             "record or staged shards); write to an empty folder, or write the dataset next "
             "to its files (force=True, kur run --force)"
         )
-    if has_run:
+    if occupant is not None and occupant.changed:
         raise DatasetExistsError(
-            f"{where} is not empty; resume it (resume=True, kur run --resume) to continue "
+            f"{where} is not empty: it holds the committed dataset of another "
+            f"job{occupant.named()} (changed settings: {occupant.changes()}); write to "
+            "another destination (kur run --out DIR), or replace that dataset "
+            "(force=True, kur run --force)"
+        )
+    if has_run:
+        of = ""
+        if occupant is not None:  # the same job's settings
+            of = f" (the committed dataset of job {occupant.name!r})" if occupant.name else ""
+        raise DatasetExistsError(
+            f"{where} is not empty{of}; resume it (resume=True, kur run --resume) to continue "
             "the same run or replace it (force=True, kur run --force)"
         )
     raise DatasetExistsError(

@@ -39,6 +39,7 @@ from ...core.progress import emit
 from ...errors import DatasetIntegrityError
 from ...output.commit import (
     COMMIT_NAME,
+    CONFIG_NAME,
     LOCK_NAME,
     MANIFEST_NAME,
     MARKER_NAME,
@@ -52,7 +53,7 @@ from ...output.destination import (
     RemoteLease,
     staging_prefix,
 )
-from ...output.job_match import refuse_other_job, refuse_other_job_here
+from ...output.job_match import occupant, refuse_other_job, refuse_other_job_here
 from ...output.writer import ShardWriter
 from ..disk.hours import disk_session, disk_steps
 from ..run.hours_config import step_config
@@ -281,10 +282,19 @@ def _refuse_occupied(
     committed dataset of another job than ``job``."""
     names = [n for n in s.dest.listing() if n != LOCK_NAME]
     if names:
-        refuse_occupied(url, has_run=holds_run(names), resume=resume, force=force)
+        need = job is not None and not force
+        names3 = (COMMIT_NAME, MARKER_NAME, CONFIG_NAME)
+        commit, marker, config = (s.dest.read(n) if need else None for n in names3)
+        occ = (
+            occupant(commit, marker, config, job)
+            if job is not None and need and not resume
+            else None
+        )
+        has_run = holds_run(names)
+        refuse_occupied(url, has_run=has_run, resume=resume, force=force, occupant=occ)
         staged = any(n.startswith(f"{STAGING_NAME}/") for n in names)
         if resume and job is not None and not staged:  # staged: the fingerprint decides
-            refuse_other_job(url, s.dest.read(COMMIT_NAME), s.dest.read(MARKER_NAME), job)
+            refuse_other_job(url, commit, marker, job, config)
     return bool(names)
 
 
@@ -303,7 +313,7 @@ def run_remote(r: HoursRun, url: str, *, resume: bool, force: bool) -> None:
         A scheme kuration does not write.
     """
     s = RemoteRun(RemoteDestination(url, write=True))
-    job = job_description(r) if resume else None
+    job = job_description(r)  # whose dataset a refusal finds (resume: only the same job's)
     was_empty = not _refuse_occupied(s, url, resume=resume, force=force, job=job)
     lease = RemoteLease(s.dest).acquire()
     try:

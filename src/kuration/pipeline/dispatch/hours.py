@@ -56,7 +56,7 @@ from ...output.commit import (
 )
 from ...output.containers import require_container
 from ...output.encoders import PassthroughEncoder
-from ...output.job_match import refuse_other_job_here
+from ...output.job_match import occupant_here, refuse_other_job_here
 from ...output.spec import OutputSpec
 from ...selection.fill import FillResult
 from ...selection.strategy import Strategy
@@ -180,7 +180,9 @@ def _refuse_occupied(
     except NotADirectoryError:
         raise DatasetExistsError(f"{root} exists and is not a directory") from None
     if names:
-        refuse_occupied(str(root), has_run=holds_run(names), resume=resume, force=force)
+        occ = occupant_here(root, job) if job is not None and not (resume or force) else None
+        has_run = holds_run(names)
+        refuse_occupied(str(root), has_run=has_run, resume=resume, force=force, occupant=occ)
         if resume and job is not None and not holds_staged(root):
             refuse_other_job_here(root, job)  # staged work: the fingerprint decides, later
 
@@ -310,7 +312,7 @@ def run_hours(
     root = Path(local_path(out))
     r = _prepare(p, root, sources, plan, force=force, resume=resume, index_bytes=index_bytes)
     r.telemetry.extend(telemetry)
-    job = job_description(r) if resume else None
+    job = job_description(r)  # whose dataset a refusal finds (resume: only the same job's)
     # before the lease: a refusal writes nothing
     _refuse_occupied(root, resume=resume, force=force, job=job)
     lease = WriterLease(root).acquire()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kuration.errors import DatasetExistsError
+from kuration.output.job_match import Occupant
 from kuration.pipeline.destination.occupied import holds_run, refuse_occupied
 
 
@@ -25,3 +26,16 @@ def test_the_refusal_suggests_resume_only_when_there_is_a_run() -> None:
         refuse_occupied("d", has_run=False, resume=True, force=False)
     refuse_occupied("d", has_run=True, resume=True, force=False)
     refuse_occupied("d", has_run=False, resume=False, force=True)
+
+
+def test_another_jobs_dataset_is_named_and_resume_is_not_offered() -> None:
+    other = Occupant("bunny-loudness", ("output.shard_length", "strategy.name"))
+    with pytest.raises(DatasetExistsError) as info:
+        refuse_occupied("runs/job", has_run=True, resume=False, force=False, occupant=other)
+    msg = str(info.value)
+    assert "of another job ('bunny-loudness') (changed settings: output.shard_length, " in msg
+    assert "resume" not in msg and msg.index("--out DIR") < msg.index("--force")
+    same = Occupant("bunny-loudness", ())
+    with pytest.raises(DatasetExistsError, match=r"dataset of job 'bunny-loudness'\); resume it"):
+        refuse_occupied("runs/job", has_run=True, resume=False, force=False, occupant=same)
+    refuse_occupied("runs/job", has_run=True, resume=False, force=True, occupant=other)
