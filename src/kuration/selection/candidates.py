@@ -33,8 +33,8 @@ from ..core.ids import tag_entity_id
 from ..errors import PipelineError
 from .decisions import REASONS, DecisionMap
 from .presence import present_ticks
+from .segment_columns import SegmentColumns
 from .span_overlap import overlap_runs as _overlap_runs
-from .span_overlap import overlaps as _overlaps
 from .span_overlap import reduce_runs as _reduce_runs
 from .span_overlap import vetoed as _vetoed
 
@@ -510,15 +510,22 @@ class _Interner:
         return got
 
 
+def _interned(codes: np.ndarray, roster: Sequence[Any], put: Callable[[Any], int]) -> np.ndarray:
+    """``codes`` (into ``roster``, -1 for none) as interned codes, each label interned in the
+    order of its first row, as interning row by row would."""
+    used, first = np.unique(codes, return_index=True)
+    table = np.full(len(roster) + 1, -1, np.int64)  # the last slot answers code -1
+    for c in used[np.argsort(first, kind="stable")].tolist():
+        if c >= 0:
+            table[c] = put(roster[c])
+    return table[codes]
+
+
 def _span_tags(
-    segs: Sequence[Segment], idx: np.ndarray, off: np.ndarray, intern: _Interner
+    segs: SegmentColumns, idx: np.ndarray, off: np.ndarray, intern: _Interner
 ) -> np.ndarray:
     """Each span's tag set code: the union of its overlapping segments' ``name=label`` tags."""
-    seg_code = np.fromiter(
-        (intern.tags(frozenset(f"{k}={v}" for k, v in s.tags.items())) for s in segs),
-        np.int64,
-        len(segs),
-    )
+    seg_code = _interned(segs.tag, segs.tag_sets, intern.tags)
     n = off.size - 1
     span_of = np.repeat(np.arange(n, dtype=np.int64), np.diff(off))
     code = seg_code[idx]
@@ -536,10 +543,10 @@ def _span_tags(
 
 
 def _span_groups(
-    segs: Sequence[Segment], idx: np.ndarray, off: np.ndarray, intern: _Interner
+    segs: SegmentColumns, idx: np.ndarray, off: np.ndarray, intern: _Interner
 ) -> np.ndarray:
     """Each span's group code: the first labelled overlapping segment's group, -1 if none."""
-    seg_g = np.fromiter((intern.group(s.group) for s in segs), np.int64, len(segs))
+    seg_g = _interned(segs.group, segs.groups, intern.group)
     g = seg_g[idx]
     has = g >= 0
     cf = np.r_[0, np.cumsum(has)]
@@ -553,8 +560,9 @@ def _span_groups(
 
 _COLUMNS = ("source", "entity", "first", "last", "span", "priority", "group", "tags", "present")
 
-#: One source's spans: source index, entity, span index, first, last, segments, present ticks.
-_Part = tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[Segment], np.ndarray]
+#: One source's spans: source index, entity, span index, first, last, its segments' rows
+#: (into the build's :class:`SegmentColumns`), present ticks.
+_Part = tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 def _first_last(exts: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -575,7 +583,7 @@ def _entity_ids(exts: Sequence[Any]) -> Sequence[Any]:
 
 def build_candidate_table(
     extents: Mapping[str, Sequence[Any]],
-    segments_by_source: Mapping[str, Sequence[Segment]],
+    segments_by_source: Mapping[str, Sequence[Segment] | SegmentColumns],
     *,
     how: str,
     features: Sequence[str],
@@ -598,7 +606,8 @@ def build_candidate_table(
         ``entity_id``, ``first``, ``last`` of each entity, in roster order.
     segments_by_source : mapping of source id to segments sorted by ``start_idx``
         (track-scoped ones, :attr:`Segment.entity` set, sorted by ``start_idx`` within
-        each entity: a span then aggregates only its own entity's segments)
+        each entity: a span then aggregates only its own entity's segments), as
+        :class:`Segment` objects or as :class:`SegmentColumns` (the same rows as columns)
     how : {"max", "mean", "min"}
     features : sequence of str
         Feature names to aggregate (a segment without one counts as NaN).
@@ -633,7 +642,8 @@ def build_candidate_table(
     sids = sorted(extents)
     intern = _Interner()
     parts: list[_Part] = []
-    too_short = empty = 0
+    held: list[SegmentColumns] = []
+    too_short = empty = n_held = 0
     for s_idx, sid in enumerate(sids):
         exts = extents[sid]
         first, last = _first_last(exts)
@@ -641,25 +651,29 @@ def build_candidate_table(
         e_idx, k, a, b, short = _spans(first, last, min_steps, span_steps)
         too_short += short
         present = present_ticks(exts, e_idx, a, b)
-        held = np.flatnonzero(present > 0)
-        empty += present.size - held.size
-        if held.size < present.size:
-            e_idx, k, a, b, present = (x[held] for x in (e_idx, k, a, b, present))
-        segs = list(segments_by_source.get(sid, ()))
-        by_ent: dict[str | None, list[Segment]] = {}
-        for sg in segs:  # track-scoped windows: a span sees its own entity's only
-            by_ent.setdefault(sg.entity, []).append(sg)
-        track = e_idx.size > 0 and bool(by_ent) and None not in by_ent
+        keep = np.flatnonzero(present > 0)
+        empty += present.size - keep.size
+        if keep.size < present.size:
+            e_idx, k, a, b, present = (x[keep] for x in (e_idx, k, a, b, present))
+        segs = _columns(segments_by_source.get(sid, ()), names)
+        rows = np.arange(n_held, n_held + len(segs), dtype=np.int64)
+        held.append(segs)
+        n_held += len(segs)
+        by_ent = segs.by_entity()  # track-scoped windows: a span sees its own entity's only
+        track = e_idx.size > 0 and by_ent is not None
         bounds: list[int] = (
             np.flatnonzero(np.r_[True, e_idx[1:] != e_idx[:-1], True]).tolist() if track else []
         )
+        none = np.zeros(0, np.int64)
         for lo, hi in itertools.pairwise(bounds):
             c = slice(lo, hi)
-            ent = by_ent.get(tag_entity_id(ids[int(e_idx[lo])]), [])
-            parts.append((s_idx, e_idx[c], k[c], a[c], b[c], ent, present[c]))
+            ent = by_ent.get(tag_entity_id(ids[int(e_idx[lo])])) if by_ent else None
+            ent_rows = none if ent is None else rows[ent]
+            parts.append((s_idx, e_idx[c], k[c], a[c], b[c], ent_rows, present[c]))
         if e_idx.size and not track:
-            parts.append((s_idx, e_idx, k, a, b, segs, present))
-    cols = _aggregate_sources(parts, how, names, intern, group_of is None, veto)
+            parts.append((s_idx, e_idx, k, a, b, rows, present))
+    every = SegmentColumns.concat(held, names) if held else _columns((), names)
+    cols = _aggregate_sources(parts, every, how, names, intern, group_of is None, veto)
     if group_of is not None:
         codes = np.array([intern.group(group_of(sids[p[0]])) for p in parts], np.int64)
         cols["group"] = np.repeat(codes, [p[1].size for p in parts])
@@ -677,8 +691,16 @@ def build_candidate_table(
     return table, too_short
 
 
+def _columns(segs: Sequence[Segment] | SegmentColumns, names: tuple[str, ...]) -> SegmentColumns:
+    """``segs`` as columns of the features ``names``."""
+    if isinstance(segs, SegmentColumns):
+        return segs.select(names)
+    return SegmentColumns.of_segments(segs, names)
+
+
 def _aggregate_sources(
     parts: Sequence[_Part],
+    every: SegmentColumns,
     how: str,
     names: tuple[str, ...],
     intern: _Interner,
@@ -693,11 +715,10 @@ def _aggregate_sources(
     if not parts:
         return {c: np.zeros(0, np.int64) for c in _COLUMNS}
     n_span = np.array([p[1].size for p in parts])
-    n_seg = np.array([len(p[5]) for p in parts])
-    segs = [s for p in parts for s in p[5]]
+    n_seg = np.array([p[5].size for p in parts])
+    segs = every.take(np.concatenate([p[5] for p in parts]))
     a, b = np.concatenate([p[3] for p in parts]), np.concatenate([p[4] for p in parts])
-    starts = np.fromiter((s.start_idx for s in segs), np.int64, len(segs))
-    ends = np.fromiter((s.end_idx for s in segs), np.int64, len(segs))
+    starts, ends = segs.start, segs.end
     span_part = np.repeat(np.arange(len(parts)), n_span)
     seg_part = np.repeat(np.arange(len(parts)), n_seg)
     lo = np.minimum.reduceat(a, np.r_[0, np.cumsum(n_span)[:-1]])
@@ -720,13 +741,16 @@ def _aggregate_sources(
         s_s = starts + shift[seg_part]
         cols.update(_aggregate(segs, a_s, b_s, how, names, intern, by_label, s_s, ends_s, veto))
         return cols
-    each = [_aggregate(p[5], p[3], p[4], how, names, intern, by_label, veto=veto) for p in parts]
+    each = [
+        _aggregate(every.take(p[5]), p[3], p[4], how, names, intern, by_label, veto=veto)
+        for p in parts
+    ]
     cols.update({c: np.concatenate([x[c] for x in each]) for c in each[0]})
     return cols
 
 
 def _aggregate(
-    segs: Sequence[Segment],
+    segs: SegmentColumns,
     a: np.ndarray,
     b: np.ndarray,
     how: str,
@@ -741,24 +765,24 @@ def _aggregate(
     (one source's, or every source's on one shifted axis with their ``starts``/``ends``)."""
     if starts is not None and ends is not None:
         idx, off = _overlap_runs(starts, ends, a, b)
-    elif segs:
-        idx, off = _overlaps(segs, a, b)
+    elif len(segs):
+        idx, off = _overlap_runs(segs.start, segs.end, a, b)
     else:
         idx, off = np.zeros(0, np.intp), np.zeros(a.size + 1, np.int64)
-    seg_prio = np.fromiter((s.priority for s in segs), np.float64, len(segs))
+    seg_prio = segs.priority
     prio = _reduce_runs(seg_prio, idx, off, how)
     prio[np.isnan(prio)] = -math.inf
     if veto:
         prio[_vetoed(seg_prio, idx, off)] = -math.inf
     feats = np.empty((a.size, len(names)))
-    seg_feats = [s.features for s in segs]
-    for j, name in enumerate(names):
-        vals = np.fromiter((f.get(name, np.nan) for f in seg_feats), np.float64, len(segs))
+    for j in range(len(names)):
+        vals = np.ascontiguousarray(segs.features[:, j], np.float64)
         feats[:, j] = _reduce_runs(vals, idx, off, how)
     tags = np.zeros(a.size, np.int64)
-    if any(s.tags for s in segs):
+    tagged = np.array([bool(t) for t in segs.tag_sets], bool)
+    if len(segs) and bool(tagged[segs.tag].any()):
         tags = _span_tags(segs, idx, off, intern)
     group = np.full(a.size, -1, np.int64)
-    if by_label and any(s.group is not None for s in segs):
+    if by_label and bool(np.any(segs.group >= 0)):
         group = _span_groups(segs, idx, off, intern)
     return {"priority": prio, "features": feats, "tags": tags, "group": group}

@@ -21,8 +21,9 @@ manifest are byte-identical to the in-memory run's:
    are computed there (:func:`~kuration.pipeline.disk.index.rank_pool_sql`), as
    :func:`~kuration.selection.select.apply_strategy` computes them in memory.
 3. ``candidates`` -- the index is read back in canonical order, one source at a
-   time: a chunk of sources' segments become :class:`Segment` objects, are cut into
-   candidates by :func:`~kuration.selection.candidates.build_candidate_table` and
+   time: a chunk of sources' segments, kept as the Arrow batches' columns
+   (:class:`~kuration.selection.segment_columns.SegmentColumns`, no object per row), are
+   cut into candidates by :func:`~kuration.selection.candidates.build_candidate_table` and
    dropped; each chunk's table is appended to a
    :class:`~kuration.pipeline.disk.candidates.CandidateStore` (a Parquet file), so the
    candidates are never all in memory.  Each source's tracks are read from its
@@ -46,6 +47,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import functools
+import itertools
 import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -66,6 +68,7 @@ from ...output.commit import SPLITS, STAGING_NAME
 from ...selection.candidates import build_candidate_table
 from ...selection.constraints import source_group
 from ...selection.fill import FillResult
+from ...selection.segment_columns import SegmentColumns
 from ...selection.strategy import Strategy
 from ..run.reread import reread
 from ..run.scoring import ScoringResult, SourceInfo, _checked_sources
@@ -289,34 +292,85 @@ def step_disk_rank(r: HoursRun) -> list[StageTelemetry]:
 # ---- step 3: candidates, one source at a time ------------------------------------------------
 
 
-def _segments(batch: pa.RecordBatch, st: Strategy, tags: Mapping[str, Sequence[str]]) -> Any:
-    """``(source_id, Segment)`` of every row of one batch read back from the index."""
-    names = list(st.feature_names)
-    sid = batch.column(0).to_pylist()
-    start = batch.column(1).to_numpy().tolist()
-    end = batch.column(2).to_numpy().tolist()
-    prio = batch.column(3).to_numpy(zero_copy_only=False).tolist()
-    feats = [
-        batch.column(4 + j).fill_null(math.nan).to_numpy(zero_copy_only=False).tolist()
-        for j in range(len(names))
+def _codes(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[Any]]:
+    """A column as int64 codes into its distinct values (-1 for null) and those values."""
+    enc = col.dictionary_encode()
+    if isinstance(enc, pa.ChunkedArray):
+        enc = enc.combine_chunks()
+    codes = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return codes, enc.dictionary.to_pylist()
+
+
+def _tag_codes(
+    n: int, labels: Sequence[np.ndarray], tags: Mapping[str, Sequence[str]]
+) -> tuple[np.ndarray, tuple[frozenset[str], ...]]:
+    """Each row's tag set (``"name=label"`` of its non-null labels) as a code into a roster."""
+    combo = np.zeros(n, np.int64)
+    for lab, t in zip(labels, tags, strict=True):  # mixed radix: label + 1, 0 for none
+        combo = combo * (len(tags[t]) + 1) + (lab + 1)
+    uniq, code = np.unique(combo, return_inverse=True)
+    roster = []
+    for c in uniq.tolist():
+        digits = []
+        for t in reversed(list(tags)):
+            c, d = divmod(c, len(tags[t]) + 1)
+            digits.append((t, d - 1))
+        roster.append(frozenset(f"{t}={tags[t][d]}" for t, d in digits if d >= 0))
+    return code.astype(np.int64).reshape(n), tuple(roster)
+
+
+def _segments(
+    batch: pa.RecordBatch, st: Strategy, tags: Mapping[str, Sequence[str]], groups: dict[str, Any]
+) -> Iterator[tuple[str, SegmentColumns]]:
+    """``(source_id, columns)`` of each run of one source's rows in one batch read back from
+    the index (no Python object per row)."""
+    names = tuple(st.feature_names)
+    nf, nt = len(names), len(tags)
+    n = batch.num_rows
+    if not n:
+        return
+    sid_code, sids = _codes(batch.column(0))
+    start = batch.column(1).to_numpy().astype(np.int64)
+    end = batch.column(2).to_numpy().astype(np.int64)
+    prio = batch.column(3).to_numpy(zero_copy_only=False).astype(np.float64)
+    feats = np.empty((n, nf))
+    for j in range(nf):
+        feats[:, j] = batch.column(4 + j).fill_null(math.nan).to_numpy(zero_copy_only=False)
+    labels = [
+        batch.column(4 + nf + k).fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        for k in range(nt)
     ]
-    labels = [batch.column(4 + len(names) + k).to_pylist() for k in range(len(tags))]
-    ents = batch.column(4 + len(names) + len(tags)).to_pylist()
+    tag, tag_sets = _tag_codes(n, labels, tags)
+    ent, ents = _codes(batch.column(4 + nf + nt))
+    ents_t = tuple(ents)
     rule = st.group
-    groups: dict[str, str | None] = {}
-    for i, s in enumerate(sid):
+    cut = np.flatnonzero(np.r_[True, sid_code[1:] != sid_code[:-1], True]).tolist()
+    for lo, hi in itertools.pairwise(cut):
+        s = sids[int(sid_code[lo])]
         if s not in groups:
             groups[s] = source_group(rule, s) if rule is not None else None
-        seg_tags = {
-            t: tags[t][int(lab[i])]
-            for t, lab in zip(tags, labels, strict=True)
-            if lab[i] is not None
-        }
-        f = {n: col[i] for n, col in zip(names, feats, strict=True)}
-        yield s, Segment(s, start[i], end[i], f, None, seg_tags, groups[s], prio[i], ents[i])
+        g = groups[s]
+        yield (
+            s,
+            SegmentColumns(
+                start[lo:hi],
+                end[lo:hi],
+                prio[lo:hi],
+                names,
+                feats[lo:hi],
+                tag[lo:hi],
+                tag_sets,
+                np.full(hi - lo, -1 if g is None else 0, np.int64),
+                () if g is None else (g,),
+                ent[lo:hi],
+                ents_t,
+            ),
+        )
 
 
-def _by_source(con: Any, st: Strategy, tags: Mapping[str, Sequence[str]]) -> Any:
+def _by_source(
+    con: Any, st: Strategy, tags: Mapping[str, Sequence[str]]
+) -> Iterator[tuple[str, SegmentColumns]]:
     """``(source_id, segments)`` for each source with segments, in canonical order, read
     back from the index :data:`_READ_ROWS` canonical rows (``rn``) at a time, so that
     DuckDB sorts one such range per query rather than the whole pool (one source's
@@ -327,18 +381,20 @@ def _by_source(con: Any, st: Strategy, tags: Mapping[str, Sequence[str]]) -> Any
     cols += ["entity"]
     sql = f"SELECT {', '.join(cols)} FROM pool WHERE rn >= ? AND rn < ? ORDER BY rn"
     n = int(_q(con, "SELECT count(*) FROM pool")[0][0])
+    names = tuple(st.feature_names)
+    groups: dict[str, Any] = {}
     cur: str | None = None
-    segs: list[Segment] = []
+    pieces: list[SegmentColumns] = []
     for a in range(0, n, _READ_ROWS):
         for batch in con.sql(sql, params=[a, a + _READ_ROWS]).to_arrow_table().to_batches():
-            for sid, seg in _segments(batch, st, tags):
+            for sid, seg in _segments(batch, st, tags, groups):
                 if sid != cur:
                     if cur is not None:
-                        yield cur, segs
-                    cur, segs = sid, []
-                segs.append(seg)
+                        yield cur, SegmentColumns.concat(pieces, names)
+                    cur, pieces = sid, []
+                pieces.append(seg)
     if cur is not None:
-        yield cur, segs
+        yield cur, SegmentColumns.concat(pieces, names)
 
 
 def step_disk_candidates(r: HoursRun) -> dict[str, Any]:
@@ -361,10 +417,10 @@ def step_disk_candidates(r: HoursRun) -> dict[str, Any]:
     nxt = next(stream, None)
     too_short = 0
     exts: dict[str, Any] = {}
-    segs_of: dict[str, list[Segment]] = {}
+    segs_of: dict[str, SegmentColumns | list[Segment]] = {}
     held, sids = 0, sorted(pool.sources)
     for i, sid in enumerate(sids, 1):
-        segs: list[Segment] = []
+        segs: SegmentColumns | list[Segment] = []
         if nxt is not None and nxt[0] == sid:
             segs = nxt[1]
             nxt = next(stream, None)
