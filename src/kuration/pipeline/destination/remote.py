@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import sys
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
 from ...core.jsonio import canonical_json, loads_strict
@@ -275,27 +275,31 @@ REMOTE_STEPS: tuple[str, ...] = (
 
 
 def _refuse_occupied(
-    s: RemoteRun, url: str, *, resume: bool, force: bool, job: Mapping[str, Any] | None = None
+    s: RemoteRun,
+    url: str,
+    *,
+    resume: bool,
+    force: bool,
+    job: Callable[[], Mapping[str, Any]] | None = None,
 ) -> bool:
     """Whether the prefix holds more than the lease; raises as :func:`refuse_occupied`,
     and as :func:`~kuration.output.job_match.refuse_other_job` when ``resume`` meets the
-    committed dataset of another job than ``job``."""
+    committed dataset of another job than ``job()`` (asked for only when a refusal needs
+    it)."""
     names = [n for n in s.dest.listing() if n != LOCK_NAME]
-    if names:
-        need = job is not None and not force
-        names3 = (COMMIT_NAME, MARKER_NAME, CONFIG_NAME)
-        commit, marker, config = (s.dest.read(n) if need else None for n in names3)
-        occ = (
-            occupant(commit, marker, config, job)
-            if job is not None and need and not resume
-            else None
-        )
-        has_run = holds_run(names)
-        refuse_occupied(url, has_run=has_run, resume=resume, force=force, occupant=occ)
-        staged = any(n.startswith(f"{STAGING_NAME}/") for n in names)
-        if resume and job is not None and not staged:  # staged: the fingerprint decides
-            refuse_other_job(url, commit, marker, job, config)
-    return bool(names)
+    if not names:
+        return False
+    has_run = holds_run(names)
+    if job is None or force:
+        refuse_occupied(url, has_run=has_run, resume=resume, force=force)
+        return True
+    commit, marker, config = (s.dest.read(n) for n in (COMMIT_NAME, MARKER_NAME, CONFIG_NAME))
+    occ = None if resume else occupant(commit, marker, config, job())
+    refuse_occupied(url, has_run=has_run, resume=resume, force=force, occupant=occ)
+    staged = any(n.startswith(f"{STAGING_NAME}/") for n in names)
+    if resume and not staged:  # staged: the fingerprint decides, at the resume lookup
+        refuse_other_job(url, commit, marker, job(), config)
+    return True
 
 
 def run_remote(r: HoursRun, url: str, *, resume: bool, force: bool) -> None:
@@ -313,7 +317,8 @@ def run_remote(r: HoursRun, url: str, *, resume: bool, force: bool) -> None:
         A scheme kuration does not write.
     """
     s = RemoteRun(RemoteDestination(url, write=True))
-    job = job_description(r)  # whose dataset a refusal finds (resume: only the same job's)
+    # whose dataset a refusal finds (resume: only the same job's), made when one needs it
+    job = cache(partial(job_description, r))
     was_empty = not _refuse_occupied(s, url, resume=resume, force=force, job=job)
     lease = RemoteLease(s.dest).acquire()
     try:

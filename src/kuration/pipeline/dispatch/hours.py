@@ -22,6 +22,7 @@ A run has three phases (see :mod:`kuration.output.commit`):
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
@@ -164,15 +165,15 @@ def _check_container(spec: OutputSpec) -> None:
 
 
 def _refuse_occupied(
-    root: Path, *, resume: bool, force: bool, job: Mapping[str, Any] | None = None
+    root: Path, *, resume: bool, force: bool, job: Callable[[], Mapping[str, Any]] | None = None
 ) -> None:
     """Raise :class:`DatasetExistsError` for a folder holding more than the lease unless
     ``force``, or ``resume`` and it holds a run (:func:`refuse_occupied`) that is not the
-    committed dataset of another job than ``job`` (a
-    :func:`~kuration.pipeline.run.steps.job_description`; see
-    :func:`~kuration.output.job_match.refuse_other_job`).  A folder holding staged work
-    (a ``force`` run that failed before it published, say) is judged by the resume
-    lookup, which knows whose work it is."""
+    committed dataset of another job than ``job()`` (a
+    :func:`~kuration.pipeline.run.steps.job_description`, asked for only when a refusal
+    needs it; see :func:`~kuration.output.job_match.refuse_other_job`).  A folder holding
+    staged work (a ``force`` run that failed before it published, say) is judged by the
+    resume lookup, which knows whose work it is."""
     try:
         names = [p.name for p in root.iterdir() if p.name != LOCK_NAME]
     except FileNotFoundError:
@@ -180,11 +181,11 @@ def _refuse_occupied(
     except NotADirectoryError:
         raise DatasetExistsError(f"{root} exists and is not a directory") from None
     if names:
-        occ = occupant_here(root, job) if job is not None and not (resume or force) else None
+        occ = occupant_here(root, job()) if job is not None and not (resume or force) else None
         has_run = holds_run(names)
         refuse_occupied(str(root), has_run=has_run, resume=resume, force=force, occupant=occ)
         if resume and job is not None and not holds_staged(root):
-            refuse_other_job_here(root, job)  # staged work: the fingerprint decides, later
+            refuse_other_job_here(root, job())  # staged work: the fingerprint decides, later
 
 
 def _group_fn(
@@ -312,7 +313,9 @@ def run_hours(
     root = Path(local_path(out))
     r = _prepare(p, root, sources, plan, force=force, resume=resume, index_bytes=index_bytes)
     r.telemetry.extend(telemetry)
-    job = job_description(r)  # whose dataset a refusal finds (resume: only the same job's)
+    # whose dataset a refusal finds (resume: only the same job's); plugin code is digested
+    # only when the folder holds something
+    job = functools.cache(functools.partial(job_description, r))
     # before the lease: a refusal writes nothing
     _refuse_occupied(root, resume=resume, force=force, job=job)
     lease = WriterLease(root).acquire()
