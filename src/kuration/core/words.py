@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["count", "were"]
+__all__ = ["count", "first_of", "were"]
 
 
 def count(n: int, noun: str, plural: str | None = None) -> str:
@@ -13,3 +13,9 @@ def count(n: int, noun: str, plural: str | None = None) -> str:
 def were(n: int) -> str:
     """The past tense of *to be* that agrees with a count of ``n``."""
     return "was" if n == 1 else "were"
+
+
+def first_of(items: list[str], n: int) -> str:
+    """The first ``n`` of ``items`` joined by commas, then ``and K more`` for the rest."""
+    more = f" and {len(items) - n} more" if len(items) > n else ""
+    return f"{', '.join(items[:n])}{more}"

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.jsonio import canonical_json, canonical_sha256, loads_strict
+from ..core.words import first_of
 from ..errors import DatasetExistsError, DatasetIntegrityError, DestinationError
 
 __all__ = [
@@ -510,15 +511,10 @@ def _why_different(root: Path, run: Mapping[str, Any] | None) -> str:
     new = json.loads(canonical_json(run))
     sources = changed_sources(old.get("sources"), new.get("sources"))
     changed = [p for p in changed_paths(old, new) if not (sources and p == "sources")]
-    parts = [f"changed {_first(changed, 6)}"] if changed else []
+    parts = [f"changed {first_of(changed, 6)}"] if changed else []
     if sources:  # which ones: the run fingerprint covers every source's bytes
-        parts.append(f"changed sources: {_first(sources, 4)}")
+        parts.append(f"changed sources: {first_of(sources, 4)}")
     return f"{base}: {'; '.join(parts)}" if parts else base
-
-
-def _first(items: list[str], n: int) -> str:
-    more = f" and {len(items) - n} more" if len(items) > n else ""
-    return f"{', '.join(items[:n])}{more}"
 
 
 def changed_sources(old: Any, new: Any) -> list[str]:
@@ -647,7 +643,7 @@ def reusable_entries(
         notes.append(f"nothing committed or staged{by} there: every shard is written afresh")
     if others:
         notes.append(
-            f"staged work of a different run found there ({_first(sorted(others), 2)}; "
+            f"staged work of a different run found there ({first_of(sorted(others), 2)}; "
             f"{sum(others.values())} files) is not reused; this run deletes it when it commits"
         )
     return committed, staged, notes

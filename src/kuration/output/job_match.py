@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.jsonio import canonical_json, loads_strict
+from ..core.words import first_of
 from ..errors import DatasetExistsError, DatasetIntegrityError
 from .commit import COMMIT_NAME, CONFIG_NAME, FORMAT, MARKER_NAME, changed_paths, read_regular
 
@@ -119,8 +120,7 @@ class Occupant:
 
     def changes(self) -> str:
         """The first changed settings and how many more."""
-        more = f" and {len(self.changed) - SHOWN} more" if len(self.changed) > SHOWN else ""
-        return f"{', '.join(self.changed[:SHOWN])}{more}"
+        return first_of(list(self.changed), SHOWN)
 
 
 def _job_name(commit: bytes, config: bytes | None) -> str | None:
@@ -189,21 +189,26 @@ def refuse_other_job(
     )
 
 
-def _read_here(root: Path, name: str) -> bytes | None:
-    try:
-        return read_regular(root / name)
-    except DatasetIntegrityError:  # missing or not a file: no committed dataset
-        return None
+def _read_here(root: Path) -> tuple[bytes | None, bytes | None, bytes | None]:
+    """The commit record, fingerprint marker and config of the folder ``root`` (None for a
+    missing one: no committed dataset)."""
+
+    def read(name: str) -> bytes | None:
+        try:
+            return read_regular(root / name)
+        except DatasetIntegrityError:  # missing or not a file
+            return None
+
+    return read(COMMIT_NAME), read(MARKER_NAME), read(CONFIG_NAME)
 
 
 def refuse_other_job_here(root: Path, run: Mapping[str, Any], where: str | None = None) -> None:
     """:func:`refuse_other_job` for the local folder ``root`` (or the copy of a remote
     destination's metadata there; ``where`` names the destination in the message)."""
-    read = [_read_here(root, n) for n in (COMMIT_NAME, MARKER_NAME, CONFIG_NAME)]
-    refuse_other_job(where or str(root), read[0], read[1], run, read[2])
+    commit, marker, config = _read_here(root)
+    refuse_other_job(where or str(root), commit, marker, run, config)
 
 
 def occupant_here(root: Path, run: Mapping[str, Any]) -> Occupant | None:
     """:func:`occupant` for the local folder ``root``."""
-    read = [_read_here(root, n) for n in (COMMIT_NAME, MARKER_NAME, CONFIG_NAME)]
-    return occupant(read[0], read[1], read[2], run)
+    return occupant(*_read_here(root), run)
