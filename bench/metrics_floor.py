@@ -13,7 +13,7 @@ these features *with today's kernels*: a faster kernel moves both.
 
 * the speed chain: ECEF pairs of the valid positions and the clamped speed;
 * the order statistics (``speed_p90``, ``turn_p90``, ``alt_median``): each window's
-  valid samples sorted as rows, the wavelet matrix where the windows overlap more than
+  valid samples partitioned (or sorted) as rows, the wavelet matrix where the windows overlap more than
   :data:`~kuration.metrics.dsl.order_stats.WAVELET_COVERAGE` times, the sliding median
   where the engine slides it;
 * the other reduces: per-tick partials (counts, sums, moments, extremes) combined over
@@ -84,7 +84,8 @@ def _windows(starts: np.ndarray, length: int) -> Callable[[np.ndarray, int], np.
 
 def _order(x: np.ndarray, starts: np.ndarray, length: int, lag: int) -> reduces.Take:
     """Order statistics of each window of stream ``x`` (N, E, 1) that dropped ``lag`` ticks:
-    the kernel the engine's ``order_ticks`` picks (rows, or the wavelet matrix)."""
+    the kernel the engine's ``order_ticks`` picks (partitioned or sorted rows, or the
+    wavelet matrix)."""
     samples = order_stats.tick_samples(x, reduces.tick_valid(x))
     first = samples[1]
     s, n_ticks = starts + lag, length - lag
@@ -92,6 +93,12 @@ def _order(x: np.ndarray, starts: np.ndarray, length: int, lag: int) -> reduces.
     n = first[s + n_ticks] - lo
     s_lo, s_hi = int(first[s.min()]), int(first[s.max() + n_ticks])
     if not order_stats.worth_wavelet(int(n.sum()), s_hi - s_lo):
+        if order_stats.worth_selecting(samples[0][s_lo:s_hi]):
+
+            def select(rows: np.ndarray, i0: np.ndarray, i1: np.ndarray) -> Any:
+                return order_stats.selected_pairs(samples, s[rows], n_ticks, i0, i1)
+
+            return select, n
         rows, n = order_stats.sorted_rows(samples, s, n_ticks)
         return reduces.take_sorted(rows), n
     idx = order_stats.rank_index(samples[0][s_lo:s_hi])
