@@ -200,9 +200,11 @@ def selected_pairs(
         (padded.size - width + 1, width), dtype=padded.dtype, buffer=padded, strides=(size, size)
     )
     rows = runs[lo + i0]
-    col = np.arange(width)
-    np.copyto(rows, -np.inf, where=col < shift[:, None])
-    np.copyto(rows, np.inf, where=col >= end[:, None])
+    # the -inf fill touches the columns before the largest shift only, the +inf fill those
+    # from the least end on (at p90 or the median, well under the whole row)
+    left, right = int(shift.max()), int(end.min())
+    np.copyto(rows[:, :left], -np.inf, where=np.arange(left) < shift[:, None])
+    np.copyto(rows[:, right:], np.inf, where=np.arange(right, width) >= end[:, None])
     rows.partition(d, axis=1)
     a = rows[:, d]
     return a, np.where(np.asarray(i1) > i0, rows[:, d + 1 :].min(axis=1), a)
