@@ -33,7 +33,8 @@ from kuration.metrics.dsl import kernels, order_stats, reduces
 
 #: the stage each timed part belongs to (``profile_perf.py`` sums them by stage)
 STAGE = {
-    "speed chain (ECEF pairs, speed)": "speed chain",
+    "speed chain: ECEF pairs (its sin and cos)": "speed chain",
+    "speed chain: speed of the pairs": "speed chain",
     "turn rate (angle_delta, abs)": "turn rate",
     "speed_p90": "order statistics",
     "turn_p90": "order statistics",
@@ -146,9 +147,11 @@ def floor_pass(
     win = _windows(starts, length)
     out: dict[str, np.ndarray] = {}
     with np.errstate(all="ignore"):
-        with part("speed chain (ECEF pairs, speed)"):
-            pos = values["position"]
-            spd = kernels.geodetic_speed(pos, None, hz, 400.0, kernels.geodetic_pairs(pos, None))
+        pos = values["position"]
+        with part("speed chain: ECEF pairs (its sin and cos)"):
+            pairs = kernels.geodetic_pairs(pos, None)
+        with part("speed chain: speed of the pairs"):
+            spd = kernels.geodetic_speed(pos, None, hz, 400.0, pairs)
         with part("speed_p90"):
             out["speed_p90"] = reduces.percentile_of(*_order(spd, starts, length, 1), 90.0)
         with part("speed_mean"):

@@ -541,6 +541,8 @@ def by_stage_vs_floor(
         f"    {1e3 * total / n_src:8.3f} {1e3 * f_total / n_src:8.3f}  "
         f"{total / f_total:6.2f}x  total"
     )
+    for part in (k for k in f_parts if k.startswith("speed chain")):
+        print(f"             {1e3 * f_parts[part] / n_src:8.3f}  (floor) {part}")
     eng_os = {m: sum(v for k, v in per_op.items() if k == f"{m}: reduce") for m in ORDER_STATS}
     print("  order statistics by feature (engine, floor):")
     for m in ORDER_STATS:
