@@ -150,7 +150,7 @@ def sorted_rows(samples: Samples, starts: np.ndarray, length: int) -> tuple[np.n
 def worth_selecting(values: np.ndarray) -> bool:
     """Whether :func:`selected_pairs` is cheaper than :func:`sorted_rows` for ranges of
     ``values`` (M,), the samples they span (see :data:`SELECT_MAX_ZEROS`)."""
-    return np.count_nonzero(values == 0) <= SELECT_MAX_ZEROS * values.size
+    return bool(np.count_nonzero(values == 0) <= SELECT_MAX_ZEROS * values.size)
 
 
 def selected_pairs(
