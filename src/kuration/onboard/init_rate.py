@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.grid import grid_points
 from ..sources._retime import retime_runs
 from .guess import nice_rate
 
@@ -131,12 +132,12 @@ def collisions_at(t: np.ndarray, ent: np.ndarray, hz: float) -> int:
     """Rows that land on a tick already taken by their entity at ``hz``.
 
     ``t`` and ``ent`` are sorted by (entity, time); ticks as the adapters snap them,
-    ``floor(t * hz + 0.5)``.  A row that repeats its entity's previous time exactly is
+    ``grid_points(t * hz)``.  A row that repeats its entity's previous time exactly is
     not counted: the duplicates policy keeps or re-times it, and no rate separates it.
     """
     if t.size < 2:
         return 0
-    k = np.floor(t * hz + 0.5).astype(np.int64)
+    k = grid_points(t * hz)
     return int(((k[1:] == k[:-1]) & (ent[1:] == ent[:-1]) & (t[1:] != t[:-1])).sum())
 
 
