@@ -80,7 +80,7 @@ class Inventory:
     #: rows with a null or NaN time, rows that repeat a time of their entity
     timeless: int = 0
     repeats: int = 0
-    #: where the first rows without a time are ("FILE, line 12 (data row 10)")
+    #: where the first rows without a time are ("FILE, line 12" for a CSV, "FILE, row 10" else)
     timeless_at: tuple[str, ...] = ()
 
     @property
@@ -290,7 +290,8 @@ def _text_format(table: pa.Table, name: str, where: str) -> tuple[str, str]:
     if "not a number or an ISO 8601 time" in str(exc) or exc.row is None:
         raise InitError(
             f"{where}: time column {name!r} is text in no common format "
-            f"(row 0: {col[0].as_py()!r}); {TIME_FORMAT_HINT}, or name another with --time",
+            f"({row_place(where, 0)}: {col[0].as_py()!r}); {TIME_FORMAT_HINT}, or name another "
+            "with --time",
             source=where,
         )
     raise InitError(str(exc), source=where)
