@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InitError
-from .guess import guess_fields
+from .guess import field_lines, guess_fields
 from .init_parts import adapter_options, split_promise, starter_job, starter_strategy
 from .init_plan import presence
 from .init_rate import choose_rate
@@ -100,15 +100,7 @@ def compose_files(
         t, _n = retime_runs(inv.times, inv.entities)
     pres = presence(t, inv.entities, hz, 1.0 / rc.median_hz)
     lines.extend(pres.lines())
-    lines.append("fields:")
-    lines.extend(f"  {f.name}: {f.why}" for f in fields)
-    if missing:
-        lines.append(
-            f"units unknown (no metadata) for: {', '.join(missing)}; give them in a hint file "
-            "(--units FILE, or the text itself: a JSON object of column to pint unit)"
-        )
-    if skipped:
-        lines.append(f"not fields: {', '.join(skipped)}")
+    lines.extend(field_lines(fields, missing, skipped))
     strategy, axes = starter_strategy(fields, bool(inv.entity_column))
     lines.append(f"strategy: metrics {', '.join(strategy['define'])}; uniform-bins on {axes}")
     window_s = pres.window_steps / hz

@@ -4,8 +4,9 @@
 adapter reads them: pyarrow's CSV inference, Parquet as stored);
 :func:`inventory_timenet` profiles a TimeNet version from its catalog.  Both
 return an :class:`Inventory`: the time and entity columns with the evidence
-for each, the candidate field columns with their metadata units, the time
-steps between consecutive times of one entity, and every track's length.
+for each, the candidate field columns with their units (metadata, else a unit
+bracket ending the header), the time steps between consecutive times of one
+entity, and every track's length.
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._csvline import row_place
+from ..core.units import parse_unit
 from ..errors import InitError
 from .guess import Column, check_unit, counter_step, step_stats
+from .header_units import header_unit
 from .init_rate import SCALE, time_unit
 
 __all__ = ["Inventory", "inventory_files", "inventory_timenet"]
@@ -470,6 +473,16 @@ def _columns(table: pa.Table, skip: set[str], hints: Mapping[str, str], where: s
             unit, unit_from = hints[f.name], "hint file"
         if unit:
             check_unit(unit, f"{where}: column {f.name!r}")
+        head = header_unit(f.name)
+        stem, not_unit = "", None
+        if head is not None and head.unit is not None:
+            stem = head.stem
+            if not unit:
+                unit, unit_from = head.unit, f"the column header; pint reads {head.reading}"
+            elif parse_unit(unit) != parse_unit(head.unit):
+                unit_from += f", over the header's {head.text!r}"
+        elif head is not None:
+            not_unit = f"{head.text!r} is not a unit ({head.reading})"
         col = table.column(f.name)
         kind = _kind(f.type)
         distinct = counter = None
@@ -478,7 +491,7 @@ def _columns(table: pa.Table, skip: set[str], hints: Mapping[str, str], where: s
             if len(u) <= 16:
                 distinct = tuple(sorted(int(v) for v in u.to_pylist()))
             if not col.null_count:
-                counter = counter_step(f.name, np.asarray(col.to_numpy()))
+                counter = counter_step(stem or f.name, np.asarray(col.to_numpy()))
         lo = hi = None
         if kind in ("int", "float") and len(col) - col.null_count:
             mm = pc.min_max(col)
@@ -497,6 +510,8 @@ def _columns(table: pa.Table, skip: set[str], hints: Mapping[str, str], where: s
                 None if lo is None else float(lo),
                 None if hi is None else float(hi),
                 counter,
+                stem,
+                not_unit if not unit else None,
             )
         )
     return out
