@@ -322,6 +322,12 @@ TIME_FORMATS = (
 )
 
 
+def _timelike(name: str) -> bool:
+    """Whether a header names a time, its unit bracket left out (``t [s]`` is ``t``)."""
+    head = header_unit(name)
+    return bool(_TIME.search(head.stem if head is not None and head.unit else name))
+
+
 def _time_column(
     table: pa.Table, forced: str | None, where: str, forced_unit: str | None = None
 ) -> tuple[str, str | None, str, str | None]:
@@ -338,11 +344,9 @@ def _time_column(
         cands = stamps or [
             n
             for n in names
-            if _TIME.search(n) and _kind(table.schema.field(n).type) in ("int", "float")
+            if _timelike(n) and _kind(table.schema.field(n).type) in ("int", "float")
         ]
-        texts = [
-            n for n in names if _TIME.search(n) and _kind(table.schema.field(n).type) == "text"
-        ]
+        texts = [n for n in names if _timelike(n) and _kind(table.schema.field(n).type) == "text"]
     if not cands and texts:
         cands = texts[:1]
     if not cands and _headerless(names):
@@ -353,7 +357,7 @@ def _time_column(
             f"time among {names}); name it with --time",
             source=where,
         )
-    name = sorted(cands, key=lambda n: (not _TIME.search(n), names.index(n)))[0]
+    name = sorted(cands, key=lambda n: (not _timelike(n), names.index(n)))[0]
     typ = table.schema.field(name).type
     if pa.types.is_timestamp(typ):
         return name, None, f"time column: {name} ({typ}: a timestamp column)", None
@@ -367,7 +371,7 @@ def _time_column(
     values = np.asarray(
         pc.cast(table.column(name), pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64
     )
-    unit, why = time_unit(name, values, forced_unit)
+    unit, why = time_unit(name, values, forced_unit, where=where)
     return name, unit, f"time column: {name} ({typ}, {why})", None
 
 

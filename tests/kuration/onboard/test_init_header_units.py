@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kuration import Pipeline, init_job, score_sources
+from kuration.errors import InitError
 from kuration.onboard.header_units import header_unit
 
 
@@ -123,3 +125,30 @@ def test_tmy3_weather_file_units_come_from_its_header(tmp_path: Path, capsys) ->
     assert units["aod"] == "dimensionless" and units["pwat"] == "cm"
     assert "ghi: column 'GHI (W/m^2)' is int64: a scalar (W/m^2, from the column header; " in out
     assert "pint reads degree_Celsius, which a header means by 'C'" in out
+
+
+def _timed(path: Path, header: str, step: float) -> Path:
+    rows = [f"{header},Temp (°C)"] + [f"{i * step:g},{20 + i * 0.01:.2f}" for i in range(2000)]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(("header", "word"), [("Time (min)", "minute"), ("t [h]", "hour")])
+def test_a_time_header_in_minutes_or_hours_is_refused_not_read_as_seconds(
+    tmp_path: Path, header: str, word: str
+) -> None:
+    """Read as seconds, minutes gave a 1 Hz job for a 1/60 Hz log, silently."""
+    src = _timed(tmp_path / "log.csv", header, 1.0)
+    with pytest.raises(InitError, match=rf"time column '{re.escape(header)}' is in .*\({word}\)"):
+        init_job([src], tmp_path / "job")
+    assert not (tmp_path / "job").exists()
+
+
+@pytest.mark.parametrize(("header", "hz"), [("Time [s]", 2.0), ("t (msec)", 2000.0)])
+def test_a_time_header_in_s_or_ms_sets_the_time_unit(
+    tmp_path: Path, header: str, hz: float
+) -> None:
+    res = init_job([_timed(tmp_path / "log.csv", header, 0.5)], tmp_path / "job")
+    assert res.job["schema"]["sample_hz"] == hz
+    temp = next(f for f in res.job["schema"]["fields"] if f["name"] == "temp")
+    assert temp["unit"] == "°C"
