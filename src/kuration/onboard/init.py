@@ -7,8 +7,9 @@ of a job is proposed with its evidence:
   a latitude/longitude pair with angle units is a geodetic position, x/y(/z) with
   length units a cartesian one, heading-like columns with an angle unit angular,
   small-integer flag columns a bitmask, other small-integer columns categorical.
-  Units come only from metadata (Parquet field metadata ``unit``, the TimeNet
-  catalog, a hint file); a column without one keeps no unit and is listed.
+  Units come from metadata (a hint file, Parquet field metadata ``unit``, the
+  TimeNet catalog), else from a bracket ending the header (``alt [ft]``,
+  :mod:`.header_units`); a column without one keeps no unit and is listed.
 * the sample rate: the 1-2-5 rate nearest the median step between consecutive
   times of one entity;
 * ``strategy.json``: a few metrics that fit the fields found, ``uniform-bins`` on two;
@@ -40,7 +41,7 @@ from ..output.spec import OutputSpec
 from ..pipeline.run.strategy import load_strategy
 from ..pipeline.spec.job import job_components, load_job
 from ..sources._lerobot_meta import is_dataset
-from .guess import guess_fields
+from .guess import field_lines, guess_fields
 from .init_check import dry_read
 from .init_files import compose_files
 from .init_lerobot import compose_lerobot
@@ -174,15 +175,7 @@ def _compose(
             f"  steps are irregular ({stats['regular']:.0%} within 10% of the median): rows that "
             "land on one tick are averaged (collisions: mean)"
         )
-    lines.append("fields:")
-    lines.extend(f"  {f.name}: {f.why}" for f in fields)
-    if missing:
-        lines.append(
-            f"units unknown (no metadata) for: {', '.join(missing)}; give them in a hint file "
-            "(--units FILE, or the text itself: a JSON object of column to pint unit)"
-        )
-    if skipped:
-        lines.append(f"not fields: {', '.join(skipped)}")
+    lines.extend(field_lines(fields, missing, skipped))
     window_s = _nice_seconds(min(WINDOW_STEPS / hz, max(10 / hz, inv.median_track_s / 2)))
     strategy, axes = starter_strategy(fields, bool(inv.entity_column) or inv.kind == "timenet")
     lines.append(f"strategy: metrics {', '.join(strategy['define'])}; uniform-bins on {axes}")

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.grid import grid_points
+
 __all__ = ["Presence", "presence"]
 
 WINDOW_STEPS = 120
@@ -88,7 +90,7 @@ def presence(t: np.ndarray, ent: np.ndarray, hz: float, step_s: float) -> Presen
 
     ``t``, ``ent`` sorted by (entity, time); ``step_s`` is the median step.
     """
-    k = np.floor(t * hz + 0.5).astype(np.int64)
+    k = grid_points(t * hz)
     new_ent = np.r_[True, ent[1:] != ent[:-1]]
     fresh = new_ent | np.r_[True, k[1:] != k[:-1]]
     k, ent, new_ent = k[fresh], ent[fresh], new_ent[fresh]

@@ -23,8 +23,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.grid import grid_points
+from ..errors import InitError
 from ..sources._retime import retime_runs
 from .guess import nice_rate
+from .header_units import header_unit
 
 __all__ = ["RateChoice", "choose_rate", "collisions_at", "exact_rate", "time_unit"]
 
@@ -54,7 +57,39 @@ def _name_unit(name: str) -> str | None:
     return None
 
 
-def time_unit(name: str, values: np.ndarray, forced: str | None = None) -> tuple[str, str]:
+def _header_time_unit(name: str, where: str) -> str | None:
+    """The s/ms/us/ns unit a bracket ending the header names (``Time [s]``, ``t (msec)``), or
+    None when it names no time unit.
+
+    Raises
+    ------
+    InitError
+        The bracket names another time unit (``min``, ``h``, ``day``): ``kur run`` reads
+        numeric times in s, ms, us or ns only, and reading minutes as seconds would be
+        silently 60 times off.
+    """
+    from ..core.units import conversion_factor, get_registry, parse_unit
+
+    head = header_unit(name)
+    if head is None or head.unit is None:
+        return None
+    if parse_unit(head.unit).dimensionality != get_registry().second.dimensionality:
+        return None
+    seconds = conversion_factor(head.unit, "s")
+    for unit, scale in SCALE.items():
+        if abs(seconds / scale - 1) < 1e-9:
+            return unit
+    raise InitError(
+        f"{where}: time column {name!r} is in {head.text!r} ({head.reading}) by its header; a "
+        "numeric time is read in s, ms, us or ns only: write the times in one of those (or as "
+        "timestamps), or name another column with --time",
+        source=where or None,
+    )
+
+
+def time_unit(
+    name: str, values: np.ndarray, forced: str | None = None, *, where: str = ""
+) -> tuple[str, str]:
     """The unit of a numeric time column and the evidence, one sentence.
 
     Parameters
@@ -65,6 +100,13 @@ def time_unit(name: str, values: np.ndarray, forced: str | None = None) -> tuple
         Its values (NaN for nulls).
     forced : {"s", "ms", "us", "ns"}, optional
         The user's choice (``--time-unit``, or a time unit in the ``--units`` hints).
+    where : str
+        The file, for an error.
+
+    Raises
+    ------
+    InitError
+        A unit bracket ending the name that is a time unit other than s/ms/us/ns.
     """
     v = values[np.isfinite(values)]
     lo, hi = (float(v.min()), float(v.max())) if v.size else (0.0, 0.0)
@@ -75,6 +117,9 @@ def time_unit(name: str, values: np.ndarray, forced: str | None = None) -> tuple
     named = _name_unit(name)
     if named is not None:
         return named, f"{seen}: read as {_WORDS[named]} (the name says {named})"
+    header = _header_time_unit(name, where)
+    if header is not None:
+        return header, f"{seen}: read as {_WORDS[header]} (the header says {header})"
     for unit, floor in _MAGNITUDE:
         if mag >= floor:
             return unit, (
@@ -131,12 +176,12 @@ def collisions_at(t: np.ndarray, ent: np.ndarray, hz: float) -> int:
     """Rows that land on a tick already taken by their entity at ``hz``.
 
     ``t`` and ``ent`` are sorted by (entity, time); ticks as the adapters snap them,
-    ``floor(t * hz + 0.5)``.  A row that repeats its entity's previous time exactly is
+    ``grid_points(t * hz)``.  A row that repeats its entity's previous time exactly is
     not counted: the duplicates policy keeps or re-times it, and no rate separates it.
     """
     if t.size < 2:
         return 0
-    k = np.floor(t * hz + 0.5).astype(np.int64)
+    k = grid_points(t * hz)
     return int(((k[1:] == k[:-1]) & (ent[1:] == ent[:-1]) & (t[1:] != t[:-1])).sum())
 
 

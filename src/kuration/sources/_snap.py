@@ -25,6 +25,7 @@ import warnings
 import numpy as np
 
 from ..contracts.schema import FieldSpec
+from ..core.grid import grid_points
 from ..core.units import to_unit
 from ..errors import SnapCollisionWarning
 
@@ -37,8 +38,10 @@ def snap_ticks(t_sec: np.ndarray, hz: float) -> tuple[np.ndarray, np.ndarray]:
     """Each time's grid point and its distance from it.
 
     A time exactly half way between two grid points goes to the later one
-    (``floor(x + 0.5)``), so a recorder that stamps every row at the half step
-    (1 Hz rows at 0.5 s, 1.5 s, 2.5 s) keeps one row per tick.  NumPy's ``rint``
+    (:func:`kuration.core.grid.grid_points`: ``floor(x + 0.5)`` with a few ulps of
+    slack), so a recorder that stamps every row at the half step (1 Hz rows at 0.5 s,
+    1.5 s, 2.5 s; 100 Hz rows at 0.005 s, 0.015 s, whose products with ``hz`` fall a
+    ulp either side of the half) keeps one row per tick.  NumPy's ``rint``
     rounds halves to even: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, so every other tick
     collided and the tick between stayed empty.
 
@@ -51,13 +54,14 @@ def snap_ticks(t_sec: np.ndarray, hz: float) -> tuple[np.ndarray, np.ndarray]:
     Returns
     -------
     k : ndarray, shape (N,), int64
-        Tick indices, ``floor(t_sec * hz + 0.5)``.
+        Tick indices, ``grid_points(t_sec * hz)``.
     off : ndarray, shape (N,), float64
         ``|t_sec * hz - k|`` in steps, within [0, 0.5].
     """
     x = t_sec * hz
-    k = np.floor(x + 0.5).astype(np.int64)
-    return k, np.abs(x - k)
+    k = grid_points(x)
+    # a time a few ulps under a half step goes up, so its distance can pass 0.5 by them
+    return k, np.minimum(np.abs(x - k), 0.5)
 
 
 def group_starts(*keys: np.ndarray) -> np.ndarray:
