@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from ..contracts.schema import SchemaSpec
 from ..core.jsonio import loads_strict
 from ..errors import InitError, KurationError
@@ -305,13 +307,16 @@ def init_job(
                 raise InitError("give one timenet:// reference alone, not mixed with files")
             inv = inventory_timenet(strs[0], hints=hints, registries=registries)
         else:
-            inv = inventory_files(
-                [Path(s) for s in strs],
-                hints=hints,
-                time_column=time_column,
-                entity_column=entity_column,
-                time_unit=time_unit,
-            )
+            try:
+                inv = inventory_files(
+                    [Path(s) for s in strs],
+                    hints=hints,
+                    time_column=time_column,
+                    entity_column=entity_column,
+                    time_unit=time_unit,
+                )
+            except pa.ArrowException as exc:  # data Arrow refuses, not a traceback
+                raise InitError(f"{', '.join(strs)}: cannot profile it: {exc}") from exc
         opts = {"duplicates": duplicates, "drop_timeless": drop_timeless, "rate": rate}
         job, lines, missing = _compose(
             inv, folder.resolve(), name=job_name, fraction=fraction, opts=opts

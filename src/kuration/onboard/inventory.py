@@ -29,6 +29,7 @@ from ..errors import InitError
 from .guess import Column, check_unit, counter_step, step_stats
 from .header_units import header_unit
 from .init_rate import SCALE, time_unit
+from .init_times import column_values, origin_of, seconds_since
 
 __all__ = ["Inventory", "inventory_files", "inventory_timenet"]
 
@@ -37,7 +38,6 @@ _ENTITY_NAMES = ("entity", "entity_id", "icao24", "mmsi", "track_id", "id", "uid
 _ENTITY = re.compile(r"(^id$|_id$|^id_|id$|icao|mmsi|vessel|aircraft|player|agent|device)", re.I)
 _TRACK = re.compile(r"^(track|track_name|trk)$", re.I)
 _GROUP_KEYS = ("group", "match", "game", "session", "flight", "episode", "trip", "run", "period")
-_SCALE = SCALE
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,8 @@ class Inventory:
     irregular: bool = False
     source_uri: str | None = None
     registries: tuple[str, ...] = field(default_factory=tuple)
-    #: every timed row's time (seconds) and entity code, sorted by (entity, time); files only
+    #: every timed row's time (seconds since ``time_origin``, a UTC midnight in seconds since
+    #: the epoch: see :mod:`.init_times`) and entity code, sorted by (entity, time); files only
     times: np.ndarray | None = field(default=None, repr=False, compare=False)
     entities: np.ndarray | None = field(default=None, repr=False, compare=False)
     rows: int = 0
@@ -85,6 +86,7 @@ class Inventory:
     repeats: int = 0
     #: where the first rows without a time are ("FILE, line 12" for a CSV, "FILE, row 10" else)
     timeless_at: tuple[str, ...] = ()
+    time_origin: int = 0
 
     @property
     def median_track_s(self) -> float:
@@ -368,10 +370,7 @@ def _time_column(
         return name, None, why, fmt
     if _kind(typ) not in ("int", "float"):
         raise InitError(f"{where}: time column {name!r} has type {typ}", source=where)
-    values = np.asarray(
-        pc.cast(table.column(name), pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64
-    )
-    unit, why = time_unit(name, values, forced_unit, where=where)
+    unit, why = time_unit(name, column_values(table.column(name)), forced_unit, where=where)
     return name, unit, f"time column: {name} ({typ}, {why})", None
 
 
@@ -434,23 +433,6 @@ def _separating_column(
         if left * 20 <= dup and left < left_best:
             best, left_best = (n, k, dup), left
     return best
-
-
-def _seconds(
-    col: pa.ChunkedArray, unit: str | None, fmt: str | None = None, where: str = ""
-) -> np.ndarray:
-    if fmt is not None:
-        from ..errors import SourceError
-        from ..sources._timeunit import parse_text_times
-
-        try:
-            col = parse_text_times(col.combine_chunks(), fmt, "time", where)
-        except SourceError as exc:
-            raise InitError(str(exc), source=where) from None
-    if unit is None:
-        ns = pc.cast(pc.cast(col, pa.timestamp("ns")), pa.int64())
-        return np.asarray(ns.to_numpy(zero_copy_only=False), dtype=np.float64) / 1e9
-    return np.asarray(pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False)) * _SCALE[unit]
 
 
 def _tracks(t: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, list[float], int]:
@@ -567,7 +549,7 @@ def inventory_files(
     columns = _columns(first, {time, *([entity] if entity else [])}, hints, where)
     steps, tracks, dups, rows, timeless = [], [], 0, 0, 0
     timeless_at: list[str] = []
-    all_t, all_e, n_codes = [], [], 0
+    all_t, all_e, n_codes, origin = [], [], 0, 0
     for i, path in enumerate(paths):
         table = first if i == 0 else _read(path)
         need = [time, *([entity] if entity else [])]
@@ -576,7 +558,9 @@ def inventory_files(
             raise InitError(f"{path}: no column {lacking[0]!r}", source=str(path))
         fields = [c.name for c in columns if c.kind == "text" and c.name in table.column_names]
         _check_numeric(table, fields, str(path), "column")
-        t = _seconds(table.column(time), unit, fmt, str(path))
+        if i == 0:  # one origin for every file: their times stay comparable
+            origin = origin_of(table.column(time), unit, fmt, str(path))
+        t = seconds_since(table.column(time), unit, origin, fmt, str(path))
         if entity:
             codes = np.asarray(
                 pc.dictionary_encode(pc.cast(table.column(entity), pa.string()))
@@ -622,6 +606,7 @@ def inventory_files(
         timeless=timeless,
         repeats=dups,
         timeless_at=tuple(timeless_at),
+        time_origin=origin,
     )
 
 
