@@ -222,6 +222,7 @@ def _cmd_init(args: argparse.Namespace) -> int:
         duplicates=args.duplicates,
         drop_timeless=args.drop_timeless,
         rate=args.rate,
+        time_format=args.time_format,
     )
     for line in res.lines:
         print(line)
@@ -251,6 +252,12 @@ def _add_init(p: argparse.ArgumentParser) -> None:
         "--time-unit",
         choices=("s", "ms", "us", "ns"),
         help="unit of a numeric time column (default: from its name, else its magnitude)",
+    )
+    p.add_argument(
+        "--time-format",
+        metavar="FORMAT",
+        help="strptime format of a text time column, e.g. '%%Y-%%m-%%d %%H:%%M:%%S.%%f%%z' "
+        "(default: the first common format that reads every value)",
     )
     p.add_argument(
         "--duplicates",

@@ -318,7 +318,7 @@ class TimeseriesAdapterModel(_Model):
     time_unit: Literal["s", "ms", "us", "ns"] = "s"
     """Unit of a numeric time column."""
     time_format: str | None = None
-    """A strptime format for text times that are not ISO 8601 (`%Y/%m/%d %H:%M`); naive times are UTC."""
+    """A strptime format for text times that are not ISO 8601 (`%Y/%m/%d %H:%M`, `%Y-%m-%d %H:%M:%S.%f%z`); naive times are UTC."""
     globals: dict[str, Columns] | None = None
     """Schema global to its column(s)."""
     events: dict[str, str] | None = None

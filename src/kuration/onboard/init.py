@@ -239,6 +239,7 @@ def init_job(
     duplicates: str | None = None,
     drop_timeless: bool = False,
     rate: float | None = None,
+    time_format: str | None = None,
 ) -> InitResult:
     """Profile CSV/Parquet files (or one ``timenet://`` reference) and write a job folder.
 
@@ -272,6 +273,9 @@ def init_job(
         without it such rows stop ``kur init``.
     rate : float, optional
         The sample rate in Hz (default: the median step's; see :mod:`.init_rate`).
+    time_format : str, optional
+        strptime format of a text time column (the adapter's ``time_format``), checked
+        on every value of the first file; default: the first common format that reads them.
 
     Returns
     -------
@@ -281,7 +285,7 @@ def init_job(
     ------
     InitError
         An unreadable input, no time column, a bad hint file, existing job files
-        without ``force``, a fraction outside (0, 1].
+        without ``force``, a fraction outside (0, 1], a ``time_format`` that misses a value.
     """
     if not inputs:
         raise InitError("kur init needs at least one CSV/Parquet file or a timenet:// reference")
@@ -314,6 +318,7 @@ def init_job(
                     time_column=time_column,
                     entity_column=entity_column,
                     time_unit=time_unit,
+                    time_format=time_format,
                 )
             except pa.ArrowException as exc:  # data Arrow refuses, not a traceback
                 raise InitError(f"{', '.join(strs)}: cannot profile it: {exc}") from exc

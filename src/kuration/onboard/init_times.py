@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from ..errors import InitError, SourceError
 
-__all__ = ["DAY_S", "column_values", "origin_of", "seconds_since"]
+__all__ = ["DAY_S", "TIME_FORMATS", "column_values", "origin_of", "seconds_since", "text_format"]
 
 DAY_S = 86_400
 #: integer ticks of a time unit in one second
@@ -134,3 +134,76 @@ def seconds_since(
         out = np.array([(int(x) - shift) / per for x in ints], dtype=np.float64)
     out[np.asarray(arr.is_null().to_numpy(zero_copy_only=False))] = np.nan
     return out
+
+
+#: text time formats kur init tries, in order (day-first before month-first: ISO 8601's order)
+TIME_FORMATS = (
+    "%Y-%m-%d",
+    "%Y-%m-%d %H:%M",
+    "%Y-%m-%d %H:%M:%S",
+    "%Y/%m/%d",
+    "%Y/%m/%d %H:%M",
+    "%Y/%m/%d %H:%M:%S",
+    "%d/%m/%Y",
+    "%d/%m/%Y %H:%M",
+    "%d/%m/%Y %H:%M:%S",
+    "%m/%d/%Y",
+    "%m/%d/%Y %H:%M",
+    "%m/%d/%Y %H:%M:%S",
+    "%d.%m.%Y",
+    "%d.%m.%Y %H:%M",
+    "%b %d %Y",
+    "%d %b %Y",
+    "%Y%m%d",
+)
+#: what init tells a user whose text times no common format reads
+FORMAT_ADVICE = (
+    "give its format with --time-format (a strptime format: '%Y-%m-%d %H:%M:%S.%f%z' reads "
+    "'2014-05-07 13:29:50.439000+0100'; text around the time is written as it stands, "
+    "e.g. '%Y-%m-%d %H:%M:%S.%f%z [Europe/London]')"
+)
+
+
+def text_format(col: pa.Array, name: str, where: str, given: str | None = None) -> tuple[str, str]:
+    """(strptime format, evidence) of the text time column ``name``: ``given`` when it
+    reads every value, else the first of :data:`TIME_FORMATS` that does.
+
+    Raises
+    ------
+    InitError
+        ``given`` misses a value (naming its line); ISO-looking text with a value that
+        names no instant; text no common format reads (naming ``--time-format``).
+    """
+    from .._csvline import row_place
+    from ..sources._timeunit import parse_text_times, text_time_error
+
+    if given is not None:
+        try:
+            parse_text_times(col, given, name, where)
+        except SourceError as exc:
+            at = "" if exc.row is None else f" ({row_place(where, exc.row)})"
+            raise InitError(
+                f"{where}: --time-format {given!r} does not read time column {name!r}{at}: "
+                f"{col[exc.row or 0].as_py()!r}; {FORMAT_ADVICE}",
+                source=where,
+            ) from None
+        return given, f"time column: {name} (text read with time_format {given!r}, given)"
+    for fmt in TIME_FORMATS:
+        try:
+            parse_text_times(col, fmt, name, where)
+        except SourceError:
+            continue
+        return fmt, (
+            f"time column: {name} (text read with time_format {fmt!r}, the first of "
+            f"{len(TIME_FORMATS)} common formats that reads every value; pass --time-format "
+            "if the day and month are the other way round)"
+        )
+    exc = text_time_error(col, name, where)
+    if "not a number or an ISO 8601 time" in str(exc) or exc.row is None:
+        raise InitError(
+            f"{where}: time column {name!r} is text in no common format "
+            f"({row_place(where, 0)}: {col[0].as_py()!r}); {FORMAT_ADVICE}, or name another "
+            "column with --time",
+            source=where,
+        )
+    raise InitError(str(exc), source=where)

@@ -29,7 +29,7 @@ from ..errors import InitError
 from .guess import Column, check_unit, counter_step, step_stats
 from .header_units import header_unit
 from .init_rate import SCALE, time_unit
-from .init_times import column_values, origin_of, seconds_since
+from .init_times import column_values, origin_of, seconds_since, text_format
 
 __all__ = ["Inventory", "inventory_files", "inventory_timenet"]
 
@@ -266,64 +266,6 @@ def _is_stamp(t: pa.DataType) -> bool:
     return bool(pa.types.is_timestamp(t) or pa.types.is_date(t))
 
 
-def _text_format(table: pa.Table, name: str, where: str) -> tuple[str, str]:
-    """(strptime format, evidence) of a text time column: the first of TIME_FORMATS that
-    reads every value.
-
-    Raises
-    ------
-    InitError
-        ISO-looking text with a value that names no instant (naming its row), or text
-        no format reads (naming the option to set).
-    """
-    from ..errors import SourceError
-    from ..sources._timeunit import TIME_FORMAT_HINT, parse_text_times, text_time_error
-
-    col = table.column(name).combine_chunks()
-    _check_numeric(table, [name], where, "time column")
-    for fmt in TIME_FORMATS:
-        try:
-            parse_text_times(col, fmt, name, where)
-        except SourceError:
-            continue
-        return fmt, (
-            f"time column: {name} (text read with time_format {fmt!r}, the first of "
-            f"{len(TIME_FORMATS)} common formats that reads every value; set time_format "
-            "in the adapter if the day and month are the other way round)"
-        )
-    exc = text_time_error(col, name, where)
-    if "not a number or an ISO 8601 time" in str(exc) or exc.row is None:
-        raise InitError(
-            f"{where}: time column {name!r} is text in no common format "
-            f"({row_place(where, 0)}: {col[0].as_py()!r}); {TIME_FORMAT_HINT}, or name another "
-            "with --time",
-            source=where,
-        )
-    raise InitError(str(exc), source=where)
-
-
-#: text time formats kur init tries, in order (day-first before month-first: ISO 8601's order)
-TIME_FORMATS = (
-    "%Y-%m-%d",
-    "%Y-%m-%d %H:%M",
-    "%Y-%m-%d %H:%M:%S",
-    "%Y/%m/%d",
-    "%Y/%m/%d %H:%M",
-    "%Y/%m/%d %H:%M:%S",
-    "%d/%m/%Y",
-    "%d/%m/%Y %H:%M",
-    "%d/%m/%Y %H:%M:%S",
-    "%m/%d/%Y",
-    "%m/%d/%Y %H:%M",
-    "%m/%d/%Y %H:%M:%S",
-    "%d.%m.%Y",
-    "%d.%m.%Y %H:%M",
-    "%b %d %Y",
-    "%d %b %Y",
-    "%Y%m%d",
-)
-
-
 def _timelike(name: str) -> bool:
     """Whether a header names a time, its unit bracket left out (``t [s]`` is ``t``)."""
     head = header_unit(name)
@@ -331,10 +273,14 @@ def _timelike(name: str) -> bool:
 
 
 def _time_column(
-    table: pa.Table, forced: str | None, where: str, forced_unit: str | None = None
+    table: pa.Table,
+    forced: str | None,
+    where: str,
+    forced_unit: str | None = None,
+    forced_fmt: str | None = None,
 ) -> tuple[str, str | None, str, str | None]:
     """(column, time_unit for numbers or None for timestamps, evidence, strptime format
-    of a text column or None)."""
+    of a text column or None); a format given (``--time-format``) picks a text column."""
     names = table.column_names
     texts: list[str] = []
     if forced is not None:
@@ -349,7 +295,7 @@ def _time_column(
             if _timelike(n) and _kind(table.schema.field(n).type) in ("int", "float")
         ]
         texts = [n for n in names if _timelike(n) and _kind(table.schema.field(n).type) == "text"]
-    if not cands and texts:
+    if texts and (forced_fmt or not cands):
         cands = texts[:1]
     if not cands and _headerless(names):
         raise _headerless_error(where, names)
@@ -366,8 +312,15 @@ def _time_column(
     if pa.types.is_date(typ):
         return name, None, f"time column: {name} ({typ}: dates, read as midnight UTC)", None
     if _kind(typ) == "text":
-        fmt, why = _text_format(table, name, where)
+        _check_numeric(table, [name], where, "time column")
+        fmt, why = text_format(table.column(name).combine_chunks(), name, where, forced_fmt)
         return name, None, why, fmt
+    if forced_fmt is not None:
+        raise InitError(
+            f"{where}: --time-format {forced_fmt!r} reads text times, and time column "
+            f"{name!r} holds {typ}, not text; leave --time-format out",
+            source=where,
+        )
     if _kind(typ) not in ("int", "float"):
         raise InitError(f"{where}: time column {name!r} has type {typ}", source=where)
     unit, why = time_unit(name, column_values(table.column(name)), forced_unit, where=where)
@@ -525,6 +478,7 @@ def inventory_files(
     time_column: str | None = None,
     entity_column: str | None = None,
     time_unit: str | None = None,
+    time_format: str | None = None,
 ) -> Inventory:
     """Profile files (columns from the first; times from all).
 
@@ -537,10 +491,10 @@ def inventory_files(
     first = _read(paths[0])
     where = str(paths[0])
     forced = time_unit or _time_hint(hints, time_column)
-    time, unit, t_line, fmt = _time_column(first, time_column, where, forced)
+    time, unit, t_line, fmt = _time_column(first, time_column, where, forced, time_format)
     if unit is not None and forced is None and time in hints:
         forced = _time_hint(hints, time)
-        time, unit, t_line, fmt = _time_column(first, time, where, forced)
+        time, unit, t_line, fmt = _time_column(first, time, where, forced, time_format)
     entity, e_line = _entity_column(first, time, entity_column, where)
     hints = {k: v for k, v in hints.items() if k != time}
     hints_left = set(hints) - set(first.column_names)

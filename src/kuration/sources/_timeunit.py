@@ -258,15 +258,42 @@ def parse_text_times(col: pa.Array, fmt: str | None, name: str, src: str) -> pa.
         except ValueError:
             bad = np.append(bad, r)
             break
-    if bad.size:
-        r = int(bad.min())
-        raise SourceError(
-            f"time column {name!r} holds {text[r].as_py()!r} there, which does not read "
-            f"as time_format {fmt!r} or names no instant",
-            source=src,
-            row=r,
-        )
+    if bad.size:  # Arrow's strptime has no %f: Python's reads what it can, strictly
+        parsed = _strptime_rows(text, parsed, np.sort(bad), fmt, name, src)
     return parsed.cast(pa.timestamp("us", "UTC")) if parsed.type.tz is None else parsed
+
+
+def _strptime_rows(
+    text: pa.Array, parsed: pa.Array, rows: np.ndarray, fmt: str, name: str, src: str
+) -> pa.Array:
+    """``parsed`` (``timestamp[us]``) with ``rows`` read by :func:`datetime.datetime.strptime`
+    (fractional seconds ``%f``, which Arrow's strptime lacks), as UTC instants: an offset
+    ``%z`` converts, a naive time is UTC.  Each distinct text is parsed once.
+
+    Raises
+    ------
+    SourceError
+        The first of ``rows`` that Python does not read either, with its value.
+    """
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+    us = np.array(pc.fill_null(parsed.cast(pa.int64()), 0).to_numpy(zero_copy_only=False))
+    seen: dict[str, int] = {}
+    for r in rows.tolist():
+        value = text[r].as_py()
+        if value not in seen:
+            try:
+                t = dt.datetime.strptime(value, fmt)
+            except ValueError:
+                raise SourceError(
+                    f"time column {name!r} holds {value!r} there, which does not read "
+                    f"as time_format {fmt!r} or names no instant",
+                    source=src,
+                    row=int(r),
+                ) from None
+            t = t.replace(tzinfo=dt.UTC) if t.tzinfo is None else t
+            seen[value] = (t - epoch) // dt.timedelta(microseconds=1)
+        us[r] = seen[value]
+    return pa.array(us, pa.int64(), mask=~np.asarray(text.is_valid())).cast(parsed.type)
 
 
 def check_ns_range(

@@ -107,7 +107,9 @@ class TimeseriesAdapter(InputAdapter):
         Unit of a numeric time column.
     time_format : str, optional
         A strptime format for a time column held as text that is not ISO 8601
-        (``"%Y/%m/%d %H:%M"``); naive times are UTC.  A date column is its midnight, UTC.
+        (``"%Y/%m/%d %H:%M"``; ``%f`` and literal text, ``"%Y-%m-%d %H:%M:%S.%f%z [UTC]"``,
+        are read by Python's strptime); naive times are UTC.  A date column is its
+        midnight, UTC.
     globals, events : mapping, optional
         Per-tick global fields (``name -> column``, last row of a tick wins)
         and event flags (``name -> boolean column``, any row raises it).

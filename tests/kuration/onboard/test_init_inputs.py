@@ -153,7 +153,7 @@ def test_an_impossible_date_under_time_format_names_its_row(tmp_path: Path) -> N
 def test_text_in_no_common_format_names_the_option(tmp_path: Path) -> None:
     path = tmp_path / "d.csv"
     path.write_text("date,value\n" + "\n".join(f"day {i},{i}.5" for i in range(50)) + "\n")
-    with pytest.raises(InitError, match="time_format") as info:
+    with pytest.raises(InitError, match="--time-format") as info:
         init_job([path], tmp_path / "job")
     # the first value is named by its file line (the header is line 1), not as "row 0"
     assert "(line 2: 'day 0')" in str(info.value) and "row 0" not in str(info.value)

@@ -4,13 +4,16 @@ folder as ``--out``, and the shard promise."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from kuration import init_job
 from kuration.cli.main import main
+from kuration.errors import InitError
 from kuration.onboard.inventory import inventory_files
 
 NS0 = 1_700_000_000_005_000_000  # 2023-11-14T22:13:20.005Z in epoch nanoseconds
@@ -45,3 +48,53 @@ def test_time_unit_ns_on_a_plain_time_column(tmp_path: Path, capsys) -> None:
     assert main(["init", str(src), "--time-unit", "ns", "--out", str(tmp_path / "job")]) == 0
     out = capsys.readouterr().out
     assert "read as nanoseconds (given)" in out and "sample rate: 100 Hz" in out
+
+
+ACTI_FMT = "%Y-%m-%d %H:%M:%S.%f%z [Europe/London]"
+
+
+def _acti(path: Path, n: int = 300) -> Path:
+    """pyActigraphy's text stamps: fractional seconds, an offset and a zone name."""
+    import datetime as dt
+
+    t0 = dt.datetime(2014, 5, 7, 13, 29, 50, 439000)
+    rows = [
+        f"{(t0 + dt.timedelta(seconds=60 * i)).strftime('%Y-%m-%d %H:%M:%S.%f')}+0100 "
+        f"[Europe/London],{(i * 37) % 500}"
+        for i in range(n)
+    ]
+    path.write_text("Date_Time,Activity\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def test_odd_text_times_advise_the_time_format_flag(tmp_path: Path) -> None:
+    with pytest.raises(InitError) as exc:
+        init_job([_acti(tmp_path / "acti.csv")], tmp_path / "job")
+    msg = str(exc.value)
+    assert "--time-format" in msg and "adapter option" not in msg, msg
+    assert "line 2: '2014-05-07 13:29:50.439000+0100 [Europe/London]'" in msg, msg
+
+
+def test_time_format_flag_reaches_the_job_and_the_run_reads_it(tmp_path: Path, capsys) -> None:
+    src = _acti(tmp_path / "acti.csv")
+    job = tmp_path / "job"
+    assert main(["init", str(src), "--out", str(job), "--time-format", ACTI_FMT]) == 0
+    out = capsys.readouterr().out
+    assert f"time_format {ACTI_FMT!r}, given" in out and "300 rows, 300 kept" in out, out
+    adapter = json.loads((job / "job.json").read_text())["adapter"]
+    assert adapter["time_format"] == ACTI_FMT  # the dry read above read it as kur run will
+
+
+def test_a_time_format_that_misses_a_value_names_its_line(tmp_path: Path) -> None:
+    src = _acti(tmp_path / "acti.csv")
+    lines = src.read_text().splitlines()
+    lines[41] = lines[41].replace(".", ",", 1).replace(",", "x", 1)
+    src.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InitError, match=r"does not read time column 'Date_Time' \(line 42\)"):
+        init_job([src], tmp_path / "job", time_format=ACTI_FMT)
+    assert not (tmp_path / "job").exists()
+
+
+def test_time_format_on_a_numeric_time_column_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(InitError, match="holds int64, not text"):
+        init_job([_ns_file(tmp_path / "n.csv")], tmp_path / "job", time_format="%Y")

@@ -135,3 +135,22 @@ def test_dropped_timeless_rows_do_not_shift_the_named_line(tmp_path: Path) -> No
     with pytest.warns(DataOrderWarning, match=r"gaps\.csv, line 6: time goes"):
         table = _adapter(missing_time="drop").read_table(str(p))
     assert table.counts["timeless_dropped"] == 2
+
+
+def test_time_format_with_fractional_seconds_and_zone_text(tmp_path: Path) -> None:
+    """Arrow's strptime has no ``%f``: Python's reads such stamps, strictly, as UTC."""
+    p = tmp_path / "acti.csv"
+    p.write_text(
+        "t,id,v\n"
+        "2014-05-07 13:29:50.439000+0100 [Europe/London],a,1\n"
+        "2014-05-07 13:29:51.439000+0100 [Europe/London],a,2\n"
+        "2014-05-07 13:29:52.439000+0100 [Europe/London],a,3\n"
+    )
+    fmt = "%Y-%m-%d %H:%M:%S.%f%z [Europe/London]"
+    table = _adapter(time_format=fmt).read_table(str(p))
+    assert int(table.present.sum()) == 3
+    first = dt.datetime(2014, 5, 7, 12, 29, 50, 439000, tzinfo=dt.UTC).timestamp()
+    assert table.k0 == round(first)  # 1 Hz grid: tick k is k seconds since the epoch
+    p.write_text(p.read_text().replace("51.439000+0100", "51.439000+01:00:00x"))
+    with pytest.raises(SourceError, match=r"line 3: .*does not read as time_format"):
+        _adapter(time_format=fmt).read_table(str(p))
