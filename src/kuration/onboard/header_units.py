@@ -6,8 +6,11 @@ pint reads it as one, and names the field from the rest (``gyroscope_x``); the r
 reads the values in that unit and converts where a metric needs another.  Metadata (a
 ``--units`` hint, Parquet field metadata) wins over the header.  A few header spellings
 mean another unit than pint's reading of them (``(C)`` is Celsius in a weather file,
-coulomb to pint), and are read as a header means them; init prints pint's reading of
-every header unit, so a wrong one shows.
+coulomb to pint; ``dps`` is degrees a second, ``bpm`` beats a minute; ``g`` or ``G`` in an
+accelerometer column, one whose name holds ``acc``, is standard gravity, not gram or
+gauss), and are read as a header means them.  An exponent written without ``^``
+(``m/s2``, ``ug/m3``, ``m s-2``) is read as a power when pint does not know the text as
+written.  init prints pint's reading of every header unit, so a wrong one shows.
 
 Bracketed text that is not a unit (``(raw)``, ``(a.u.)``, ``(left)``, ``(2)``) does not
 stop ``kur init``: such a bracket is as often a label as a unit, the file is usually not
@@ -43,7 +46,16 @@ _HEADER_MEANS = {
     "° F": "degF",
     "unitless": "dimensionless",
     "no unit": "dimensionless",
+    "dps": "deg/s",
+    "DPS": "deg/s",
+    "bpm": "1/min",
+    "BPM": "1/min",
 }
+#: an accelerometer's ``g`` is standard gravity (pint: gram; ``G`` is gauss to pint)
+_GRAVITY = frozenset({"g", "G"})
+_ACCEL = re.compile(r"acc", re.I)
+#: a unit symbol with its exponent written without ``^`` (``s2`` in ``m/s2``, ``m3``, ``s-1``)
+_BARE_POWER = re.compile(r"(?<![\w^.])([^\W\d_]+)(-?[0-9]+)(?![\w.])")
 #: a unit names something: a letter, or a symbol such as % or the degree sign
 _SYMBOL = re.compile(r"[^\W\d_]|[%°‰Ω]")
 
@@ -89,11 +101,23 @@ def header_unit(name: str) -> HeaderUnit | None:
         return HeaderUnit(stem, text, None, "arbitrary units, no physical unit")
     if not _SYMBOL.search(text):
         return HeaderUnit(stem, text, None, "a number, not a unit")
-    unit = _HEADER_MEANS.get(text, text)
+    unit, why = _meant(stem, text)
     try:
         reading = str(parse_unit(unit))
     except SchemaError:
-        return HeaderUnit(stem, text, None, "pint does not know it")
+        powered = _BARE_POWER.sub(r"\1^\2", unit)
+        try:
+            reading = str(parse_unit(powered))
+        except SchemaError:
+            return HeaderUnit(stem, text, None, "pint does not know it")
+        unit, why = powered, " (its exponent written without ^)"
     if unit != text:
-        reading = f"{reading}, which a header means by {text!r}"
+        reading = f"{reading}, which a header means by {text!r}{why}"
     return HeaderUnit(stem, text, unit, reading)
+
+
+def _meant(stem: str, text: str) -> tuple[str, str]:
+    """(the unit a header means by ``text``, why, to follow the reading), before pint reads it."""
+    if text in _GRAVITY and _ACCEL.search(stem):
+        return "standard_gravity", " in an accelerometer column (acc in its name): 9.80665 m/s^2"
+    return _HEADER_MEANS.get(text, text), ""

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import InitError
 from .guess import FieldGuess, field_lines, guess_fields
+from .header_units import header_unit
 from .init_parts import adapter_options, split_promise, starter_job, starter_strategy
 from .init_plan import Presence, presence
 from .init_rate import RateChoice, choose_rate
@@ -186,6 +187,26 @@ def _spans(
     return span
 
 
+def _field_lines(
+    inv: Inventory, fields: list[FieldGuess], missing: list[str], skipped: list[str]
+) -> list[str]:
+    """:func:`~.guess.field_lines`, with the columns whose header ends in a bracket that is
+    not a unit (``value (raw)``) listed apart: "no unit in the header" is not what they have."""
+    heads = {c.name: header_unit(c.name) for c in inv.columns if c.not_unit}
+    plain = [m for m in missing if m not in heads]
+    out = field_lines(fields, plain, skipped)
+    labelled = [f"{m} ({h.text!r}: {h.reading})" for m, h in heads.items() if h and m in missing]
+    if labelled:
+        at = next((i for i, x in enumerate(out) if x.startswith("not fields:")), len(out))
+        out.insert(
+            at,
+            f"units unknown (no metadata; the header's bracket is not a unit) for: "
+            f"{', '.join(labelled)}; give them in a hint file (--units FILE, or the text "
+            "itself: a JSON object of column to pint unit)",
+        )
+    return out
+
+
 def compose_files(
     inv: Inventory, out: Path, *, name: str, fraction: float, opts: Mapping[str, Any]
 ) -> tuple[dict[str, Any], list[str], list[str]]:
@@ -201,7 +222,7 @@ def compose_files(
     _timeless(inv, bool(opts.get("drop_timeless")), lines)
     dup, rc, pres = _grid(inv, opts, lines)
     hz = rc.hz
-    lines.extend(field_lines(fields, missing, skipped))
+    lines.extend(_field_lines(inv, fields, missing, skipped))
     strategy, axes = starter_strategy(fields, bool(inv.entity_column))
     lines.append(f"strategy: metrics {', '.join(strategy['define'])}; uniform-bins on {axes}")
     window_s = pres.window_steps / hz

@@ -8,11 +8,13 @@ import math
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from kuration import Pipeline, init_job, score_sources
+from kuration.core.units import to_unit
 from kuration.errors import InitError
 from kuration.onboard.header_units import header_unit
 
@@ -29,6 +31,18 @@ from kuration.onboard.header_units import header_unit
         ("Value (raw)", "Value", None),
         ("Signal (a.u.)", "Signal", None),  # pint: atomic mass unit times a year
         ("Sensor (2)", "Sensor", None),
+        # spellings experienced users write that pint misses as written
+        ("acc (m/s2)", "acc", "m/s^2"),
+        ("PM2.5 (ug/m3)", "PM2.5", "ug/m^3"),
+        ("a [m s-2]", "a", "m s^-2"),
+        ("rate (s-1)", "rate", "s^-1"),
+        ("gyro (dps)", "gyro", "deg/s"),
+        ("HR (bpm)", "HR", "1/min"),
+        ("Accelerometer X (g)", "Accelerometer X", "standard_gravity"),
+        ("acc2 (G)", "acc2", "standard_gravity"),
+        ("mass (g)", "mass", "g"),  # no acc in the name: gram, as pint reads it
+        ("B (G)", "B", "G"),  # gauss
+        ("y (m2s)", "y", None),
     ],
 )
 def test_header_unit_reads_a_final_bracket(header: str, stem: str, unit: str | None) -> None:
@@ -86,13 +100,37 @@ def test_header_units_become_field_units_and_the_run_converts(tmp_path: Path) ->
     assert "a position (ft, ft, from the column header; pint reads foot)" in text, text
     assert "(deg/s, from the column header; pint reads degree / second)" in text, text
     assert "the header's 'raw' is not a unit (pint does not know it)" in text, text
-    assert "no unit in the header) for: Value (raw);" in text, text
+    assert "the header's bracket is not a unit) for: Value (raw) ('raw': pint does not" in text
+    assert "no unit in the header" not in text, text
     assert res.missing_units == ("Value (raw)",)
     # the run reads feet and its speed metric converts them: 10 ft/s is 3.048 m/s
     p = Pipeline.from_job(tmp_path / "job" / "job.json")
     scored = score_sources(p.schema, p.adapter, [str(src)], p.segmenter, p.strategy_)
     speeds = {round(s.features["speed_p90"], 6) for s in scored.segments}
     assert speeds == {3.048}, speeds
+
+
+def test_accelerometer_g_is_standard_gravity_and_init_says_so(tmp_path: Path) -> None:
+    src = tmp_path / "imu.csv"
+    rows = ["time,Accelerometer X (g),acc2 (G),gyro (dps),PM2.5 (ug/m3),a (m/s2)"]
+    for i in range(300):
+        v = math.sin(i / 7)
+        rows.append(f"{i * 0.02:.2f},{v:.4f},{v:.4f},{30 * v:.3f},{12 + v:.3f},{9 * v:.3f}")
+    src.write_text("\n".join(rows) + "\n")
+    res = init_job([src], tmp_path / "job")
+    units = {f["name"]: f.get("unit") for f in res.job["schema"]["fields"]}
+    assert units == {
+        "accelerometer_x": "standard_gravity",
+        "acc2": "standard_gravity",
+        "gyro": "deg/s",
+        "pm2_5": "ug/m^3",
+        "a": "m/s^2",
+    }, units
+    text = "\n".join(res.lines)
+    assert "which a header means by 'g' in an accelerometer column" in text, text
+    assert "which a header means by 'm/s2' (its exponent written without ^)" in text, text
+    assert res.missing_units == ()
+    assert float(to_unit(np.array([1.0]), "standard_gravity", "m/s^2")[0]) == 9.80665
 
 
 def test_metadata_wins_over_the_header_and_says_so(tmp_path: Path) -> None:
