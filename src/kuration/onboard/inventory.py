@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._csvline import row_place
+from .._csvline import csv_parse_error, row_place
 from ..core.units import parse_unit
 from ..errors import InitError
 from .guess import Column, check_unit, counter_step, step_stats
@@ -163,7 +163,8 @@ def _read(path: Path) -> pa.Table:
         else:
             table = read_rows(str(path), fmt)
     except (OSError, pa.ArrowInvalid, SourceError) as exc:
-        why = csv_parse_error(path) if fmt == "csv" and isinstance(exc, pa.ArrowInvalid) else None
+        bad_csv = fmt == "csv" and isinstance(exc, pa.ArrowInvalid)
+        why = csv_parse_error(str(path)) if bad_csv else None
         raise InitError(f"{path}: cannot read it: {why or exc}", source=str(path)) from None
     if table.num_rows == 0:
         raise InitError(f"{path}: no rows (a header and nothing under it)", source=str(path))
@@ -206,25 +207,6 @@ def _check_numeric(table: pa.Table, names: Sequence[str], where: str, what: str)
             "and rerun kur init",
             source=where,
         )
-
-
-def csv_parse_error(path: Path) -> str | None:
-    """Arrow's parse error for a CSV file, naming the line: a single-threaded reread
-    numbers the row (a threaded read does not); None when the reread parses."""
-    import pyarrow.csv as pacsv
-
-    from .._csvline import csv_parse_line
-    from ..sources._columns import csv_parse_options
-
-    try:
-        pacsv.read_csv(
-            path,
-            read_options=pacsv.ReadOptions(use_threads=False),
-            parse_options=csv_parse_options(str(path)),
-        )
-    except pa.ArrowInvalid as exc:
-        return csv_parse_line(str(exc))
-    return None
 
 
 def _headerless_error(where: str, names: Sequence[str]) -> InitError:

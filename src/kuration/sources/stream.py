@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .._csvline import csv_parse_error, csv_parse_line
 from ..contracts.tick import Tick, TickTable
 from ..core.ids import entity_sort_key
 from ..errors import SourceError, StreamingError, StreamOrderError
@@ -126,7 +127,8 @@ class TickStream:
         except FileNotFoundError:
             raise
         except (pa.ArrowInvalid, pa.ArrowException, OSError) as exc:
-            raise SourceError(f"cannot read {fmt}: {exc}", source=src) from exc
+            why = csv_parse_error(src) if fmt == "csv" else None  # names the file line
+            raise SourceError(f"cannot read {fmt}: {why or exc}", source=src) from exc
 
     def _check_names(self, names: list[str], cols: list[str]) -> None:
         dupes = sorted({n for n in names if names.count(n) > 1})
@@ -173,7 +175,7 @@ class TickStream:
                 msg = re.sub(
                     r"In CSV column #(\d+)",
                     lambda m: f"column {names[int(m.group(1))]!r}",
-                    str(exc),
+                    csv_parse_error(self.uri) or csv_parse_line(str(exc), self.uri),
                 )
                 raise SourceError(f"cannot read csv: {msg}", source=self.uri) from exc
 

@@ -42,7 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._csvline import row_place
+from .._csvline import csv_parse_error, row_place
 from ..contracts.schema import FieldSpec, SchemaSpec
 from ..contracts.tick import Tick, TickTable, field_ints, is_int_field
 from ..core.ids import ENTITY_DTYPES, entity_sort_key, tag_entity_id
@@ -265,7 +265,9 @@ class TimeseriesAdapter(InputAdapter):
         except (FileNotFoundError, SourceError):
             raise
         except (pa.ArrowInvalid, pa.ArrowException, OSError) as exc:
-            raise SourceError(f"cannot read {fmt}: {exc}", source=str(uri)) from exc
+            # a threaded parse names no row: a single-threaded reread names its file line
+            why = csv_parse_error(str(uri)) if fmt == "csv" and not is_url(str(uri)) else None
+            raise SourceError(f"cannot read {fmt}: {why or exc}", source=str(uri)) from exc
         names = table.column_names
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
