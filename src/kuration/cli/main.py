@@ -274,7 +274,11 @@ def _add_init(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--entity", help="entity column (default: detected)")
     p.add_argument("--registry", action="append", help="TimeNet registry (repeatable)")
-    p.add_argument("--force", action="store_true", help="replace job files already there")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace job files already there, or write them into a folder holding a dataset",
+    )
     p.set_defaults(fn=_cmd_init)
 
 

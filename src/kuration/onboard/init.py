@@ -224,6 +224,32 @@ def _validate(job: Mapping[str, Any], out: Path) -> None:
     SchemaSpec.from_dict(raw["schema"], what="schema.json")
 
 
+def _refuse_dataset(folder: Path, force: bool) -> None:
+    """Refuse to write job files into a folder that holds a kuration dataset (or a run's
+    staging area) unless ``force``: as ``kur run`` refuses to write over one.
+
+    Raises
+    ------
+    InitError
+        Naming the folder, the dataset's job when its config says, and what it holds.
+    """
+    from ..output.job_match import occupant_here
+    from ..pipeline.destination.occupied import RUN_NAMES
+
+    if force or not folder.is_dir():
+        return
+    held = sorted(n for n in os.listdir(folder) if n in RUN_NAMES)
+    if not held:
+        return
+    occ = occupant_here(folder, {})
+    what = f"the kuration dataset of job {occ.name!r}" if occ and occ.name else "a kuration run"
+    raise InitError(
+        f"{folder} holds {what} ({', '.join(held)}); kur init would write its job files "
+        "among the dataset's: give another --out (a job folder beside the dataset), or pass "
+        "--force to write them there anyway"
+    )
+
+
 def init_job(
     inputs: Sequence[str | os.PathLike[str]],
     out: str | os.PathLike[str],
@@ -284,14 +310,15 @@ def init_job(
     Raises
     ------
     InitError
-        An unreadable input, no time column, a bad hint file, existing job files
-        without ``force``, a fraction outside (0, 1], a ``time_format`` that misses a value.
+        An unreadable input, no time column, a bad hint file, existing job files or a
+        kuration dataset in ``out`` without ``force``, a fraction outside (0, 1], a ``time_format`` that misses a value.
     """
     if not inputs:
         raise InitError("kur init needs at least one CSV/Parquet file or a timenet:// reference")
     if not (isinstance(fraction, int | float) and 0 < fraction <= 1):
         raise InitError(f"fraction must be within (0, 1], got {fraction!r}")
     folder = Path(out)
+    _refuse_dataset(folder, force)
     existing = [p for p in PARTS if (folder / p).exists()]
     if existing and not force:
         raise InitError(

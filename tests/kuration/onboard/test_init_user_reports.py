@@ -98,3 +98,16 @@ def test_a_time_format_that_misses_a_value_names_its_line(tmp_path: Path) -> Non
 def test_time_format_on_a_numeric_time_column_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InitError, match="holds int64, not text"):
         init_job([_ns_file(tmp_path / "n.csv")], tmp_path / "job", time_format="%Y")
+
+
+def test_an_out_folder_holding_a_dataset_is_refused_without_force(tmp_path: Path) -> None:
+    src = _ns_file(tmp_path / "ns_epoch.csv", n=2000)
+    init_job([src], tmp_path / "job", name="walk", fraction=1.0)
+    data = tmp_path / "data"
+    assert main(["run", str(tmp_path / "job" / "job.json"), "--out", str(data)]) == 0
+    before = sorted(p.name for p in data.iterdir())
+    with pytest.raises(InitError, match=r"data holds the kuration dataset of job 'walk' \("):
+        init_job([src], data)
+    assert sorted(p.name for p in data.iterdir()) == before
+    init_job([src], data, force=True)
+    assert (data / "job.json").exists() and (data / "dataset.commit.json").exists()
