@@ -179,6 +179,8 @@ def _spans(
     span = max(float(f"{SPAN_FRACTION * min(reqs):.2g}"), window_s)
     if runs_s < span:
         span = window_s
+    # a whole number of shards (one window each): a full span then fills its shards
+    span = max(1, round(span * hz / pres.window_steps)) * pres.window_steps / hz
     lines.append(
         f"spans: tracks are long next to the smallest request (median track "
         f"{tracks_s[tracks_s.size // 2]:.6g} s), so they are cut into {span:g} s spans "
@@ -242,11 +244,35 @@ def compose_files(
         shard_length=pres.window_steps,
         min_track_s=window_s,
     )
-    lines.append(
-        f"windows: {pres.window_steps} steps ({window_s:.6g} s), stride {stride} steps; "
-        f"shards of {pres.window_steps} steps (one window, no padding)"
-    )
+    lines.append(f"windows: {pres.window_steps} steps ({window_s:.6g} s), stride {stride} steps")
     span = _spans(pres, hz, budget, window_s, lines)
     if span is not None:
         job["span_seconds"] = span
+    lines.append(_shard_line(pres, None if span is None else round(span * hz)))
     return job, lines, missing
+
+
+def _shard_line(pres: Presence, span_steps: int | None) -> str:
+    """What the shards will be: one window each, and how many end padded (``short_policy:
+    pad``): a track's tail, or its last span's, shorter than a shard.
+
+    The count is over every track at least one window long (the run writes the admitted
+    ones): a track of ``L`` steps fills ``ceil(L / W)`` shards of ``W`` steps, the last one
+    padded unless ``W`` divides ``L``; spans are a whole number of shards, so only a track's
+    last span can end padded."""
+    w = pres.window_steps
+    tracks = pres.track_steps[pres.track_steps >= w]
+    total = int(((tracks + w - 1) // w).sum())
+    padded = int((tracks % w != 0).sum())
+    head = f"shards: {w} steps (one window)"
+    if span_steps is not None:
+        head += f"; a span is {span_steps // w} of them"
+    if not padded:
+        return f"{head}; no shard is padded (every track is a whole number of shards)"
+    where = "its last span" if span_steps is not None else "the track"
+    return (
+        f"{head}; {padded} of the {total} shards the tracks fill end padded with zero rows "
+        f"(short_policy: pad; the real length is stored): one per track whose length is not "
+        f"a multiple of {w} steps, where {where} ends; the run pads those of the admitted "
+        "tracks"
+    )

@@ -11,7 +11,8 @@ from the rows themselves, on the grid of the proposed rate:
   steps; a run's length is its ticks from first to last, plus one;
 * window: ``WINDOW_STEPS`` steps, or half the median run when runs are
   shorter (at least ``MIN_WINDOW_STEPS``);
-* shard length: the window's steps (a shard holds one window, no padding);
+* shard length: the window's steps (a shard holds one window; spans are a whole number
+  of shards, so only a track's tail is padded, and init counts those shards);
 * budget: ``fraction`` of the present time in runs at least one window long.
 """
 

@@ -111,3 +111,25 @@ def test_an_out_folder_holding_a_dataset_is_refused_without_force(tmp_path: Path
     assert sorted(p.name for p in data.iterdir()) == before
     init_job([src], data, force=True)
     assert (data / "job.json").exists() and (data / "dataset.commit.json").exists()
+
+
+def test_spans_are_whole_shards_and_init_says_which_shards_are_padded(
+    tmp_path: Path, capsys
+) -> None:
+    """Three 50 Hz tracks of 14,950 steps: 4.5 s spans (225 steps) would leave a padded
+    shard in every span; spans of two 120-step shards leave one per track, as init says."""
+    folder = tmp_path / "recs"
+    folder.mkdir()
+    for f in range(3):
+        rows = [f"{i * 0.02:.2f},{math.sin(i * (f + 1) / 150):.4f}" for i in range(14_950)]
+        (folder / f"rec{f}.csv").write_text("time,value\n" + "\n".join(rows) + "\n")
+    res = init_job([folder], tmp_path / "job")
+    text = "\n".join(res.lines)
+    assert res.job["span_seconds"] == 4.8 and "no padding" not in text, text
+    assert "shards: 120 steps (one window); a span is 2 of them; 3 of the 375 shards" in text
+    out = tmp_path / "out"
+    assert main(["run", str(tmp_path / "job" / "job.json"), "--out", str(out)]) == 0
+    shards = json.loads((out / "dataset_manifest.json").read_text())["shards"]
+    padded = [s for s in shards if s["padded"]]
+    assert len(padded) <= 3 and len(shards) > 30, (len(padded), len(shards))
+    assert all(s["n_steps"] == 14_950 % 120 for s in padded)
