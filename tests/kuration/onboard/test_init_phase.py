@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kuration import SchemaSpec, TimeseriesAdapter
 from kuration.cli.main import main as kur_main
@@ -67,3 +69,23 @@ def test_init_proposes_the_offset_and_the_job_loses_no_row(
     schema = SchemaSpec.from_dict(json.loads((tmp_path / "job" / "schema.json").read_text()))
     table = TimeseriesAdapter(schema, **opts).read_table(str(csv))
     assert table.counts["snap_collisions"] == 0 and int(table.present.sum()) == n
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    hz=st.floats(min_value=0.1, max_value=1000.0),
+    phase=st.floats(min_value=0.3, max_value=0.7),
+    jitter=st.floats(min_value=0.0, max_value=0.03),  # steps, standard deviation
+    t0=st.integers(min_value=0, max_value=10**5),
+    seed=st.integers(min_value=0, max_value=2**16),
+)
+def test_the_proposed_offset_keeps_a_jittered_series_one_row_per_tick(
+    hz: float, phase: float, jitter: float, t0: int, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    n = 400
+    t = (t0 + np.arange(n) + phase + rng.normal(0.0, jitter, n)) / hz
+    t.sort()
+    gp = grid_phase(t, hz)
+    assert 0.0 < gp.offset_s < 1.0 / hz
+    assert collisions_at(t, np.zeros(n, dtype=np.int64), hz, gp.offset_s) == 0
