@@ -103,6 +103,8 @@ def _grid(
         from ..sources._retime import retime_runs
 
         t, _n = retime_runs(inv.times, inv.entities)
+    if (inv.time_origin * rc.hz) % 1:  # a day is no whole number of ticks: the run's phase
+        t = t + float(inv.time_origin)
     gp = grid_phase(t, rc.hz)
     if gp.offset_s:
         without = collisions_at(t, inv.entities, rc.hz, 0.0)

@@ -4,10 +4,12 @@ Epoch times in integer nanoseconds (``1700000000005000000``) do not fit float64 
 (above 2**53 its spacing is 256 ns), and Arrow refuses the cast outright.  ``kur init``
 wants steps between rows and their place on a grid, not the date, so times are
 shifted first, in integers where the column holds integers: by the UTC midnight
-before the first file's earliest time (a whole number of days, so a grid of any rate
-that fits a whole number of ticks in a day, every 1-2-5 rate among them, keeps the
-phase the run's epoch-based grid has).  Seconds since that midnight are float64 with a
-spacing of at most a few nanoseconds for recordings of weeks.
+before the first file's earliest time.  A day holds a whole number of ticks of any rate
+written with at most two decimals (0.01 Hz: 864), so on such a grid the shifted times
+keep the phase the run's epoch-based grid gives them; for another rate (1/60 Hz as
+0.016667) ``kur init`` adds the origin back before it places rows on the grid.  Seconds
+since that midnight are float64 with a spacing of at most a few nanoseconds for
+recordings of weeks, so steps between rows are exact to that.
 """
 
 from __future__ import annotations
@@ -198,12 +200,12 @@ def text_format(col: pa.Array, name: str, where: str, given: str | None = None) 
             f"{len(TIME_FORMATS)} common formats that reads every value; pass --time-format "
             "if the day and month are the other way round)"
         )
-    exc = text_time_error(col, name, where)
-    if "not a number or an ISO 8601 time" in str(exc) or exc.row is None:
+    why = text_time_error(col, name, where)
+    if "not a number or an ISO 8601 time" in str(why) or why.row is None:
         raise InitError(
             f"{where}: time column {name!r} is text in no common format "
             f"({row_place(where, 0)}: {col[0].as_py()!r}); {FORMAT_ADVICE}, or name another "
             "column with --time",
             source=where,
         )
-    raise InitError(str(exc), source=where)
+    raise InitError(str(why), source=where)
