@@ -94,14 +94,22 @@ def _grid(
     when stamps are coarse)."""
     assert inv.times is not None and inv.entities is not None
     dup = _duplicates(inv, opts.get("duplicates"), lines)
-    rc = choose_rate(inv.times, inv.entities, coarse=dup == "retime", forced=opts.get("rate"))
+    file_of = np.searchsorted(np.asarray(inv.file_starts), inv.entities, side="right") - 1
+    rc = choose_rate(
+        inv.times,
+        inv.entities,
+        coarse=dup == "retime",
+        forced=opts.get("rate"),
+        files=[Path(p).name for p in inv.inputs],
+        file_of=file_of,
+    )
     lines.extend(rc.lines)
     t = inv.times
     if dup == "retime":
         from ..sources._retime import retime_runs
 
         t, _n = retime_runs(inv.times, inv.entities)
-    pres = presence(t, inv.entities, rc.hz, 1.0 / rc.median_hz)
+    pres = presence(t, inv.entities, rc.hz, rc.row_step)
     lines.extend(pres.lines())
     return dup, rc, pres
 
