@@ -13,7 +13,7 @@ of a job is proposed with its evidence:
 * the sample rate: for files, 1 / the mean step over gap-free runs
   (:mod:`.init_rate`); for a TimeNet version, 1 / the median step between
   consecutive times of one entity; either in the fewest digits that do not
-  drift over the longest run;
+  drift over the longest track;
 * ``strategy.json``: a few metrics that fit the fields found, ``uniform-bins`` on two;
 * ``output.json``: one modality per field plus the first binned metric;
 * ``job.json``: the adapter, the sources, a window of about 120 steps, and an

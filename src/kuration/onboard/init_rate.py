@@ -8,7 +8,7 @@ relative seconds.  The evidence (values, span, step) is printed.
 Sample rate (:func:`choose_rate`): 1 / the mean step over gap-free runs
 (:mod:`.rate_fit`; stamps rounded to whole milliseconds give steps of 16 and
 17 ms whose median is not the rate), written with the fewest digits that
-drift under a twentieth of a step over the longest run and keep every row on
+drift under a twentieth of a step over the longest track and keep every row on
 its own tick; an hourly file gets ``1 / 3600.0`` at full precision.  When
 the files' own rates differ (one 100 Hz, one 10 Hz), each is named and the
 highest proposed.  When no rate fits (steps are irregular) the median step's
@@ -45,8 +45,11 @@ _NAME_UNITS = (
 _MAGNITUDE = (("ns", 1e17), ("us", 1e14), ("ms", 1e11), ("s", 1e8))
 _WORDS = {"s": "seconds", "ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}
 SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
-#: files whose own rates differ by more than this factor are named, each with its rate
+#: files whose own rates differ by more than this factor are named, each with its rate (and
+#: so are files of any two rates when no one rate keeps all their rows)
 RATES_DIFFER = 1.01
+#: rounded candidates tried for a rate that keeps every row (the unrounded one is tried too)
+TRIES = 5
 
 
 def _name_unit(name: str) -> str | None:
@@ -226,16 +229,25 @@ class RateChoice:
     row_step: np.ndarray
 
 
-def _keeping(t: np.ndarray, ent: np.ndarray, cands: list[float]) -> float | None:
-    """The first of ``cands`` at which no row collides."""
+def _keeping(t: np.ndarray, ent: np.ndarray, fit: StepFit) -> float | None:
+    """The first rate near the mean step's, then the median step's, at which no row
+    collides; None when none does (irregular steps).
+
+    Only the fewest-digit candidates and the unrounded rate are tried: the others lie
+    between them, and each try is a pass over the rows.
+    """
+    cands: list[float] = []
+    for step in (fit.step_s, fit.median_s):
+        if step > 0:
+            near = rate_candidates(step, fit.longest)
+            cands += [*near[:TRIES], near[-1]]
     return next((c for c in dict.fromkeys(cands) if not collisions_at(t, ent, c)), None)
 
 
 def _own_rate(t: np.ndarray, ent: np.ndarray) -> float | None:
-    """The rate that keeps every row of ``t`` and fits its steps, or None (irregular steps)."""
-    fit = fit_steps(t, ent)
-    cands = rate_candidates(fit.step_s, fit.longest)
-    return _keeping(t, ent, [*cands, *rate_candidates(fit.median_s, fit.longest)])
+    """The rate that keeps every row of ``t`` and fits its steps, or None (irregular steps,
+    or no two distinct times in one entity)."""
+    return _keeping(t, ent, fit_steps(t, ent))
 
 
 def _hz_text(hz: float) -> str:
@@ -256,9 +268,10 @@ def _per_file(
     return out
 
 
-def _files_differ(rates: list[tuple[str, float | None]]) -> bool:
+def _files_differ(rates: list[tuple[str, float | None]], factor: float) -> bool:
+    """Whether two files' own rates differ by more than ``factor``."""
     known = [hz for _n, hz in rates if hz is not None]
-    return len(known) >= 2 and max(known) > RATES_DIFFER * min(known)
+    return len(known) >= 2 and max(known) > factor * min(known)
 
 
 def _mixed_rates(
@@ -291,7 +304,7 @@ def _steps_line(fit: StepFit, t: np.ndarray, ent: np.ndarray, retimed: int) -> s
         f"steps: median step {fit.median_s:.6g} s per entity (over {np.unique(ent).size} "
         f"entities: {float(meds.min()):.6g} .. {float(meds.max()):.6g} s); all {steps.size} "
         f"steps: p10 {p10:.6g} s, p90 {p90:.6g} s; mean step over gap-free runs "
-        f"{fit.step_s:.6g} s (longest run {fit.longest} steps)"
+        f"{fit.step_s:.6g} s (longest track {fit.longest} steps)"
         + (f" (after re-timing {retimed} rows that repeat a stamp)" if retimed else "")
     )
 
@@ -326,8 +339,7 @@ def choose_rate(
     fit = fit_steps(t, ent)
     n = t.size
     lines = [_steps_line(fit, t, ent, retimed)]
-    med_cands = rate_candidates(fit.median_s, fit.longest)
-    median_hz = med_cands[0]
+    median_hz = rate_candidates(fit.median_s, fit.longest)[0]
     m_cost = collisions_at(t, ent, median_hz)
 
     def choice(hz: float, c: int, regular: bool) -> RateChoice:
@@ -341,16 +353,16 @@ def choose_rate(
         )
         return choice(forced, c, c == 0)
     rates = _per_file(t, ent, files, file_of) if len(files) > 1 and file_of is not None else []
-    if _files_differ(rates):
-        top, c, line = _mixed_rates(t, ent, rates, n)
-        lines += [line, f"sample rate: {_hz_text(top)} = the highest file's rate"]
-        return choice(top, c, c == 0)
-    best = _keeping(t, ent, [*rate_candidates(fit.step_s, fit.longest), *med_cands])
+    best = None if _files_differ(rates, RATES_DIFFER) else _keeping(t, ent, fit)
     if best is not None:
         lines.append(
             f"sample rate: {_hz_text(best)} = 1 / mean step; it keeps every row on its own tick"
         )
         return choice(best, 0, True)
+    if _files_differ(rates, 1.0):  # no one rate fits the files; each fits its own
+        top, c, line = _mixed_rates(t, ent, rates, n)
+        lines += [line, f"sample rate: {_hz_text(top)} = the highest file's rate"]
+        return choice(top, c, c == 0)
     # irregular steps: the median's rate, its collisions merged and counted (collisions:
     # mean); the rate of the smallest step keeps every row on its own tick, but leaves most
     # ticks empty, so it is printed as the alternative

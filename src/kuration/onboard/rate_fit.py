@@ -15,10 +15,11 @@ is far below a step.
 Rate: among 1 / step written with few digits -- the 1-2-5 rate, the rate to
 ``d`` significant digits (``d`` = 1, 2, ...), and, for a period of at most
 :data:`PERIOD_DIGITS` digits, its inverse at full float precision (3600 s
-gives ``1 / 3600.0``, not 0.0002778) -- the candidates whose drift over the longest run stays within
-:data:`DRIFT_STEPS` of a step: ``N * |c * step - 1| <= DRIFT_STEPS``.  The
-tolerance shrinks with the run: a rate 8e-5 off is harmless over 100 rows but
-puts an hourly year (8,760 rows) 0.7 steps off its stamps.
+gives ``1 / 3600.0``, not 0.0002778) -- the candidates whose drift stays within
+:data:`DRIFT_STEPS` of a step over the longest track (its first row to its
+last, gaps included: one grid spans them): ``N * |c * step - 1| <=
+DRIFT_STEPS``.  The tolerance shrinks with the track: a rate 8e-5 off is
+harmless over 100 rows but puts an hourly year (8,760 rows) 0.7 steps off.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ __all__ = ["DRIFT_STEPS", "GAP", "StepFit", "fit_steps", "rate_candidates"]
 
 #: a step longer than this many median steps of its entity ends a run
 GAP = 1.5
-#: the most a proposed rate may drift from the fitted one over the longest run, in steps
+#: the most a proposed rate may drift from the fitted one over the longest track, in steps
 DRIFT_STEPS = 0.05
 _DIGITS = tuple(range(1, 13))
 #: a period of at most this many significant digits (3600 s, 30 s, 0.04 s) is a candidate
@@ -52,7 +53,7 @@ class StepFit:
     median_s : float
         Median over entities of each entity's median positive step, seconds.
     longest : int
-        Steps in the longest run (at least 1).
+        Steps in the longest track, an entity's first row to its last (at least 1).
     row_step : ndarray, shape (N,), float64
         The median step of each row's entity, seconds (``median_s`` for an entity with
         no positive step).
@@ -105,10 +106,18 @@ def fit_steps(t: np.ndarray, ent: np.ndarray) -> StepFit:
     x = np.arange(t.size) - starts[run]
     y = t - t[starts[run]]
     sxx = float((n * (n * n - 1) / 12).sum())
-    if sxx <= 0:
-        return StepFit(median, median, 1, row_step)
-    sxy = float(np.sum((x - (n[run] - 1) / 2) * y))
-    return StepFit(sxy / sxx, median, int(n.max()) - 1, row_step)
+    step = float(np.sum((x - (n[run] - 1) / 2) * y)) / sxx if sxx > 0 else median
+    return StepFit(step, median, _longest_track(t, ent, step), row_step)
+
+
+def _longest_track(t: np.ndarray, ent: np.ndarray, step: float) -> int:
+    """Steps from an entity's first row to its last, the longest over entities (at least 1):
+    the grid is one for the whole track, so a rate's drift adds up across its gaps too."""
+    if step <= 0:
+        return 1
+    last = np.r_[ent[1:] != ent[:-1], True]
+    first = np.r_[True, ent[1:] != ent[:-1]]
+    return max(1, round(float((t[last] - t[first]).max()) / step))
 
 
 def _digits(x: float, d: int) -> float:
@@ -116,8 +125,8 @@ def _digits(x: float, d: int) -> float:
 
 
 def rate_candidates(step_s: float, longest: int) -> list[float]:
-    """Rates near ``1 / step_s`` that drift at most :data:`DRIFT_STEPS` over ``longest``
-    steps, fewest digits first; the last is ``1 / step_s`` itself."""
+    """Rates near ``1 / step_s`` that drift at most :data:`DRIFT_STEPS` of a step over
+    ``longest`` steps, fewest digits first; the last is ``1 / step_s`` itself."""
     r = 1.0 / step_s
     tol = DRIFT_STEPS / max(longest, 1)
     seen = [nice_rate(r)]

@@ -165,3 +165,22 @@ def test_collisions_at_the_proposed_rate_are_what_choose_rate_reports() -> None:
     rc = choose_rate(t, ent, coarse=False, files=("fast.csv", "slow.csv"), file_of=ent)
     assert rc.hz == 100.0 and rc.collisions == collisions_at(t, ent, 100.0) == 0
     assert any("fast.csv 100 Hz, slow.csv 10 Hz" in line for line in rc.lines)
+
+
+def test_close_rates_that_no_one_rate_fits_are_named_too() -> None:
+    """100 Hz and 100.5 Hz differ by under 1%, but at any one rate between them rows of the
+    faster file collide: both are named and the faster proposed."""
+    t = np.concatenate([np.arange(6000) / 100.0, np.arange(6030) / 100.5])
+    ent = np.repeat([0, 1], [6000, 6030])
+    rc = choose_rate(t, ent, coarse=False, files=("a.csv", "b.csv"), file_of=ent)
+    assert rc.hz == 100.5 and rc.collisions == 0
+    assert any("a.csv 100 Hz, b.csv 100.5 Hz" in line for line in rc.lines), rc.lines
+
+
+def test_a_file_of_one_row_per_entity_has_no_rate_of_its_own(tmp_path: Path) -> None:
+    t = np.concatenate([np.arange(600) / 50.0, [3.0, 4.0, 5.0]])
+    ent = np.r_[np.zeros(600, dtype=np.int64), [1, 2, 3]]
+    file_of = np.r_[np.zeros(600, dtype=np.int64), [1, 1, 1]]
+    rc = choose_rate(t, ent, coarse=False, files=("long.csv", "points.csv"), file_of=file_of)
+    assert rc.hz == 50.0 and rc.collisions == 0
+    assert not any("differ" in line for line in rc.lines)
