@@ -71,8 +71,8 @@ def _entity_medians(t: np.ndarray, ent: np.ndarray) -> tuple[np.ndarray, float]:
     ok = (ent[1:] == ent[:-1]) & (d > 0)
     owner = ent[1:][ok]
     steps = d[ok]
-    codes = np.unique(owner)
-    meds = np.array([np.median(steps[owner == e]) for e in codes])
+    codes, first = np.unique(owner, return_index=True)  # owner is sorted: one slice each
+    meds = np.array([np.median(s) for s in np.split(steps, first[1:])]) if codes.size else first
     overall = float(np.median(meds)) if meds.size else 0.0
     row = np.full(t.size, overall)
     pos = np.searchsorted(codes, ent)
