@@ -18,8 +18,9 @@ import numpy as np
 from ..errors import InitError
 from .guess import FieldGuess, field_lines, guess_fields
 from .init_parts import adapter_options, split_promise, starter_job, starter_strategy
+from .init_phase import grid_phase, phase_line
 from .init_plan import Presence, presence
-from .init_rate import RateChoice, choose_rate
+from .init_rate import RateChoice, choose_rate, collisions_at
 from .inventory import Inventory
 
 __all__ = ["compose_files"]
@@ -89,9 +90,9 @@ def _timeless(inv: Inventory, drop: bool, lines: list[str]) -> None:
 
 def _grid(
     inv: Inventory, opts: Mapping[str, Any], lines: list[str]
-) -> tuple[str | None, RateChoice, Presence]:
-    """The duplicates policy, the rate, and where the rows land on its grid (re-timed first
-    when stamps are coarse)."""
+) -> tuple[str | None, RateChoice, Presence, float]:
+    """The duplicates policy, the rate, where the rows land on its grid (re-timed first
+    when stamps are coarse) and the grid's ``grid_offset_s`` (stamps mid-interval)."""
     assert inv.times is not None and inv.entities is not None
     dup = _duplicates(inv, opts.get("duplicates"), lines)
     file_of = np.searchsorted(np.asarray(inv.file_starts), inv.entities, side="right") - 1
@@ -109,9 +110,13 @@ def _grid(
         from ..sources._retime import retime_runs
 
         t, _n = retime_runs(inv.times, inv.entities)
-    pres = presence(t, inv.entities, rc.hz, rc.row_step)
+    gp = grid_phase(t, rc.hz)
+    if gp.offset_s:
+        without = collisions_at(t, inv.entities, rc.hz, 0.0)
+        lines.append(phase_line(gp, rc.hz, t.size, without))
+    pres = presence(t, inv.entities, rc.hz, rc.row_step, gp.offset_s)
     lines.extend(pres.lines())
-    return dup, rc, pres
+    return dup, rc, pres, gp.offset_s
 
 
 def _budget(inv: Inventory, pres: Presence, fraction: float, lines: list[str]) -> dict[str, float]:
@@ -150,10 +155,16 @@ def _budget(inv: Inventory, pres: Presence, fraction: float, lines: list[str]) -
 
 
 def _adapter(
-    inv: Inventory, fields: list[FieldGuess], out: Path, dup: str | None, rc: RateChoice
+    inv: Inventory,
+    fields: list[FieldGuess],
+    out: Path,
+    dup: str | None,
+    rc: RateChoice,
+    offset_s: float,
 ) -> dict[str, Any]:
     """The timeseries adapter with the policies the rows need: re-time or drop repeated
-    stamps, merge collisions the rate cannot avoid, drop timeless rows when told to."""
+    stamps, merge collisions the rate cannot avoid, drop timeless rows when told to,
+    move the rounding off rows stamped mid-interval."""
     adapter = adapter_options(inv, fields, out)
     adapter.pop("duplicates", None)
     if dup:
@@ -163,6 +174,8 @@ def _adapter(
         adapter["collisions"] = "mean"
     if inv.timeless:
         adapter["missing_time"] = "drop"
+    if offset_s:
+        adapter["grid_offset_s"] = offset_s
     return adapter
 
 
@@ -207,7 +220,7 @@ def compose_files(
     fields, missing, skipped = guess_fields(inv.columns)
     lines = list(inv.lines)
     _timeless(inv, bool(opts.get("drop_timeless")), lines)
-    dup, rc, pres = _grid(inv, opts, lines)
+    dup, rc, pres, offset_s = _grid(inv, opts, lines)
     hz = rc.hz
     lines.extend(field_lines(fields, missing, skipped))
     strategy, axes = starter_strategy(fields, bool(inv.entity_column))
@@ -222,7 +235,7 @@ def compose_files(
         fields=fields,
         hz=hz,
         axes=axes,
-        adapter=_adapter(inv, fields, out, dup, rc),
+        adapter=_adapter(inv, fields, out, dup, rc, offset_s),
         segmenter={"window": pres.window_steps, "stride": stride, "unit": "steps"},
         strategy=strategy,
         budget=budget,

@@ -31,6 +31,7 @@ from ..core.grid import grid_points
 from ..errors import InitError
 from ..sources._retime import retime_runs
 from .header_units import header_unit
+from .init_phase import grid_phase
 from .rate_fit import StepFit, fit_steps, rate_candidates
 
 __all__ = ["RateChoice", "choose_rate", "collisions_at", "exact_rate", "time_unit"]
@@ -177,16 +178,22 @@ def _timer_evidence(name: str, step: float) -> str:
     return f"whole, and the name {name!r} reads as a device timer"
 
 
-def collisions_at(t: np.ndarray, ent: np.ndarray, hz: float) -> int:
+def collisions_at(t: np.ndarray, ent: np.ndarray, hz: float, offset_s: float | None = None) -> int:
     """Rows that land on a tick already taken by their entity at ``hz``.
 
     ``t`` and ``ent`` are sorted by (entity, time); ticks as the adapters snap them,
-    ``grid_points(t * hz)``.  A row that repeats its entity's previous time exactly is
-    not counted: the duplicates policy keeps or re-times it, and no rate separates it.
+    ``grid_points((t - offset_s) * hz)``.  ``offset_s`` is the adapters'
+    ``grid_offset_s``; None (the default) takes the one ``kur init`` proposes for these
+    rows at ``hz`` (:func:`~kuration.onboard.init_phase.grid_phase`), so rows stamped
+    mid-interval are not counted as colliding at their own rate.  A row that repeats its
+    entity's previous time exactly is not counted: the duplicates policy keeps or
+    re-times it, and no rate separates it.
     """
     if t.size < 2:
         return 0
-    k = grid_points(t * hz)
+    if offset_s is None:
+        offset_s = grid_phase(t, hz).offset_s
+    k = grid_points((t - offset_s) * hz if offset_s else t * hz)
     return int(((k[1:] == k[:-1]) & (ent[1:] == ent[:-1]) & (t[1:] != t[:-1])).sum())
 
 
