@@ -165,8 +165,8 @@ def _compose(
     if inv.kind == "files":
         return compose_files(inv, out, name=name, fraction=fraction, opts=opts or {})
     stats = inv.steps
-    run = round(max(inv.track_seconds, default=0.0) / stats["median"])
-    hz = exact_rate(1.0 / stats["median"], longest=run)
+    track_steps = round(max(inv.track_seconds, default=0.0) / stats["median"])
+    hz = exact_rate(1.0 / stats["median"], longest=track_steps)
     lines = list(inv.lines)
     lines.append(
         f"sample rate: {hz:.6g} Hz (median step {stats['median']:.3g} s between consecutive times "

@@ -96,12 +96,15 @@ def _grid(
     assert inv.times is not None and inv.entities is not None
     dup = _duplicates(inv, opts.get("duplicates"), lines)
     file_of = np.searchsorted(np.asarray(inv.file_starts), inv.entities, side="right") - 1
+    names = [Path(p).name for p in inv.inputs]
+    if len(set(names)) < len(names):  # run1/log.csv, run2/log.csv: name them by path
+        names = list(inv.inputs)
     rc = choose_rate(
         inv.times,
         inv.entities,
         coarse=dup == "retime",
         forced=opts.get("rate"),
-        files=[Path(p).name for p in inv.inputs],
+        files=names,
         file_of=file_of,
     )
     lines.extend(rc.lines)

@@ -184,3 +184,13 @@ def test_a_file_of_one_row_per_entity_has_no_rate_of_its_own(tmp_path: Path) -> 
     rc = choose_rate(t, ent, coarse=False, files=("long.csv", "points.csv"), file_of=file_of)
     assert rc.hz == 50.0 and rc.collisions == 0
     assert not any("differ" in line for line in rc.lines)
+
+
+def test_files_of_one_name_in_two_folders_are_named_by_path(tmp_path: Path) -> None:
+    (tmp_path / "run1").mkdir()
+    (tmp_path / "run2").mkdir()
+    fast = _rate_file(tmp_path / "run1" / "log.csv", 100.0, 30.0)
+    slow = _rate_file(tmp_path / "run2" / "log.csv", 10.0, 120.0)
+    res = init_job([fast, slow], tmp_path / "job")
+    text = "\n".join(res.lines)
+    assert f"{fast} 100 Hz, {slow} 10 Hz" in text, text
