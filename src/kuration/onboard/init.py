@@ -10,8 +10,10 @@ of a job is proposed with its evidence:
   Units come from metadata (a hint file, Parquet field metadata ``unit``, the
   TimeNet catalog), else from a bracket ending the header (``alt [ft]``,
   :mod:`.header_units`); a column without one keeps no unit and is listed.
-* the sample rate: the 1-2-5 rate nearest the median step between consecutive
-  times of one entity;
+* the sample rate: for files, 1 / the mean step over gap-free runs
+  (:mod:`.init_rate`); for a TimeNet version, 1 / the median step between
+  consecutive times of one entity; either in the fewest digits that do not
+  drift over the longest track;
 * ``strategy.json``: a few metrics that fit the fields found, ``uniform-bins`` on two;
 * ``output.json``: one modality per field plus the first binned metric;
 * ``job.json``: the adapter, the sources, a window of about 120 steps, and an
@@ -165,10 +167,11 @@ def _compose(
     if inv.kind == "files":
         return compose_files(inv, out, name=name, fraction=fraction, opts=opts or {})
     stats = inv.steps
-    hz = exact_rate(1.0 / stats["median"])
+    track_steps = round(max(inv.track_seconds, default=0.0) / stats["median"])
+    hz = exact_rate(1.0 / stats["median"], longest=track_steps)
     lines = list(inv.lines)
     lines.append(
-        f"sample rate: {hz:g} Hz (median step {stats['median']:.3g} s between consecutive times "
+        f"sample rate: {hz:.6g} Hz (median step {stats['median']:.3g} s between consecutive times "
         f"of one entity, over {int(stats['n'])} steps; p10 {stats['p10']:.3g} s, p90 "
         f"{stats['p90']:.3g} s)"
     )

@@ -96,7 +96,18 @@ def _grid(
     when stamps are coarse) and the grid's ``grid_offset_s`` (stamps mid-interval)."""
     assert inv.times is not None and inv.entities is not None
     dup = _duplicates(inv, opts.get("duplicates"), lines)
-    rc = choose_rate(inv.times, inv.entities, coarse=dup == "retime", forced=opts.get("rate"))
+    file_of = np.searchsorted(np.asarray(inv.file_starts), inv.entities, side="right") - 1
+    names = [Path(p).name for p in inv.inputs]
+    if len(set(names)) < len(names):  # run1/log.csv, run2/log.csv: name them by path
+        names = list(inv.inputs)
+    rc = choose_rate(
+        inv.times,
+        inv.entities,
+        coarse=dup == "retime",
+        forced=opts.get("rate"),
+        files=names,
+        file_of=file_of,
+    )
     lines.extend(rc.lines)
     t = inv.times
     if dup == "retime":
@@ -109,7 +120,7 @@ def _grid(
     if gp.offset_s:
         without = collisions_at(t, inv.entities, rc.hz, 0.0)
         lines.append(phase_line(gp, rc.hz, t.size, without))
-    pres = presence(t, inv.entities, rc.hz, 1.0 / rc.median_hz, gp.offset_s)
+    pres = presence(t, inv.entities, rc.hz, rc.row_step, gp.offset_s)
     lines.extend(pres.lines())
     return dup, rc, pres, gp.offset_s
 

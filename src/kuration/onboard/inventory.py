@@ -80,6 +80,8 @@ class Inventory:
     #: the epoch: see :mod:`.init_times`) and entity code, sorted by (entity, time); files only
     times: np.ndarray | None = field(default=None, repr=False, compare=False)
     entities: np.ndarray | None = field(default=None, repr=False, compare=False)
+    #: the first entity code of each input file (entity codes of one file are consecutive)
+    file_starts: tuple[int, ...] = ()
     rows: int = 0
     #: rows with a null or NaN time, rows that repeat a time of their entity
     timeless: int = 0
@@ -485,7 +487,7 @@ def inventory_files(
     columns = _columns(first, {time, *([entity] if entity else [])}, hints, where)
     steps, tracks, dups, rows, timeless = [], [], 0, 0, 0
     timeless_at: list[str] = []
-    all_t, all_e, n_codes, origin = [], [], 0, 0
+    all_t, all_e, n_codes, starts, origin = [], [], 0, [], 0
     for i, path in enumerate(paths):
         table = first if i == 0 else _read(path)
         need = [time, *([entity] if entity else [])]
@@ -517,6 +519,7 @@ def inventory_files(
         ok = ~np.isnan(t)
         all_t.append(t[ok])
         all_e.append(codes[ok] + n_codes)  # entities of different files are different tracks
+        starts.append(n_codes)
         n_codes += int(codes.max()) + 1 if codes.size else 0
     stats = step_stats(np.concatenate(steps), where)
     t_all, e_all = np.concatenate(all_t), np.concatenate(all_e)
@@ -538,6 +541,7 @@ def inventory_files(
         irregular=stats["regular"] < 0.9,
         times=t_all[order],
         entities=e_all[order],
+        file_starts=tuple(starts),
         rows=rows,
         timeless=timeless,
         repeats=dups,

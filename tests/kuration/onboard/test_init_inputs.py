@@ -195,6 +195,8 @@ def test_vega_date_columns_are_time_columns(
     assert f"as kur run reads them): {rows} rows, " in out and "none dropped" in out
     job = json.loads((tmp_path / "job" / "job.json").read_text())
     assert job["adapter"]["time_format"] == fmt
+    if member == "seattle-temps.csv":  # hourly: 1/3600 exactly (0.0002778 put hours 1,800 s off)
+        assert json.loads((tmp_path / "job" / "schema.json").read_text())["sample_hz"] == 1 / 3600
     if member == "stocks.csv":  # five tickers in one table: each one a track, none re-timed
         assert job["adapter"]["entity_column"] == "symbol"
         assert "duplicates" not in job["adapter"]
