@@ -138,16 +138,15 @@ def test_spans_are_whole_shards_and_init_says_which_shards_are_padded(
 def test_epoch_rows_mid_step_of_a_rate_a_day_does_not_divide_keep_the_runs_phase(
     tmp_path: Path,
 ) -> None:
-    """Once-a-minute epoch rows (0.016667 Hz: 1440.03 ticks a day) stamped half a step after
-    the run's epoch-based ticks: init measures the phase on epoch times, not on times since
-    its whole-day origin, so its grid_offset_s keeps every row (369 of 1500 collided)."""
-    hz = 0.016667
-    k0 = round(1.7e9 * hz)
-    jitter = np.random.default_rng(3).uniform(-0.05, 0.05, 1500)
-    t = (k0 + np.arange(1500) + 0.5) / hz + jitter
-    src = tmp_path / "minute.csv"
+    """Epoch rows every 7 s (12,342.86 ticks a day) stamped half a step after the run's
+    epoch-based ticks: init measures the phase on epoch times, not on times since its
+    whole-day origin, so its grid_offset_s keeps every row (374 of 1500 collided)."""
+    k0 = round(1.7e9 / 7)
+    jitter = np.random.default_rng(3).uniform(-0.01, 0.01, 1500)
+    t = (k0 + np.arange(1500) + 0.5) * 7.0 + jitter
+    src = tmp_path / "seven.csv"
     rows = [f"{a:.3f},{math.sin(i / 20):.3f}" for i, a in enumerate(t)]
     src.write_text("time,value\n" + "\n".join(rows) + "\n")
     res = init_job([src], tmp_path / "job")
-    assert res.job["adapter"]["grid_offset_s"] == 30.0
+    assert res.job["adapter"]["grid_offset_s"] == 3.5
     assert "1500 rows, 1500 kept on their own tick (100.00%); none dropped" in "\n".join(res.lines)
