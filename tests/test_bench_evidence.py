@@ -65,6 +65,11 @@ def test_quick_mode_runs_and_reruns_identically(tmp_path: Path) -> None:
         assert len([k for k in ceiling if k.startswith("entity")]) == 4 and "time" in ceiling
         for rec in (per[b] for per in ceiling.values()):
             assert rec["feasible"] == 1.0 and rec["in_all"] <= 0.0
+        assert {"joint 0 A>B", "joint 0 B>A", "same 0 A", "minutes 0 B>A"} <= set(ceiling)
+        assert all(ceiling[k][b]["n_tail_score"] > 0 for k in ceiling)
+        sets = nums["ceiling_sets"][b]
+        assert 0.0 <= sets["jac"] <= 1.0 and 0.0 <= sets["rand_jac_usable"] <= 1.0
+        assert sets["choices"] == 4 and 0.0 < sets["pool_late"] < 1.0
         assert set(nums["sdk_random"][b]) == {"all", "tail"}
 
 
@@ -286,6 +291,16 @@ def test_joint_cross_fit_shares_neither_entities_nor_time_and_keeps_the_cap() ->
                 n_feasible += 1
                 assert err <= cap
     assert n_feasible > 0
+
+
+def test_jaccard_of_span_sets() -> None:
+    """The sets diagnostic's overlap: plain and weighted by each span's usable time."""
+    ecs = _load_bench("evidence_ceiling_sets")
+    a, b = np.array([0, 1, 2, 3]), np.array([2, 3, 4])
+    assert ecs.jaccard(a, b) == pytest.approx(2 / 5)
+    w = np.array([1.0, 1.0, 10.0, 10.0, 100.0])
+    assert ecs.jaccard(a, b, w) == pytest.approx(20 / 122)
+    assert ecs.jaccard(a, a, w) == 1.0 and ecs.jaccard(a, np.array([4]), w) == 0.0
 
 
 def test_weighted_ridge_is_the_benchmarks_ridge_with_sample_weights() -> None:
