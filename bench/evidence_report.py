@@ -45,9 +45,12 @@ def to_json(results: list[Any]) -> dict[str, Any]:
                 part: {f"{b:g}": rec for b, rec in zip(r.budgets, per, strict=True)}
                 for part, per in r.ceiling.items()
             },
+            # the test split only (a validation split has no cross-fit)
             "ceiling_sets": {
                 f"{b:g}": rec for b, rec in zip(r.budgets, r.ceiling_sets, strict=True)
-            },
+            }
+            if r.ceiling_sets
+            else {},
             "sdk_random": {f"{b:g}": v for b, v in r.sdk_random.items()},
             "sdk_random_spans": r.sdk_random_spans,
         }

@@ -430,3 +430,13 @@ def test_dedup_first_takes_near_duplicates_only_when_the_rest_run_out() -> None:
         pool, arm, 0, min(1.2 * kept_h, 0.9 * pool.usable[sorted(ok)].sum() / hz / 3600)
     )
     assert kept <= set(big.tolist()) <= ok and not set(big.tolist()) <= kept
+
+
+def test_json_of_a_split_without_cross_fit() -> None:
+    """A validation split has no cross-fit and no span-set diagnostic; its JSON holds them
+    empty (the full run writes validation splits beside the test ones)."""
+    ev = _load_evidence()
+    er = _load_bench("evidence_report")
+    r = ev.DomainResult("adsb", [0.5, 1.0], {}, "validation")
+    nums = er.to_json([r])["numbers"]["adsb/validation"]
+    assert nums["ceiling"] == {} and nums["ceiling_sets"] == {}
