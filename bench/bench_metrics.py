@@ -4,25 +4,29 @@ Run on demand (not part of the test suite)::
 
     .venv/bin/python bench/bench_metrics.py                 # 120-tick windows, stride 10
     .venv/bin/python bench/bench_metrics.py --stride 60 --tsfresh-windows 60
-    .venv/bin/python bench/bench_metrics.py --stride 10 --record   # the ratios into bench/results.json
+    .venv/bin/python bench/bench_metrics.py --stride 60 10 1 --record   # ratios into bench/results.json
 
 Data: the ADS-B quickstart sample (``kuration.sources.samples.build_adsb_sources``:
 12 sources of 15 min at 1 Hz, ~30-60 aircraft each), read into TickTables
-before timing.  Three contenders evaluate the same windows:
+before timing.  Four contenders evaluate the same windows:
 
 * ``kuration``: ``FeatureEngine.score_segments`` (the batched path) on the
   10-metric strategy below, timings include every derived series (geodetic
   speed, wrapped turn rate) and all reduces;
+* ``floor``: the same 10 features with the engine's kernels called directly, no engine
+  (``bench/metrics_floor.py``); its values must equal the engine's bit for bit, and
+  ``kuration / floor`` is what the engine costs above its kernels;
 * ``numpy``: a hand-written numpy pass over the same arrays computing the same
-  10 numbers per window (the lower bound; its results are checked against the
-  engine's);
+  10 numbers per window (a reference written without the engine's kernels; its
+  results are checked against the engine's to 1e-9);
 * ``tsfresh``: ``extract_features`` with ``MinimalFCParameters`` on the same
   windows, one series per (window, quantity), fed the already-derived speed and
   turn series (which favours tsfresh), single process (``n_jobs=0``), on a
   subset of windows because it is slow.
 
 The contenders take turns in each of ``--repeat`` rounds and the best time of
-each counts, so a busy machine slows them alike.
+each counts, so a busy machine slows them alike.  Each stride given to ``--stride`` gets
+its own rounds.
 
 Targets (issues 15 and 28): kuration >= 20x tsfresh's windows/s at stride 60 and >= 50x
 at strides 10 and 1, and never more than 10% slower than the numpy pass (numpy / kuration
@@ -32,10 +36,13 @@ at strides 10 and 1, and never more than 10% slower than the numpy pass (numpy /
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import tempfile
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pymap3d
@@ -47,6 +54,9 @@ from kuration.metrics.alloc import retain_freed_memory
 from kuration.pipeline.spec.job import load_job
 from kuration.sources import adapter_from_dict
 from kuration.sources.samples import build_adsb_sources
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from metrics_floor import floor_pass
 
 ROOT = Path(__file__).resolve().parents[1]
 JOB = ROOT / "examples" / "adsb_quickstart" / "job.json"
@@ -214,7 +224,7 @@ def interleaved_best(fns: dict, repeat: int) -> dict[str, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--window", type=int, default=120)
-    ap.add_argument("--stride", type=int, default=10)
+    ap.add_argument("--stride", type=int, nargs="+", default=[10], help="one or more strides")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--tsfresh-windows", type=int, default=120)
     ap.add_argument("--per-window", action="store_true", help="also time score_window per window")
@@ -224,20 +234,31 @@ def main() -> None:
         help="store the ratios in bench/results.json (strides 60, 10 and 1, the issues' targets)",
     )
     args = ap.parse_args()
+    if args.record and not set(args.stride) <= {60, 10, 1}:
+        raise SystemExit("bench_metrics: error: --record is for --stride 60, 10 or 1")
 
     job, _ = load_job(JOB)
     schema = SchemaSpec.from_dict(job["schema"])
     adapter = adapter_from_dict(job["adapter"], schema)
     with tempfile.TemporaryDirectory() as tmp:
         tables = [adapter.read_table(str(p)) for p in build_adsb_sources(tmp, slice_minutes=15)]
-    seg = Segmenter(args.window, args.stride)
-    segs_by_table = [seg.segments(t.source_id, t.present) for t in tables]
-    grid_by_table = [seg.starts(t.n_steps) for t in tables]
-    n_windows = sum(len(s) for s in segs_by_table)
     engine = FeatureEngine(DEFINE, schema)
     # as the pipeline's batched pass does before scoring whole sources (all contenders
     # run in this process, so the numpy pass and tsfresh get the same allocator)
     retain_freed_memory()
+    for stride in args.stride:
+        measure_stride(args, stride, tables, engine)
+
+
+def measure_stride(
+    args: argparse.Namespace, stride: int, tables: list[Any], engine: FeatureEngine
+) -> None:
+    """The interleaved rounds at one stride, their report and (``--record``) their row."""
+    CPU.clear()
+    seg = Segmenter(args.window, stride)
+    segs_by_table = [seg.segments(t.source_id, t.present) for t in tables]
+    grid_by_table = [seg.starts(t.n_steps) for t in tables]
+    n_windows = sum(len(s) for s in segs_by_table)
 
     def run_engine() -> None:
         for t, segs in zip(tables, segs_by_table, strict=True):
@@ -246,34 +267,43 @@ def main() -> None:
     def run_numpy() -> list[dict[str, np.ndarray]]:
         return [numpy_pass(t, g, args.window) for t, g in zip(tables, grid_by_table, strict=True)]
 
-    # the lower bound computes the same numbers
+    def run_floor() -> list[dict[str, np.ndarray]]:
+        return [
+            floor_pass(t.values, t.sample_hz, g, args.window)
+            for t, g in zip(tables, grid_by_table, strict=True)
+        ]
+
+    # the lower bound computes the same numbers; the floor the same bits
     run_engine()
-    ref = run_numpy()
-    for segs, g, r in zip(segs_by_table, grid_by_table, ref, strict=True):
+    ref, flo = run_numpy(), run_floor()
+    for segs, g, r, f in zip(segs_by_table, grid_by_table, ref, flo, strict=True):
         idx = np.searchsorted(g, [s.start_idx for s in segs])
         for k in DEFINE:
             got = np.array([s.features[k] for s in segs])
             np.testing.assert_allclose(got, r[k][idx], rtol=1e-9, equal_nan=True, err_msg=k)
+            np.testing.assert_array_equal(got, f[k][idx], err_msg=f"floor {k}")
 
     run_ts, n_ts = tsfresh_runner(tables, grid_by_table, args.window, args.tsfresh_windows)
     best = interleaved_best(
-        {"kuration": run_engine, "numpy": run_numpy, "tsfresh": run_ts}, args.repeat
+        {"kuration": run_engine, "floor": run_floor, "numpy": run_numpy, "tsfresh": run_ts},
+        args.repeat,
     )
-    wps_engine = n_windows / best["kuration"]
-    wps_numpy = n_windows / best["numpy"]
+    wps = {k: n_windows / best[k] for k in ("kuration", "floor", "numpy")}
     wps_ts = n_ts / best["tsfresh"]
     print(
-        f"windows: {n_windows} of {args.window} ticks, stride {args.stride}, "
-        f"{len(tables)} sources, {len(DEFINE)} metrics; best of {args.repeat} interleaved rounds"
+        f"windows: {n_windows} of {args.window} ticks, stride {stride}, "
+        f"{len(tables)} sources, {len(DEFINE)} metrics; best of {args.repeat} interleaved rounds; "
+        f"load average {os.getloadavg()[0]:.2f}"
     )
-    print(
-        f"kuration batched  : {wps_engine:10.1f} windows/s  ({best['kuration'] * 1e3:.1f} ms, "
-        f"CPU {CPU['kuration'] * 1e3:.1f} ms)"
-    )
-    print(
-        f"numpy hand-written: {wps_numpy:10.1f} windows/s  ({best['numpy'] * 1e3:.1f} ms, "
-        f"CPU {CPU['numpy'] * 1e3:.1f} ms)"
-    )
+    for name, label in (
+        ("kuration", "kuration batched  "),
+        ("floor", "floor (kernels)   "),
+        ("numpy", "numpy hand-written"),
+    ):
+        print(
+            f"{label}: {wps[name]:10.1f} windows/s  ({best[name] * 1e3:.1f} ms, "
+            f"CPU {CPU[name] * 1e3:.1f} ms)"
+        )
     print(
         f"tsfresh minimal   : {wps_ts:10.1f} windows/s  "
         f"({n_ts} windows in {best['tsfresh'] * 1e3:.1f} ms, CPU {CPU['tsfresh'] * 1e3:.1f} ms)"
@@ -287,37 +317,54 @@ def main() -> None:
 
         t_slow = interleaved_best({"slow": run_slow}, 1)["slow"]
         print(f"kuration per-window: {n_windows / t_slow:9.1f} windows/s")
+    target = {60: 20}.get(stride, 50)
     print(
-        f"kuration / tsfresh = {wps_engine / wps_ts:.1f}x   (target >= 20x at stride 60, 50x at 10 "
-        "and 1)"
+        f"kuration / tsfresh = {wps['kuration'] / wps_ts:.1f}x   (target >= 20x at stride 60, 50x "
+        "at 10 and 1)"
     )
-    print(f"numpy / kuration   = {wps_numpy / wps_engine:.2f}x   (target <= 1.1x)")
+    print(f"numpy / kuration   = {wps['numpy'] / wps['kuration']:.2f}x   (target <= 1.1x)")
     # the same ratios from CPU seconds: steadier than wall time on a shared machine
-    cpu_ts = (n_windows / CPU["kuration"]) / (n_ts / CPU["tsfresh"])
+    per_ts = CPU["tsfresh"] / n_ts  # CPU seconds a tsfresh window
+    cpu_ts = per_ts * n_windows / CPU["kuration"]
     cpu_np = CPU["kuration"] / CPU["numpy"]
+    floor_ts = per_ts * n_windows / CPU["floor"]
+    over_floor = CPU["kuration"] / CPU["floor"]
     print(f"by CPU time: kuration / tsfresh = {cpu_ts:.1f}x, numpy / kuration = {cpu_np:.2f}x")
+    print(
+        f"by CPU time: floor / tsfresh = {floor_ts:.1f}x, kuration / floor = {over_floor:.2f}x "
+        f"(the engine's CPU over the floor's); {target}x tsfresh allows "
+        f"{1e3 * per_ts * n_windows / target / len(tables):.2f} ms a source, the floor takes "
+        f"{1e3 * CPU['floor'] / len(tables):.2f}, the engine {1e3 * CPU['kuration'] / len(tables):.2f}"
+    )
     if args.record:
-        record_ratios(args.stride, (wps_engine / wps_ts, cpu_ts), (wps_numpy / wps_engine, cpu_np))
+        record_ratios(
+            stride,
+            (wps["kuration"] / wps_ts, cpu_ts),
+            (wps["numpy"] / wps["kuration"], cpu_np),
+            (floor_ts, over_floor),
+        )
 
 
 def record_ratios(
-    stride: int, vs_tsfresh: tuple[float, float], numpy_over: tuple[float, float]
+    stride: int,
+    vs_tsfresh: tuple[float, float],
+    numpy_over: tuple[float, float],
+    floor: tuple[float, float],
 ) -> None:
     """The ``metrics-stride-<stride>`` row of bench/results.json (strides 60, 10 and 1): each
-    ratio by wall time, then by CPU time."""
+    ratio by wall time, then by CPU time; the floor's ratios by CPU time."""
     from perf_table import record
 
-    target = {60: 20, 10: 50, 1: 50}.get(stride)
-    if target is None:
-        raise SystemExit("bench_metrics: error: --record is for --stride 60, 10 or 1")
+    target = {60: 20, 10: 50, 1: 50}[stride]
     record(
         [
             {
                 "id": f"metrics-stride-{stride}",
                 "benchmark": f"`bench_metrics.py --stride {stride}`: kuration / tsfresh; "
-                "numpy pass / kuration (wall, CPU)",
+                "numpy pass / kuration (wall, CPU); floor / tsfresh, kuration / floor (CPU)",
                 "measured": f"{vs_tsfresh[0]:.1f}x (CPU {vs_tsfresh[1]:.1f}x); "
-                f"{numpy_over[0]:.2f}x (CPU {numpy_over[1]:.2f}x)",
+                f"{numpy_over[0]:.2f}x (CPU {numpy_over[1]:.2f}x); "
+                f"floor {floor[0]:.1f}x, {floor[1]:.2f}x",
                 "goal": f">= {target}x; <= 1.1x",
             }
         ]

@@ -490,6 +490,65 @@ def fixed_cost(engine: Any, table: Any, window: int, stride: int, repeat: int) -
     return best
 
 
+ORDER_STATS = ("speed_p90", "turn_p90", "alt_median")
+
+
+def engine_stage(label: str) -> str:
+    """The stage of the floor's (``metrics_floor.STAGE``) that a compiled stage of the engine
+    (``op_timers``' label, ``"<metric>: <stage>"``) belongs to."""
+    metric, _, stage = label.partition(": ")
+    if stage in ("field:position", "| speed"):
+        return "speed chain"
+    if stage in ("field:track", "| angle_delta", "| abs"):
+        return "turn rate"
+    if stage == "reduce" and metric in ORDER_STATS:
+        return "order statistics"
+    return "other reduces (with their fields, filter, entity count)"
+
+
+def by_stage_vs_floor(
+    per_op: dict[str, float], total: float, tables: list[Any], grids: list[Any], args: Any
+) -> None:
+    """The engine's CPU by stage beside the floor's (``metrics_floor.floor_pass``, its parts
+    timed), ms a source, best of ``--repeat`` rounds of each by its total."""
+    from metrics_floor import STAGE, Timer, floor_pass
+
+    best: tuple[float, dict[str, float]] | None = None
+    for _ in range(args.repeat):
+        timer = Timer()
+        c0 = time.thread_time()
+        for t, g in zip(tables, grids, strict=True):
+            floor_pass(t.values, t.sample_hz, g, args.window, timer)
+        took = time.thread_time() - c0
+        if best is None or took < best[0]:
+            best = (took, dict(timer.spent))
+    assert best is not None
+    f_total, f_parts = best
+    n_src = len(tables)
+    eng: dict[str, float] = defaultdict(float)
+    flo: dict[str, float] = defaultdict(float)
+    for label, sec in per_op.items():
+        eng[engine_stage(label)] += sec
+    for part, sec in f_parts.items():
+        flo[STAGE.get(part, "other reduces (with their fields, filter, entity count)")] += sec
+    eng["outside the stages (engine) / the timers (floor)"] = total - sum(per_op.values())
+    flo["outside the stages (engine) / the timers (floor)"] = f_total - sum(f_parts.values())
+    print("engine and floor by stage (thread CPU ms/source; engine / floor):")
+    for stage in dict.fromkeys([*eng, *flo]):
+        e, f = 1e3 * eng[stage] / n_src, 1e3 * flo[stage] / n_src
+        print(f"    {e:8.3f} {f:8.3f}  {e / f if f > 0 else float('nan'):6.2f}x  {stage}")
+    print(
+        f"    {1e3 * total / n_src:8.3f} {1e3 * f_total / n_src:8.3f}  "
+        f"{total / f_total:6.2f}x  total"
+    )
+    for part in (k for k in f_parts if k.startswith("speed chain")):
+        print(f"             {1e3 * f_parts[part] / n_src:8.3f}  (floor) {part}")
+    eng_os = {m: sum(v for k, v in per_op.items() if k == f"{m}: reduce") for m in ORDER_STATS}
+    print("  order statistics by feature (engine, floor):")
+    for m in ORDER_STATS:
+        print(f"    {1e3 * eng_os[m] / n_src:8.3f} {1e3 * f_parts[m] / n_src:8.3f}  {m}")
+
+
 def metrics(args: argparse.Namespace) -> None:
     from bench_metrics import DEFINE, JOB, numpy_pass, tsfresh_runner
 
@@ -567,6 +626,7 @@ def metrics(args: argparse.Namespace) -> None:
     for k, v in sorted(per_op.items(), key=lambda kv: -kv[1]):
         print(f"    {1e3 * v / n_src:8.3f}  {k}")
     print(f"    {1e3 * (total - sum(per_op.values())) / n_src:8.3f}  (engine outside the stages)")
+    by_stage_vs_floor(per_op, total, tables, grids, args)
     fixed = fixed_cost(engine, tables[0], args.window, args.stride, args.repeat)
     print(
         f"    {1e3 * fixed:8.3f}  fixed cost: the same program on one entity's first "

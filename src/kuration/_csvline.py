@@ -2,8 +2,8 @@
 
 Arrow reads a CSV's rows as a table: row 0 is the first row under the header, and empty
 lines are skipped.  An error about a row names the file line instead (1-based, header
-counted), so ``grep -n`` and an editor land on it.  Only the error path calls this: it
-rereads the file once.
+counted), so ``grep -n`` and an editor land on it; the 0-based data row stays only in the
+error's ``row`` attribute.  Only the error path calls this: it rereads the file once.
 """
 
 from __future__ import annotations
@@ -35,9 +35,10 @@ def csv_line(source: str, row: int) -> int | None:
 
 
 def row_place(source: str, row: int) -> str:
-    """``"line 41 (data row 39)"`` for a CSV file, else ``"row 39"``."""
+    """``"line 41"`` for data row 39 of a CSV file (the line an editor shows), else
+    ``"row 39"`` (0-based, as Arrow and pandas index a table)."""
     line = csv_line(source, row)
-    return f"row {row}" if line is None else f"line {line} (data row {row})"
+    return f"row {row}" if line is None else f"line {line}"
 
 
 def csv_parse_line(message: str) -> str:

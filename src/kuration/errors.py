@@ -282,7 +282,7 @@ class SourceError(KurationError, ValueError):
         The source URI or id.
     row : int or None
         Zero-based data row in the source file, when known; the message names a CSV
-        file's line as an editor shows it (1-based, header counted) and this row.
+        file's line as an editor shows it instead (1-based, header counted).
     detail : str
         The message without the source and row in front of it.
     """

@@ -15,7 +15,7 @@ def test_lines_count_the_header_and_skip_empty_lines_as_arrow_does(tmp_path: Pat
     table = pacsv.read_csv(path)
     assert table.column("v").to_pylist() == ["a", "b", "c"]
     assert [csv_line(str(path), r) for r in range(4)] == [3, 5, 7, None]
-    assert row_place(str(path), 2) == "line 7 (data row 2)"
+    assert row_place(str(path), 2) == "line 7"
 
 
 def test_other_sources_keep_the_row(tmp_path: Path) -> None:

@@ -400,8 +400,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def _dispatch(prog: str, args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
-        # our own warnings are messages to the user: one line each, no source excerpt
+        # our own warnings are messages to the user: one line each, no source excerpt, and
+        # each line once a command: a source read again (a filter's reread) warns again, and
+        # Python's once-per-place registry does not stop it (any catch_warnings block resets
+        # the registry; a worker's relayed warnings are replayed without one)
         default = warnings.showwarning
+        shown: set[str] = set()
 
         def show(
             message: Warning | str,
@@ -412,7 +416,10 @@ def _dispatch(prog: str, args: argparse.Namespace) -> int:
             line: str | None = None,
         ) -> None:
             if issubclass(category, KurationWarning):
-                print(f"{prog}: warning: {message}", file=sys.stderr)
+                text = f"{prog}: warning: {message}"
+                if text not in shown:
+                    shown.add(text)
+                    print(text, file=sys.stderr)
             else:
                 default(message, category, filename, lineno, file, line)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.grid import grid_point
 from ..core.ids import entity_sort_key
 from ..core.units import conversion_factor
 from ..errors import EntityIdError, SourceError, TimeRangeError
@@ -439,10 +440,11 @@ def table_from_ticks(
                 row=i,
             )
         x = tick.time * hz
-        k = math.floor(x + 0.5)  # a half step goes to the later tick, as adapters snap
-        if abs(x - k) > snap_tolerance:
+        k = grid_point(x)  # a half step goes to the later tick, as adapters snap
+        off = min(abs(x - k), 0.5)
+        if off > snap_tolerance:
             raise SourceError(
-                f"tick time {tick.time!r} is {abs(x - k):.3g} steps off the {hz:g} Hz grid",
+                f"tick time {tick.time!r} is {off:.3g} steps off the {hz:g} Hz grid",
                 source=source_id,
                 row=i,
             )

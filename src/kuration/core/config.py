@@ -53,6 +53,9 @@ from ..errors import (
     SchemaError,
     StrategyError,
 )
+from .config_args import check_memory_budget as check_memory_budget
+from .config_args import check_seed as check_seed
+from .config_args import check_workers as check_workers
 from .config_problems import problems_of
 
 __all__ = [
@@ -328,6 +331,9 @@ class TimeseriesAdapterModel(_Model):
     an Arrow IPC stream `.arrows`)."""
     snap_tolerance: SnapTolerance = 0.5
     """Largest distance, in ticks, from a row to the tick it snaps to."""
+    grid_offset_s: NonNegativeNumber = 0.0
+    """Seconds (under one tick) the rounding boundaries move later, for rows stamped between
+    ticks (mid-interval: half a tick); tick times stay multiples of the tick."""
     disorder: Literal["sort", "raise"] = "sort"
     """Rows out of time order are sorted, or an error."""
     duplicates: Literal["raise", "first", "last", "retime"] = "raise"
@@ -362,6 +368,8 @@ class TimenetAdapterModel(_Model):
     `$TIMENET_REGISTRY`, then `~/.cache/timenet/registry`)."""
     snap_tolerance: SnapTolerance = 0.5
     """Largest distance, in ticks, from a sample to the tick it snaps to."""
+    grid_offset_s: NonNegativeNumber = 0.0
+    """Seconds (under one tick) the rounding boundaries move later, as for `timeseries`."""
     verify: bool = True
     """Check the version's checksums when opening it."""
     collisions: Literal["nearest", "mean", "raise"] = "nearest"
@@ -655,65 +663,6 @@ class PolicyModel(_Model):
     """At most this many sources skipped for failing to read."""
     max_skipped_fraction: Fraction | None = None
     """At most this fraction of sources skipped."""
-
-
-# -- API arguments that stand in for job keys -----------------------------------------
-def check_seed(seed: Any) -> int:
-    """``seed`` as a random seed.
-
-    Raises
-    ------
-    JobError
-        Unless ``seed`` is an integer >= 0.
-    """
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise JobError(f"seed must be an integer >= 0, got {seed!r}", path="seed")
-    return seed
-
-
-def check_workers(workers: Any) -> int:
-    """``workers`` as a count of scoring processes.
-
-    Raises
-    ------
-    JobError
-        Unless ``workers`` is an integer >= 1.
-    """
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-        raise JobError(f"workers must be an integer >= 1, got {workers!r}", path="workers")
-    return workers
-
-
-def check_memory_budget(value: Any) -> int:
-    """``memory_budget`` in bytes.
-
-    Parameters
-    ----------
-    value : int or str
-        Bytes, or a size with a unit as pydantic's ``ByteSize`` reads it: decimal
-        ``kB``/``MB``/``GB``/``TB`` and binary ``KiB``/``MiB``/``GiB``/``TiB``
-        (``"2GB"`` is 2e9 bytes, ``"2GiB"`` 2**31).
-
-    Raises
-    ------
-    JobError
-        Unless ``value`` is a positive size.
-    """
-    from pydantic import ByteSize, TypeAdapter, ValidationError
-
-    bad = JobError(
-        f"memory_budget must be bytes or a size such as '2GB', got {value!r}",
-        path="memory_budget",
-    )
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise bad
-    try:
-        n = int(TypeAdapter(ByteSize).validate_python(value))
-    except ValidationError:
-        raise bad from None
-    if n < 1:
-        raise bad
-    return n
 
 
 # -- validation -------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,9 @@ __all__ = ["FeatureEngine", "register_metric", "registered_metric", "registered_
 
 MetricFn = Callable[[WindowBuffer], float]
 _METRICS: Registry[MetricFn] = Registry("registered metric")
+
+# a segment's fields, read by C calls instead of a Python generator per segment
+_ENTITY, _START, _END = attrgetter("entity"), attrgetter("start_idx"), attrgetter("end_idx")
 
 
 def register_metric(
@@ -208,9 +212,13 @@ class FeatureEngine:
         entity (``id:``, ``dist_to:``), one :func:`~kuration.contracts.buffer.entity_table`
         per entity, cut to the ticks its windows cover.  Both give the same bits.
         """
-        by_entity: dict[str | None, list[Segment]] = {}
-        for seg in segments:
-            by_entity.setdefault(seg.entity, []).append(seg)
+        entities = list(map(_ENTITY, segments))
+        if entities.count(None) == len(entities):  # scene windows only: no grouping loop
+            by_entity: dict[str | None, list[Segment]] = {None: list(segments)} if segments else {}
+        else:
+            by_entity = {}
+            for seg, entity in zip(segments, entities, strict=True):
+                by_entity.setdefault(entity, []).append(seg)
         tracks = {e: segs for e, segs in by_entity.items() if e is not None}
         if None in by_entity:
             self._score_grouped(table, by_entity[None], 0)
@@ -269,8 +277,8 @@ class FeatureEngine:
         """:meth:`score_segments` over windows of ``table``, whose tick 0 is the segments'
         tick ``shift`` (or whose windows start at ``at``, one tick of ``table`` a segment)."""
         count = len(segments)
-        starts = np.fromiter((s.start_idx for s in segments), dtype=np.int64, count=count)
-        ends = np.fromiter((s.end_idx for s in segments), dtype=np.int64, count=count)
+        starts = np.fromiter(map(_START, segments), dtype=np.int64, count=count)
+        ends = np.fromiter(map(_END, segments), dtype=np.int64, count=count)
         lengths = ends - starts
         if at is not None:
             starts, shift = at, 0
@@ -282,7 +290,8 @@ class FeatureEngine:
             values = self.score_table(table, starts[pick] - shift, length)
             # one row of Python floats per segment: a zip per segment, not a dict per feature
             rows = np.column_stack([values[n] for n in names]).tolist()
-            for seg, row in zip([segments[i] for i in pick.tolist()], rows, strict=True):
+            segs = segments if pick.size == count else [segments[i] for i in pick.tolist()]
+            for seg, row in zip(segs, rows, strict=True):
                 seg.features.update(zip(names, row, strict=False))  # rows are names long
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """Guesses ``kur init`` makes about a table of columns: time, entity, rate, field kinds.
 
 Every guess comes with the evidence it rests on (a sentence), so ``kur init``
-can print why.  Kinds come from dtypes and names; units come only from
-metadata (Parquet field metadata, a TimeNet catalog, a hint file), never from
-a name: a column without a unit keeps an empty unit and is listed.
+can print why.  Kinds come from dtypes and names; units come from metadata
+(a hint file, Parquet field metadata, a TimeNet catalog) or a bracket ending
+the header (``alt [ft]``, :mod:`.header_units`), never from a bare name: a
+column without a unit keeps an empty unit and is listed.
 """
 
 from __future__ import annotations
@@ -20,7 +21,15 @@ import numpy as np
 from ..core.units import is_angle, is_length, parse_unit
 from ..errors import InitError
 
-__all__ = ["Column", "FieldGuess", "counter_step", "guess_fields", "nice_rate", "step_stats"]
+__all__ = [
+    "Column",
+    "FieldGuess",
+    "counter_step",
+    "field_lines",
+    "guess_fields",
+    "nice_rate",
+    "step_stats",
+]
 
 _LAT = re.compile(r"^(lat|latitude)$", re.I)
 _LON = re.compile(r"^(lon|lng|long|longitude)$", re.I)
@@ -45,10 +54,10 @@ class Column:
     dtype : str
         NumPy dtype name of the values (``"object"`` for text).
     unit : str or None
-        pint unit from metadata, None when there is none.
+        pint unit from metadata or the header, None when there is none.
     unit_from : str or None
         Where the unit came from (``"Parquet field metadata"``, ``"TimeNet catalog"``,
-        ``"hint file"``).
+        ``"hint file"``, ``"the column header; pint reads foot"``).
     distinct : tuple of int or None
         Sorted distinct values of an integer column with at most 16 of them.
     valid_frac : float
@@ -58,6 +67,12 @@ class Column:
     counter : int or None
         The step of an integer column named and shaped like a row counter (see
         :func:`counter_step`), None for any other column.
+    stem : str
+        The header without a unit bracket ending it (``"alt"`` of ``"alt [ft]"``); empty
+        when the header ends in none that pint reads.
+    not_unit : str or None
+        A bracket ending the header that is not read as a unit, and why
+        (``"'raw': pint does not know it"``).
     """
 
     name: str
@@ -70,6 +85,13 @@ class Column:
     lo: float | None = None
     hi: float | None = None
     counter: int | None = None
+    stem: str = ""
+    not_unit: str | None = None
+
+    @property
+    def base(self) -> str:
+        """The name kinds and field names are guessed from: the stem, else the name."""
+        return self.stem or self.name
 
 
 @dataclass(frozen=True)
@@ -136,7 +158,10 @@ def counter_step(name: str, values: np.ndarray) -> int | None:
 def _unit_note(cols: Sequence[Column]) -> str:
     froms = sorted({c.unit_from for c in cols if c.unit_from})
     units = ", ".join(str(c.unit) for c in cols if c.unit)
-    return f"{units}, from {', '.join(froms)}" if froms else "no unit metadata"
+    if froms:
+        return f"{units}, from {', '.join(froms)}"
+    brackets = [c.not_unit for c in cols if c.not_unit]
+    return f"no unit: the header's {brackets[0]}" if brackets else "no unit metadata"
 
 
 def _degrees_by_range(lat: Column, lon: Column) -> str | None:
@@ -154,7 +179,8 @@ def _degrees_by_range(lat: Column, lon: Column) -> str | None:
 def _position(
     cols: dict[str, Column], taken: set[str], missing: list[str]
 ) -> tuple[list[FieldGuess], set[str]]:
-    """A latitude/longitude pair (geodetic) or an x/y(/z) set (cartesian) as one position vector."""
+    """A latitude/longitude pair (geodetic) or an x/y(/z) set (cartesian) as one position
+    vector; ``cols`` is keyed by :attr:`Column.base` (``lat`` for ``lat (deg)``)."""
     lat = next((c for n, c in cols.items() if _LAT.match(n) and c.kind == "float"), None)
     lon = next((c for n, c in cols.items() if _LON.match(n) and c.kind == "float"), None)
     if lat is not None and lon is not None:
@@ -212,14 +238,14 @@ def _one(c: Column, taken: set[str], missing: list[str]) -> FieldGuess | None:
     """The field of a single column, or None for a column that is not a field (text)."""
     if c.kind in ("text", "other") or c.counter is not None:
         return None
-    name = field_name(c.name, taken)
+    name = field_name(c.base, taken)
     spec: dict[str, Any] = {"name": name, "kind": "scalar"}
     out: dict[str, Any] = {"dtype": "float32", "shape": [], "source": f"field:{name}"}
     if c.kind == "bool":
         out["dtype"] = "uint8"
         return FieldGuess(spec, (c.name,), f"column {c.name!r} is boolean: a 0/1 scalar", out)
     if c.kind == "int" and c.distinct is not None and min(c.distinct, default=0) >= 0:
-        if _FLAGS.search(c.name):
+        if _FLAGS.search(c.base):
             top = int(max(c.distinct, default=0)).bit_length()
             spec.update(
                 semantics="bitmask",
@@ -240,7 +266,7 @@ def _one(c: Column, taken: set[str], missing: list[str]) -> FieldGuess | None:
         spec["unit"] = c.unit
     else:
         missing.append(c.name)
-    if _ANGULAR.search(c.name) and c.kind == "float":
+    if _ANGULAR.search(c.base) and c.kind == "float":
         if c.unit and is_angle(c.unit):
             spec["semantics"] = "angular"
             why = f"column {c.name!r} is named like a heading: angular ({_unit_note([c])})"
@@ -265,7 +291,9 @@ def guess_fields(columns: Sequence[Column]) -> tuple[list[FieldGuess], list[str]
     skipped : list of str
         Columns that are not fields, each with the reason.
     """
-    cols = {c.name: c for c in columns}
+    cols: dict[str, Column] = {}
+    for c in columns:
+        cols.setdefault(c.base, c)
     taken: set[str] = set()
     missing: list[str] = []
     fields, used = _position(cols, taken, missing)
@@ -286,21 +314,43 @@ def guess_fields(columns: Sequence[Column]) -> tuple[list[FieldGuess], list[str]
     return _cartesian_hint(fields, cols, used), list(dict.fromkeys(missing)), skipped
 
 
+def field_lines(
+    fields: Sequence[FieldGuess], missing: Sequence[str], skipped: Sequence[str]
+) -> list[str]:
+    """What ``kur init`` prints about the fields: each with its evidence (its unit and where
+    the unit came from), the columns without a unit and the columns left out."""
+    lines = ["fields:", *(f"  {f.name}: {f.why}" for f in fields)]
+    if missing:
+        lines.append(
+            f"units unknown (no metadata and no unit in the header) for: "
+            f"{', '.join(missing)}; give them in a hint file (--units FILE, or the text "
+            "itself: a JSON object of column to pint unit)"
+        )
+    if skipped:
+        lines.append(f"not fields: {', '.join(skipped)}")
+    return lines
+
+
 def _cartesian_hint(
     fields: list[FieldGuess], cols: dict[str, Column], used: set[str]
 ) -> list[FieldGuess]:
     """The fields, the first of a float x/y(/z) set left as scalars (no length unit) told
     how to pair them: a position needs a unit, and a name never gives one."""
-    comp = [n for n in ("x", "y", "z") if n in cols and cols[n].kind == "float" and n not in used]
-    if comp[:2] != ["x", "y"]:
+    keys = [
+        n
+        for n in ("x", "y", "z")
+        if n in cols and cols[n].kind == "float" and cols[n].name not in used
+    ]
+    if keys[:2] != ["x", "y"]:
         return fields
+    comp = [cols[n].name for n in keys]
     hint = json.dumps(dict.fromkeys(comp, "m"), separators=(",", ":"))
     note = (
         f"; columns {comp} are named like cartesian coordinates but have no length unit, so "
         f"they stay scalars: give their unit (--units '{hint}' if they are metres) to read "
         "them as one position"
     )
-    return [replace(g, why=g.why + note) if g.columns == ("x",) else g for g in fields]
+    return [replace(g, why=g.why + note) if g.columns == (comp[0],) else g for g in fields]
 
 
 def nice_rate(hz: float) -> float:

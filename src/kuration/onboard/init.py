@@ -7,10 +7,13 @@ of a job is proposed with its evidence:
   a latitude/longitude pair with angle units is a geodetic position, x/y(/z) with
   length units a cartesian one, heading-like columns with an angle unit angular,
   small-integer flag columns a bitmask, other small-integer columns categorical.
-  Units come only from metadata (Parquet field metadata ``unit``, the TimeNet
-  catalog, a hint file); a column without one keeps no unit and is listed.
-* the sample rate: the 1-2-5 rate nearest the median step between consecutive
-  times of one entity;
+  Units come from metadata (a hint file, Parquet field metadata ``unit``, the
+  TimeNet catalog), else from a bracket ending the header (``alt [ft]``,
+  :mod:`.header_units`); a column without one keeps no unit and is listed.
+* the sample rate: for files, 1 / the mean step over gap-free runs
+  (:mod:`.init_rate`); for a TimeNet version, 1 / the median step between
+  consecutive times of one entity; either in the fewest digits that do not
+  drift over the longest track;
 * ``strategy.json``: a few metrics that fit the fields found, ``uniform-bins`` on two;
 * ``output.json``: one modality per field plus the first binned metric;
 * ``job.json``: the adapter, the sources, a window of about 120 steps, and an
@@ -40,7 +43,7 @@ from ..output.spec import OutputSpec
 from ..pipeline.run.strategy import load_strategy
 from ..pipeline.spec.job import job_components, load_job
 from ..sources._lerobot_meta import is_dataset
-from .guess import guess_fields
+from .guess import field_lines, guess_fields
 from .init_check import dry_read
 from .init_files import compose_files
 from .init_lerobot import compose_lerobot
@@ -162,10 +165,11 @@ def _compose(
     if inv.kind == "files":
         return compose_files(inv, out, name=name, fraction=fraction, opts=opts or {})
     stats = inv.steps
-    hz = exact_rate(1.0 / stats["median"])
+    track_steps = round(max(inv.track_seconds, default=0.0) / stats["median"])
+    hz = exact_rate(1.0 / stats["median"], longest=track_steps)
     lines = list(inv.lines)
     lines.append(
-        f"sample rate: {hz:g} Hz (median step {stats['median']:.3g} s between consecutive times "
+        f"sample rate: {hz:.6g} Hz (median step {stats['median']:.3g} s between consecutive times "
         f"of one entity, over {int(stats['n'])} steps; p10 {stats['p10']:.3g} s, p90 "
         f"{stats['p90']:.3g} s)"
     )
@@ -174,15 +178,7 @@ def _compose(
             f"  steps are irregular ({stats['regular']:.0%} within 10% of the median): rows that "
             "land on one tick are averaged (collisions: mean)"
         )
-    lines.append("fields:")
-    lines.extend(f"  {f.name}: {f.why}" for f in fields)
-    if missing:
-        lines.append(
-            f"units unknown (no metadata) for: {', '.join(missing)}; give them in a hint file "
-            "(--units FILE, or the text itself: a JSON object of column to pint unit)"
-        )
-    if skipped:
-        lines.append(f"not fields: {', '.join(skipped)}")
+    lines.extend(field_lines(fields, missing, skipped))
     window_s = _nice_seconds(min(WINDOW_STEPS / hz, max(10 / hz, inv.median_track_s / 2)))
     strategy, axes = starter_strategy(fields, bool(inv.entity_column) or inv.kind == "timenet")
     lines.append(f"strategy: metrics {', '.join(strategy['define'])}; uniform-bins on {axes}")

@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import InitError
-from .guess import guess_fields
+from .guess import FieldGuess, field_lines, guess_fields
 from .init_parts import adapter_options, split_promise, starter_job, starter_strategy
-from .init_plan import presence
-from .init_rate import choose_rate
+from .init_phase import grid_phase, phase_line
+from .init_plan import Presence, presence
+from .init_rate import RateChoice, choose_rate, collisions_at
 from .inventory import Inventory
 
 __all__ = ["compose_files"]
@@ -64,54 +65,72 @@ def _duplicates(inv: Inventory, given: str | None, lines: list[str]) -> str | No
     return "first"
 
 
-def compose_files(
-    inv: Inventory, out: Path, *, name: str, fraction: float, opts: Mapping[str, Any]
-) -> tuple[dict[str, Any], list[str], list[str]]:
-    """The job for files, its printed evidence and the columns without a unit.
+def _timeless(inv: Inventory, drop: bool, lines: list[str]) -> None:
+    """Refuse rows without a time unless ``drop`` (``--drop-timeless``); else say the job drops them.
 
     Raises
     ------
     InitError
-        Rows without a time and no ``drop_timeless``; data too short for one window.
+        Rows without a time and no ``drop``, naming the first of them.
     """
-    assert inv.times is not None and inv.entities is not None
-    fields, missing, skipped = guess_fields(inv.columns)
-    lines = list(inv.lines)
-    if inv.timeless:
-        if not opts.get("drop_timeless"):
-            raise InitError(
-                f"{inv.timeless} of {inv.rows} rows have no time (null or NaN in column "
-                f"{inv.time_column!r}; first at {'; '.join(inv.timeless_at)}); pass --drop-timeless to drop them (the run counts "
-                "them), or fill them in",
-                source=inv.inputs[0],
-            )
-        lines.append(
-            f"  {inv.timeless} of {inv.rows} rows have no time: the job drops them and the run "
-            "counts them (missing_time: drop)"
+    if not inv.timeless:
+        return
+    if not drop:
+        raise InitError(
+            f"{inv.timeless} of {inv.rows} rows have no time (null or NaN in column "
+            f"{inv.time_column!r}; first at {'; '.join(inv.timeless_at)}); pass "
+            "--drop-timeless to drop them (the run counts them), or fill them in",
+            source=inv.inputs[0],
         )
+    lines.append(
+        f"  {inv.timeless} of {inv.rows} rows have no time: the job drops them and the run "
+        "counts them (missing_time: drop)"
+    )
+
+
+def _grid(
+    inv: Inventory, opts: Mapping[str, Any], lines: list[str]
+) -> tuple[str | None, RateChoice, Presence, float]:
+    """The duplicates policy, the rate, where the rows land on its grid (re-timed first
+    when stamps are coarse) and the grid's ``grid_offset_s`` (stamps mid-interval)."""
+    assert inv.times is not None and inv.entities is not None
     dup = _duplicates(inv, opts.get("duplicates"), lines)
-    rc = choose_rate(inv.times, inv.entities, coarse=dup == "retime", forced=opts.get("rate"))
+    file_of = np.searchsorted(np.asarray(inv.file_starts), inv.entities, side="right") - 1
+    names = [Path(p).name for p in inv.inputs]
+    if len(set(names)) < len(names):  # run1/log.csv, run2/log.csv: name them by path
+        names = list(inv.inputs)
+    rc = choose_rate(
+        inv.times,
+        inv.entities,
+        coarse=dup == "retime",
+        forced=opts.get("rate"),
+        files=names,
+        file_of=file_of,
+    )
     lines.extend(rc.lines)
-    hz = rc.hz
     t = inv.times
     if dup == "retime":
         from ..sources._retime import retime_runs
 
         t, _n = retime_runs(inv.times, inv.entities)
-    pres = presence(t, inv.entities, hz, 1.0 / rc.median_hz)
+    gp = grid_phase(t, rc.hz)
+    if gp.offset_s:
+        without = collisions_at(t, inv.entities, rc.hz, 0.0)
+        lines.append(phase_line(gp, rc.hz, t.size, without))
+    pres = presence(t, inv.entities, rc.hz, rc.row_step, gp.offset_s)
     lines.extend(pres.lines())
-    lines.append("fields:")
-    lines.extend(f"  {f.name}: {f.why}" for f in fields)
-    if missing:
-        lines.append(
-            f"units unknown (no metadata) for: {', '.join(missing)}; give them in a hint file "
-            "(--units FILE, or the text itself: a JSON object of column to pint unit)"
-        )
-    if skipped:
-        lines.append(f"not fields: {', '.join(skipped)}")
-    strategy, axes = starter_strategy(fields, bool(inv.entity_column))
-    lines.append(f"strategy: metrics {', '.join(strategy['define'])}; uniform-bins on {axes}")
-    window_s = pres.window_steps / hz
+    return dup, rc, pres, gp.offset_s
+
+
+def _budget(inv: Inventory, pres: Presence, fraction: float, lines: list[str]) -> dict[str, float]:
+    """Hours per split: ``fraction`` of the present time in runs at least one window long,
+    a fifth of it for test when there are two sources or more.
+
+    Raises
+    ------
+    InitError
+        No run of rows is one window long.
+    """
     usable = pres.usable_s()
     if usable <= 0:
         raise InitError(
@@ -135,6 +154,20 @@ def compose_files(
             "  no test split: there is one source and a source goes whole to one split; "
             "give two or more files (or records) for a test split"
         )
+    return budget
+
+
+def _adapter(
+    inv: Inventory,
+    fields: list[FieldGuess],
+    out: Path,
+    dup: str | None,
+    rc: RateChoice,
+    offset_s: float,
+) -> dict[str, Any]:
+    """The timeseries adapter with the policies the rows need: re-time or drop repeated
+    stamps, merge collisions the rate cannot avoid, drop timeless rows when told to,
+    move the rounding off rows stamped mid-interval."""
     adapter = adapter_options(inv, fields, out)
     adapter.pop("duplicates", None)
     if dup:
@@ -144,6 +177,60 @@ def compose_files(
         adapter["collisions"] = "mean"
     if inv.timeless:
         adapter["missing_time"] = "drop"
+    if offset_s:
+        adapter["grid_offset_s"] = offset_s
+    return adapter
+
+
+def _spans(
+    pres: Presence, hz: float, budget: Mapping[str, float], window_s: float, lines: list[str]
+) -> float | None:
+    """``span_seconds`` when the median track is long next to the smallest request, else
+    None; the line saying how close each split can land to its request."""
+    reqs = [h * 3600 for h in budget.values() if h > 0]
+    # the run admits whole tracks (an entity's first to last row, gaps included): tracks
+    # long next to the smallest request are cut into spans
+    tracks_s = np.sort(pres.track_steps) / hz
+    if not (reqs and tracks_s.size):
+        return None
+    if tracks_s[tracks_s.size // 2] <= 0.1 * min(reqs):
+        lines.append(f"spans: none (whole tracks); {split_promise(reqs, tracks_s[-1], 'track')}")
+        return None
+    # rows in short bursts: one window per span, since a span reaching over a gap is
+    # mostly empty time (empty spans are left out; half-empty ones are not)
+    runs_s = float(np.median(pres.run_steps)) / hz
+    span = max(float(f"{SPAN_FRACTION * min(reqs):.2g}"), window_s)
+    if runs_s < span:
+        span = window_s
+    lines.append(
+        f"spans: tracks are long next to the smallest request (median track "
+        f"{tracks_s[tracks_s.size // 2]:.6g} s), so they are cut into {span:g} s spans "
+        f"(span_seconds) and {split_promise(reqs, span, 'span')}"
+    )
+    return span
+
+
+def compose_files(
+    inv: Inventory, out: Path, *, name: str, fraction: float, opts: Mapping[str, Any]
+) -> tuple[dict[str, Any], list[str], list[str]]:
+    """The job for files, its printed evidence and the columns without a unit.
+
+    Raises
+    ------
+    InitError
+        Rows without a time and no ``drop_timeless``; data too short for one window.
+    """
+    fields, missing, skipped = guess_fields(inv.columns)
+    lines = list(inv.lines)
+    _timeless(inv, bool(opts.get("drop_timeless")), lines)
+    dup, rc, pres, offset_s = _grid(inv, opts, lines)
+    hz = rc.hz
+    lines.extend(field_lines(fields, missing, skipped))
+    strategy, axes = starter_strategy(fields, bool(inv.entity_column))
+    lines.append(f"strategy: metrics {', '.join(strategy['define'])}; uniform-bins on {axes}")
+    window_s = pres.window_steps / hz
+    budget = _budget(inv, pres, fraction, lines)
+    stride = max(1, pres.window_steps // 2)
     job = starter_job(
         inv,
         out,
@@ -151,39 +238,18 @@ def compose_files(
         fields=fields,
         hz=hz,
         axes=axes,
-        adapter=adapter,
-        segmenter={
-            "window": pres.window_steps,
-            "stride": max(1, pres.window_steps // 2),
-            "unit": "steps",
-        },
+        adapter=_adapter(inv, fields, out, dup, rc, offset_s),
+        segmenter={"window": pres.window_steps, "stride": stride, "unit": "steps"},
         strategy=strategy,
         budget=budget,
         shard_length=pres.window_steps,
         min_track_s=window_s,
     )
     lines.append(
-        f"windows: {pres.window_steps} steps ({window_s:.6g} s), stride "
-        f"{max(1, pres.window_steps // 2)} steps; shards of {pres.window_steps} steps (one "
-        "window, no padding)"
+        f"windows: {pres.window_steps} steps ({window_s:.6g} s), stride {stride} steps; "
+        f"shards of {pres.window_steps} steps (one window, no padding)"
     )
-    reqs = [h * 3600 for h in budget.values() if h > 0]
-    # the run admits whole tracks (an entity's first to last row, gaps included): tracks
-    # long next to the smallest request are cut into spans
-    tracks_s = np.sort(pres.track_steps) / hz
-    if reqs and tracks_s.size and tracks_s[tracks_s.size // 2] > 0.1 * min(reqs):
-        # rows in short bursts: one window per span, since a span reaching over a gap is
-        # mostly empty time (empty spans are left out; half-empty ones are not)
-        runs_s = float(np.median(pres.run_steps)) / hz
-        span = max(float(f"{SPAN_FRACTION * min(reqs):.2g}"), window_s)
-        if runs_s < span:
-            span = window_s
+    span = _spans(pres, hz, budget, window_s, lines)
+    if span is not None:
         job["span_seconds"] = span
-        lines.append(
-            f"spans: tracks are long next to the smallest request (median track "
-            f"{tracks_s[tracks_s.size // 2]:.6g} s), so they are cut into {span:g} s spans "
-            f"(span_seconds) and {split_promise(reqs, span, 'span')}"
-        )
-    elif reqs and tracks_s.size:
-        lines.append(f"spans: none (whole tracks); {split_promise(reqs, tracks_s[-1], 'track')}")
     return job, lines, missing

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.grid import grid_points
+
 __all__ = ["Presence", "presence"]
 
 WINDOW_STEPS = 120
@@ -83,16 +85,26 @@ class Presence:
         ]
 
 
-def presence(t: np.ndarray, ent: np.ndarray, hz: float, step_s: float) -> Presence:
+def presence(
+    t: np.ndarray,
+    ent: np.ndarray,
+    hz: float,
+    step_s: float | np.ndarray,
+    offset_s: float = 0.0,
+) -> Presence:
     """Presence, runs and window of rows ``t`` (seconds) of entities ``ent`` at ``hz``.
 
-    ``t``, ``ent`` sorted by (entity, time); ``step_s`` is the median step.
+    ``t``, ``ent`` sorted by (entity, time); ``step_s`` is the median step, seconds: one
+    float, or each row's entity's (shape (N,)) when entities step at different rates (a
+    10 Hz file's rows in a 100 Hz job are ten ticks apart and still one run); ``offset_s``
+    the job's ``grid_offset_s``.
     """
-    k = np.floor(t * hz + 0.5).astype(np.int64)
+    k = grid_points((t - offset_s) * hz if offset_s else t * hz)
     new_ent = np.r_[True, ent[1:] != ent[:-1]]
     fresh = new_ent | np.r_[True, k[1:] != k[:-1]]
     k, ent, new_ent = k[fresh], ent[fresh], new_ent[fresh]
-    gap = max(GAP_STEPS * step_s * hz, 1.5)
+    step = np.broadcast_to(np.asarray(step_s, dtype=np.float64), fresh.shape)[fresh]
+    gap = np.maximum(GAP_STEPS * step[1:] * hz, 1.5)
     new_run = new_ent | np.r_[True, np.diff(k) > gap]
     starts = np.flatnonzero(new_run)
     ends = np.r_[starts[1:], k.size] - 1

@@ -5,26 +5,34 @@ Time unit (:func:`time_unit`): a unit the column's name states (``videoTimeMs``,
 date after 1973 is above 1e17 in ns, 1e14 in us, 1e11 in ms, 1e8 in s); else
 relative seconds.  The evidence (values, span, step) is printed.
 
-Sample rate (:func:`choose_rate`): the rate of the median step between
-consecutive rows of one entity, written with as few significant digits as
-keep every row on its own tick (a "nicer" rate is taken only when it is
-within 1% and collides no more rows).  When no such rate exists (steps are
-irregular) the rate that keeps the rows (the smallest positive step's) is
-proposed next to the median's, each with the collisions it costs.  Runs of
-equal stamps (a clock coarser than the sampling) are spread by row order
-first (:func:`kuration.sources._retime.retime_runs`), so the rate is then
-rows per second.
+Sample rate (:func:`choose_rate`): 1 / the mean step over gap-free runs
+(:mod:`.rate_fit`; stamps rounded to whole milliseconds give steps of 16 and
+17 ms whose median is not the rate), written with the fewest digits that
+drift under a twentieth of a step over the longest track and keep every row on
+its own tick; an hourly file gets ``1 / 3600.0`` at full precision.  When
+the files' own rates differ (one 100 Hz, one 10 Hz), each is named and the
+highest proposed.  When no rate fits (steps are irregular) the median step's
+rate is proposed next to the rate that keeps the rows (the smallest positive
+step's), each with the collisions it costs.  Runs of equal stamps (a clock
+coarser than the sampling) are spread by row order first
+(:func:`kuration.sources._retime.retime_runs`), so the rate is then rows per
+second.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.grid import grid_points
+from ..errors import InitError
 from ..sources._retime import retime_runs
-from .guess import nice_rate
+from .header_units import header_unit
+from .init_phase import grid_phase
+from .rate_fit import StepFit, fit_steps, rate_candidates
 
 __all__ = ["RateChoice", "choose_rate", "collisions_at", "exact_rate", "time_unit"]
 
@@ -38,10 +46,11 @@ _NAME_UNITS = (
 _MAGNITUDE = (("ns", 1e17), ("us", 1e14), ("ms", 1e11), ("s", 1e8))
 _WORDS = {"s": "seconds", "ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}
 SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
-#: share of rows a proposed rate may collide before it counts as losing rows
-MAX_COLLIDED = 0.0
-#: how far a proposed rate may be from the median step's
-RATE_TOL = 1e-4
+#: files whose own rates differ by more than this factor are named, each with its rate (and
+#: so are files of any two rates when no one rate keeps all their rows)
+RATES_DIFFER = 1.01
+#: rounded candidates tried for a rate that keeps every row (the unrounded one is tried too)
+TRIES = 5
 
 
 def _name_unit(name: str) -> str | None:
@@ -54,7 +63,39 @@ def _name_unit(name: str) -> str | None:
     return None
 
 
-def time_unit(name: str, values: np.ndarray, forced: str | None = None) -> tuple[str, str]:
+def _header_time_unit(name: str, where: str) -> str | None:
+    """The s/ms/us/ns unit a bracket ending the header names (``Time [s]``, ``t (msec)``), or
+    None when it names no time unit.
+
+    Raises
+    ------
+    InitError
+        The bracket names another time unit (``min``, ``h``, ``day``): ``kur run`` reads
+        numeric times in s, ms, us or ns only, and reading minutes as seconds would be
+        silently 60 times off.
+    """
+    from ..core.units import conversion_factor, get_registry, parse_unit
+
+    head = header_unit(name)
+    if head is None or head.unit is None:
+        return None
+    if parse_unit(head.unit).dimensionality != get_registry().second.dimensionality:
+        return None
+    seconds = conversion_factor(head.unit, "s")
+    for unit, scale in SCALE.items():
+        if abs(seconds / scale - 1) < 1e-9:
+            return unit
+    raise InitError(
+        f"{where}: time column {name!r} is in {head.text!r} ({head.reading}) by its header; a "
+        "numeric time is read in s, ms, us or ns only: write the times in one of those (or as "
+        "timestamps), or name another column with --time",
+        source=where or None,
+    )
+
+
+def time_unit(
+    name: str, values: np.ndarray, forced: str | None = None, *, where: str = ""
+) -> tuple[str, str]:
     """The unit of a numeric time column and the evidence, one sentence.
 
     Parameters
@@ -65,6 +106,13 @@ def time_unit(name: str, values: np.ndarray, forced: str | None = None) -> tuple
         Its values (NaN for nulls).
     forced : {"s", "ms", "us", "ns"}, optional
         The user's choice (``--time-unit``, or a time unit in the ``--units`` hints).
+    where : str
+        The file, for an error.
+
+    Raises
+    ------
+    InitError
+        A unit bracket ending the name that is a time unit other than s/ms/us/ns.
     """
     v = values[np.isfinite(values)]
     lo, hi = (float(v.min()), float(v.max())) if v.size else (0.0, 0.0)
@@ -75,6 +123,9 @@ def time_unit(name: str, values: np.ndarray, forced: str | None = None) -> tuple
     named = _name_unit(name)
     if named is not None:
         return named, f"{seen}: read as {_WORDS[named]} (the name says {named})"
+    header = _header_time_unit(name, where)
+    if header is not None:
+        return header, f"{seen}: read as {_WORDS[header]} (the header says {header})"
     for unit, floor in _MAGNITUDE:
         if mag >= floor:
             return unit, (
@@ -127,29 +178,29 @@ def _timer_evidence(name: str, step: float) -> str:
     return f"whole, and the name {name!r} reads as a device timer"
 
 
-def collisions_at(t: np.ndarray, ent: np.ndarray, hz: float) -> int:
+def collisions_at(t: np.ndarray, ent: np.ndarray, hz: float, offset_s: float | None = None) -> int:
     """Rows that land on a tick already taken by their entity at ``hz``.
 
     ``t`` and ``ent`` are sorted by (entity, time); ticks as the adapters snap them,
-    ``floor(t * hz + 0.5)``.  A row that repeats its entity's previous time exactly is
-    not counted: the duplicates policy keeps or re-times it, and no rate separates it.
+    ``grid_points((t - offset_s) * hz)``.  ``offset_s`` is the adapters'
+    ``grid_offset_s``; None (the default) takes the one ``kur init`` proposes for these
+    rows at ``hz`` (:func:`~kuration.onboard.init_phase.grid_phase`), so rows stamped
+    mid-interval are not counted as colliding at their own rate.  A row that repeats its
+    entity's previous time exactly is not counted: the duplicates policy keeps or
+    re-times it, and no rate separates it.
     """
     if t.size < 2:
         return 0
-    k = np.floor(t * hz + 0.5).astype(np.int64)
+    if offset_s is None:
+        offset_s = grid_phase(t, hz).offset_s
+    k = grid_points((t - offset_s) * hz if offset_s else t * hz)
     return int(((k[1:] == k[:-1]) & (ent[1:] == ent[:-1]) & (t[1:] != t[:-1])).sum())
 
 
-def _digits(hz: float, d: int) -> float:
-    return float(f"{hz:.{d}g}")
-
-
-def exact_rate(hz: float) -> float:
-    """``hz`` with the fewest significant digits (a 1-2-5 rate first) within ``RATE_TOL``."""
-    for c in (nice_rate(hz), *(_digits(hz, d) for d in (2, 3, 4, 5, 6, 8))):
-        if abs(c / hz - 1) <= RATE_TOL:
-            return c
-    return hz
+def exact_rate(hz: float, *, longest: int) -> float:
+    """``hz`` with the fewest digits that drift under :data:`~.rate_fit.DRIFT_STEPS` of a step
+    over ``longest`` steps (the longest track's; see :func:`~.rate_fit.rate_candidates`)."""
+    return rate_candidates(1.0 / hz, longest)[0]
 
 
 @dataclass(frozen=True)
@@ -161,16 +212,18 @@ class RateChoice:
     hz : float
         The rate the job declares.
     median_hz : float
-        1 / the median step (of the re-timed rows when ``retimed``).
+        1 / the median step (of the re-timed rows when ``retimed``), in few digits.
     collisions : int
         Rows that collide at ``hz`` (what ``collisions="mean"`` merges).
     median_collisions : int
-        Rows that collide at the median step's rate (written with 4 digits).
+        Rows that collide at ``median_hz``.
     retimed : int
         Rows that repeat a stamp and would be re-timed (``duplicates="retime"``).
     regular : bool
-        Whether a rate near the median keeps every row.
+        Whether a rate near the rows' steps keeps every row.
     lines : tuple of str
+    row_step : ndarray, shape (N,), float64
+        The median step of each row's entity, seconds: where its runs break.
     """
 
     hz: float
@@ -180,82 +233,157 @@ class RateChoice:
     retimed: int
     regular: bool
     lines: tuple[str, ...]
+    row_step: np.ndarray
 
 
-def _stats(t: np.ndarray, ent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(positive steps within entities, per-entity median steps)."""
-    same = ent[1:] == ent[:-1]
+def _keeping(t: np.ndarray, ent: np.ndarray, fit: StepFit) -> float | None:
+    """The first rate near the mean step's, then the median step's, at which no row
+    collides; None when none does (irregular steps).
+
+    Only the fewest-digit candidates and the unrounded rate are tried: the others lie
+    between them, and each try is a pass over the rows.
+    """
+    cands: list[float] = []
+    for step in (fit.step_s, fit.median_s):
+        if step > 0:
+            near = rate_candidates(step, fit.longest)
+            cands += [*near[:TRIES], near[-1]]
+    return next((c for c in dict.fromkeys(cands) if not collisions_at(t, ent, c)), None)
+
+
+def _own_rate(t: np.ndarray, ent: np.ndarray) -> float | None:
+    """The rate that keeps every row of ``t`` and fits its steps, or None (irregular steps,
+    or no two distinct times in one entity)."""
+    return _keeping(t, ent, fit_steps(t, ent))
+
+
+def _hz_text(hz: float) -> str:
+    """The rate in 6 digits, and the period when 6 digits round the rate (1 / 3600 s)."""
+    p = 1.0 / hz
+    short = float(f"{hz:.6g}") == hz or float(f"{p:.6g}") != p
+    return f"{hz:.6g} Hz" + ("" if short else f" (one row every {p:g} s)")
+
+
+def _per_file(
+    t: np.ndarray, ent: np.ndarray, files: Sequence[str], file_of: np.ndarray
+) -> list[tuple[str, float | None]]:
+    """Each file's own rate (None where its steps are irregular)."""
+    out = []
+    for i, name in enumerate(files):
+        m = file_of == i
+        out.append((name, _own_rate(t[m], ent[m]) if m.sum() > 1 else None))
+    return out
+
+
+def _files_differ(rates: list[tuple[str, float | None]], factor: float) -> bool:
+    """Whether two files' own rates differ by more than ``factor``."""
+    known = [hz for _n, hz in rates if hz is not None]
+    return len(known) >= 2 and max(known) > factor * min(known)
+
+
+def _mixed_rates(
+    t: np.ndarray, ent: np.ndarray, rates: list[tuple[str, float | None]], n: int
+) -> tuple[float, int, str]:
+    """(the highest file's rate, rows colliding at it, the line saying the files differ)."""
+    top = max(hz for _n, hz in rates if hz is not None)
+    c = collisions_at(t, ent, top)
+    each = ", ".join(
+        f"{name} {_hz_text(hz)}" if hz is not None else f"{name} irregular steps"
+        for name, hz in rates
+    )
+    line = (
+        f"  the files' sample rates differ: {each}.  One job has one rate: the highest, "
+        f"{top:.6g} Hz, is proposed; "
+        + (f"{c} of {n} rows share a tick and are averaged" if c else "it keeps every row")
+        + ", and a slower file's rows fill only part of their ticks (the presence line "
+        "below counts it).  To keep each file at its own rate, run kur init on the files "
+        "of one rate at a time"
+    )
+    return top, c, line
+
+
+def _steps_line(fit: StepFit, t: np.ndarray, ent: np.ndarray, retimed: int) -> str:
     d = np.diff(t)
-    ok = same & (d > 0)
-    steps = d[ok]
-    owner = ent[1:][ok]
-    meds = np.array([np.median(steps[owner == e]) for e in np.unique(owner)])
-    return steps, meds
+    steps = d[(ent[1:] == ent[:-1]) & (d > 0)]
+    p10, p90 = np.percentile(steps, [10, 90])
+    meds = np.unique(fit.row_step)
+    return (
+        f"steps: median step {fit.median_s:.6g} s per entity (over {np.unique(ent).size} "
+        f"entities: {float(meds.min()):.6g} .. {float(meds.max()):.6g} s); all {steps.size} "
+        f"steps: p10 {p10:.6g} s, p90 {p90:.6g} s; mean step over gap-free runs "
+        f"{fit.step_s:.6g} s (longest track {fit.longest} steps)"
+        + (f" (after re-timing {retimed} rows that repeat a stamp)" if retimed else "")
+    )
 
 
 def choose_rate(
-    t: np.ndarray, ent: np.ndarray, *, coarse: bool, forced: float | None = None
+    t: np.ndarray,
+    ent: np.ndarray,
+    *,
+    coarse: bool,
+    forced: float | None = None,
+    files: Sequence[str] = (),
+    file_of: np.ndarray | None = None,
 ) -> RateChoice:
     """A sample rate for times ``t`` (seconds) of entities ``ent``, sorted by (entity, time).
 
     Parameters
     ----------
+    t : ndarray, shape (N,), float64
+    ent : ndarray, shape (N,), int
     coarse : bool
         Re-time runs of equal stamps by row order first (``duplicates="retime"``).
     forced : float, optional
         The user's rate (``--rate``): its collisions are counted and printed.
+    files : sequence of str
+        The input files, named in the lines when their rates differ.
+    file_of : ndarray, shape (N,), int, optional
+        Each row's index into ``files``.
     """
     retimed = 0
     if coarse:
         t, retimed = retime_runs(t, ent)
-    steps, meds = _stats(t, ent)
+    fit = fit_steps(t, ent)
     n = t.size
-    med = float(np.median(meds))
-    r0 = 1.0 / med
-    lines = []
-    p10, p90 = np.percentile(steps, [10, 90])
-    lines.append(
-        f"steps: median step {med:.6g} s per entity (over {meds.size} entities: "
-        f"{float(meds.min()):.6g} .. {float(meds.max()):.6g} s); all {steps.size} steps: "
-        f"p10 {p10:.6g} s, p90 {p90:.6g} s"
-        + (f" (after re-timing {retimed} rows that repeat a stamp)" if retimed else "")
-    )
-    # the fewest digits that stay within RATE_TOL of the median's rate: a rate a little off
-    # drifts a tick every 1 / RATE_TOL steps, which leaves a tick empty or collides two rows
-    cands = [
-        c
-        for c in (nice_rate(r0), *(_digits(r0, d) for d in (2, 3, 4, 5, 6, 8)))
-        if abs(c / r0 - 1) <= RATE_TOL
-    ] or [_digits(r0, 8)]
-    cost = {hz: collisions_at(t, ent, hz) for hz in dict.fromkeys(cands)}
-    median_hz = cands[0]
+    lines = [_steps_line(fit, t, ent, retimed)]
+    median_hz = rate_candidates(fit.median_s, fit.longest)[0]
+    m_cost = collisions_at(t, ent, median_hz)
+
+    def choice(hz: float, c: int, regular: bool) -> RateChoice:
+        return RateChoice(hz, median_hz, c, m_cost, retimed, regular, tuple(lines), fit.row_step)
+
     if forced is not None:
         c = collisions_at(t, ent, forced)
         lines.append(
-            f"sample rate: {forced:g} Hz (given; the median step's is {median_hz:g} Hz): "
+            f"sample rate: {forced:g} Hz (given; the rows' steps give {median_hz:.6g} Hz): "
             f"{c} of {n} rows share a tick" + (" and are averaged (collisions: mean)" if c else "")
         )
-        return RateChoice(forced, median_hz, c, cost[median_hz], retimed, c == 0, tuple(lines))
-    best = next((hz for hz in cost if cost[hz] <= MAX_COLLIDED * n), None)
+        return choice(forced, c, c == 0)
+    rates = _per_file(t, ent, files, file_of) if len(files) > 1 and file_of is not None else []
+    best = None if _files_differ(rates, RATES_DIFFER) else _keeping(t, ent, fit)
     if best is not None:
         lines.append(
-            f"sample rate: {best:g} Hz = 1 / median step; it keeps every row on its own tick"
+            f"sample rate: {_hz_text(best)} = 1 / mean step; it keeps every row on its own tick"
         )
-        return RateChoice(best, median_hz, cost[best], cost[best], retimed, True, tuple(lines))
+        return choice(best, 0, True)
+    if _files_differ(rates, 1.0):  # no one rate fits the files; each fits its own
+        top, c, line = _mixed_rates(t, ent, rates, n)
+        lines += [line, f"sample rate: {_hz_text(top)} = the highest file's rate"]
+        return choice(top, c, c == 0)
     # irregular steps: the median's rate, its collisions merged and counted (collisions:
     # mean); the rate of the smallest step keeps every row on its own tick, but leaves most
     # ticks empty, so it is printed as the alternative
-    smallest = float(steps.min())
-    k_hz = _digits(1.0 / smallest, 3)
+    d = np.diff(t)
+    smallest = float(d[(ent[1:] == ent[:-1]) & (d > 0)].min())
+    k_hz = float(f"{1.0 / smallest:.3g}")
     while collisions_at(t, ent, k_hz) and k_hz < 1e9:
-        k_hz = _digits(k_hz * 1.01, 3)
-    m_cost = cost[median_hz]
+        k_hz = float(f"{k_hz * 1.01:.3g}")
     lines.append(
-        f"  steps are irregular: at the median step's rate {median_hz:g} Hz, {m_cost} of {n} "
+        f"  steps are irregular: at the median step's rate {median_hz:.6g} Hz, {m_cost} of {n} "
         f"rows ({m_cost / n:.2%}) share a tick with another row of their entity; they are "
         f"averaged into it and counted (collisions: mean).  At {k_hz:g} Hz (the smallest step, "
         f"{smallest:.6g} s) no row would, but only about {median_hz / k_hz:.0%} of the ticks "
         f"would hold a row: --rate {k_hz:g} chooses it"
     )
-    lines.append(f"sample rate: {median_hz:g} Hz = 1 / median step")
-    return RateChoice(median_hz, median_hz, m_cost, m_cost, retimed, False, tuple(lines))
+    lines.append(f"sample rate: {median_hz:.6g} Hz = 1 / median step")
+    return choice(median_hz, m_cost, False)

@@ -4,8 +4,9 @@
 adapter reads them: pyarrow's CSV inference, Parquet as stored);
 :func:`inventory_timenet` profiles a TimeNet version from its catalog.  Both
 return an :class:`Inventory`: the time and entity columns with the evidence
-for each, the candidate field columns with their metadata units, the time
-steps between consecutive times of one entity, and every track's length.
+for each, the candidate field columns with their units (metadata, else a unit
+bracket ending the header), the time steps between consecutive times of one
+entity, and every track's length.
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._csvline import row_place
+from ..core.units import parse_unit
 from ..errors import InitError
 from .guess import Column, check_unit, counter_step, step_stats
+from .header_units import header_unit
 from .init_rate import SCALE, time_unit
 
 __all__ = ["Inventory", "inventory_files", "inventory_timenet"]
@@ -76,11 +79,13 @@ class Inventory:
     #: every timed row's time (seconds) and entity code, sorted by (entity, time); files only
     times: np.ndarray | None = field(default=None, repr=False, compare=False)
     entities: np.ndarray | None = field(default=None, repr=False, compare=False)
+    #: the first entity code of each input file (entity codes of one file are consecutive)
+    file_starts: tuple[int, ...] = ()
     rows: int = 0
     #: rows with a null or NaN time, rows that repeat a time of their entity
     timeless: int = 0
     repeats: int = 0
-    #: where the first rows without a time are ("FILE, line 12 (data row 10)")
+    #: where the first rows without a time are ("FILE, line 12" for a CSV, "FILE, row 10" else)
     timeless_at: tuple[str, ...] = ()
 
     @property
@@ -290,7 +295,8 @@ def _text_format(table: pa.Table, name: str, where: str) -> tuple[str, str]:
     if "not a number or an ISO 8601 time" in str(exc) or exc.row is None:
         raise InitError(
             f"{where}: time column {name!r} is text in no common format "
-            f"(row 0: {col[0].as_py()!r}); {TIME_FORMAT_HINT}, or name another with --time",
+            f"({row_place(where, 0)}: {col[0].as_py()!r}); {TIME_FORMAT_HINT}, or name another "
+            "with --time",
             source=where,
         )
     raise InitError(str(exc), source=where)
@@ -318,6 +324,12 @@ TIME_FORMATS = (
 )
 
 
+def _timelike(name: str) -> bool:
+    """Whether a header names a time, its unit bracket left out (``t [s]`` is ``t``)."""
+    head = header_unit(name)
+    return bool(_TIME.search(head.stem if head is not None and head.unit else name))
+
+
 def _time_column(
     table: pa.Table, forced: str | None, where: str, forced_unit: str | None = None
 ) -> tuple[str, str | None, str, str | None]:
@@ -334,11 +346,9 @@ def _time_column(
         cands = stamps or [
             n
             for n in names
-            if _TIME.search(n) and _kind(table.schema.field(n).type) in ("int", "float")
+            if _timelike(n) and _kind(table.schema.field(n).type) in ("int", "float")
         ]
-        texts = [
-            n for n in names if _TIME.search(n) and _kind(table.schema.field(n).type) == "text"
-        ]
+        texts = [n for n in names if _timelike(n) and _kind(table.schema.field(n).type) == "text"]
     if not cands and texts:
         cands = texts[:1]
     if not cands and _headerless(names):
@@ -349,7 +359,7 @@ def _time_column(
             f"time among {names}); name it with --time",
             source=where,
         )
-    name = sorted(cands, key=lambda n: (not _TIME.search(n), names.index(n)))[0]
+    name = sorted(cands, key=lambda n: (not _timelike(n), names.index(n)))[0]
     typ = table.schema.field(name).type
     if pa.types.is_timestamp(typ):
         return name, None, f"time column: {name} ({typ}: a timestamp column)", None
@@ -363,7 +373,7 @@ def _time_column(
     values = np.asarray(
         pc.cast(table.column(name), pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64
     )
-    unit, why = time_unit(name, values, forced_unit)
+    unit, why = time_unit(name, values, forced_unit, where=where)
     return name, unit, f"time column: {name} ({typ}, {why})", None
 
 
@@ -469,6 +479,16 @@ def _columns(table: pa.Table, skip: set[str], hints: Mapping[str, str], where: s
             unit, unit_from = hints[f.name], "hint file"
         if unit:
             check_unit(unit, f"{where}: column {f.name!r}")
+        head = header_unit(f.name)
+        stem, not_unit = "", None
+        if head is not None and head.unit is not None:
+            stem = head.stem
+            if not unit:
+                unit, unit_from = head.unit, f"the column header; pint reads {head.reading}"
+            elif parse_unit(unit) != parse_unit(head.unit):
+                unit_from += f", over the header's {head.text!r}"
+        elif head is not None:
+            not_unit = f"{head.text!r} is not a unit ({head.reading})"
         col = table.column(f.name)
         kind = _kind(f.type)
         distinct = counter = None
@@ -477,7 +497,7 @@ def _columns(table: pa.Table, skip: set[str], hints: Mapping[str, str], where: s
             if len(u) <= 16:
                 distinct = tuple(sorted(int(v) for v in u.to_pylist()))
             if not col.null_count:
-                counter = counter_step(f.name, np.asarray(col.to_numpy()))
+                counter = counter_step(stem or f.name, np.asarray(col.to_numpy()))
         lo = hi = None
         if kind in ("int", "float") and len(col) - col.null_count:
             mm = pc.min_max(col)
@@ -496,6 +516,8 @@ def _columns(table: pa.Table, skip: set[str], hints: Mapping[str, str], where: s
                 None if lo is None else float(lo),
                 None if hi is None else float(hi),
                 counter,
+                stem,
+                not_unit if not unit else None,
             )
         )
     return out
@@ -547,7 +569,7 @@ def inventory_files(
     columns = _columns(first, {time, *([entity] if entity else [])}, hints, where)
     steps, tracks, dups, rows, timeless = [], [], 0, 0, 0
     timeless_at: list[str] = []
-    all_t, all_e, n_codes = [], [], 0
+    all_t, all_e, n_codes, starts = [], [], 0, []
     for i, path in enumerate(paths):
         table = first if i == 0 else _read(path)
         need = [time, *([entity] if entity else [])]
@@ -577,6 +599,7 @@ def inventory_files(
         ok = ~np.isnan(t)
         all_t.append(t[ok])
         all_e.append(codes[ok] + n_codes)  # entities of different files are different tracks
+        starts.append(n_codes)
         n_codes += int(codes.max()) + 1 if codes.size else 0
     stats = step_stats(np.concatenate(steps), where)
     t_all, e_all = np.concatenate(all_t), np.concatenate(all_e)
@@ -598,6 +621,7 @@ def inventory_files(
         irregular=stats["regular"] < 0.9,
         times=t_all[order],
         entities=e_all[order],
+        file_starts=tuple(starts),
         rows=rows,
         timeless=timeless,
         repeats=dups,

@@ -124,28 +124,50 @@ def write_lerobot(
     MissingExtraError
         Cameras without PyAV.
     """
+    feats = {keys[m]: _feature(modalities[m], float32) for m in keys}
+    rows, ep_rows, tasks = _episode_tables(episodes, keys, feats, fps)
+    _write_data(root, rows, ep_rows, file_bytes)
+    videos = write_videos(root, episodes, cams, fps, ep_rows) if cams else {}
+    if cameras is not None:
+        videos = _join_cameras(ep_rows, cameras)
+    _write_meta_tables(root, ep_rows, tasks)
+    _write_stats(root, rows, feats)
+    info = {
+        "codebase_version": "v3.0",
+        "robot_type": robot_type,
+        "total_episodes": len(episodes),
+        "total_frames": sum(r["length"] for r in ep_rows),
+        "total_tasks": len(tasks),
+        "chunks_size": 1000,
+        "data_files_size_in_mb": max(1, round(file_bytes / 2**20)),
+        "video_files_size_in_mb": 200,
+        "fps": fps,
+        "splits": _splits(episodes),
+        "data_path": DATA_PATH,
+        "video_path": VIDEO_PATH if videos else None,
+        "features": {**feats, **_index_features(), **videos},
+    }
+    (root / "meta" / "info.json").write_text(json.dumps(info, indent=2))
+    return info, ep_rows
+
+
+def _episode_tables(
+    episodes: Sequence[Mapping[str, Any]],
+    keys: Mapping[str, str],
+    feats: Mapping[str, Mapping[str, Any]],
+    fps: int,
+) -> tuple[list[pa.Table], list[dict[str, Any]], dict[str, int]]:
+    """Each episode's frame table and its row of the episodes table, in order, and the
+    task index (task text -> index, numbered by first use)."""
     tasks: dict[str, int] = {}
     rows: list[pa.Table] = []
     ep_rows: list[dict[str, Any]] = []
     start = 0
-    feats = {keys[m]: _feature(modalities[m], float32) for m in keys}
     for i, ep in enumerate(episodes):
         t_idx = tasks.setdefault(str(ep["task"]), len(tasks))
-        n = len(next(iter(ep["frames"].values())))
-        cols: dict[str, Any] = {}
-        ep_stats: dict[str, Any] = {}
-        for m, key in keys.items():
-            x = ep["frames"][m].reshape(n, -1).astype(feats[key]["dtype"])
-            cols[key] = pa.FixedSizeListArray.from_arrays(pa.array(x.reshape(-1)), x.shape[1])
-            for stat, v in _stats(x.astype(np.float64)).items():
-                ep_stats[f"stats/{key}/{stat}"] = v
-        frame = np.arange(n, dtype=np.int64)
-        cols["timestamp"] = pa.array((frame / fps).astype(np.float32))
-        cols["frame_index"] = pa.array(frame)
-        cols["episode_index"] = pa.array(np.full(n, i, dtype=np.int64))
-        cols["index"] = pa.array(start + frame)
-        cols["task_index"] = pa.array(np.full(n, t_idx, dtype=np.int64))
-        rows.append(pa.table(cols))
+        table, ep_stats = _episode_frames(ep["frames"], keys, feats, fps, i, start, t_idx)
+        n = table.num_rows
+        rows.append(table)
         ep_rows.append(
             {
                 "episode_index": i,
@@ -159,12 +181,51 @@ def write_lerobot(
             }
         )
         start += n
-    _write_data(root, rows, ep_rows, file_bytes)
-    videos = write_videos(root, episodes, cams, fps, ep_rows) if cams else {}
-    if cameras is not None:
-        for row, extra in zip(ep_rows, cameras[0], strict=True):
-            row.update(extra)
-        videos = dict(cameras[1])
+    return rows, ep_rows, tasks
+
+
+def _episode_frames(
+    frames: Mapping[str, np.ndarray],
+    keys: Mapping[str, str],
+    feats: Mapping[str, Mapping[str, Any]],
+    fps: int,
+    episode: int,
+    start: int,
+    task: int,
+) -> tuple[pa.Table, dict[str, Any]]:
+    """One episode's frame table (each feature as a fixed-size list in its feature dtype,
+    then the time and index columns; the episode's first frame is row ``start`` of the
+    dataset) and its per-feature statistics, keyed ``stats/<key>/<stat>``."""
+    n = len(next(iter(frames.values())))
+    cols: dict[str, Any] = {}
+    ep_stats: dict[str, Any] = {}
+    for m, key in keys.items():
+        x = frames[m].reshape(n, -1).astype(feats[key]["dtype"])
+        cols[key] = pa.FixedSizeListArray.from_arrays(pa.array(x.reshape(-1)), x.shape[1])
+        for stat, v in _stats(x.astype(np.float64)).items():
+            ep_stats[f"stats/{key}/{stat}"] = v
+    frame = np.arange(n, dtype=np.int64)
+    cols["timestamp"] = pa.array((frame / fps).astype(np.float32))
+    cols["frame_index"] = pa.array(frame)
+    cols["episode_index"] = pa.array(np.full(n, episode, dtype=np.int64))
+    cols["index"] = pa.array(start + frame)
+    cols["task_index"] = pa.array(np.full(n, task, dtype=np.int64))
+    return pa.table(cols), ep_stats
+
+
+def _join_cameras(
+    ep_rows: list[dict[str, Any]],
+    cameras: tuple[Sequence[Mapping[str, Any]], Mapping[str, Any]],
+) -> dict[str, Any]:
+    """Add the caller's video columns to each episode's row; their camera features."""
+    for row, extra in zip(ep_rows, cameras[0], strict=True):
+        row.update(extra)
+    return dict(cameras[1])
+
+
+def _write_meta_tables(root: Path, ep_rows: list[dict[str, Any]], tasks: Mapping[str, int]) -> None:
+    """``meta/episodes/chunk-000/file-000.parquet`` (one row an episode) and
+    ``meta/tasks.parquet`` (``task_index``, ``task``)."""
     pq.write_table(
         pa.Table.from_pylist(ep_rows), _mk(root / "meta/episodes/chunk-000/file-000.parquet")
     )
@@ -172,6 +233,11 @@ def write_lerobot(
         pa.table({"task_index": list(tasks.values()), "task": list(tasks)}),
         _mk(root / "meta" / "tasks.parquet"),
     )
+
+
+def _write_stats(root: Path, rows: list[pa.Table], feats: Mapping[str, Any]) -> None:
+    """``meta/stats.json``: :func:`_stats` of every feature in ``feats`` and of the time and
+    index columns, over all the frames of ``rows``."""
     every = pa.concat_tables(rows)
     stats = {
         key: _stats(
@@ -184,30 +250,26 @@ def write_lerobot(
     for col in ("timestamp", *_INDEX_COLUMNS):
         stats[col] = _stats(np.asarray(every.column(col)).astype(np.float64)[:, None])
     (root / "meta" / "stats.json").write_text(json.dumps(stats, indent=2))
+
+
+def _splits(episodes: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """``info.json["splits"]``: episode index ranges, train first (``"0:N"``, ``"N:M"``);
+    no ``test`` entry when every episode is a train one."""
     n_train = sum(1 for e in episodes if e["split"] == "train")
     splits = {"train": f"0:{n_train}"}
     if n_train < len(episodes):
         splits["test"] = f"{n_train}:{len(episodes)}"
-    feats["timestamp"] = {"dtype": "float32", "shape": [1], "names": None}
+    return splits
+
+
+def _index_features() -> dict[str, dict[str, Any]]:
+    """The features of the time and index columns every frame carries."""
+    feats: dict[str, dict[str, Any]] = {
+        "timestamp": {"dtype": "float32", "shape": [1], "names": None}
+    }
     for col in _INDEX_COLUMNS:
         feats[col] = {"dtype": "int64", "shape": [1], "names": None}
-    info = {
-        "codebase_version": "v3.0",
-        "robot_type": robot_type,
-        "total_episodes": len(episodes),
-        "total_frames": start,
-        "total_tasks": len(tasks),
-        "chunks_size": 1000,
-        "data_files_size_in_mb": max(1, round(file_bytes / 2**20)),
-        "video_files_size_in_mb": 200,
-        "fps": fps,
-        "splits": splits,
-        "data_path": DATA_PATH,
-        "video_path": VIDEO_PATH if videos else None,
-        "features": {**feats, **videos},
-    }
-    (root / "meta" / "info.json").write_text(json.dumps(info, indent=2))
-    return info, ep_rows
+    return feats
 
 
 def _mk(path: Path) -> Path:

@@ -20,44 +20,91 @@ the adapter reports the count as ``snap_collisions`` in its TickTable's
 
 from __future__ import annotations
 
+import math
 import warnings
+from typing import Any
 
 import numpy as np
 
 from ..contracts.schema import FieldSpec
+from ..core.grid import grid_points
 from ..core.units import to_unit
-from ..errors import SnapCollisionWarning
+from ..errors import AdapterError, SnapCollisionWarning
 
-__all__ = ["COLLISION_POLICIES", "group_starts", "merge_groups", "snap_ticks", "warn_dropped"]
+__all__ = [
+    "COLLISION_POLICIES",
+    "check_grid_offset",
+    "group_starts",
+    "merge_groups",
+    "snap_ticks",
+    "warn_dropped",
+]
 
 COLLISION_POLICIES = ("nearest", "mean", "raise")
 
 
-def snap_ticks(t_sec: np.ndarray, hz: float) -> tuple[np.ndarray, np.ndarray]:
+def snap_ticks(
+    t_sec: np.ndarray, hz: float, offset_s: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
     """Each time's grid point and its distance from it.
 
     A time exactly half way between two grid points goes to the later one
-    (``floor(x + 0.5)``), so a recorder that stamps every row at the half step
-    (1 Hz rows at 0.5 s, 1.5 s, 2.5 s) keeps one row per tick.  NumPy's ``rint``
+    (:func:`kuration.core.grid.grid_points`: ``floor(x + 0.5)`` with a few ulps of
+    slack), so a recorder that stamps every row at the half step (1 Hz rows at 0.5 s,
+    1.5 s, 2.5 s; 100 Hz rows at 0.005 s, 0.015 s, whose products with ``hz`` fall a
+    ulp either side of the half) keeps one row per tick.  NumPy's ``rint``
     rounds halves to even: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, so every other tick
     collided and the tick between stayed empty.
+
+    Such stamps sit on the rounding boundary, so clock jitter of a microsecond sends
+    neighbours to one tick; ``offset_s`` (the adapters' ``grid_offset_s``) moves the
+    boundary: a time lands on ``grid_points((t_sec - offset_s) * hz)``.  Tick ``k``
+    keeps its time ``k / hz``: the offset decides which rows a tick takes, not when
+    it is.
 
     Parameters
     ----------
     t_sec : ndarray, shape (N,), float64, seconds
     hz : float
         The schema's ``sample_hz``.
+    offset_s : float
+        Seconds the rounding boundaries move later, within ``[0, 1 / hz)``
+        (:func:`check_grid_offset`).
 
     Returns
     -------
     k : ndarray, shape (N,), int64
-        Tick indices, ``floor(t_sec * hz + 0.5)``.
+        Tick indices, ``grid_points((t_sec - offset_s) * hz)``.
     off : ndarray, shape (N,), float64
-        ``|t_sec * hz - k|`` in steps, within [0, 0.5].
+        ``|(t_sec - offset_s) * hz - k|`` in steps, within [0, 0.5].
     """
-    x = t_sec * hz
-    k = np.floor(x + 0.5).astype(np.int64)
-    return k, np.abs(x - k)
+    x = (t_sec - offset_s) * hz if offset_s else t_sec * hz
+    k = grid_points(x)
+    # a time a few ulps under a half step goes up, so its distance can pass 0.5 by them
+    return k, np.minimum(np.abs(x - k), 0.5)
+
+
+def check_grid_offset(offset_s: Any, hz: float, adapter: str) -> float:
+    """``offset_s`` as a float once it is a valid ``grid_offset_s`` at ``hz``.
+
+    Raises
+    ------
+    AdapterError
+        Naming ``grid_offset_s``: not a real number, not finite, or outside
+        ``[0, 1 / hz)`` seconds (a whole step or more only renumbers the ticks).
+    """
+    if isinstance(offset_s, bool) or not isinstance(offset_s, (int, float)):
+        raise AdapterError(
+            f"grid_offset_s must be a number of seconds, got {offset_s!r}", adapter=adapter
+        )
+    value = float(offset_s)
+    if not math.isfinite(value) or not 0.0 <= value < 1.0 / hz:
+        raise AdapterError(
+            f"grid_offset_s must be finite and within [0, {1.0 / hz:.9g}) s (one step at "
+            f"{hz:g} Hz), got {offset_s!r}",
+            adapter=adapter,
+        )
+    return value
 
 
 def group_starts(*keys: np.ndarray) -> np.ndarray:

@@ -44,7 +44,7 @@ from ..contracts.schema import SchemaSpec
 from ..contracts.tick import Tick, TickTable
 from ..core.ids import entity_sort_key
 from ..errors import AdapterError, MissingExtraError, SourceError
-from ._snap import snap_ticks
+from ._snap import check_grid_offset, snap_ticks
 from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
 from .identity import SourceDigest
 from .mcap_media import NS, image_messages
@@ -101,8 +101,9 @@ class McapAdapter(InputAdapter):
     entity_id : str
     time : {"log", "publish"}
         Which MCAP timestamp places a message (nanoseconds).
-    snap_tolerance, disorder, duplicates, collisions
-        As :class:`~kuration.sources.timeseries.TimeseriesAdapter`, applied per topic.
+    snap_tolerance, disorder, duplicates, collisions, grid_offset_s
+        As :class:`~kuration.sources.timeseries.TimeseriesAdapter`, applied per topic
+        (``grid_offset_s`` to images too).
     media : mapping of str to str, optional
         Schema media column (with ``"provider": "mcap"``) -> image topic.
 
@@ -129,6 +130,7 @@ class McapAdapter(InputAdapter):
         duplicates: str = "raise",
         collisions: str = "nearest",
         media: Mapping[str, str] | None = None,
+        grid_offset_s: float = 0.0,
     ) -> None:
         super().__init__(schema)
         self.media = dict(media or {})
@@ -143,6 +145,10 @@ class McapAdapter(InputAdapter):
             "duplicates": duplicates,
             "collisions": collisions,
         }
+        if grid_offset_s:  # absent at 0, as before the option
+            self.policy["grid_offset_s"] = check_grid_offset(
+                grid_offset_s, schema.sample_hz, "mcap"
+            )
         self.topics: dict[str, list[str]] = {}
         for name, paths in self.fields.items():
             topics = {parse_path(p)[0] for p in paths}
@@ -280,7 +286,9 @@ class McapAdapter(InputAdapter):
         """The topic's images on ticks ``[k0, k0 + n_t)``, nearest image per tick."""
         chan, log, pub = image_messages(uri, topic)
         t_ns = log if self.time == "log" else pub
-        k, off = snap_ticks(t_ns / 1e9, float(self.schema.sample_hz))
+        k, off = snap_ticks(
+            t_ns / 1e9, float(self.schema.sample_hz), self.policy.get("grid_offset_s", 0.0)
+        )
         ok = off <= float(self.policy["snap_tolerance"])
         inside = ok & (k >= k0) & (k < k0 + n_t)
         order = np.lexsort((np.arange(k.size), off, k))  # per tick: nearest, then earlier

@@ -286,7 +286,7 @@ class TickStream:
                 row=r,
             )
         hz = float(a.schema.sample_hz)
-        k, off = snap_ticks(t_sec, hz)
+        k, off = snap_ticks(t_sec, hz, a.grid_offset_s)
         bad = np.flatnonzero(off > a.snap_tolerance + 1e-9)
         if bad.size:
             r = int(bad[0])

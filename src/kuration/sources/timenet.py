@@ -24,7 +24,9 @@ component, converted with pint to the field's unit::
 Times come from the signals (regular or explicit, plus the spec's
 ``time_origin``; an origin without a UTC offset is UTC, never the machine's
 zone) and are snapped to the schema's ``sample_hz`` grid: a step farther
-than ``snap_tolerance`` steps from its grid point is dropped.  Several steps
+than ``snap_tolerance`` steps from its grid point is dropped (``grid_offset_s``
+moves the rounding boundary as :class:`~kuration.sources.timeseries.TimeseriesAdapter`'s
+does; tick ``k`` stays at ``k / sample_hz``).  Several steps
 of one entity's field that land on one tick collide (a 50 Hz signal read by
 a 10 Hz schema: four of every five steps); they are counted
 (``TickTable.counts["snap_collisions"]``) and handled by ``collisions``:
@@ -54,7 +56,14 @@ from ..contracts.tick import Tick, TickTable, field_ints, is_int_field
 from ..core.ids import ENTITY_DTYPES, entity_sort_key
 from ..core.units import parse_unit, to_unit
 from ..errors import AdapterError, EntityIdError, SourceError, TimeRangeError
-from ._snap import COLLISION_POLICIES, group_starts, merge_groups, snap_ticks, warn_dropped
+from ._snap import (
+    COLLISION_POLICIES,
+    check_grid_offset,
+    group_starts,
+    merge_groups,
+    snap_ticks,
+    warn_dropped,
+)
 from .base import SOURCE_READER_TRAITS, InputAdapter, register_adapter
 
 __all__ = ["TimenetAdapter", "expand_source", "parse_source", "schema_with_catalog_units"]
@@ -270,6 +279,9 @@ class TimenetAdapter(InputAdapter):
         installed connector when a local registry is configured.
     snap_tolerance : float
         Largest distance from the grid, in steps, of a kept step (0.5 keeps all).
+    grid_offset_s : float
+        Seconds in ``[0, 1 / sample_hz)`` the rounding boundaries move later (signals
+        stamped mid-interval take half a step), as in ``TimeseriesAdapter``.
     collisions : {"nearest", "mean", "raise"}
         Steps of one entity's field that snap to one tick (see above).
     verify : bool
@@ -305,6 +317,7 @@ class TimenetAdapter(InputAdapter):
         snap_tolerance: float = 0.5,
         verify: bool = True,
         collisions: str = "nearest",
+        grid_offset_s: float = 0.0,
     ) -> None:
         super().__init__(schema)
         if not 0 <= snap_tolerance <= 0.5:
@@ -326,6 +339,7 @@ class TimenetAdapter(InputAdapter):
         self.entity_dtype = entity_dtype
         self.registries = list(registries) if registries else None
         self.snap_tolerance = float(snap_tolerance)
+        self.grid_offset_s = check_grid_offset(grid_offset_s, schema.sample_hz, "timenet")
         self.verify = bool(verify)
         self.fields: dict[str, dict[str, Any]] = {}
         declared = set(schema.field_names)
@@ -383,6 +397,7 @@ class TimenetAdapter(InputAdapter):
             "snap_tolerance": self.snap_tolerance,
             "verify": self.verify,
             "collisions": self.collisions,
+            **({"grid_offset_s": self.grid_offset_s} if self.grid_offset_s else {}),
         }
 
     def __getstate__(self) -> dict[str, Any]:
@@ -647,7 +662,7 @@ class TimenetAdapter(InputAdapter):
             With ``collisions="raise"``, when two steps snap to one tick.
         """
         t, v, exact = self._field_steps(reader, rec, f.name, uri)
-        k, off = snap_ticks(t, hz)
+        k, off = snap_ticks(t, hz, self.grid_offset_s)
         keep = (off <= self.snap_tolerance + 1e-9) & ~np.all(np.isnan(v), axis=1)
         k, off, v = k[keep], off[keep], v[keep]
         order = np.lexsort((np.arange(k.size), off, k))

@@ -4,7 +4,9 @@ Order and duplicate policy (applied per source, always before any windowing):
 
 * Times are snapped to the schema's ``sample_hz`` grid: a row at ``t`` seconds
   lands on tick ``floor(t * sample_hz + 0.5)`` (a half step goes to the later
-  tick).  A row farther than ``snap_tolerance`` steps from its grid point is
+  tick); ``grid_offset_s`` moves that rounding boundary for rows stamped off the
+  grid points (``floor((t - grid_offset_s) * sample_hz + 0.5)``), while tick ``k``
+  keeps its time ``k / sample_hz``.  A row farther than ``snap_tolerance`` steps from its grid point is
   rejected (``SourceError`` naming the row).
 * Rows whose time goes backwards within one entity (in file order) are sorted
   by time with a ``DataOrderWarning`` naming the first such row
@@ -44,7 +46,7 @@ import pyarrow.compute as pc
 
 from .._csvline import row_place
 from ..contracts.schema import FieldSpec, SchemaSpec
-from ..contracts.tick import Tick, TickTable, field_ints, is_int_field
+from ..contracts.tick import Tick, TickTable, is_int_field
 from ..core.ids import ENTITY_DTYPES, entity_sort_key, tag_entity_id
 from ..core.remote import is_url
 from ..errors import AdapterError, DataOrderWarning, EntityIdError, SourceError
@@ -61,11 +63,19 @@ from ._columns import (
     parse_bytes,
     read_partitioned,
 )
+from ._fieldcols import categorical_codes, int_values
 from ._formats import FORMATS, format_of, read_rows, record_sha256
 from ._header import check_columns
 from ._retime import DUPLICATE_POLICIES, drop_timeless, resolve_duplicates
 from ._rowmap import file_row, file_rows
-from ._snap import COLLISION_POLICIES, group_starts, merge_groups, snap_ticks, warn_dropped
+from ._snap import (
+    COLLISION_POLICIES,
+    check_grid_offset,
+    group_starts,
+    merge_groups,
+    snap_ticks,
+    warn_dropped,
+)
 from ._timeunit import (
     check_epoch_unit,
     check_ns_range,
@@ -115,6 +125,10 @@ class TimeseriesAdapter(InputAdapter):
         File format; ``auto`` goes by extension.
     snap_tolerance : float
         Largest distance from the grid, in steps (0.5 accepts every row).
+    grid_offset_s : float
+        Seconds in ``[0, 1 / sample_hz)`` the rounding boundaries move later: rows
+        stamped mid-interval (100 Hz at 0.005, 0.015 s) take ``0.5 / sample_hz`` and
+        land on tick ``k`` from ``k / sample_hz`` up to the next tick's time.
     disorder : {"sort", "raise"}
     duplicates : {"raise", "first", "last"}
     collisions : {"nearest", "mean", "raise"}
@@ -148,6 +162,7 @@ class TimeseriesAdapter(InputAdapter):
         duplicates: str = "raise",
         collisions: str = "nearest",
         missing_time: str = "raise",
+        grid_offset_s: float = 0.0,
     ) -> None:
         super().__init__(schema)
         if time_unit not in _TIME_UNITS:
@@ -182,6 +197,7 @@ class TimeseriesAdapter(InputAdapter):
         self.events = dict(events or {})
         self.format = format
         self.snap_tolerance = float(snap_tolerance)
+        self.grid_offset_s = check_grid_offset(grid_offset_s, schema.sample_hz, "timeseries")
         self.disorder = disorder
         self.duplicates = duplicates
         self.collisions = collisions
@@ -232,6 +248,7 @@ class TimeseriesAdapter(InputAdapter):
             "duplicates": self.duplicates,
             "collisions": self.collisions,
             **({"missing_time": self.missing_time} if self.missing_time != "raise" else {}),
+            **({"grid_offset_s": self.grid_offset_s} if self.grid_offset_s else {}),
         }
 
     # -- reading -----------------------------------------------------------------------
@@ -373,7 +390,7 @@ class TimeseriesAdapter(InputAdapter):
         hz = float(self.schema.sample_hz)
         rows = np.arange(n)
 
-        k, off = snap_ticks(t_sec, hz)
+        k, off = snap_ticks(t_sec, hz, self.grid_offset_s)
         bad = np.flatnonzero(off > self.snap_tolerance + 1e-9)
         if bad.size:
             r = int(bad[0])
@@ -415,7 +432,7 @@ class TimeseriesAdapter(InputAdapter):
         )
         if t_new is not None:  # re-timed: snap the new times
             t_sec = t_new
-            k, off = snap_ticks(t_sec, hz)
+            k, off = snap_ticks(t_sec, hz, self.grid_offset_s)
 
         order, starts = self._snap(order, k, off, ent_codes, roster, src)
         keep = None
@@ -528,7 +545,7 @@ class TimeseriesAdapter(InputAdapter):
                 arr[cell] = groups if sel is None else groups[sel]
             values[f.name] = arr.reshape(n_t, n_e, f.dims)
             if is_int_field(f):  # exact integers: never averaged, the nearest row is kept
-                exact = _int_values(table, f, self.fields[f.name], src)
+                exact = int_values(table, f, self.fields[f.name], src)
                 flat = np.zeros((n_t * n_e, f.dims), dtype=exact.dtype)
                 flat[cell] = exact[kept]
                 ints[f.name] = flat.reshape(n_t, n_e, f.dims)
@@ -539,7 +556,7 @@ class TimeseriesAdapter(InputAdapter):
                 data = self._field_values(table, g, self.globals[g.name], src)
                 arr[all_ti] = data[all_kept]  # numpy assigns in order: the last row wins
                 if is_int_field(g):
-                    exact = _int_values(table, g, self.globals[g.name], src)
+                    exact = int_values(table, g, self.globals[g.name], src)
                     ints[g.name] = np.zeros((n_t, g.dims), dtype=exact.dtype)
                     ints[g.name][all_ti] = exact[all_kept]
             elif is_int_field(g):
@@ -649,7 +666,7 @@ class TimeseriesAdapter(InputAdapter):
         for j, c in enumerate(cols):
             col = table.column(c)
             if f.kind == "categorical":
-                out.append(_categorical_codes(col, f, c, src))
+                out.append(categorical_codes(col, f, c, src))
                 continue
             typ = col.type
             if not (
@@ -737,47 +754,6 @@ def _ids_to_int64(arr: pa.Array, fail: Any) -> pa.Array:
             if not -(2**63) <= int(v) < 2**63:
                 raise fail(f"entity id {v!r} is outside int64", r) from None
         raise
-
-
-def _int_values(table: pa.Table, f: FieldSpec, cols: Sequence[str], src: str) -> np.ndarray:
-    """The columns of an integer-dtype field in that dtype, exactly (never through float64).
-
-    Returns
-    -------
-    ndarray, shape (rows, D), ``f.dtype``
-        0 where the column is null (the float values say missing there).
-
-    Raises
-    ------
-    SourceError
-        A value outside the dtype's range, or a non-integral float, naming the
-        column and row.
-    """
-    out = np.zeros((table.num_rows, len(cols)), dtype=np.dtype(f.dtype))
-    for j, c in enumerate(cols):
-        col = table.column(c).combine_chunks()
-        if pa.types.is_null(col.type):
-            continue
-        valid = np.asarray(col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-        fill = False if pa.types.is_boolean(col.type) else 0
-        x = np.asarray(pc.fill_null(col, fill).to_numpy(zero_copy_only=False))
-        out[:, j] = field_ints(f, x, valid, src, f"column {c!r}")
-    return out
-
-
-def _categorical_codes(col: pa.ChunkedArray, f: FieldSpec, name: str, src: str) -> np.ndarray:
-    as_str = col.cast(pa.string())
-    idx = pc.index_in(as_str, value_set=pa.array(list(f.vocab), pa.string()))
-    unknown = pc.and_(pc.is_null(idx), pc.is_valid(as_str))
-    bad = np.flatnonzero(np.asarray(unknown.to_numpy(zero_copy_only=False)))
-    if bad.size:
-        r = int(bad[0])
-        raise SourceError(
-            f"unknown label {as_str[r].as_py()!r} in column {name!r} (vocab {list(f.vocab)})",
-            source=src,
-            row=r,
-        )
-    return np.asarray(pc.fill_null(idx.cast(pa.float64()), np.nan).to_numpy(zero_copy_only=False))
 
 
 def _as_cols(v: str | Sequence[str]) -> tuple[str, ...]:

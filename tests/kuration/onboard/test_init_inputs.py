@@ -130,7 +130,7 @@ def test_an_impossible_date_names_its_row(tmp_path: Path) -> None:
     path = _dated(tmp_path / "d.csv", "%Y-%m-%d", bad="2020-02-30")
     with pytest.raises(
         InitError,
-        match=r"line 61 \(data row 59\): .* holds '2020-02-30' there, which names no instant",
+        match=r"line 61: .* holds '2020-02-30' there, which names no instant",
     ):
         init_job([path], tmp_path / "job")
 
@@ -153,8 +153,10 @@ def test_an_impossible_date_under_time_format_names_its_row(tmp_path: Path) -> N
 def test_text_in_no_common_format_names_the_option(tmp_path: Path) -> None:
     path = tmp_path / "d.csv"
     path.write_text("date,value\n" + "\n".join(f"day {i},{i}.5" for i in range(50)) + "\n")
-    with pytest.raises(InitError, match="time_format"):
+    with pytest.raises(InitError, match="time_format") as info:
         init_job([path], tmp_path / "job")
+    # the first value is named by its file line (the header is line 1), not as "row 0"
+    assert "(line 2: 'day 0')" in str(info.value) and "row 0" not in str(info.value)
 
 
 # vega_datasets 0.9.0 (MIT, https://pypi.org/project/vega-datasets/0.9.0/): CSVs whose date
@@ -193,6 +195,8 @@ def test_vega_date_columns_are_time_columns(
     assert f"as kur run reads them): {rows} rows, " in out and "none dropped" in out
     job = json.loads((tmp_path / "job" / "job.json").read_text())
     assert job["adapter"]["time_format"] == fmt
+    if member == "seattle-temps.csv":  # hourly: 1/3600 exactly (0.0002778 put hours 1,800 s off)
+        assert json.loads((tmp_path / "job" / "schema.json").read_text())["sample_hz"] == 1 / 3600
     if member == "stocks.csv":  # five tickers in one table: each one a track, none re-timed
         assert job["adapter"]["entity_column"] == "symbol"
         assert "duplicates" not in job["adapter"]

@@ -30,7 +30,7 @@ def sorted_windows(s: Stream, fr: Frame, key: Key) -> tuple[reduces.Take, np.nda
 
 def order_ticks(s: Stream, fr: Frame, key: Key) -> tuple[reduces.Take, np.ndarray]:
     """Order statistics of the windows of a source-level stream: each window's valid samples
-    sorted in a row, or, where the windows overlap so much that the rows would hold each
+    partitioned (or sorted, for a stream of many zeros) in a row, or, where the windows overlap so much that the rows would hold each
     sample dozens of times, the samples they span ranked once into a wavelet matrix
     (:mod:`~kuration.metrics.dsl.order_stats`; per chunk of windows, which bounds its
     memory to about ``4 * log2(M)`` bytes a sample of the chunk)."""
@@ -60,6 +60,12 @@ def order_ticks(s: Stream, fr: Frame, key: Key) -> tuple[reduces.Take, np.ndarra
             (int(first[starts.min()]), int(first[starts.max() + length])) if n.size else (0, 0)
         )
         if not order_stats.worth_wavelet(int(n.sum()), s_hi - s_lo):
+            if order_stats.worth_selecting(samples[0][s_lo:s_hi]):
+
+                def select(rows: np.ndarray, i0: np.ndarray, i1: np.ndarray) -> Any:
+                    return order_stats.selected_pairs(samples, starts[rows], length, i0, i1)
+
+                return select, n
             rows, n = order_stats.sorted_rows(samples, starts, length)
             return reduces.take_sorted(rows), n
         idx = order_stats.rank_index(samples[0][s_lo:s_hi])

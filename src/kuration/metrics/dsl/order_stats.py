@@ -1,14 +1,19 @@
 """Order statistics of many overlapping tick ranges.
 
-Each range's order statistics come from one of three kernels, picked by how often the
+Each range's order statistics come from one of four kernels, picked by how often the
 ranges hold each sample (their *coverage*: the ranges' valid samples over the samples
-they span together):
+they span together) and by how many of the samples are zero:
 
-* :func:`sorted_rows` (coverage up to :data:`WAVELET_COVERAGE`): every range's valid
-  samples copied into one row, +inf after them, and the rows sorted.  numpy sorts rows
-  of floats with SIMD sorting networks where the CPU has them, which beats a selection
-  (:func:`numpy.partition`) of the same rows and a ranking of the source at the strides
-  a window is usually cut at (1/2 to 1/12 of its length).
+* :func:`selected_pairs` (coverage up to :data:`WAVELET_COVERAGE`, at most
+  :data:`SELECT_MAX_ZEROS` of the samples zero): every range's valid samples copied into
+  one row, shifted by -inf padding so that each range's wanted order statistic falls in
+  one column, and the rows partitioned at that column (one ``kth`` for every row, which
+  numpy selects with its SIMD quickselect where the CPU has one: half the cost of
+  sorting the rows on the ADS-B sample's speed and altitude);
+* :func:`sorted_rows` (the same coverage, more zeros): every range's valid samples in one
+  row, +inf after them, and the rows sorted with numpy's SIMD sort, which handles many
+  ties faster than the quickselect (a turn rate is mostly 0.0).  Both beat a ranking of
+  the source at the strides a window is usually cut at (1/2 to 1/12 of its length).
 * :class:`WaveletMatrix` (higher coverage, stride 1 or 2 of a long window): the source's
   valid samples ranked once (:func:`rank_index`) and the ranks laid out in a wavelet
   matrix (Claude, Navarro and Ordonez, "The wavelet matrix: an efficient wavelet tree for
@@ -36,16 +41,19 @@ import bottleneck
 import numpy as np
 
 __all__ = [
+    "SELECT_MAX_ZEROS",
     "WAVELET_COVERAGE",
     "RankIndex",
     "Samples",
     "WaveletMatrix",
     "kth_smallest",
     "rank_index",
+    "selected_pairs",
     "sliding_median",
     "sorted_rows",
     "tick_samples",
     "wavelet_matrix",
+    "worth_selecting",
     "worth_sliding",
     "worth_wavelet",
 ]
@@ -55,6 +63,12 @@ __all__ = [
 #: rate and altitude (``bench/bench_metrics.py`` at strides 1-10 of 120 ticks), the two
 #: cost the same between coverage 24 and 60 (stride 5 and 2).
 WAVELET_COVERAGE = 40
+
+#: Share of zeros in a stream's samples above which :func:`sorted_rows` beats
+#: :func:`selected_pairs`: numpy's quickselect slows down on many equal values where its
+#: sort does not (ADS-B sample, 120-tick windows at strides 10 and 60: the speed, 12-25 %
+#: zeros, selects in 0.65-0.75x the sort's time, the turn rate, 55-62 % zeros, in 1.35-1.65x).
+SELECT_MAX_ZEROS = 0.4
 
 
 @dataclass(frozen=True, eq=False)
@@ -131,6 +145,69 @@ def sorted_rows(samples: Samples, starts: np.ndarray, length: int) -> tuple[np.n
     np.copyto(rows, np.inf, where=np.arange(width) >= n[:, None])
     rows.sort(axis=1)
     return rows, n
+
+
+def worth_selecting(values: np.ndarray) -> bool:
+    """Whether :func:`selected_pairs` is cheaper than :func:`sorted_rows` for ranges of
+    ``values`` (M,), the samples they span (see :data:`SELECT_MAX_ZEROS`)."""
+    return bool(np.count_nonzero(values == 0) <= SELECT_MAX_ZEROS * values.size)
+
+
+def selected_pairs(
+    samples: Samples, starts: np.ndarray, length: int, i0: np.ndarray, i1: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``i0``-th and ``i1``-th smallest valid samples of each tick range
+    ``[start, start + length)``, by one partition of the ranges' rows.
+
+    Row ``q`` holds ``d - i0[q]`` times -inf (``d`` the largest ``i0``), the range's valid
+    samples, then +inf: its ``i0[q]``-th smallest sample has rank ``d`` in the row, so
+    ``numpy.partition`` at the single index ``d`` selects every range's at once, and the
+    next one up is the least entry after column ``d``.  The results are samples of the
+    ranges, bit for bit (``0.0`` and ``-0.0`` tie: which one comes out then depends on the
+    rows' order, as in a sort).
+
+    Parameters
+    ----------
+    samples : Samples
+        From :func:`tick_samples`.
+    starts : ndarray, shape (Q,), int64
+        First tick of each range; ``start + length <= N``; every range holds a sample.
+    length : int
+        Ticks per range.
+    i0, i1 : ndarray, shape (Q,), integer
+        ``0 <= i0 <= i1 <= i0 + 1`` and ``i1 <`` the range's valid count.
+
+    Returns
+    -------
+    a, b : ndarray, shape (Q,), float64
+        The ``i0``-th and the ``i1``-th smallest.
+    """
+    vals, first = samples
+    if starts.size == 0:
+        return np.zeros(0, vals.dtype), np.zeros(0, vals.dtype)
+    lo = first[starts]
+    n = first[starts + length] - lo
+    i0 = np.asarray(i0, dtype=np.intp)
+    d = int(i0.max())
+    shift = d - i0
+    end = shift + n
+    width = int(end.max()) + 1  # at least one column after ``d``
+    # every run of ``width`` entries of the padded samples, as a strided view; row q starts
+    # ``shift[q]`` entries before the range's first sample (those become -inf)
+    padded = np.concatenate([np.zeros(d, vals.dtype), vals, np.zeros(width, vals.dtype)])
+    size = padded.itemsize
+    runs = np.ndarray(
+        (padded.size - width + 1, width), dtype=padded.dtype, buffer=padded, strides=(size, size)
+    )
+    rows = runs[lo + i0]
+    # the -inf fill touches the columns before the largest shift only, the +inf fill those
+    # from the least end on (at p90 or the median, well under the whole row)
+    left, right = int(shift.max()), int(end.min())
+    np.copyto(rows[:, :left], -np.inf, where=np.arange(left) < shift[:, None])
+    np.copyto(rows[:, right:], np.inf, where=np.arange(right, width) >= end[:, None])
+    rows.partition(d, axis=1)
+    a = rows[:, d]
+    return a, np.where(np.asarray(i1) > i0, rows[:, d + 1 :].min(axis=1), a)
 
 
 def rank_index(values: np.ndarray) -> RankIndex:

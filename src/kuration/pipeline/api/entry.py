@@ -8,7 +8,8 @@ Both sit above :mod:`kuration.pipeline.api.pipeline` (imports point down).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from ...contracts.schema import SchemaSpec
@@ -135,7 +136,7 @@ def write_dataset(
     MissingExtraError
         ``out``'s object-store backend is not installed (names the extra).
     """
-    try:  # write_dataset reports bad options as OutputSpecError
+    with _bad_options_as_spec_error():
         selection = HoursSelection.checked(
             train_hours,
             test_hours,
@@ -164,9 +165,7 @@ def write_dataset(
             checkpoint_dir=None if checkpoint_dir is None else os.fspath(checkpoint_dir),
             memory_budget=memory_budget,
         )
-    except KurationError as exc:
-        raise OutputSpecError(str(exc)) from None
-    p = Pipeline(
+    pipeline = Pipeline(
         schema=schema,
         adapter=adapter,
         sources=list(sources),
@@ -180,8 +179,34 @@ def write_dataset(
         include_entry_points=include_entry_points,
         job=job,
     )
+    return _write(pipeline, out, sources, force=force, resume=resume)
+
+
+@contextmanager
+def _bad_options_as_spec_error() -> Iterator[None]:
+    """Report a bad hours or run option as :class:`OutputSpecError`, the error
+    :func:`write_dataset` documents for invalid options."""
+    try:
+        yield
+    except KurationError as exc:
+        raise OutputSpecError(str(exc)) from None
+
+
+def _write(
+    pipeline: Pipeline,
+    out: str | os.PathLike[str],
+    sources: Sequence[str],
+    *,
+    force: bool,
+    resume: bool,
+) -> DatasetWriteResult:
+    """Plan and run ``pipeline`` into ``out``; its result, a written dataset (an hours run)."""
     run = execute(
-        p.run_spec(), out, force=force, resume=resume, resolved_sources=[str(s) for s in sources]
+        pipeline.run_spec(),
+        out,
+        force=force,
+        resume=resume,
+        resolved_sources=[str(s) for s in sources],
     )
     assert isinstance(run.result, DatasetWriteResult)
     return run.result

@@ -168,7 +168,10 @@ class PoolChoice:
                 f"pool: disk, chosen automatically: the estimated in-memory peak {est} "
                 f"exceeds {budget}"
             )
-        return f"pool: memory: the estimated in-memory peak {est} is within {budget}"
+        return (
+            f"pool: memory, chosen automatically: the estimated in-memory peak {est} "
+            f"is within {budget}"
+        )
 
 
 def _count_ineligible(st: Strategy, tie_break: str) -> str | None:

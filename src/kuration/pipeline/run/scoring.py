@@ -33,6 +33,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,8 +53,9 @@ from ...core.progress import ProgressCallback, emit
 from ...errors import EmptyPoolError, KurationError, PipelineError, SourceChangedError
 from ...metrics.alloc import retain_freed_memory
 from ...metrics.features import FeatureEngine
+from ...metrics.scorers import ScorerUse
 from ...metrics.transform_exec import TransformRunner, runner_for
-from ...metrics.transforms import resolve_transform
+from ...metrics.transforms import TransformUse, resolve_transform
 from ...selection.presence import absent_runs, gap_tuples
 from ...selection.strategy import Strategy
 from ...sources.base import InputAdapter, adapter_from_dict
@@ -418,65 +420,115 @@ def score_sources(
     """
     uris = _checked_sources(sources, workers, on_error)
     adapter.assign_source_ids(uris)  # unique ids, before any source is read
-    # compile here first: a bad metric, transform or scorer fails before any spawn
-    engine = strategy_engine(strategy, schema)
-    retain_freed_memory()  # whole sources: their temporaries stay mapped (metrics.alloc)
-    transforms, scorers = resolve_uses(strategy, schema)
+    engine, transforms, scorers = _compile_strategy(strategy, schema)
     runner = TransformRunner(transforms)
     total = len(uris)
     emit(progress, "scoring", "start", total=total)
     tally = _Tally(total, on_error, progress)
-    results, errors, record = tally.results, tally.errors, tally.record
+    inline = not fused or total <= 1  # runs in this process, one source at a time
     t0 = time.perf_counter()
     size = 1
-    own = not isinstance(executor, Executor)
-    ex = (
-        executor
-        if isinstance(executor, Executor)
-        else make_executor(executor, workers, options=executor_options, address=ray_address)
-    )
-    assert isinstance(ex, Executor)
-    try:
-        if not fused or total <= 1:
-            _score_inline(adapter, uris, segmenter, engine if fused else None, runner, record)
+    with _executor_for(executor, workers, executor_options, ray_address) as ex:
+        if inline:
+            _score_inline(adapter, uris, segmenter, engine if fused else None, runner, tally.record)
         elif ex.parallel:
-            base = {
-                "schema": schema.to_dict(),
-                "adapter": adapter.to_dict(),
-                "source_ids": adapter.source_id_map(),
-                "define": dict(strategy.define),
-                "registered": list(strategy.registered),
-                "transforms": [u.to_dict() for u in transforms],
-                "segmenter": segmenter.to_dict(),
-                "env": worker_environment(plugins, include_entry_points),
-            }
-            size = _score_on_workers(ex, base, uris, record)
+            base = _worker_base(
+                schema, adapter, strategy, transforms, segmenter, plugins, include_entry_points
+            )
+            size = _score_on_workers(ex, base, uris, tally.record)
         else:
-            _score_overlapped(ex, adapter, uris, segmenter, engine, runner, record)
+            _score_overlapped(ex, adapter, uris, segmenter, engine, runner, tally.record)
+    timing = {"read+segment+features" if fused else "read+segment": time.perf_counter() - t0}
+    if not fused:
+        t1 = time.perf_counter()
+        _features_pass(segmenter, adapter, engine, runner, tally.results, tally.errors, on_error)
+        timing["features"] = time.perf_counter() - t1
+    emit(progress, "scoring", "complete", total=total)
+    result = _merge(tally.results, tally.errors, total, timing)
+    result.execution = _execution_record(ex, inline, size)
+    if scorers:
+        _run_scorers_timed(result, scorers, schema, adapter, on_error, progress)
+    return result
+
+
+def _compile_strategy(
+    strategy: Strategy, schema: SchemaSpec
+) -> tuple[FeatureEngine, list[TransformUse], list[ScorerUse]]:
+    """The strategy's feature engine, transforms and scorers, compiled in the lead first so
+    that a bad metric, transform or scorer fails before any source is read or worker spawned."""
+    engine = strategy_engine(strategy, schema)
+    retain_freed_memory()  # whole sources: their temporaries stay mapped (metrics.alloc)
+    transforms, scorers = resolve_uses(strategy, schema)
+    return engine, transforms, scorers
+
+
+@contextmanager
+def _executor_for(
+    executor: Executor | str | None,
+    workers: int,
+    options: Mapping[str, Any] | None,
+    ray_address: str | None,
+) -> Iterator[Executor]:
+    """The executor to score on: an instance as given (its owner closes it), or one made
+    from a name (None: the one ``workers`` implies) and closed on leaving."""
+    if isinstance(executor, Executor):
+        yield executor
+        return
+    ex = make_executor(executor, workers, options=options, address=ray_address)
+    try:
+        yield ex
     finally:
-        if own:
-            ex.close()
-    inline = not fused or total <= 1  # ran in this process, one source at a time
-    execution = {
+        ex.close()
+
+
+def _worker_base(
+    schema: SchemaSpec,
+    adapter: InputAdapter,
+    strategy: Strategy,
+    transforms: Sequence[TransformUse],
+    segmenter: Segmenter,
+    plugins: Sequence[str],
+    include_entry_points: bool,
+) -> dict[str, Any]:
+    """The JSON form from which a ``process`` or ``ray`` worker rebuilds the adapter, the
+    segmenter, the feature engine and the transforms (:func:`_worker_components`)."""
+    return {
+        "schema": schema.to_dict(),
+        "adapter": adapter.to_dict(),
+        "source_ids": adapter.source_id_map(),
+        "define": dict(strategy.define),
+        "registered": list(strategy.registered),
+        "transforms": [u.to_dict() for u in transforms],
+        "segmenter": segmenter.to_dict(),
+        "env": worker_environment(plugins, include_entry_points),
+    }
+
+
+def _execution_record(ex: Executor, inline: bool, size: int) -> dict[str, Any]:
+    """How the fused pass ran (:attr:`ScoringResult.execution`); an ``inline`` pass ran in
+    this process, one source at a time, whatever executor was named."""
+    return {
         "executor": "local" if inline else ex.name,
         "workers": 1 if inline else ex.workers,
         "batch_size": size,
         "max_in_flight": 1 if inline else ex.max_in_flight,
         "queue_depth": 1 if inline else ex.peak_in_flight,
     }
-    timing = {"read+segment+features" if fused else "read+segment": time.perf_counter() - t0}
-    if not fused:
-        t1 = time.perf_counter()
-        _features_pass(segmenter, adapter, engine, runner, results, errors, on_error)
-        timing["features"] = time.perf_counter() - t1
-    emit(progress, "scoring", "complete", total=total)
-    result = _merge(results, errors, total, timing)
-    result.execution = execution
-    if scorers:
-        t1 = time.perf_counter()
-        run_scorers(result, scorers, schema, adapter, on_error=on_error, progress=progress)
-        result.timing["scorers"] = time.perf_counter() - t1  # a pool barrier, in the lead
-    return result
+
+
+def _run_scorers_timed(
+    result: ScoringResult,
+    scorers: Sequence[ScorerUse],
+    schema: SchemaSpec,
+    adapter: InputAdapter,
+    on_error: str,
+    progress: ProgressCallback | None,
+) -> None:
+    """Run the SegmentScorers on the sorted pool (a barrier, in the lead) and time them
+    into ``result.timing["scorers"]``."""
+    t1 = time.perf_counter()
+    run_scorers(result, scorers, schema, adapter, on_error=on_error, progress=progress)
+    result.timing["scorers"] = time.perf_counter() - t1
 
 
 def _score_inline(

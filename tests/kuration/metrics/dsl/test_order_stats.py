@@ -1,5 +1,5 @@
-"""Order statistics from sorted rows and from a wavelet matrix of ranks equal numpy's sort of
-each window, exactly."""
+"""Order statistics from partitioned rows, sorted rows and a wavelet matrix of ranks equal
+numpy's sort of each window, exactly."""
 
 from __future__ import annotations
 
@@ -88,10 +88,31 @@ def test_percentile_and_median_equal_numpy(case, q) -> None:
         got = order_stats.kth_smallest(wm, a, a + np.tile(n[rows], 2), np.concatenate([i0, i1]))
         return np.split(idx.values[got], 2)
 
+    def selected(rows: np.ndarray, i0: np.ndarray, i1: np.ndarray):
+        return order_stats.selected_pairs(samples, starts[rows], length, i0, i1)
+
     srt, n_rows = order_stats.sorted_rows(samples, starts, length)
     assert np.array_equal(n, n_rows)
-    for take in (ranked, reduces.take_sorted(srt)):
+    for take in (ranked, reduces.take_sorted(srt), selected):
         _check_against_numpy(take, x, starts, length, n, q)
+
+
+@given(streams(), st.data())
+@settings(max_examples=150, deadline=None)
+def test_selected_pairs_are_the_sorted_windows_entries(case, data) -> None:
+    """Any i0-th and (i0 + 1)-th or i0-th smallest of each window, one i0 a window, are
+    the entries of its sort, bit for bit."""
+    x, starts, length = case
+    samples = order_stats.tick_samples(x)
+    wins = _windows(x, starts, length)
+    keep = np.array([w.size > 0 for w in wins], dtype=bool)
+    i0 = np.array([data.draw(st.integers(0, w.size - 1)) for w in wins if w.size], np.intp)
+    step = np.array([data.draw(st.integers(0, 1)) for _ in i0], np.intp)
+    i1 = np.minimum(i0 + step, [w.size - 1 for w in wins if w.size])
+    a, b = order_stats.selected_pairs(samples, starts[keep], length, i0, i1)
+    kept = [w for w in wins if w.size]
+    assert a.tobytes() == np.array([w[i] for w, i in zip(kept, i0, strict=True)]).tobytes()
+    assert b.tobytes() == np.array([w[i] for w, i in zip(kept, i1, strict=True)]).tobytes()
 
 
 def _check_against_numpy(take, x, starts, length, n, q) -> None:
@@ -108,18 +129,20 @@ def _check_against_numpy(take, x, starts, length, n, q) -> None:
 
 
 @pytest.mark.parametrize("chunked", [False, True])
-@pytest.mark.parametrize("kernel", ["wavelet", "rows"])
+@pytest.mark.parametrize("kernel", ["wavelet", "rows", "select"])
 @pytest.mark.parametrize(
     ("length", "stride"), [(12, 1), (12, 2), (25, 2), (41, 3), (40, 4), (30, 4), (30, 45)]
 )
 def test_engine_order_stats_equal_single_windows(
     length, stride, kernel, chunked, monkeypatch
 ) -> None:
-    """Either kernel (forced by the coverage threshold) gives each window the value it
-    has scored alone, also when the windows are scored in chunks (each chunk ranks the
+    """Each kernel (forced by the coverage and zeros thresholds) gives each window the value
+    it has scored alone, also when the windows are scored in chunks (each chunk ranks the
     samples it spans)."""
     monkeypatch.setattr(order_stats, "WAVELET_COVERAGE", 0 if kernel == "wavelet" else 10**9)
-    calls = _spy(monkeypatch, "kth_smallest" if kernel == "wavelet" else "sorted_rows")
+    monkeypatch.setattr(order_stats, "SELECT_MAX_ZEROS", 1.0 if kernel == "select" else -1.0)
+    spied = {"wavelet": "kth_smallest", "rows": "sorted_rows", "select": "selected_pairs"}
+    calls = _spy(monkeypatch, spied[kernel])
     n, e = 90, 5
     rng = np.random.default_rng(length * 100 + stride)
     present = rng.random((n, e)) < 0.6
@@ -164,6 +187,7 @@ def test_mixed_zeros_keep_the_window_sort(monkeypatch) -> None:
     """0.0 and -0.0 tie; a stream holding both is sorted per window as before, not ranked."""
     monkeypatch.setattr(order_stats, "WAVELET_COVERAGE", 0)
     ranked, rows = _spy(monkeypatch, "kth_smallest"), _spy(monkeypatch, "sorted_rows")
+    selected = _spy(monkeypatch, "selected_pairs")
     n, e = 90, 3
     rng = np.random.default_rng(7)
     vals = random_values(rng, n, e)
@@ -172,7 +196,7 @@ def test_mixed_zeros_keep_the_window_sort(monkeypatch) -> None:
     eng = FeatureEngine({"hp_med": "field:hp | median", "hp_p30": "field:hp | p30"}, SCHEMA)
     starts = np.arange(0, n - 20 + 1)
     got = eng.score_table(table, starts, 20)
-    assert not ranked and not rows
+    assert not ranked and not rows and not selected
     w = np.lib.stride_tricks.sliding_window_view(vals["hp"][:, :, 0], 20, axis=0)
     w = w.reshape(w.shape[0], -1)
     assert np.array_equal(got["hp_med"], np.median(w, axis=1))

@@ -85,4 +85,6 @@ def test_a_count_plan_over_the_default_selects_on_disk(small_job: dict, monkeypa
     monkeypatch.setenv(DEFAULT_BUDGET_ENV, "100TB")
     kept = p.execute()
     assert not isinstance(kept.result, DiskSelection)
-    assert kept.plan.notes[0].startswith("pool: memory: the estimated in-memory peak")
+    assert kept.plan.notes[0].startswith(
+        "pool: memory, chosen automatically: the estimated in-memory peak"
+    )
