@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import evidence_arms as ea
 import evidence_ceiling as ec
+import evidence_ceiling_sets as ecs
 import evidence_data as ed
 import evidence_faults as ef
 import evidence_guided as eg
@@ -245,6 +246,8 @@ class DomainResult:
     # the constrained ORACLE cross-fitted over repeated entity halvings and by time, with the
     # reweighted whole pool: part -> per budget, differences from random (evidence_ceiling)
     ceiling: dict[str, list[dict[str, float]]] = field(default_factory=dict)
+    # what the by-entity choices' span sets share, per budget (evidence_ceiling_sets)
+    ceiling_sets: list[dict[str, float]] = field(default_factory=list)
     # kuration's random method against the random arm over many seeds (ridge, closed form):
     # budget -> "all"/"tail" -> {"random", "sdk", "p", "seeds"}
     sdk_random: dict[float, dict[str, dict[str, float]]] = field(default_factory=dict)
@@ -479,9 +482,12 @@ def _ceiling(
     quick: bool,
 ) -> None:
     """The constrained ORACLE chosen on one part of the test set and scored on another
-    (:mod:`evidence_ceiling`): ``SPLITS`` entity halvings both ways, and by time."""
+    (:mod:`evidence_ceiling`): ``SPLITS`` entity halvings both ways, by time, and jointly
+    by entity and time (with the same-entity control); then what the by-entity choices'
+    span sets share (:mod:`evidence_ceiling_sets`)."""
     hz = pool.loaded.pipeline.schema.sample_hz
     st = eo.span_stats(pool, eo.span_of_windows(pool))
+    tail = tuple(res_domain(res).tail)
     inp = ec.CeilingInputs(
         pool,
         st,
@@ -489,10 +495,17 @@ def _ceiling(
         test.y - test.cv,
         [round(b * 3600 * hz) for b in budgets],
         ec.random_errors(pool, st, test, budgets, n_rand),
-        tuple(res_domain(res).tail),
+        tail,
     )
-    parts = [*ec.entity_parts(test, 2 if quick else SPLITS), ec.time_part(test)]
-    res.ceiling = ec.ceiling(inp, parts, (0.0, 1.0) if quick else ec.LAMBDAS)
+    k = 2 if quick else SPLITS
+    # quick: one halving for the joint parts (both ways, and the control both halves)
+    joint = ec.joint_parts(test, 1 if quick else SPLITS)
+    parts = [*ec.entity_parts(test, k), ec.time_part(test), *joint]
+    sets: dict[str, list[np.ndarray]] = {}
+    res.ceiling = ec.ceiling(inp, parts, (0.0, 1.0) if quick else ec.LAMBDAS, sets)
+    res.ceiling_sets = ecs.overlap(
+        pool, test, ec.entity_halvings(test, k), sets, budgets, n_rand, tail
+    )
 
 
 def res_domain(res: DomainResult) -> ed.Domain:

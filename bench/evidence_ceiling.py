@@ -50,19 +50,27 @@ class Part:
     score: np.ndarray  # (M,) bool
 
 
-def entity_parts(test: ed.Windows, k: int, seed: int = 2929) -> list[Part]:
-    """``k`` seeded halvings of the test entities, each both ways (``2 k`` parts).
+def entity_halvings(test: ed.Windows, k: int, seed: int = 2929) -> list[np.ndarray]:
+    """``k`` seeded halvings of the test entities: per halving, (M,) bool, half A.
 
-    Split ``i`` draws a permutation of the sorted entity ids from
+    Halving ``i`` draws a permutation of the sorted entity ids from
     ``numpy.random.default_rng([seed, i])``; its first ``floor(n / 2)`` entities are half A.
     """
     ids = sorted({str(e) for e in test.entity.tolist()})
-    ent = np.array([str(e) for e in test.entity.tolist()], dtype=object)
+    ent = [str(e) for e in test.entity.tolist()]
     out = []
     for i in range(k):
         perm = np.random.default_rng([seed, i]).permutation(len(ids))
         a_ids = {ids[j] for j in perm[: len(ids) // 2].tolist()}
-        a = np.array([e in a_ids for e in ent.tolist()], bool)
+        out.append(np.array([e in a_ids for e in ent], bool))
+    return out
+
+
+def entity_parts(test: ed.Windows, k: int, seed: int = 2929) -> list[Part]:
+    """``k`` seeded halvings of the test entities (:func:`entity_halvings`), each both ways
+    (``2 k`` parts)."""
+    out = []
+    for i, a in enumerate(entity_halvings(test, k, seed)):
         out += [Part(f"entity {i} A>B", a, ~a), Part(f"entity {i} B>A", ~a, a)]
     return out
 
@@ -77,6 +85,37 @@ def time_part(test: ed.Windows) -> Part:
     start = test.source.astype(np.int64) * (1 << 40) + test.first.astype(np.int64)
     mid = int(np.sort(key)[len(key) // 2])
     return Part("time", key < mid, start > mid)
+
+
+def joint_parts(test: ed.Windows, k: int, seed: int = 2929, control: bool = True) -> list[Part]:
+    """Cross-fits by entity AND time, on the halvings of :func:`entity_parts` and the middle
+    of :func:`time_part`: per halving, ``joint i A>B`` chooses on half A's earlier windows
+    and is scored on half B's later ones, ``joint i B>A`` the reverse direction.
+
+    With ``control``, two more pairs choose on the same quarter-sized parts:
+    ``same i A`` / ``same i B`` are scored on the same half's later windows (the same
+    entities later), ``minutes i A>B`` / ``minutes i B>A`` on the other half's earlier
+    windows (other entities, the same minutes: the by-entity cross-fit with a choosing
+    part as small as the joint one's).
+
+    A joint part's choosing and scored windows share neither an entity nor a tick, so a set
+    chosen on it cannot carry over by fitting what happens in the scored minutes.
+    """
+    t = time_part(test)
+    out = []
+    for i, a in enumerate(entity_halvings(test, k, seed)):
+        out += [
+            Part(f"joint {i} A>B", a & t.choose, ~a & t.score),
+            Part(f"joint {i} B>A", ~a & t.choose, a & t.score),
+        ]
+        if control:
+            out += [
+                Part(f"same {i} A", a & t.choose, a & t.score),
+                Part(f"same {i} B", ~a & t.choose, ~a & t.score),
+                Part(f"minutes {i} A>B", a & t.choose, ~a & t.choose),
+                Part(f"minutes {i} B>A", ~a & t.choose, a & t.choose),
+            ]
+    return out
 
 
 def errors_of(coef: np.ndarray, icpt: np.ndarray, x: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -150,15 +189,16 @@ def random_errors(
 
 def choose_and_score(
     inp: CeilingInputs, part: Part, lambdas: tuple[float, ...]
-) -> list[dict[str, float]]:
+) -> tuple[list[dict[str, float]], list[np.ndarray]]:
     """One part's choice at every size: the constrained ORACLE and the reweighted pool.
 
     Returns, per size, differences from the random arm's mean on the same windows:
     ``tail``, ``all`` (the ORACLE's set on the scored part), ``in_tail``, ``in_all`` (on the
     choosing part: the in-sample figures), ``optimism`` (``tail - in_tail``), ``plain_tail``
     (the unconstrained ORACLE on the scored part), ``lam`` and ``feasible`` (the cap met on
-    the choosing part), and ``rw_tail``, ``rw_all``, ``beta``, ``rw_feasible`` for the
-    reweighted whole pool.
+    the choosing part), ``rw_tail``, ``rw_all``, ``beta``, ``rw_feasible`` for the
+    reweighted whole pool, and ``n_tail_choose``, ``n_tail_score``, the tail windows of
+    each part; and, per size, the constrained ORACLE's span rows.
     """
     t, c, s = inp.test, part.choose, part.score
     tail = t.tail if t.tail is not None else np.zeros(len(t), bool)
@@ -199,16 +239,27 @@ def choose_and_score(
                 "rw_all": e["sa"] / ref["sa"] - 1,
                 "beta": beta,
                 "rw_feasible": float(bool(feas)),
+                "n_tail_choose": float(np.count_nonzero(c & tail)),
+                "n_tail_score": float(np.count_nonzero(s & tail)),
             }
         )
-    return out
+    return out, [g[0] for g in got]
 
 
 def ceiling(
-    inp: CeilingInputs, parts: Sequence[Part], lambdas: tuple[float, ...]
+    inp: CeilingInputs,
+    parts: Sequence[Part],
+    lambdas: tuple[float, ...],
+    sets: dict[str, list[np.ndarray]] | None = None,
 ) -> dict[str, list[dict[str, float]]]:
-    """Every part's per-size records (see :func:`choose_and_score`), keyed by part name."""
-    return {p.name: choose_and_score(inp, p, lambdas) for p in parts}
+    """Every part's per-size records (see :func:`choose_and_score`), keyed by part name;
+    each part's chosen span rows per size go into ``sets`` when it is given."""
+    out = {}
+    for p in parts:
+        out[p.name], spans = choose_and_score(inp, p, lambdas)
+        if sets is not None:
+            sets[p.name] = spans
+    return out
 
 
 def meets(rec: dict[str, float], prefix: str = "") -> bool:

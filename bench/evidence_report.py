@@ -45,6 +45,12 @@ def to_json(results: list[Any]) -> dict[str, Any]:
                 part: {f"{b:g}": rec for b, rec in zip(r.budgets, per, strict=True)}
                 for part, per in r.ceiling.items()
             },
+            # the test split only (a validation split has no cross-fit)
+            "ceiling_sets": {
+                f"{b:g}": rec for b, rec in zip(r.budgets, r.ceiling_sets, strict=True)
+            }
+            if r.ceiling_sets
+            else {},
             "sdk_random": {f"{b:g}": v for b, v in r.sdk_random.items()},
             "sdk_random_spans": r.sdk_random_spans,
         }
@@ -132,9 +138,10 @@ selection is the same for every seed is one value.  The ORACLEs (own section) ar
 strategies: they look at the test set.  The constrained one answers the issue's escape
 clause: can any span set of a size beat random's tail by 10% without raising the error on
 all windows?  In sample it is scored on the windows it was chosen with, so it is also
-chosen on one part of the test set and scored on another (random halvings of the test
-entities, both ways, and earlier against later time), beside all of the pool reweighted
-toward the tail.
+chosen on one part of the test set and scored on another: random halvings of the test
+entities, both ways (other entities, the same minutes); earlier against later time (the
+same entities); and both at once, one half's earlier windows against the other half's
+later ones (neither shared), beside all of the pool reweighted toward the tail.
 
 **Tests.**  Per cell, difference from the random arm's mean; `*` marks a Holm-adjusted
 p < 0.05: Welch's t-test over seeds, or a one-sample t-test of random's seeds against

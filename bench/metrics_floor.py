@@ -25,11 +25,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Any
 
 import numpy as np
 
-from kuration.metrics.dsl import kernels, order_stats, reduces
+from kuration.metrics.dsl import kernels, order_reduce, order_stats, reduces
 
 #: the stage each timed part belongs to (``profile_perf.py`` sums them by stage)
 STAGE = {
@@ -83,35 +82,14 @@ def _windows(starts: np.ndarray, length: int) -> Callable[[np.ndarray, int], np.
     return win
 
 
-def _order(x: np.ndarray, starts: np.ndarray, length: int, lag: int) -> reduces.Take:
+def _order(
+    x: np.ndarray, starts: np.ndarray, length: int, lag: int
+) -> tuple[reduces.Take, np.ndarray]:
     """Order statistics of each window of stream ``x`` (N, E, 1) that dropped ``lag`` ticks:
-    the kernel the engine's ``order_ticks`` picks (partitioned or sorted rows, or the
-    wavelet matrix)."""
+    the kernel the engine's ``order_ticks`` picks (``order_reduce.window_order``: partitioned
+    or sorted rows, or the wavelet matrix), without the frame's memo."""
     samples = order_stats.tick_samples(x, reduces.tick_valid(x))
-    first = samples[1]
-    s, n_ticks = starts + lag, length - lag
-    lo = first[s]
-    n = first[s + n_ticks] - lo
-    s_lo, s_hi = int(first[s.min()]), int(first[s.max() + n_ticks])
-    if not order_stats.worth_wavelet(int(n.sum()), s_hi - s_lo):
-        if order_stats.worth_selecting(samples[0][s_lo:s_hi]):
-
-            def select(rows: np.ndarray, i0: np.ndarray, i1: np.ndarray) -> Any:
-                return order_stats.selected_pairs(samples, s[rows], n_ticks, i0, i1)
-
-            return select, n
-        rows, n = order_stats.sorted_rows(samples, s, n_ticks)
-        return reduces.take_sorted(rows), n
-    idx = order_stats.rank_index(samples[0][s_lo:s_hi])
-    wm = order_stats.wavelet_matrix(idx.ranks)
-    lo = lo - s_lo
-
-    def take(rows: np.ndarray, i0: np.ndarray, i1: np.ndarray) -> Any:
-        a = np.tile(lo[rows], 2)
-        ranks = order_stats.kth_smallest(wm, a, a + np.tile(n[rows], 2), np.concatenate([i0, i1]))
-        return np.split(idx.values[ranks], 2)
-
-    return take, n
+    return order_reduce.window_order(samples, starts + lag, length - lag)
 
 
 def floor_pass(

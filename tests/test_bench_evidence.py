@@ -65,6 +65,11 @@ def test_quick_mode_runs_and_reruns_identically(tmp_path: Path) -> None:
         assert len([k for k in ceiling if k.startswith("entity")]) == 4 and "time" in ceiling
         for rec in (per[b] for per in ceiling.values()):
             assert rec["feasible"] == 1.0 and rec["in_all"] <= 0.0
+        assert {"joint 0 A>B", "joint 0 B>A", "same 0 A", "minutes 0 B>A"} <= set(ceiling)
+        assert all(ceiling[k][b]["n_tail_score"] > 0 for k in ceiling)
+        sets = nums["ceiling_sets"][b]
+        assert 0.0 <= sets["jac"] <= 1.0 and 0.0 <= sets["rand_jac_usable"] <= 1.0
+        assert sets["choices"] == 4 and 0.0 < sets["pool_late"] < 1.0
         assert set(nums["sdk_random"][b]) == {"all", "tail"}
 
 
@@ -147,9 +152,10 @@ def test_constrained_oracle_meets_the_cap_or_says_it_cannot() -> None:
         assert not ok and eo.set_errors(st, spans, xt, rt, [every])[0] > 0.0
 
 
-def _toy_ceiling(seed: int = 11):  # type: ignore[no-untyped-def]
+def _toy_ceiling(seed: int = 11, wild_every: int = 0):  # type: ignore[no-untyped-def]
     """A pool of 40 spans of 25 windows (a quarter "wild": larger inputs, as turns are) and
-    a test set of 30 entities whose first windows are wild (the tail)."""
+    a test set of 30 entities whose first windows are wild (the tail), or with
+    ``wild_every``, every such window in time."""
     from types import SimpleNamespace
 
     eo = _load_bench("evidence_oracle")
@@ -180,7 +186,8 @@ def _toy_ceiling(seed: int = 11):  # type: ignore[no-untyped-def]
     st = eo.SpanStats(*parts)
     m = 600
     ent = np.arange(m) % 30
-    xt, rt = make(rng.normal(size=(m, d)) * np.where(np.arange(m) < 90, 3.0, 1.0)[:, None])
+    wild_t = np.arange(m) % wild_every == 0 if wild_every else np.arange(m) < 90
+    xt, rt = make(rng.normal(size=(m, d)) * np.where(wild_t, 3.0, 1.0)[:, None])
     src = np.arange(m) // 200  # three "sources" in time order
     first = (np.arange(m) % 200) * 10
     test = ed.Windows(
@@ -238,6 +245,62 @@ def test_repeated_cross_fit_keeps_the_cap_on_its_choosing_half_and_reruns_identi
                 assert rec["in_all"] <= 0.0
             assert rec["optimism"] == pytest.approx(rec["tail"] - rec["in_tail"])
     assert n_feasible > 0
+
+
+def test_joint_cross_fit_shares_neither_entities_nor_time_and_keeps_the_cap() -> None:
+    """A joint part chooses on one half of the test entities' earlier windows and is scored
+    on the other half's later ones: no entity and no tick in common; its halvings are the
+    by-entity cross-fit's.  The controls share the entities and not the time, or the time
+    (earlier minutes) and not the entities.  Every choice
+    flagged feasible keeps ridge's all-windows error on its choosing part at or below the
+    random sets' mean there, checked here from the chosen spans themselves."""
+    ec, inp = _toy_ceiling(wild_every=6)
+    t, test = ec.time_part(inp.test), inp.test
+    halves = ec.entity_halvings(test, 3)
+    ent = ec.entity_parts(test, 3)
+    assert all(np.array_equal(h, p.choose) for h, p in zip(halves, ent[::2], strict=True))
+    parts = ec.joint_parts(test, 3)
+    assert len(parts) == 18
+    key = test.source.astype(np.int64) * 10**6
+    end, start = key + test.last, key + test.first
+    for p in parts:
+        assert p.choose.any() and p.score.any() and not (p.choose & p.score).any()
+        assert (p.choose <= t.choose).all()
+        chosen, scored = set(test.entity[p.choose].tolist()), set(test.entity[p.score].tolist())
+        if p.name.startswith("minutes"):  # other entities, the same earlier minutes
+            assert (p.score <= t.choose).all() and chosen.isdisjoint(scored)
+            continue
+        assert (p.score <= t.score).all()
+        assert end[p.choose].max() < start[p.score].min()  # every chosen window ends first
+        if p.name.startswith("joint"):
+            assert chosen.isdisjoint(scored)
+        else:  # the control: the same half's entities, later
+            assert p.name.startswith("same") and chosen == scored
+    sets: dict[str, list[np.ndarray]] = {}
+    got = ec.ceiling(inp, parts, (0.0, 1.0, 4.0), sets)
+    assert got == ec.ceiling(inp, parts, (0.0, 1.0, 4.0))
+    assert set(sets) == {p.name for p in parts}
+    n_feasible = 0
+    for p in parts:
+        for j, rec in enumerate(got[p.name]):
+            assert rec["n_tail_score"] == np.count_nonzero(p.score & test.tail) > 0
+            err = ec.set_error_vector(inp.st, sets[p.name][j], test.x, inp.r)[p.choose].mean()
+            cap = inp.rand[j][:, p.choose].mean()
+            assert rec["in_all"] == pytest.approx(err / cap - 1)
+            if rec["feasible"]:
+                n_feasible += 1
+                assert err <= cap
+    assert n_feasible > 0
+
+
+def test_jaccard_of_span_sets() -> None:
+    """The sets diagnostic's overlap: plain and weighted by each span's usable time."""
+    ecs = _load_bench("evidence_ceiling_sets")
+    a, b = np.array([0, 1, 2, 3]), np.array([2, 3, 4])
+    assert ecs.jaccard(a, b) == pytest.approx(2 / 5)
+    w = np.array([1.0, 1.0, 10.0, 10.0, 100.0])
+    assert ecs.jaccard(a, b, w) == pytest.approx(20 / 122)
+    assert ecs.jaccard(a, a, w) == 1.0 and ecs.jaccard(a, np.array([4]), w) == 0.0
 
 
 def test_weighted_ridge_is_the_benchmarks_ridge_with_sample_weights() -> None:
@@ -367,3 +430,13 @@ def test_dedup_first_takes_near_duplicates_only_when_the_rest_run_out() -> None:
         pool, arm, 0, min(1.2 * kept_h, 0.9 * pool.usable[sorted(ok)].sum() / hz / 3600)
     )
     assert kept <= set(big.tolist()) <= ok and not set(big.tolist()) <= kept
+
+
+def test_json_of_a_split_without_cross_fit() -> None:
+    """A validation split has no cross-fit and no span-set diagnostic; its JSON holds them
+    empty (the full run writes validation splits beside the test ones)."""
+    ev = _load_evidence()
+    er = _load_bench("evidence_report")
+    r = ev.DomainResult("adsb", [0.5, 1.0], {}, "validation")
+    nums = er.to_json([r])["numbers"]["adsb/validation"]
+    assert nums["ceiling"] == {} and nums["ceiling_sets"] == {}

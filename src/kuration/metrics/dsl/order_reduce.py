@@ -14,7 +14,7 @@ from . import order_stats, reduces
 from .frame import Frame, Stream
 from .values import Key, ReduceFn
 
-__all__ = ["order_ticks", "sliding_median", "sorted_windows"]
+__all__ = ["order_ticks", "sliding_median", "sorted_windows", "window_order"]
 
 
 def sorted_windows(s: Stream, fr: Frame, key: Key) -> tuple[reduces.Take, np.ndarray]:
@@ -52,37 +52,47 @@ def order_ticks(s: Stream, fr: Frame, key: Key) -> tuple[reduces.Take, np.ndarra
             return reduces.take_sorted(srt), n
         if length <= 0:  # the look-back leaves the windows no tick
             return reduces.take_sorted(np.zeros((grid.size, 0))), np.zeros(grid.size, np.intp)
-        first = samples[1]
-        lo = first[starts]
-        n = first[starts + length] - lo
-        # the samples these windows span: a chunk of a long source ranks its own span only
-        s_lo, s_hi = (
-            (int(first[starts.min()]), int(first[starts.max() + length])) if n.size else (0, 0)
-        )
-        if not order_stats.worth_wavelet(int(n.sum()), s_hi - s_lo):
-            if order_stats.worth_selecting(samples[0][s_lo:s_hi]):
-
-                def select(rows: np.ndarray, i0: np.ndarray, i1: np.ndarray) -> Any:
-                    return order_stats.selected_pairs(samples, starts[rows], length, i0, i1)
-
-                return select, n
-            rows, n = order_stats.sorted_rows(samples, starts, length)
-            return reduces.take_sorted(rows), n
-        idx = order_stats.rank_index(samples[0][s_lo:s_hi])
-        wm = order_stats.wavelet_matrix(idx.ranks)
-        lo = lo - s_lo
-
-        def take(rows: np.ndarray, i0: np.ndarray, i1: np.ndarray) -> Any:
-            a = np.tile(lo[rows], 2)
-            ranks = order_stats.kth_smallest(
-                wm, a, a + np.tile(n[rows], 2), np.concatenate([i0, i1])
-            )
-            return np.split(idx.values[ranks], 2)
-
-        return take, n
+        return window_order(samples, starts, length)
 
     out: tuple[reduces.Take, np.ndarray] = fr.memo((key, "@order"), True, make)
     return out
+
+
+def window_order(
+    samples: order_stats.Samples, starts: np.ndarray, length: int
+) -> tuple[reduces.Take, np.ndarray]:
+    """Order statistics of the windows ``[starts, starts + length)`` of a stream's valid
+    ``samples`` (:func:`order_stats.tick_samples`), by the kernel their overlap makes
+    cheapest: each window's samples partitioned in a row (sorted, for many zeros), or the
+    samples they span ranked once into a wavelet matrix.
+
+    Returns the take (order statistics by rank pairs) and each window's sample count,
+    shape (W,), intp.
+    """
+    first = samples[1]
+    lo = first[starts]
+    n = first[starts + length] - lo
+    # the samples these windows span: a chunk of a long source ranks its own span only
+    s_lo, s_hi = (int(first[starts.min()]), int(first[starts.max() + length])) if n.size else (0, 0)
+    if not order_stats.worth_wavelet(int(n.sum()), s_hi - s_lo):
+        if order_stats.worth_selecting(samples[0][s_lo:s_hi]):
+
+            def select(rows: np.ndarray, i0: np.ndarray, i1: np.ndarray) -> Any:
+                return order_stats.selected_pairs(samples, starts[rows], length, i0, i1)
+
+            return select, n
+        rows, n = order_stats.sorted_rows(samples, starts, length)
+        return reduces.take_sorted(rows), n
+    idx = order_stats.rank_index(samples[0][s_lo:s_hi])
+    wm = order_stats.wavelet_matrix(idx.ranks)
+    lo = lo - s_lo
+
+    def take(rows: np.ndarray, i0: np.ndarray, i1: np.ndarray) -> Any:
+        a = np.tile(lo[rows], 2)
+        ranks = order_stats.kth_smallest(wm, a, a + np.tile(n[rows], 2), np.concatenate([i0, i1]))
+        return np.split(idx.values[ranks], 2)
+
+    return take, n
 
 
 def sliding_median(order_stat: Callable[..., np.ndarray]) -> ReduceFn:
