@@ -68,6 +68,11 @@ def grid_phase(t: np.ndarray, hz: float) -> GridPhase:
     return GridPhase(phase, concentration, offset)
 
 
+def _rel(dt: float) -> str:
+    """``T + 3 s`` or ``T - 10 s``: a time relative to a tick's."""
+    return f"T {'-' if dt < 0 else '+'} {abs(dt):.3g} s"
+
+
 def phase_line(gp: GridPhase, hz: float, rows: int, without: int) -> str:
     """The summary line for a proposed offset: where the rows sit, what it costs without
     the offset (``without`` rows sharing a tick), and what a tick then takes."""
@@ -78,6 +83,6 @@ def phase_line(gp: GridPhase, hz: float, rows: int, without: int) -> str:
         f"near the half step where rounding changes tick: there clock jitter sends "
         f"neighbours to one tick ({without} rows would share one).  The job shifts the "
         f"rounding by grid_offset_s {gp.offset_s:g} s: a tick at time T takes the rows from "
-        f"T + {gp.offset_s - step / 2:.3g} s to T + {gp.offset_s + step / 2:.3g} s "
+        f"{_rel(gp.offset_s - step / 2)} to {_rel(gp.offset_s + step / 2)} "
         f"(tick times stay multiples of {step:.6g} s)"
     )
