@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from .._csvline import row_place
 from ..errors import SourceError, TimeRangeError
+from ._columns import numeric_except
 
 __all__ = ["check_epoch_unit", "shown_time", "text_time_error", "unit_hint"]
 
@@ -141,6 +142,17 @@ def text_time_error(col: pa.Array, name: str, src: str) -> SourceError:
         return repr(text[r].as_py())
 
     ok = is_iso | is_number
+    typos = None if is_iso.any() else numeric_except(col)
+    if typos is not None:  # numbers but for a few cells: no time format reads a typo
+        r = int(typos[0])
+        more = f" (and {typos.size - 1} more cells)" if typos.size > 1 else ""
+        return SourceError(
+            f"time column {name!r} holds numbers except here: {value(r)} is not a "
+            f"number{more}; fix or blank that cell (a row without a time is refused, "
+            "or dropped under missing_time: drop)",
+            source=src,
+            row=r,
+        )
     if not ok.all():
         r = int(np.flatnonzero(~ok)[0])
         return SourceError(

@@ -154,3 +154,20 @@ def test_time_format_with_fractional_seconds_and_zone_text(tmp_path: Path) -> No
     p.write_text(p.read_text().replace("51.439000+0100", "51.439000+01:00:00x"))
     with pytest.raises(SourceError, match=r"line 3: .*does not read as time_format"):
         _adapter(time_format=fmt).read_table(str(p))
+
+
+def test_a_typo_in_a_numeric_time_column_says_fix_the_cell_not_give_a_format(
+    tmp_path: Path,
+) -> None:
+    """One ``7.9x`` among float seconds makes the column text: a time format cannot read a
+    mistyped number, so the error names the cell and says to fix or blank it."""
+    times = [f"{i * 0.1:.1f}" for i in range(1000)]
+    times[799] = "7.9x"
+    p = tmp_path / "typo.csv"
+    p.write_text("t,id,v\n" + "".join(f"{t},a,{i}\n" for i, t in enumerate(times)))
+    with pytest.raises(SourceError, match=r"typo\.csv, line 801: time column 't'") as e:
+        _adapter().read_table(str(p))
+    msg = str(e.value)
+    assert "'7.9x' is not a number" in msg and "fix or blank that cell" in msg, msg
+    assert "time_format" not in msg and "ISO 8601" not in msg, msg
+    assert e.value.row == 799
