@@ -55,6 +55,18 @@ __all__ = ["TickStream"]
 
 #: Rows decoded at a time by default (one record batch / about one CSV block).
 DEFAULT_BATCH_ROWS = 16_384
+#: Arrow's error for a CSV value that does not fit its column's type (``Row #N`` only
+#: when read on one thread)
+_CONVERSION = re.compile(
+    r"In CSV column #(?P<col>\d+): (?:Row #(?P<row>\d+): )?CSV conversion error to "
+    r"(?P<type>[^:]+): invalid value '(?P<value>.*)'$",
+    re.S,
+)
+#: what a value of a CSV column's type is, in words
+_KINDS = {
+    **{t: "a number" for t in ("double", "float", "int64", "int32", "uint64")},
+    "bool": "true or false",
+}
 
 
 class TickStream:
@@ -159,25 +171,62 @@ class TickStream:
             names = head.schema.names
             self._check_names(names, cols)
         types = {ent: pa.string()} if ent else {}  # ids are text, as in the whole-table read
-        reader = pacsv.open_csv(
-            self.uri,
-            read_options=pacsv.ReadOptions(block_size=max(1 << 16, self.batch_rows * 64)),
-            parse_options=parse,
-            convert_options=pacsv.ConvertOptions(column_types=types, include_columns=cols),
-        )
-        with reader:
+
+        def open_reader(threads: bool = True) -> Any:
+            return pacsv.open_csv(
+                self.uri,
+                read_options=pacsv.ReadOptions(
+                    use_threads=threads, block_size=max(1 << 16, self.batch_rows * 64)
+                ),
+                parse_options=parse,
+                convert_options=pacsv.ConvertOptions(column_types=types, include_columns=cols),
+            )
+
+        with open_reader() as reader:
             try:
                 for batch in reader:
                     yield pa.Table.from_batches([batch])
             except pa.ArrowInvalid as exc:
-                # Arrow numbers the file's columns; say which one (a later block's value
-                # does not fit the type the first block suggested)
-                msg = re.sub(
-                    r"In CSV column #(\d+)",
-                    lambda m: f"column {names[int(m.group(1))]!r}",
-                    csv_parse_error(self.uri) or csv_parse_line(str(exc), self.uri),
-                )
-                raise SourceError(f"cannot read csv: {msg}", source=self.uri) from exc
+                raise self._csv_error(exc, names, open_reader) from exc
+
+    def _csv_error(self, exc: pa.ArrowInvalid, names: list[str], open_reader: Any) -> SourceError:
+        """The error for a CSV block that does not read, naming the column and file line.
+
+        A later block's value that does not fit the type Arrow gave the column from the
+        first block (``9.9.9`` among floats) names no row in a threaded read; a
+        single-threaded reread with the same options fails on the same value and names
+        it.  Arrow numbers the file's columns; the error names the column.
+        """
+        bad = _CONVERSION.search(str(exc))
+        if bad is not None:
+            try:
+                with open_reader(threads=False) as reader:
+                    for _batch in reader:
+                        pass
+            except pa.ArrowInvalid as again:
+                found = _CONVERSION.search(str(again))
+                bad = found if found is not None and found.group("row") else bad
+        if bad is not None and bad.group("row"):
+            name, typ = names[int(bad.group("col"))], bad.group("type")
+            kind = "a time" if typ.startswith(("timestamp", "date")) else _KINDS.get(typ)
+            why = (
+                f"not {kind or f'a {typ} value'} as the rows of the file's first block are; "
+                "fix or blank that cell"
+                if typ != "null"
+                else "where the file's first block holds none (Arrow typed the column "
+                "empty from it); read the file without --streaming"
+            )
+            return SourceError(
+                f"column {name!r} holds {bad.group('value')!r} there, {why}",
+                source=self.uri,
+                row=int(bad.group("row")) - 2,  # Arrow counts records from 1, header first
+            )
+        msg = re.sub(
+            r"In CSV column #(\d+)",
+            lambda m: f"column {names[int(m.group(1))]!r}",
+            csv_parse_error(self.uri) or csv_parse_line(str(exc), self.uri),
+        )
+        return SourceError(f"cannot read csv: {msg}", source=self.uri)
 
     # -- pass 1: the roster ------------------------------------------------------------
     @property

@@ -143,3 +143,18 @@ def test_refusals(tmp_path: Path, adsb_adapter) -> None:
         TickStream(ad, str(tmp_path))
     with pytest.raises(StreamingError, match="batch_rows"):
         TickStream(ad, path, batch_rows=0)
+
+
+def test_a_bad_number_past_the_first_csv_block_names_its_line(tmp_path: Path) -> None:
+    """The first block types column x as floats; ``9.9.9`` in a later block is named by
+    its file line and column, as the whole-table read names it."""
+    xs = [f"{i * 0.5:.1f}" for i in range(6000)]
+    xs[5000] = "9.9.9"
+    path = tmp_path / "late.csv"
+    path.write_text("t,e,x\n" + "".join(f"{i}.0,a,{x}\n" for i, x in enumerate(xs)))
+    ad = TimeseriesAdapter(SCHEMA, time_column="t", entity_column="e", fields={"x": "x"})
+    ts = TickStream(ad, str(path), batch_rows=1000)  # blocks of 64 KiB, about 4,500 rows
+    with pytest.raises(SourceError, match=r"late\.csv, line 5002: column 'x' holds '9\.9\.9'"):
+        list(ts.blocks())
+    with pytest.raises(SourceError, match=r"late\.csv, line 5002: column 'x' of field 'x'"):
+        ad.read_table(str(path))
