@@ -265,7 +265,11 @@ def _add_init(p: argparse.ArgumentParser) -> None:
         help="rows that repeat a time of their entity: re-time them by row order, or keep one",
     )
     p.add_argument(
-        "--rate", type=float, metavar="HZ", help="sample rate (default: the median step's)"
+        "--rate",
+        type=float,
+        metavar="HZ",
+        help="sample rate of files (default: 1 / the mean step over gap-free runs of one "
+        "entity, in as few digits as drift under a twentieth of a step)",
     )
     p.add_argument(
         "--drop-timeless",

@@ -301,7 +301,8 @@ def init_job(
         Let the job drop rows without a time (``missing_time: drop``, counted by the run);
         without it such rows stop ``kur init``.
     rate : float, optional
-        The sample rate in Hz (default: the median step's; see :mod:`.init_rate`).
+        The sample rate in Hz of files (default: 1 / the mean step over gap-free runs of
+        one entity; see :mod:`.init_rate` and :mod:`.rate_fit`).
     time_format : str, optional
         strptime format of a text time column (the adapter's ``time_format``), checked
         on every value of the first file; default: the first common format that reads them.

@@ -46,6 +46,13 @@ def test_help_lists_the_exit_statuses(command: str, capsys: pytest.CaptureFixtur
     assert max(map(len, block.splitlines())) <= 80  # an 80-column terminal
 
 
+def test_init_help_says_the_rate_is_the_mean_steps(capsys: pytest.CaptureFixture[str]) -> None:
+    """init fits 1 / the mean step over gap-free runs (onboard/rate_fit.py), not the median."""
+    text = " ".join(help_text(["init", "--help"], capsys).split())
+    rate = text.split("--rate HZ sample rate", 1)[1].split(" --", 1)[0]
+    assert "the mean step over gap-free runs" in rate and "median" not in rate, rate
+
+
 def test_check_help_lists_the_policy_models_gates(capsys: pytest.CaptureFixture[str]) -> None:
     text = help_text(["check", "--help"], capsys)
     listed = re.findall(r"^  ([a-z_]+)  +(.+)$", text.split("its keys", 1)[1], re.MULTILINE)
