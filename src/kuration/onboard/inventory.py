@@ -144,7 +144,9 @@ def _data_files(paths: Sequence[Path]) -> list[Path]:
     return out
 
 
-def _read(path: Path) -> pa.Table:
+def _read(path: Path, text: Sequence[str] = ()) -> pa.Table:
+    """The file as a table; CSV columns ``text`` read as text (a time column that
+    ``--time-format`` reads, as the run reads it)."""
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
@@ -161,7 +163,8 @@ def _read(path: Path) -> pa.Table:
         if fmt == "parquet":
             table = pq.read_table(path)
         elif fmt == "csv":
-            table = pacsv.read_csv(path)
+            types = dict.fromkeys(text, pa.string())
+            table = pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(column_types=types))
         else:
             table = read_rows(str(path), fmt)
     except (OSError, pa.ArrowInvalid, SourceError) as exc:
@@ -256,6 +259,27 @@ def _timelike(name: str) -> bool:
     return bool(_TIME.search(head.stem if head is not None and head.unit else name))
 
 
+def _text_times(
+    table: pa.Table, path: Path, time_column: str | None, time_format: str | None
+) -> tuple[pa.Table, str | None]:
+    """(``table``, its time column): the column reread as text when ``--time-format`` is
+    given and Arrow parsed a CSV's text times by itself (``2014-05-07
+    13:29:50.439000+0100``), so the given format, not Arrow's guess, reads them, here and
+    in the run; else ``table`` and ``time_column`` as they are."""
+    from ..sources._formats import format_of
+
+    if time_format is None or format_of(str(path)) != "csv":
+        return table, time_column
+    names = table.column_names
+    stamps = [n for n in names if _is_stamp(table.schema.field(n).type)]
+    if time_column is None:
+        if any(_timelike(n) and _kind(table.schema.field(n).type) == "text" for n in names):
+            return table, None  # a text time column is there already: init picks it
+        stamps = sorted(stamps, key=lambda n: (not _timelike(n), names.index(n)))[:1]
+    pick = [n for n in stamps if time_column in (None, n)]
+    return (_read(path, pick), pick[0]) if pick else (table, time_column)
+
+
 def _time_column(
     table: pa.Table,
     forced: str | None,
@@ -291,6 +315,13 @@ def _time_column(
         )
     name = sorted(cands, key=lambda n: (not _timelike(n), names.index(n)))[0]
     typ = table.schema.field(name).type
+    if forced_fmt is not None and _is_stamp(typ):  # a CSV's text times are reread as text
+        raise InitError(
+            f"{where}: --time-format {forced_fmt!r} reads text times, and time column "
+            f"{name!r} holds {typ}, which the run reads without a format; leave "
+            "--time-format out",
+            source=where,
+        )
     if pa.types.is_timestamp(typ):
         return name, None, f"time column: {name} ({typ}: a timestamp column)", None
     if pa.types.is_date(typ):
@@ -472,8 +503,8 @@ def inventory_files(
         An unreadable file, no time column, a bad unit, a file without the first's columns.
     """
     paths = _data_files(paths)
-    first = _read(paths[0])
     where = str(paths[0])
+    first, time_column = _text_times(_read(paths[0]), paths[0], time_column, time_format)
     forced = time_unit or _time_hint(hints, time_column)
     time, unit, t_line, fmt = _time_column(first, time_column, where, forced, time_format)
     if unit is not None and forced is None and time in hints:
@@ -488,8 +519,9 @@ def inventory_files(
     steps, tracks, dups, rows, timeless = [], [], 0, 0, 0
     timeless_at: list[str] = []
     all_t, all_e, n_codes, starts, origin = [], [], 0, [], 0
+    text = [time] if fmt is not None else []  # as the run reads them: the format decides
     for i, path in enumerate(paths):
-        table = first if i == 0 else _read(path)
+        table = first if i == 0 else _read(path, text)
         need = [time, *([entity] if entity else [])]
         lacking = [c for c in need if c not in table.column_names]
         if lacking:

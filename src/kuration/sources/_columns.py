@@ -365,12 +365,13 @@ def parse_bytes(
     fmt: str,
     cols: list[str],
     src: str,
-    entity_column: str | None,
+    text: list[str],
     dictionary: list[str],
 ) -> pa.Table:
     """One CSV or Parquet file's bytes (``buf``, read whole and already hashed), parsed.
 
-    A CSV entity column is read as text (never ``0042`` -> 42); Parquet decodes only
+    CSV columns ``text`` are read as text (an entity column: never ``0042`` -> 42; a time
+    column with a ``time_format``: not Arrow's reading of it); Parquet decodes only
     ``cols`` when the file has them all once, with ``dictionary`` columns
     dictionary-encoded.  A compressed CSV (``.csv.gz``) is named by ``src``'s suffix.
 
@@ -382,7 +383,7 @@ def parse_bytes(
     if fmt == "csv":
         import pyarrow.csv as pacsv
 
-        types = {entity_column: pa.string()} if entity_column else {}
+        types = dict.fromkeys(text, pa.string())
         codec = _compression(src)  # a random-access reader parses faster than a stream
         where = pa.BufferReader(buf) if codec is None else pa.input_stream(buf, compression=codec)
         return pacsv.read_csv(

@@ -163,14 +163,14 @@ class TickStream:
     def _csv_batches(self, cols: list[str]) -> Iterator[pa.Table]:
         import pyarrow.csv as pacsv
 
-        ent = self.adapter.entity_column
         parse = csv_parse_options(self.uri)
         with pacsv.open_csv(
             self.uri, read_options=pacsv.ReadOptions(block_size=1 << 16), parse_options=parse
         ) as head:
             names = head.schema.names
             self._check_names(names, cols)
-        types = {ent: pa.string()} if ent else {}  # ids are text, as in the whole-table read
+        # ids (and times with a time_format) are text, as in the whole-table read
+        types = dict.fromkeys(self.adapter._text_columns(), pa.string())
 
         def open_reader(threads: bool = True) -> Any:
             return pacsv.open_csv(

@@ -119,7 +119,8 @@ class TimeseriesAdapter(InputAdapter):
         A strptime format for a time column held as text that is not ISO 8601
         (``"%Y/%m/%d %H:%M"``; ``%f`` and literal text, ``"%Y-%m-%d %H:%M:%S.%f%z [UTC]"``,
         are read by Python's strptime); naive times are UTC.  A date column is its
-        midnight, UTC.
+        midnight, UTC.  Given, a CSV's time column is read as text and this format reads
+        it, even where Arrow would parse the text as times by itself.
     globals, events : mapping, optional
         Per-tick global fields (``name -> column``, last row of a tick wins)
         and event flags (``name -> boolean column``, any row raises it).
@@ -270,7 +271,7 @@ class TimeseriesAdapter(InputAdapter):
             if fmt in ("csv", "parquet") and (is_url(uri) or not os.path.isdir(uri)):
                 buf, got = read_source_bytes(str(uri), sid, expect)
                 dictionary = self._dictionary_columns()
-                table = parse_bytes(buf, fmt, cols, str(uri), self.entity_column, dictionary)
+                table = parse_bytes(buf, fmt, cols, str(uri), self._text_columns(), dictionary)
             else:  # a partitioned folder, or a format read from its path (WFDB: two files)
                 rows = fmt not in ("csv", "parquet")
                 read = (
@@ -304,6 +305,12 @@ class TimeseriesAdapter(InputAdapter):
         """Every column the adapter names is in every source, from headers only."""
         fmts = [format_of(str(u)) if self.format == "auto" else self.format for u in uris]
         check_columns(list(uris), fmts, self._needed_columns())
+
+    def _text_columns(self) -> list[str]:
+        """CSV columns read as text: entity ids (never ``0042`` -> 42) and, with a
+        ``time_format``, the time column, so the format reads it and not Arrow's guess."""
+        ent = [self.entity_column] if self.entity_column else []
+        return ent + ([self.time_column] if self.time_format else [])
 
     def _dictionary_columns(self) -> list[str]:
         """Columns worth reading dictionary-encoded: text entity ids (ranked and checked
