@@ -7,8 +7,12 @@ reads the values in that unit and converts where a metric needs another.  Metada
 ``--units`` hint, Parquet field metadata) wins over the header.  A few header spellings
 mean another unit than pint's reading of them (``(C)`` is Celsius in a weather file,
 coulomb to pint; ``dps`` is degrees a second, ``bpm`` beats a minute; ``g`` or ``G`` in an
-accelerometer column, one whose name holds ``acc``, is standard gravity, not gram or
-gauss), and are read as a header means them.  An exponent written without ``^``
+accelerometer column is standard gravity, not gram or gauss), and are read as a header
+means them.  A column is an accelerometer's when a word of its name (split at separators
+and camelCase) starts with ``acc`` (not ``accu``/``acco``: accuracy, account) or ends with
+it (``linacc``), starts with ``imu`` or ``gravit`` (or is ``grav``), when the name holds
+``gforce``/``g-force``, or when it is an acceleration axis (``ax``, ``a_y``, ``aZ``), unless
+a word names a mass (``mass``, ``weight``, ``wt``): ``mass (g)`` stays gram.  An exponent written without ``^``
 (``m/s2``, ``ug/m3``, ``m s-2``) is read as a power when pint does not know the text as
 written.  init prints pint's reading of every header unit, so a wrong one shows.
 
@@ -53,7 +57,12 @@ _HEADER_MEANS = {
 }
 #: an accelerometer's ``g`` is standard gravity (pint: gram; ``G`` is gauss to pint)
 _GRAVITY = frozenset({"g", "G"})
-_ACCEL = re.compile(r"acc", re.I)
+#: the words of a header: separators and camelCase split them (``IMUAccX``: IMU, Acc, X)
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+#: an acceleration axis: ``ax``, ``a_y``, ``aZ``, ``ax1``
+_AXIS = re.compile(r"^a[xyz][0-9]*$")
+#: words that make a ``g`` a gram whatever else the name says
+_MASS = frozenset({"mass", "weight", "wt"})
 #: a unit symbol with its exponent written without ``^`` (``s2`` in ``m/s2``, ``m3``, ``s-1``)
 _BARE_POWER = re.compile(r"(?<![\w^.])([^\W\d_]+)(-?[0-9]+)(?![\w.])")
 #: a unit names something: a letter, or a symbol such as % or the degree sign
@@ -118,6 +127,28 @@ def header_unit(name: str) -> HeaderUnit | None:
 
 def _meant(stem: str, text: str) -> tuple[str, str]:
     """(the unit a header means by ``text``, why, to follow the reading), before pint reads it."""
-    if text in _GRAVITY and _ACCEL.search(stem):
-        return "standard_gravity", " in an accelerometer column (acc in its name): 9.80665 m/s^2"
+    rule = _accelerometer(stem) if text in _GRAVITY else None
+    if rule is not None:
+        return "standard_gravity", f" in an accelerometer column ({rule}): 9.80665 m/s^2"
     return _HEADER_MEANS.get(text, text), ""
+
+
+def _accelerometer(stem: str) -> str | None:
+    """Why the header ``stem`` names an accelerometer column (the rule that applied), or
+    None: see the module docstring."""
+    words = [w.lower() for w in _WORDS.findall(stem)]
+    if _MASS.intersection(words):
+        return None
+    for w in words:
+        if (w.startswith("acc") and not w.startswith(("accu", "acco"))) or w.endswith("acc"):
+            return f"{w!r} in its name reads as acceleration"
+        if w.startswith("imu"):
+            return f"{w!r} in its name: an inertial measurement unit"
+        if w.startswith("gravit") or w == "grav":
+            return f"{w!r} in its name: a gravity vector"
+    compact = "".join(words)
+    if "gforce" in compact:
+        return "g-force in its name"
+    if _AXIS.match(compact):
+        return f"{stem!r} names an acceleration axis"
+    return None

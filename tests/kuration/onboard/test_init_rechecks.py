@@ -14,6 +14,7 @@ import pytest
 from kuration import SchemaSpec, TickStream, TimeseriesAdapter, init_job
 from kuration.cli.main import main
 from kuration.errors import InitError
+from kuration.onboard.header_units import header_unit
 
 T0 = dt.datetime(2014, 5, 7, 13, 29, 50, 439000)
 ISO_FMT = "%Y-%m-%d %H:%M:%S.%f%z"
@@ -79,3 +80,54 @@ def test_a_time_format_on_a_parquet_timestamp_column_is_refused(tmp_path: Path) 
     pq.write_table(pa.table({"time": pa.array(times, pa.timestamp("us")), "v": range(100)}), src)
     with pytest.raises(InitError, match=r"holds timestamp\[us\], which the run reads without"):
         init_job([src], tmp_path / "job", time_format=ISO_FMT)
+
+
+@pytest.mark.parametrize(
+    ("header", "unit", "rule"),
+    [
+        ("ax (g)", "standard_gravity", "'ax' names an acceleration axis"),
+        ("a_y (g)", "standard_gravity", "'a_y' names an acceleration axis"),
+        ("aZ (G)", "standard_gravity", "'aZ' names an acceleration axis"),
+        ("imu_x (g)", "standard_gravity", "'imu' in its name"),
+        ("IMUAccX (g)", "standard_gravity", "'imu' in its name"),
+        ("ACCEL_Y (g)", "standard_gravity", "'accel' in its name"),
+        ("linacc (g)", "standard_gravity", "'linacc' in its name"),
+        ("G-Force X (g)", "standard_gravity", "g-force in its name"),
+        ("gravity_z (g)", "standard_gravity", "'gravity' in its name"),
+        ("mass (g)", "g", None),
+        ("weight (g)", "g", None),
+        ("imu mass (g)", "g", None),  # a mass word wins
+        ("tobacco (g)", "g", None),  # 'acc' inside a word is no accelerometer
+        ("accuracy (g)", "g", None),
+        ("gravel (g)", "g", None),
+        ("max (g)", "g", None),
+    ],
+)
+def test_g_is_standard_gravity_in_imu_columns_and_gram_elsewhere(
+    header: str, unit: str, rule: str | None
+) -> None:
+    got = header_unit(header)
+    assert got is not None and got.unit == unit, got
+    assert (rule is None) == ("accelerometer column" not in got.reading), got.reading
+    assert rule is None or rule in got.reading, got.reading
+
+
+def test_init_names_the_rule_that_read_g_as_gravity(tmp_path: Path) -> None:
+    src = tmp_path / "imu.csv"
+    rows = ["time,ax (g),ay (g),imu_z (g),mass (g)"]
+    rows += [
+        f"{i * 0.02:.2f},{i % 7 / 10},{i % 5 / 10},{i % 3 / 10},{100 + (i % 11) / 4}"
+        for i in range(300)
+    ]
+    src.write_text("\n".join(rows) + "\n")
+    res = init_job([src], tmp_path / "job")
+    units = {f["name"]: f.get("unit") for f in res.job["schema"]["fields"]}
+    assert units == {
+        "ax": "standard_gravity",
+        "ay": "standard_gravity",
+        "imu_z": "standard_gravity",
+        "mass": "g",
+    }, units
+    text = "\n".join(res.lines)
+    assert "accelerometer column ('ax' names an acceleration axis)" in text, text
+    assert "accelerometer column ('imu' in its name" in text, text
