@@ -281,7 +281,7 @@ def _add_init(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--force",
         action="store_true",
-        help="replace job files already there, or write them into a folder holding a dataset",
+        help="replace job files already there, or write them into or inside a dataset folder",
     )
     p.set_defaults(fn=_cmd_init)
 

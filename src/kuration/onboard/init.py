@@ -229,28 +229,50 @@ def _validate(job: Mapping[str, Any], out: Path) -> None:
 
 def _refuse_dataset(folder: Path, force: bool) -> None:
     """Refuse to write job files into a folder that holds a kuration dataset (or a run's
-    staging area) unless ``force``: as ``kur run`` refuses to write over one.
+    staging area), or into any folder inside one (its ``train/`` split), unless
+    ``force``: as ``kur run`` refuses to write over one.
+
+    A parent counts by the files only a run writes (its commit record, manifest, output
+    marker or staging area), not by a ``config.json``, which many projects hold.
 
     Raises
     ------
     InitError
-        Naming the folder, the dataset's job when its config says, and what it holds.
+        Naming the folder, the dataset's folder and job when its config says, and what
+        it holds.
     """
-    from ..output.job_match import occupant_here
+    from ..output.commit import COMMIT_NAME, MANIFEST_NAME, MARKER_NAME, STAGING_NAME
     from ..pipeline.destination.occupied import RUN_NAMES
 
-    if force or not folder.is_dir():
+    if force:
         return
-    held = sorted(n for n in os.listdir(folder) if n in RUN_NAMES)
-    if not held:
-        return
-    occ = occupant_here(folder, {})
-    what = f"the kuration dataset of job {occ.name!r}" if occ and occ.name else "a kuration run"
-    raise InitError(
-        f"{folder} holds {what} ({', '.join(held)}); kur init would write its job files "
-        "among the dataset's: give another --out (a job folder beside the dataset), or pass "
-        "--force to write them there anyway"
-    )
+    if folder.is_dir():
+        held = sorted(n for n in os.listdir(folder) if n in RUN_NAMES)
+        if held:
+            raise InitError(
+                f"{folder} holds {_dataset_words(folder)} ({', '.join(held)}); kur init would "
+                "write its job files among the dataset's: give another --out (a job folder "
+                "beside the dataset), or pass --force to write them there anyway"
+            )
+    marks = (COMMIT_NAME, MANIFEST_NAME, MARKER_NAME, STAGING_NAME)
+    for parent in folder.resolve().parents:
+        held = sorted(n for n in marks if (parent / n).exists())
+        if held:
+            raise InitError(
+                f"{folder} is inside {parent}, which holds {_dataset_words(parent)} "
+                f"({', '.join(held)}); kur init would write its job files among the "
+                "dataset's: give an --out outside it (a job folder beside the dataset), or "
+                "pass --force to write them there anyway"
+            )
+
+
+def _dataset_words(root: Path) -> str:
+    """``the kuration dataset of job 'walk'`` when its config names the job, else
+    ``a kuration run``."""
+    from ..output.job_match import occupant_here
+
+    occ = occupant_here(root, {})
+    return f"the kuration dataset of job {occ.name!r}" if occ and occ.name else "a kuration run"
 
 
 def init_job(

@@ -131,3 +131,29 @@ def test_init_names_the_rule_that_read_g_as_gravity(tmp_path: Path) -> None:
     text = "\n".join(res.lines)
     assert "accelerometer column ('ax' names an acceleration axis)" in text, text
     assert "accelerometer column ('imu' in its name" in text, text
+
+
+def test_an_out_folder_inside_a_committed_dataset_is_refused_without_force(
+    tmp_path: Path, capsys
+) -> None:
+    src = tmp_path / "walk.csv"
+    rows = [f"{i * 0.01:.2f},{(i * 7) % 13 / 10}" for i in range(2000)]
+    src.write_text("time,value\n" + "\n".join(rows) + "\n")
+    init_job([src], tmp_path / "job", name="walk", fraction=1.0)
+    data = tmp_path / "data"
+    assert main(["run", str(tmp_path / "job" / "job.json"), "--out", str(data)]) == 0
+    assert (data / "train").is_dir()
+    before = sorted(str(p.relative_to(data)) for p in data.rglob("*"))
+    for out in (data / "train", data / "train" / "new"):
+        with pytest.raises(
+            InitError,
+            match=r"is inside .*data, which holds the kuration "
+            r"dataset of job 'walk' \(.*dataset\.commit\.json",
+        ):
+            init_job([src], out)
+    capsys.readouterr()
+    assert main(["init", str(src), "--out", str(data / "train")]) == 1
+    assert "pass --force" in capsys.readouterr().err
+    assert sorted(str(p.relative_to(data)) for p in data.rglob("*")) == before
+    init_job([src], data / "train", force=True)
+    assert (data / "train" / "job.json").exists()
