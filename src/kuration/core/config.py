@@ -321,7 +321,7 @@ class TimeseriesAdapterModel(_Model):
     time_unit: Literal["s", "ms", "us", "ns"] = "s"
     """Unit of a numeric time column."""
     time_format: str | None = None
-    """A strptime format for text times that are not ISO 8601 (`%Y/%m/%d %H:%M`, `%Y-%m-%d %H:%M:%S.%f%z`); naive times are UTC."""
+    """A strptime format for text times that are not ISO 8601 (`%Y/%m/%d %H:%M`, `%Y-%m-%d %H:%M:%S.%f%z`); naive times are UTC. Given, a CSV's time column is read as text and this format reads it, even where Arrow would parse the text as times by itself."""
     globals: dict[str, Columns] | None = None
     """Schema global to its column(s)."""
     events: dict[str, str] | None = None
