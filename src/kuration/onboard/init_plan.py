@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.grid import grid_points
+from ..sources._snap import snap_ticks
 
 __all__ = ["Presence", "presence"]
 
@@ -100,7 +100,7 @@ def presence(
     10 Hz file's rows in a 100 Hz job are ten ticks apart and still one run); ``offset_s``
     the job's ``grid_offset_s``.
     """
-    k = grid_points((t - offset_s) * hz if offset_s else t * hz)
+    k = snap_ticks(t, hz, offset_s)[0]  # as the adapters snap them
     new_ent = np.r_[True, ent[1:] != ent[:-1]]
     fresh = new_ent | np.r_[True, k[1:] != k[:-1]]
     k, ent, new_ent = k[fresh], ent[fresh], new_ent[fresh]

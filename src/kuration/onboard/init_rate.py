@@ -27,9 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.grid import grid_points
 from ..errors import InitError
 from ..sources._retime import retime_runs
+from ..sources._snap import snap_ticks
 from .header_units import header_unit
 from .init_phase import grid_phase
 from .rate_fit import StepFit, fit_steps, rate_candidates
@@ -181,8 +181,8 @@ def _timer_evidence(name: str, step: float) -> str:
 def collisions_at(t: np.ndarray, ent: np.ndarray, hz: float, offset_s: float | None = None) -> int:
     """Rows that land on a tick already taken by their entity at ``hz``.
 
-    ``t`` and ``ent`` are sorted by (entity, time); ticks as the adapters snap them,
-    ``grid_points((t - offset_s) * hz)``.  ``offset_s`` is the adapters'
+    ``t`` and ``ent`` are sorted by (entity, time); ticks as the adapters snap them
+    (:func:`~kuration.sources._snap.snap_ticks`).  ``offset_s`` is the adapters'
     ``grid_offset_s``; None (the default) takes the one ``kur init`` proposes for these
     rows at ``hz`` (:func:`~kuration.onboard.init_phase.grid_phase`), so rows stamped
     mid-interval are not counted as colliding at their own rate.  A row that repeats its
@@ -193,7 +193,7 @@ def collisions_at(t: np.ndarray, ent: np.ndarray, hz: float, offset_s: float | N
         return 0
     if offset_s is None:
         offset_s = grid_phase(t, hz).offset_s
-    k = grid_points((t - offset_s) * hz if offset_s else t * hz)
+    k = snap_ticks(t, hz, offset_s)[0]
     return int(((k[1:] == k[:-1]) & (ent[1:] == ent[:-1]) & (t[1:] != t[:-1])).sum())
 
 
