@@ -344,12 +344,7 @@ def init_job(
     if not (isinstance(fraction, int | float) and 0 < fraction <= 1):
         raise InitError(f"fraction must be within (0, 1], got {fraction!r}")
     folder = Path(out)
-    _refuse_dataset(folder, force)
-    existing = [p for p in PARTS if (folder / p).exists()]
-    if existing and not force:
-        raise InitError(
-            f"{folder} already holds {', '.join(existing)}; pass --force to replace them"
-        )
+    _check_out(folder, force)
     hints = _read_hints(units)
     strs = [str(i) for i in inputs]
     job_name = name or folder.resolve().name
@@ -359,22 +354,15 @@ def init_job(
             Path(strs[0]).resolve(), name=job_name, fraction=fraction
         )
     else:
-        if any(s.startswith("timenet://") for s in strs):
-            if len(strs) != 1:
-                raise InitError("give one timenet:// reference alone, not mixed with files")
-            inv = inventory_timenet(strs[0], hints=hints, registries=registries)
-        else:
-            try:
-                inv = inventory_files(
-                    [Path(s) for s in strs],
-                    hints=hints,
-                    time_column=time_column,
-                    entity_column=entity_column,
-                    time_unit=time_unit,
-                    time_format=time_format,
-                )
-            except pa.ArrowException as exc:  # data Arrow refuses, not a traceback
-                raise InitError(f"{', '.join(strs)}: cannot profile it: {exc}") from exc
+        inv = _inventory(
+            strs,
+            hints=hints,
+            registries=registries,
+            time_column=time_column,
+            entity_column=entity_column,
+            time_unit=time_unit,
+            time_format=time_format,
+        )
         opts = {"duplicates": duplicates, "drop_timeless": drop_timeless, "rate": rate}
         job, lines, missing = _compose(
             inv, folder.resolve(), name=job_name, fraction=fraction, opts=opts
@@ -386,6 +374,66 @@ def init_job(
     if inv is not None and inv.kind == "files":  # what the run will drop, and why, first
         _read, rlines = dry_read(job, folder.resolve())
         lines.extend(rlines)
+    files = _write_job(folder, job)
+    lines.append(
+        f"wrote {', '.join(PARTS)} in {folder}; run it with: kur run {folder / 'job.json'}"
+    )
+    return InitResult(folder, tuple(files), job, tuple(lines), tuple(missing))
+
+
+def _check_out(folder: Path, force: bool) -> None:
+    """Refuse ``folder`` without ``force`` when it is in a dataset or holds job files.
+
+    Raises
+    ------
+    InitError
+        See :func:`_refuse_dataset`; or ``folder`` already holds job files.
+    """
+    _refuse_dataset(folder, force)
+    existing = [p for p in PARTS if (folder / p).exists()]
+    if existing and not force:
+        raise InitError(
+            f"{folder} already holds {', '.join(existing)}; pass --force to replace them"
+        )
+
+
+def _inventory(
+    strs: list[str],
+    *,
+    hints: Mapping[str, str],
+    registries: Sequence[str] | None,
+    time_column: str | None,
+    entity_column: str | None,
+    time_unit: str | None,
+    time_format: str | None,
+) -> Inventory:
+    """What one ``timenet://`` reference or a list of files holds.
+
+    Raises
+    ------
+    InitError
+        A reference mixed with files, or data Arrow refuses (not a traceback).
+    """
+    if any(s.startswith("timenet://") for s in strs):
+        if len(strs) != 1:
+            raise InitError("give one timenet:// reference alone, not mixed with files")
+        return inventory_timenet(strs[0], hints=hints, registries=registries)
+    try:
+        return inventory_files(
+            [Path(s) for s in strs],
+            hints=hints,
+            time_column=time_column,
+            entity_column=entity_column,
+            time_unit=time_unit,
+            time_format=time_format,
+        )
+    except pa.ArrowException as exc:
+        raise InitError(f"{', '.join(strs)}: cannot profile it: {exc}") from exc
+
+
+def _write_job(folder: Path, job: Mapping[str, Any]) -> list[Path]:
+    """Write the job's parts and ``job.json`` (naming them) into ``folder``, each file by
+    an atomic rename; returns their paths in :data:`PARTS` order."""
     folder.mkdir(parents=True, exist_ok=True)
     parts = {
         "schema.json": job["schema"],
@@ -400,7 +448,4 @@ def init_job(
         tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
         os.replace(tmp, path)
         files.append(path)
-    lines.append(
-        f"wrote {', '.join(PARTS)} in {folder}; run it with: kur run {folder / 'job.json'}"
-    )
-    return InitResult(folder, tuple(files), job, tuple(lines), tuple(missing))
+    return files
