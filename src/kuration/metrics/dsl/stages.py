@@ -612,9 +612,29 @@ def compile_reduce(
         When the reduce does not accept ``vt`` (a vector into a scalar reduce, ...).
     """
     op, text = st.op, st.text
-    hz = cx.hz
     if vt.per_window and op in _SERIES:
         raise cx.fail(f"{text} needs a time series, but a feature is one value per window", st)
+    if op in ("rms_jerk", "hull_area", "path_length"):
+        return _compile_path(st, vt, cx)
+    if op in ("count", "frac", "duration_present"):
+        return _compile_count(op, vt, cx.hz)
+    if op == "n_changes":
+        if vt.kind == "vector":
+            raise cx.fail(
+                "n_changes counts changes of a scalar, boolean or categorical; got a vector", st
+            )
+        return [], _pair_reduce(op), None, vt
+    if op == "entropy":
+        return _compile_entropy(st, vt, cx)
+    return _compile_numeric(st, vt, cx)
+
+
+def _compile_path(
+    st: Stage, vt: ValueType, cx: Ctx
+) -> tuple[list[Op], Reduce, str | None, ValueType]:
+    """:func:`compile_reduce` of the reduces over a path: ``rms_jerk``, ``hull_area`` and
+    ``path_length`` (of a position, or of any numeric series' steps)."""
+    op, hz = st.op, cx.hz
     if op in ("rms_jerk", "hull_area"):
         _need_position(st, vt, cx)
         if op == "rms_jerk":
@@ -625,47 +645,47 @@ def compile_reduce(
             return reduces.hull_area(_planar(s, fr, key, vt, (1, 2)))
 
         return [], Reduce(hull), "m**2", vt
-    if op == "path_length":
-        if vt.semantics == "position":  # the sum of clamped step lengths = sum(speed) / hz
-            ops, sv = compile_map(replace(st, op="speed", text="speed"), vt, cx)
-            return ops, _moment_reduce("sum", 1.0 / hz), "m", sv
-        if vt.kind not in ("scalar", "vector") or vt.semantics in ("angular", "bitmask"):
-            raise cx.fail(
-                f"path_length needs a position or a numeric series; got {_article(vt.describe())}"
-                + (
-                    " (use angle_delta | abs | sum for turning)"
-                    if vt.semantics == "angular"
-                    else ""
-                ),
-                st,
-            )
-        ops, dv = compile_map(replace(st, op="diff", text="diff"), vt, cx)
-        step = "norm" if vt.kind == "vector" else "abs"
-        more, dv = compile_map(replace(st, op=step, text=step), dv, cx)
-        return [*ops, *more], _moment_reduce("sum"), vt.unit, dv
-    if op in ("count", "frac", "duration_present"):
-        boolean = vt.kind == "bool"
-        if op == "count":
-            fn: ReduceFn = lambda s, fr, k: reduces.count(s.x, s.support, boolean)  # noqa: E731
-        elif op == "frac":
-            fn = lambda s, fr, k: reduces.frac(s.x, s.support, boolean)  # noqa: E731
-        else:
-            fn = lambda s, fr, k: reduces.duration_present(s.x, s.support, boolean, hz)  # noqa: E731
-        hits = _ticks("@tick_hits", lambda s: reduces.tick_hits(s.x, s.support, boolean))
-        ticks: ReduceFn = lambda s, fr, k: reduces.window_hits(  # noqa: E731
-            op, hits(s, fr, k), _win(s, fr), hz
+    # path_length
+    if vt.semantics == "position":  # the sum of clamped step lengths = sum(speed) / hz
+        ops, sv = compile_map(replace(st, op="speed", text="speed"), vt, cx)
+        return ops, _moment_reduce("sum", 1.0 / hz), "m", sv
+    if vt.kind not in ("scalar", "vector") or vt.semantics in ("angular", "bitmask"):
+        raise cx.fail(
+            f"path_length needs a position or a numeric series; got {_article(vt.describe())}"
+            + (" (use angle_delta | abs | sum for turning)" if vt.semantics == "angular" else ""),
+            st,
         )
-        unit = "s" if op == "duration_present" else None
-        return [], Reduce(fn, ticks), unit, vt
-    if op == "n_changes":
-        if vt.kind == "vector":
-            raise cx.fail(
-                "n_changes counts changes of a scalar, boolean or categorical; got a vector", st
-            )
-        return [], _pair_reduce(op), None, vt
-    if op == "entropy":
-        return _compile_entropy(st, vt, cx)
-    # numeric reduces: mean sum std var rms min max median pNN iqr zero_crossings
+    ops, dv = compile_map(replace(st, op="diff", text="diff"), vt, cx)
+    step = "norm" if vt.kind == "vector" else "abs"
+    more, dv = compile_map(replace(st, op=step, text=step), dv, cx)
+    return [*ops, *more], _moment_reduce("sum"), vt.unit, dv
+
+
+def _compile_count(
+    op: str, vt: ValueType, hz: float
+) -> tuple[list[Op], Reduce, str | None, ValueType]:
+    """:func:`compile_reduce` of ``count``, ``frac`` and ``duration_present`` (no map)."""
+    boolean = vt.kind == "bool"
+    if op == "count":
+        fn: ReduceFn = lambda s, fr, k: reduces.count(s.x, s.support, boolean)  # noqa: E731
+    elif op == "frac":
+        fn = lambda s, fr, k: reduces.frac(s.x, s.support, boolean)  # noqa: E731
+    else:
+        fn = lambda s, fr, k: reduces.duration_present(s.x, s.support, boolean, hz)  # noqa: E731
+    hits = _ticks("@tick_hits", lambda s: reduces.tick_hits(s.x, s.support, boolean))
+    ticks: ReduceFn = lambda s, fr, k: reduces.window_hits(  # noqa: E731
+        op, hits(s, fr, k), _win(s, fr), hz
+    )
+    unit = "s" if op == "duration_present" else None
+    return [], Reduce(fn, ticks), unit, vt
+
+
+def _compile_numeric(
+    st: Stage, vt: ValueType, cx: Ctx
+) -> tuple[list[Op], Reduce, str | None, ValueType]:
+    """:func:`compile_reduce` of the numeric reduces: mean, sum, std, var, rms, min, max,
+    median, pNN, iqr and zero_crossings, after refusing a value they cannot reduce."""
+    op, text = st.op, st.text
     if vt.kind == "vector":
         raise cx.fail(
             f"{text} reduces scalars, but the value is a {vt.dims}-component vector "
